@@ -1,0 +1,157 @@
+// The Skiff dataset (format version 1): a directory holding manifest.json and checksummed binary
+// files. The byte-level layout is documented in docs/FORMAT.md; this header is its API.
+//
+// Files (all little-endian, each zero-padded to 4 KiB, each with a .sum checksum sidecar):
+//   graph.offsets    int64[N+1]   CSR row offsets (out-neighbours of node v are
+//                                 neighbours[offsets[v] .. offsets[v+1]) )
+//   graph.neighbors  int32[E] when N < 2^31, else int64[E]; sorted ascending within a row
+//   features.bin     feature rows, row-major, float32 or float16; the rows of partition p form one
+//                    extent starting at Manifest::feature_extent_offsets[p] (4 KiB aligned)
+//   labels.bin       int32[N], -1 = unlabelled
+//   train.idx / valid.idx / test.idx   int64 node IDs, ascending
+// Optional: idmap/ (RocksDB: raw ID <-> dense ID), partition files written by `skiff partition`.
+//
+// Writers write into "<dir>.tmp-<pid>" and rename into place only in Commit(): a failed or
+// interrupted writer leaves no directory that opens as a dataset.
+//
+// Thread safety: DatasetWriter is single-threaded. Dataset is immutable after Open(); its const
+// methods may be called from many threads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "skiff/format/checksummed_file.h"
+#include "skiff/status.h"
+
+namespace skiff::format {
+
+inline constexpr int kFormatVersion = 1;
+
+enum class DType : uint8_t { kFloat32, kFloat16, kInt32, kInt64 };
+const char* DTypeName(DType t);
+size_t DTypeBytes(DType t);
+Result<DType> ParseDType(const std::string& name);
+
+// Partitioning recorded by `skiff partition` (absent on unpartitioned datasets).
+struct PartitionInfo {
+  uint32_t num_partitions = 0;
+  std::string algorithm;               // "grem", "ldg", "fennel", "random", ...
+  std::vector<int64_t> boundaries;     // size k+1; partition p owns [boundaries[p], boundaries[p+1])
+  double edge_cut_fraction = 0;        // fraction of edges whose endpoints lie in different parts
+  double imbalance = 0;                // max part size / ceil(N/k) - 1
+  double seconds = 0;                  // partitioning wall time
+  uint64_t peak_memory_bytes = 0;
+  std::string edge_buckets_file;       // file with edges grouped by (src part, dst part), or ""
+  std::string edge_buckets_index_file; // int64[k*k+1] offsets (in edges) into edge_buckets_file
+};
+
+struct Manifest {
+  int version = kFormatVersion;
+  std::string name;
+  int64_t num_nodes = 0;
+  int64_t num_edges = 0;              // stored (directed) edges = entries in graph.neighbors
+  bool undirected = false;            // every edge is stored in both directions
+  DType neighbor_dtype = DType::kInt32;
+  int64_t feature_dim = 0;
+  DType feature_dtype = DType::kFloat32;
+  int64_t num_classes = 0;
+  int64_t train_count = 0, valid_count = 0, test_count = 0;
+  bool has_id_map = false;            // idmap/ holds raw<->dense IDs
+  std::string source;                 // human-readable provenance ("convert email-Enron.tsv")
+  // Feature extents: byte offset in features.bin of the first row of each partition (size k, or 1
+  // for an unpartitioned dataset).
+  std::vector<uint64_t> feature_extent_offsets{0};
+  std::optional<PartitionInfo> partitions;
+  std::map<std::string, FileInfo> files;  // by file name
+
+  uint64_t feature_row_bytes() const { return feature_dim * DTypeBytes(feature_dtype); }
+  std::string ToJson() const;
+  static Result<Manifest> FromJson(const std::string& text, const std::string& path_for_errors);
+};
+
+// Standard file names.
+inline constexpr const char* kManifestFile = "manifest.json";
+inline constexpr const char* kOffsetsFile = "graph.offsets";
+inline constexpr const char* kNeighborsFile = "graph.neighbors";
+inline constexpr const char* kFeaturesFile = "features.bin";
+inline constexpr const char* kLabelsFile = "labels.bin";
+inline constexpr const char* kTrainFile = "train.idx";
+inline constexpr const char* kValidFile = "valid.idx";
+inline constexpr const char* kTestFile = "test.idx";
+inline constexpr const char* kIdMapDir = "idmap";
+
+// Writes a new dataset into a temporary directory; Commit() makes it visible atomically.
+class DatasetWriter {
+ public:
+  // `final_dir` must not exist unless `overwrite` (then it is replaced at Commit()).
+  static Result<std::unique_ptr<DatasetWriter>> Create(const std::string& final_dir,
+                                                       bool overwrite = false);
+  ~DatasetWriter();  // removes the temporary directory unless committed
+  DatasetWriter(const DatasetWriter&) = delete;
+  DatasetWriter& operator=(const DatasetWriter&) = delete;
+
+  const std::string& temp_dir() const { return temp_dir_; }
+  const std::string& final_dir() const { return final_dir_; }
+  Manifest& manifest() { return manifest_; }
+
+  // Opens a checksummed file inside the temporary directory.
+  Result<std::unique_ptr<ChecksummedFileWriter>> CreateFile(const std::string& name);
+  // Finishes `file` and records it in the manifest.
+  Status FinishFile(ChecksummedFileWriter& file);
+  // Convenience: writes a whole in-memory array as one file.
+  Status WriteFile(const std::string& name, const void* data, size_t bytes);
+
+  // Validates the manifest's counts against the files, writes manifest.json, fsyncs and renames.
+  Status Commit();
+
+ private:
+  DatasetWriter(std::string final_dir, std::string temp_dir, bool overwrite);
+  const std::string final_dir_;
+  const std::string temp_dir_;
+  const bool overwrite_;
+  Manifest manifest_;
+  bool committed_ = false;
+};
+
+// An opened dataset: the manifest plus verified readers for its files.
+class Dataset {
+ public:
+  // Reads and validates manifest.json and opens every file (checking sizes and checksum sidecars).
+  static Result<std::unique_ptr<Dataset>> Open(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  const Manifest& manifest() const { return manifest_; }
+  // Reader for a file recorded in the manifest; NotFound if absent.
+  Result<const ChecksummedFileReader*> File(const std::string& name) const;
+
+  // Whole-array loads (verified). For in-memory paths and tests; out-of-core code reads extents.
+  Result<std::vector<int64_t>> LoadOffsets() const;
+  Result<std::vector<int64_t>> LoadNeighbors() const;  // widened to int64
+  Result<std::vector<float>> LoadFeatures() const;     // converted to float32, N*D
+  Result<std::vector<int32_t>> LoadLabels() const;
+  Result<std::vector<int64_t>> LoadSplit(const std::string& file_name) const;
+  // Feature rows [first, first+count) as float32 (handles partition extents and fp16).
+  Status ReadFeatureRows(int64_t first, int64_t count, float* dst) const;
+  // Byte offset in features.bin of node v's row.
+  uint64_t FeatureRowOffset(int64_t node) const;
+
+  // Verifies every block of every file. Reports the first mismatch (file and block).
+  Status VerifyAll() const;
+
+ private:
+  Dataset(std::string dir, Manifest manifest) : dir_(std::move(dir)), manifest_(std::move(manifest)) {}
+  std::string dir_;
+  Manifest manifest_;
+  std::map<std::string, std::unique_ptr<ChecksummedFileReader>> readers_;
+};
+
+// IEEE half <-> float conversion (round to nearest even).
+uint16_t FloatToHalf(float f);
+float HalfToFloat(uint16_t h);
+
+}  // namespace skiff::format

@@ -1,0 +1,480 @@
+#include "skiff/format/dataset.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace skiff::format {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const char* DTypeName(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "float32";
+    case DType::kFloat16: return "float16";
+    case DType::kInt32: return "int32";
+    case DType::kInt64: return "int64";
+  }
+  return "?";
+}
+
+size_t DTypeBytes(DType t) {
+  switch (t) {
+    case DType::kFloat32: return 4;
+    case DType::kFloat16: return 2;
+    case DType::kInt32: return 4;
+    case DType::kInt64: return 8;
+  }
+  return 0;
+}
+
+Result<DType> ParseDType(const std::string& name) {
+  if (name == "float32") return DType::kFloat32;
+  if (name == "float16") return DType::kFloat16;
+  if (name == "int32") return DType::kInt32;
+  if (name == "int64") return DType::kInt64;
+  return Status::InvalidArgument("unknown dtype '" + name +
+                                 "' (expected float32, float16, int32 or int64)");
+}
+
+// --- Manifest JSON --------------------------------------------------------------------------------
+
+namespace {
+std::string Hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+}  // namespace
+
+std::string Manifest::ToJson() const {
+  json j;
+  j["format"] = "skiff-dataset";
+  j["version"] = version;
+  j["name"] = name;
+  j["source"] = source;
+  j["num_nodes"] = num_nodes;
+  j["num_edges"] = num_edges;
+  j["undirected"] = undirected;
+  j["neighbor_dtype"] = DTypeName(neighbor_dtype);
+  j["feature_dim"] = feature_dim;
+  j["feature_dtype"] = DTypeName(feature_dtype);
+  j["num_classes"] = num_classes;
+  j["splits"] = {{"train", train_count}, {"valid", valid_count}, {"test", test_count}};
+  j["has_id_map"] = has_id_map;
+  j["feature_extent_offsets"] = feature_extent_offsets;
+  if (partitions) {
+    const auto& p = *partitions;
+    j["partitions"] = {{"count", p.num_partitions},
+                       {"algorithm", p.algorithm},
+                       {"boundaries", p.boundaries},
+                       {"edge_cut_fraction", p.edge_cut_fraction},
+                       {"imbalance", p.imbalance},
+                       {"seconds", p.seconds},
+                       {"peak_memory_bytes", p.peak_memory_bytes},
+                       {"edge_buckets_file", p.edge_buckets_file},
+                       {"edge_buckets_index_file", p.edge_buckets_index_file}};
+  }
+  json files_j = json::object();
+  for (const auto& [fname, info] : files) {
+    files_j[fname] = {{"data_bytes", info.data_bytes},
+                      {"checksum_block_bytes", info.block_bytes},
+                      {"sum_xxh3", Hex64(info.sum_xxh3)}};
+  }
+  j["checksum_algorithm"] = "xxh3-64";
+  j["files"] = files_j;
+  return j.dump(2) + "\n";
+}
+
+Result<Manifest> Manifest::FromJson(const std::string& text, const std::string& path) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    return Status::Corruption(path + ": not valid JSON (" + e.what() + ")");
+  }
+  Manifest m;
+  std::string field;
+  try {
+    field = "format";
+    if (j.at("format").get<std::string>() != "skiff-dataset") {
+      return Status::Corruption(path + ": field 'format' is not \"skiff-dataset\"");
+    }
+    field = "version";
+    m.version = j.at("version").get<int>();
+    if (m.version != kFormatVersion) {
+      return Status::Corruption(path + ": format version " + std::to_string(m.version) +
+                                " is not supported (this build reads version " +
+                                std::to_string(kFormatVersion) + ")");
+    }
+    field = "name"; m.name = j.value("name", "");
+    field = "source"; m.source = j.value("source", "");
+    field = "num_nodes"; m.num_nodes = j.at("num_nodes").get<int64_t>();
+    field = "num_edges"; m.num_edges = j.at("num_edges").get<int64_t>();
+    field = "undirected"; m.undirected = j.at("undirected").get<bool>();
+    field = "neighbor_dtype";
+    SKIFF_ASSIGN_OR_RETURN(m.neighbor_dtype, ParseDType(j.at("neighbor_dtype").get<std::string>()));
+    field = "feature_dim"; m.feature_dim = j.at("feature_dim").get<int64_t>();
+    field = "feature_dtype";
+    SKIFF_ASSIGN_OR_RETURN(m.feature_dtype, ParseDType(j.at("feature_dtype").get<std::string>()));
+    field = "num_classes"; m.num_classes = j.at("num_classes").get<int64_t>();
+    field = "splits";
+    m.train_count = j.at("splits").at("train").get<int64_t>();
+    m.valid_count = j.at("splits").at("valid").get<int64_t>();
+    m.test_count = j.at("splits").at("test").get<int64_t>();
+    field = "has_id_map"; m.has_id_map = j.value("has_id_map", false);
+    field = "feature_extent_offsets";
+    m.feature_extent_offsets = j.at("feature_extent_offsets").get<std::vector<uint64_t>>();
+    if (j.contains("partitions")) {
+      field = "partitions";
+      const auto& pj = j.at("partitions");
+      PartitionInfo p;
+      p.num_partitions = pj.at("count").get<uint32_t>();
+      p.algorithm = pj.at("algorithm").get<std::string>();
+      p.boundaries = pj.at("boundaries").get<std::vector<int64_t>>();
+      p.edge_cut_fraction = pj.value("edge_cut_fraction", 0.0);
+      p.imbalance = pj.value("imbalance", 0.0);
+      p.seconds = pj.value("seconds", 0.0);
+      p.peak_memory_bytes = pj.value("peak_memory_bytes", uint64_t{0});
+      p.edge_buckets_file = pj.value("edge_buckets_file", "");
+      p.edge_buckets_index_file = pj.value("edge_buckets_index_file", "");
+      m.partitions = std::move(p);
+    }
+    field = "files";
+    for (const auto& [fname, fj] : j.at("files").items()) {
+      FileInfo info;
+      info.name = fname;
+      info.data_bytes = fj.at("data_bytes").get<uint64_t>();
+      info.block_bytes = fj.at("checksum_block_bytes").get<uint32_t>();
+      info.sum_xxh3 = std::stoull(fj.at("sum_xxh3").get<std::string>(), nullptr, 16);
+      m.files[fname] = info;
+    }
+  } catch (const std::exception& e) {
+    return Status::Corruption(path + ": field '" + field + "' is missing or malformed (" +
+                              e.what() + ")");
+  }
+  // Structural validation.
+  auto bad = [&](const std::string& what) { return Status::Corruption(path + ": " + what); };
+  if (m.num_nodes < 0 || m.num_edges < 0 || m.feature_dim < 0 || m.num_classes < 0) {
+    return bad("negative count");
+  }
+  if (m.feature_extent_offsets.empty()) return bad("feature_extent_offsets is empty");
+  for (uint64_t off : m.feature_extent_offsets) {
+    if (off % kFileAlignment != 0) return bad("feature extent offset not 4 KiB aligned");
+  }
+  if (m.partitions) {
+    const auto& p = *m.partitions;
+    if (p.num_partitions == 0 || p.boundaries.size() != p.num_partitions + 1 ||
+        p.boundaries.front() != 0 || p.boundaries.back() != m.num_nodes ||
+        !std::is_sorted(p.boundaries.begin(), p.boundaries.end())) {
+      return bad("partition boundaries are inconsistent with num_nodes");
+    }
+    if (m.feature_extent_offsets.size() != p.num_partitions) {
+      return bad("feature_extent_offsets has " + std::to_string(m.feature_extent_offsets.size()) +
+                 " entries, expected one per partition (" + std::to_string(p.num_partitions) + ")");
+    }
+  } else if (m.feature_extent_offsets.size() != 1) {
+    return bad("unpartitioned dataset must have exactly one feature extent");
+  }
+  return m;
+}
+
+// --- Writer ---------------------------------------------------------------------------------------
+
+DatasetWriter::DatasetWriter(std::string final_dir, std::string temp_dir, bool overwrite)
+    : final_dir_(std::move(final_dir)), temp_dir_(std::move(temp_dir)), overwrite_(overwrite) {}
+
+DatasetWriter::~DatasetWriter() {
+  if (!committed_) {
+    std::error_code ec;
+    fs::remove_all(temp_dir_, ec);
+  }
+}
+
+Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& final_dir,
+                                                             bool overwrite) {
+  std::string dir = final_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !overwrite) {
+    return Status::InvalidArgument("output " + dir +
+                                   " already exists (remove it or pass --overwrite)");
+  }
+  const fs::path parent = fs::absolute(dir).parent_path();
+  if (!fs::is_directory(parent, ec)) {
+    return Status::NotFound("output directory's parent " + parent.string() + " does not exist");
+  }
+  const std::string temp = dir + ".tmp-" + std::to_string(::getpid());
+  fs::remove_all(temp, ec);
+  if (::mkdir(temp.c_str(), 0755) != 0) return Status::FromErrno(errno, "create directory " + temp);
+  return std::unique_ptr<DatasetWriter>(new DatasetWriter(dir, temp, overwrite));
+}
+
+Result<std::unique_ptr<ChecksummedFileWriter>> DatasetWriter::CreateFile(const std::string& name) {
+  return ChecksummedFileWriter::Create(temp_dir_, name);
+}
+
+Status DatasetWriter::FinishFile(ChecksummedFileWriter& file) {
+  SKIFF_ASSIGN_OR_RETURN(FileInfo info, file.Finish());
+  manifest_.files[info.name] = info;
+  return Status::Ok();
+}
+
+Status DatasetWriter::WriteFile(const std::string& name, const void* data, size_t bytes) {
+  SKIFF_ASSIGN_OR_RETURN(auto file, CreateFile(name));
+  SKIFF_RETURN_IF_ERROR(file->Append(data, bytes));
+  return FinishFile(*file);
+}
+
+namespace {
+Status FsyncPath(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path + " for fsync");
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return Status::FromErrno(err, "fsync " + path);
+  return Status::Ok();
+}
+
+Status CheckFileSize(const Manifest& m, const std::string& name, uint64_t expected) {
+  auto it = m.files.find(name);
+  if (it == m.files.end()) return Status::Internal("dataset is missing required file " + name);
+  if (it->second.data_bytes != expected) {
+    return Status::Internal(name + " holds " + std::to_string(it->second.data_bytes) +
+                            " bytes, expected " + std::to_string(expected));
+  }
+  return Status::Ok();
+}
+
+// Checks that the files a manifest lists have the sizes its counts imply.
+Status ValidateSizes(const Manifest& m) {
+  const uint64_t n = static_cast<uint64_t>(m.num_nodes);
+  SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kOffsetsFile, (n + 1) * 8));
+  SKIFF_RETURN_IF_ERROR(
+      CheckFileSize(m, kNeighborsFile, static_cast<uint64_t>(m.num_edges) * DTypeBytes(m.neighbor_dtype)));
+  SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kLabelsFile, n * 4));
+  SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kTrainFile, static_cast<uint64_t>(m.train_count) * 8));
+  SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kValidFile, static_cast<uint64_t>(m.valid_count) * 8));
+  SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kTestFile, static_cast<uint64_t>(m.test_count) * 8));
+  auto it = m.files.find(kFeaturesFile);
+  if (it == m.files.end()) return Status::Internal("dataset is missing required file features.bin");
+  // The last extent ends the file.
+  int64_t last_first = m.partitions ? m.partitions->boundaries[m.partitions->num_partitions - 1] : 0;
+  const uint64_t expected =
+      m.feature_extent_offsets.back() + (n - static_cast<uint64_t>(last_first)) * m.feature_row_bytes();
+  if (it->second.data_bytes != expected) {
+    return Status::Internal("features.bin holds " + std::to_string(it->second.data_bytes) +
+                            " bytes, expected " + std::to_string(expected));
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+Status DatasetWriter::Commit() {
+  SKIFF_CHECK(!committed_);
+  SKIFF_RETURN_IF_ERROR(ValidateSizes(manifest_).WithContext("refusing to commit " + final_dir_));
+  const std::string manifest_path = temp_dir_ + "/" + kManifestFile;
+  {
+    std::ofstream out(manifest_path, std::ios::trunc);
+    out << manifest_.ToJson();
+    out.flush();
+    if (!out) return Status::IOError("write " + manifest_path + " failed (disk full?)");
+  }
+  SKIFF_RETURN_IF_ERROR(FsyncPath(manifest_path));
+  SKIFF_RETURN_IF_ERROR(FsyncPath(temp_dir_));
+  std::error_code ec;
+  std::string old_dir;
+  if (fs::exists(final_dir_, ec)) {
+    SKIFF_CHECK(overwrite_);
+    old_dir = final_dir_ + ".old-" + std::to_string(::getpid());
+    if (::rename(final_dir_.c_str(), old_dir.c_str()) != 0) {
+      return Status::FromErrno(errno, "move existing " + final_dir_ + " aside");
+    }
+  }
+  if (::rename(temp_dir_.c_str(), final_dir_.c_str()) != 0) {
+    return Status::FromErrno(errno, "rename " + temp_dir_ + " to " + final_dir_);
+  }
+  committed_ = true;
+  const std::string parent = fs::absolute(final_dir_).parent_path().string();
+  (void)FsyncPath(parent);
+  if (!old_dir.empty()) fs::remove_all(old_dir, ec);
+  return Status::Ok();
+}
+
+// --- Reader ---------------------------------------------------------------------------------------
+
+Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
+  const std::string path = dir + "/" + kManifestFile;
+  std::ifstream in(path);
+  if (!in) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return Status::NotFound("dataset directory " + dir + " does not exist");
+    return Status::NotFound(path + " is missing: " + dir + " is not a Skiff dataset");
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  SKIFF_ASSIGN_OR_RETURN(Manifest m, Manifest::FromJson(ss.str(), path));
+  SKIFF_RETURN_IF_ERROR(ValidateSizes(m).WithContext(path));
+  std::unique_ptr<Dataset> ds(new Dataset(dir, std::move(m)));
+  for (const auto& [name, info] : ds->manifest_.files) {
+    SKIFF_ASSIGN_OR_RETURN(auto reader, ChecksummedFileReader::Open(dir, info));
+    ds->readers_[name] = std::move(reader);
+  }
+  return ds;
+}
+
+Result<const ChecksummedFileReader*> Dataset::File(const std::string& name) const {
+  auto it = readers_.find(name);
+  if (it == readers_.end()) return Status::NotFound(dir_ + ": dataset has no file " + name);
+  return static_cast<const ChecksummedFileReader*>(it->second.get());
+}
+
+namespace {
+template <typename T>
+Result<std::vector<T>> LoadArray(const Dataset& ds, const std::string& name) {
+  SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* r, ds.File(name));
+  std::vector<T> v(r->info().data_bytes / sizeof(T));
+  SKIFF_RETURN_IF_ERROR(r->ReadAt(0, v.size() * sizeof(T), v.data()));
+  return v;
+}
+}  // namespace
+
+Result<std::vector<int64_t>> Dataset::LoadOffsets() const {
+  SKIFF_ASSIGN_OR_RETURN(auto v, LoadArray<int64_t>(*this, kOffsetsFile));
+  if (v.front() != 0 || v.back() != manifest_.num_edges) {
+    return Status::Corruption(dir_ + "/graph.offsets: first/last offset disagree with num_edges");
+  }
+  return v;
+}
+
+Result<std::vector<int64_t>> Dataset::LoadNeighbors() const {
+  if (manifest_.neighbor_dtype == DType::kInt64) return LoadArray<int64_t>(*this, kNeighborsFile);
+  SKIFF_ASSIGN_OR_RETURN(auto v32, LoadArray<int32_t>(*this, kNeighborsFile));
+  return std::vector<int64_t>(v32.begin(), v32.end());
+}
+
+Result<std::vector<int32_t>> Dataset::LoadLabels() const { return LoadArray<int32_t>(*this, kLabelsFile); }
+
+Result<std::vector<int64_t>> Dataset::LoadSplit(const std::string& name) const {
+  return LoadArray<int64_t>(*this, name);
+}
+
+uint64_t Dataset::FeatureRowOffset(int64_t node) const {
+  SKIFF_CHECK(node >= 0 && node < manifest_.num_nodes);
+  size_t part = 0;
+  int64_t first = 0;
+  if (manifest_.partitions) {
+    const auto& b = manifest_.partitions->boundaries;
+    part = static_cast<size_t>(std::upper_bound(b.begin(), b.end(), node) - b.begin() - 1);
+    first = b[part];
+  }
+  return manifest_.feature_extent_offsets[part] +
+         static_cast<uint64_t>(node - first) * manifest_.feature_row_bytes();
+}
+
+Status Dataset::ReadFeatureRows(int64_t first, int64_t count, float* dst) const {
+  SKIFF_CHECK(first >= 0 && count >= 0 && first + count <= manifest_.num_nodes);
+  SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* r, File(kFeaturesFile));
+  const int64_t dim = manifest_.feature_dim;
+  const uint64_t row_bytes = manifest_.feature_row_bytes();
+  std::vector<char> buf;
+  int64_t node = first;
+  while (node < first + count) {
+    // Rows are contiguous within a partition; read up to the end of the partition.
+    int64_t run_end = first + count;
+    if (manifest_.partitions) {
+      const auto& b = manifest_.partitions->boundaries;
+      const auto part = std::upper_bound(b.begin(), b.end(), node) - b.begin() - 1;
+      run_end = std::min<int64_t>(run_end, b[static_cast<size_t>(part) + 1]);
+    }
+    const int64_t rows = run_end - node;
+    float* out = dst + (node - first) * dim;
+    if (manifest_.feature_dtype == DType::kFloat32) {
+      SKIFF_RETURN_IF_ERROR(r->ReadAt(FeatureRowOffset(node), rows * row_bytes, out));
+    } else {
+      buf.resize(rows * row_bytes);
+      SKIFF_RETURN_IF_ERROR(r->ReadAt(FeatureRowOffset(node), buf.size(), buf.data()));
+      const auto* h = reinterpret_cast<const uint16_t*>(buf.data());
+      for (int64_t i = 0; i < rows * dim; ++i) out[i] = HalfToFloat(h[i]);
+    }
+    node = run_end;
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<float>> Dataset::LoadFeatures() const {
+  std::vector<float> v(static_cast<size_t>(manifest_.num_nodes * manifest_.feature_dim));
+  SKIFF_RETURN_IF_ERROR(ReadFeatureRows(0, manifest_.num_nodes, v.data()));
+  return v;
+}
+
+Status Dataset::VerifyAll() const {
+  for (const auto& [name, reader] : readers_) SKIFF_RETURN_IF_ERROR(reader->VerifyAll());
+  return Status::Ok();
+}
+
+// --- Half precision -------------------------------------------------------------------------------
+
+uint16_t FloatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t exp = (x >> 23) & 0xffu;
+  uint32_t mant = x & 0x7fffffu;
+  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));  // inf/nan
+  int32_t e = static_cast<int32_t>(exp) - 127 + 15;
+  if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
+  if (e <= 0) {                                                  // subnormal or zero
+    if (e < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const uint32_t shift = static_cast<uint32_t>(14 - e);
+    uint32_t h = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1);
+    const uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;  // may carry into exponent: correct
+  return static_cast<uint16_t>(sign | h);
+}
+
+float HalfToFloat(uint16_t h) {
+  const uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t x;
+  if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else {  // subnormal: normalise
+      exp = 127 - 15 + 1;
+      while ((mant & 0x400u) == 0) {
+        mant <<= 1;
+        --exp;
+      }
+      mant &= 0x3ffu;
+      x = sign | (exp << 23) | (mant << 13);
+    }
+  } else if (exp == 0x1f) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else {
+    x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+}  // namespace skiff::format

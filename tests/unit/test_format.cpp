@@ -1,0 +1,194 @@
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include "skiff/format/dataset.h"
+#include "skiff/log.h"
+#include "tests/unit/test_util.h"
+
+using namespace skiff;
+using namespace skiff::format;
+
+namespace {
+// Writes a small valid dataset: a path graph 0-1-2-...-(n-1), dim-d features.
+Status WriteTinyDataset(const std::string& dir, int64_t n, int64_t d, DType fdt = DType::kFloat32) {
+  SKIFF_ASSIGN_OR_RETURN(auto w, DatasetWriter::Create(dir));
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> nbrs;
+  for (int64_t v = 0; v < n; ++v) {
+    if (v > 0) nbrs.push_back(static_cast<int32_t>(v - 1));
+    if (v + 1 < n) nbrs.push_back(static_cast<int32_t>(v + 1));
+    offsets.push_back(static_cast<int64_t>(nbrs.size()));
+  }
+  auto& m = w->manifest();
+  m.name = "tiny";
+  m.num_nodes = n;
+  m.num_edges = static_cast<int64_t>(nbrs.size());
+  m.undirected = true;
+  m.feature_dim = d;
+  m.feature_dtype = fdt;
+  m.num_classes = 2;
+  SKIFF_RETURN_IF_ERROR(w->WriteFile(kOffsetsFile, offsets.data(), offsets.size() * 8));
+  SKIFF_RETURN_IF_ERROR(w->WriteFile(kNeighborsFile, nbrs.data(), nbrs.size() * 4));
+  std::vector<float> feats(n * d);
+  std::iota(feats.begin(), feats.end(), 0.0f);
+  if (fdt == DType::kFloat32) {
+    SKIFF_RETURN_IF_ERROR(w->WriteFile(kFeaturesFile, feats.data(), feats.size() * 4));
+  } else {
+    std::vector<uint16_t> h(feats.size());
+    for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(feats[i]);
+    SKIFF_RETURN_IF_ERROR(w->WriteFile(kFeaturesFile, h.data(), h.size() * 2));
+  }
+  std::vector<int32_t> labels(n);
+  for (int64_t v = 0; v < n; ++v) labels[v] = static_cast<int32_t>(v % 2);
+  SKIFF_RETURN_IF_ERROR(w->WriteFile(kLabelsFile, labels.data(), labels.size() * 4));
+  std::vector<int64_t> train{0, 1}, valid{2}, test{3};
+  m.train_count = 2;
+  m.valid_count = 1;
+  m.test_count = 1;
+  SKIFF_RETURN_IF_ERROR(w->WriteFile(kTrainFile, train.data(), 16));
+  SKIFF_RETURN_IF_ERROR(w->WriteFile(kValidFile, valid.data(), 8));
+  SKIFF_RETURN_IF_ERROR(w->WriteFile(kTestFile, test.data(), 8));
+  return w->Commit();
+}
+
+void FlipByte(const std::string& path, uint64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c;
+  f.read(&c, 1);
+  c ^= 0x5a;
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&c, 1);
+}
+}  // namespace
+
+TEST_CASE("format: dataset round-trips through writer and reader") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  REQUIRE(WriteTinyDataset(dir, 5000, 7).ok());
+  auto ds = Dataset::Open(dir);
+  REQUIRE(ds.ok());
+  const auto& m = (*ds)->manifest();
+  CHECK(m.num_nodes == 5000);
+  CHECK(m.num_edges == 2 * 4999);
+  auto offsets = (*ds)->LoadOffsets();
+  REQUIRE(offsets.ok());
+  CHECK(offsets->back() == 2 * 4999);
+  auto feats = (*ds)->LoadFeatures();
+  REQUIRE(feats.ok());
+  CHECK((*feats)[7 * 4321 + 3] == doctest::Approx(7 * 4321 + 3));
+  std::vector<float> rows(3 * 7);
+  REQUIRE((*ds)->ReadFeatureRows(1000, 3, rows.data()).ok());
+  CHECK(rows[0] == 7000.0f);
+  CHECK((*ds)->VerifyAll().ok());
+  // Every file is padded to 4 KiB for O_DIRECT.
+  for (const auto& [name, info] : m.files) {
+    CHECK(std::filesystem::file_size(dir + "/" + name) % kFileAlignment == 0);
+  }
+}
+
+TEST_CASE("format: float16 features are converted on read") {
+  testing::TempDir tmp;
+  REQUIRE(WriteTinyDataset(tmp / "ds", 100, 3, DType::kFloat16).ok());
+  auto ds = Dataset::Open(tmp / "ds");
+  REQUIRE(ds.ok());
+  auto feats = (*ds)->LoadFeatures();
+  REQUIRE(feats.ok());
+  CHECK((*feats)[250] == 250.0f);
+}
+
+TEST_CASE("format: a flipped byte is reported with file and block") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  REQUIRE(WriteTinyDataset(dir, 5000, 7).ok());
+  FlipByte(dir + "/features.bin", 3 * 4096 + 17);
+  auto ds = Dataset::Open(dir);
+  REQUIRE(ds.ok());  // sidecars are fine; the data block is not
+  Status st = (*ds)->VerifyAll();
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.code() == StatusCode::kCorruption);
+  CHECK(st.message().find("features.bin") != std::string::npos);
+  CHECK(st.message().find("block 3") != std::string::npos);
+  auto feats = (*ds)->LoadFeatures();
+  CHECK_FALSE(feats.ok());
+  // Reads that do not touch the bad block still succeed.
+  std::vector<float> row(7);
+  CHECK((*ds)->ReadFeatureRows(0, 1, row.data()).ok());
+}
+
+TEST_CASE("format: a corrupted sidecar or manifest is rejected on open") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  REQUIRE(WriteTinyDataset(dir, 100, 2).ok());
+  SUBCASE("sidecar") {
+    FlipByte(dir + "/labels.bin.sum", 35);
+    auto ds = Dataset::Open(dir);
+    REQUIRE_FALSE(ds.ok());
+    CHECK(ds.status().message().find("labels.bin.sum") != std::string::npos);
+  }
+  SUBCASE("truncated data file") {
+    std::filesystem::resize_file(dir + "/graph.offsets", 0);
+    auto ds = Dataset::Open(dir);
+    REQUIRE_FALSE(ds.ok());
+    CHECK(ds.status().message().find("graph.offsets") != std::string::npos);
+  }
+  SUBCASE("manifest field") {
+    std::ofstream(dir + "/manifest.json") << "{\"format\":\"skiff-dataset\",\"version\":1}";
+    auto ds = Dataset::Open(dir);
+    REQUIRE_FALSE(ds.ok());
+    CHECK(ds.status().message().find("num_nodes") != std::string::npos);
+  }
+}
+
+TEST_CASE("format: an uncommitted writer leaves nothing behind") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  {
+    auto w = DatasetWriter::Create(dir);
+    REQUIRE(w.ok());
+    std::vector<int64_t> offs{0};
+    REQUIRE((*w)->WriteFile(kOffsetsFile, offs.data(), 8).ok());
+    CHECK(std::filesystem::exists((*w)->temp_dir()));
+  }  // destroyed without Commit()
+  CHECK_FALSE(std::filesystem::exists(dir));
+  CHECK(std::filesystem::is_empty(tmp.path()));
+  CHECK_FALSE(Dataset::Open(dir).ok());
+}
+
+TEST_CASE("format: commit refuses inconsistent sizes and existing output") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  auto w = DatasetWriter::Create(dir);
+  REQUIRE(w.ok());
+  (*w)->manifest().num_nodes = 10;
+  std::vector<int64_t> offs{0};
+  REQUIRE((*w)->WriteFile(kOffsetsFile, offs.data(), 8).ok());
+  CHECK_FALSE((*w)->Commit().ok());
+  REQUIRE(WriteTinyDataset(tmp / "other", 10, 1).ok());
+  auto again = DatasetWriter::Create(tmp / "other");
+  CHECK_FALSE(again.ok());
+}
+
+TEST_CASE("format: half precision conversion") {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 1e-5f, 0.333251953125f}) {
+    CHECK(HalfToFloat(FloatToHalf(f)) == doctest::Approx(f).epsilon(1e-3));
+  }
+  CHECK(FloatToHalf(1.0f) == 0x3c00);
+  CHECK(FloatToHalf(-2.0f) == 0xc000);
+}
+
+TEST_CASE("log: ParseBytes") {
+  uint64_t b = 0;
+  CHECK(ParseBytes("4GiB", &b));
+  CHECK(b == 4ull << 30);
+  CHECK(ParseBytes("512m", &b));
+  CHECK(b == 512ull << 20);
+  CHECK(ParseBytes("1000", &b));
+  CHECK(b == 1000);
+  CHECK_FALSE(ParseBytes("lots", &b));
+  CHECK_FALSE(ParseBytes("4XB", &b));
+}

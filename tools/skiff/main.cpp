@@ -1,0 +1,73 @@
+// skiff: out-of-core GNN training from SSD. Entry point; subcommands register themselves
+// (see command.h).
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "skiff/log.h"
+#include "tools/skiff/command.h"
+
+namespace skiff::cli {
+
+std::vector<Command>& Registry() {
+  static std::vector<Command> commands;
+  return commands;
+}
+
+bool Register(std::string name, int order, SetupFn setup) {
+  Registry().push_back(Command{std::move(name), order, std::move(setup)});
+  return true;
+}
+
+int ReportStatus(const std::string& command, const Status& status) {
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "skiff %s: %s\n", command.c_str(), status.ToString().c_str());
+  return 1;
+}
+
+}  // namespace skiff::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Skiff trains graph neural networks on graphs whose features and edges do not fit in\n"
+      "memory, from SSD, on one workstation.",
+      "skiff"};
+  app.set_version_flag("--version", std::string("skiff ") + SKIFF_VERSION
+#ifdef SKIFF_HAVE_CUDA
+                                        + " (CUDA kernels built)"
+#else
+                                        + " (CPU only)"
+#endif
+  );
+  app.require_subcommand(1);
+  bool quiet = false, verbose = false;
+  app.add_flag("-q,--quiet", quiet, "Only print warnings and errors");
+  app.add_flag("-v,--verbose", verbose, "Print debug output");
+
+  auto& registry = skiff::cli::Registry();
+  std::sort(registry.begin(), registry.end(),
+            [](const auto& a, const auto& b) { return a.order < b.order; });
+  std::map<CLI::App*, skiff::cli::RunFn> runners;
+  for (auto& command : registry) {
+    CLI::App* sub = app.add_subcommand(command.name);
+    runners[sub] = command.setup(*sub);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (quiet) skiff::SetLogLevel(skiff::LogLevel::kWarning);
+  if (verbose) skiff::SetLogLevel(skiff::LogLevel::kDebug);
+  for (auto& [sub, run] : runners) {
+    if (sub->parsed()) {
+      try {
+        return run();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "skiff %s: error: %s\n", sub->get_name().c_str(), e.what());
+        return 1;
+      }
+    }
+  }
+  return 2;
+}
