@@ -1,0 +1,35 @@
+// A sampled mini-batch: the multi-hop neighbourhood of a set of seed nodes as per-layer bipartite
+// CSR blocks with local IDs (the layout the kernels in kernels/cpu and kernels/cuda consume).
+//
+// Local ID convention (as in DGL's message-flow graphs): `input_nodes` lists the global IDs of every
+// node whose features the first layer reads. Layer l's block maps `num_src` source rows to `num_dst`
+// destination rows, and the destination nodes of every block are a *prefix* of its source nodes (a
+// node's own previous-layer representation is row d of the source matrix). So block 0 has
+// num_src == input_nodes.size(), block l+1 has num_src == block l's num_dst, and the last block's
+// num_dst == seeds.size(), with seeds == input_nodes[0 .. seeds.size()).
+//
+// Thread safety: a value type; built by one sampler thread, then read-only.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace skiff::train {
+
+struct Block {
+  int64_t num_dst = 0;
+  int64_t num_src = 0;
+  std::vector<int64_t> indptr;   // size num_dst + 1
+  std::vector<int32_t> indices;  // size indptr[num_dst]; local source IDs in [0, num_src)
+
+  int64_t num_edges() const { return indptr.empty() ? 0 : indptr.back(); }
+};
+
+struct MiniBatch {
+  std::vector<int64_t> input_nodes;  // global IDs; seeds are the prefix
+  std::vector<int64_t> seeds;        // global IDs of the nodes whose labels the loss uses
+  std::vector<Block> blocks;         // outermost (input) layer first; blocks.size() == num layers
+  std::vector<int32_t> labels;       // labels of seeds (filled by the trainer), -1 = unlabelled
+};
+
+}  // namespace skiff::train
