@@ -1,0 +1,103 @@
+// GNN node-classification models (GraphSAGE-mean, GCN, GAT) over sampled mini-batches.
+//
+// A Model runs forward over a MiniBatch (one block per layer, see train/minibatch.h) from the input
+// features of batch.input_nodes, keeps what its backward needs, and accumulates parameter gradients
+// in Backward(). Parameters() exposes every parameter tensor (with its gradient) so optimisers and
+// checkpoints treat all models alike. The CPU implementation runs on kernels/cpu; a CUDA
+// implementation of the same interface runs on kernels/cuda.
+//
+// Thread safety: a Model is used by one thread at a time (the compute stage). Forward must be
+// followed by at most one Backward before the next Forward.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "skiff/status.h"
+#include "skiff/train/minibatch.h"
+
+namespace skiff::model {
+
+enum class ModelKind { kSage, kGcn, kGat };
+const char* ModelKindName(ModelKind kind);
+Result<ModelKind> ParseModelKind(const std::string& name);  // "sage", "gcn", "gat"
+
+struct ModelConfig {
+  ModelKind kind = ModelKind::kSage;
+  int64_t in_dim = 0;
+  int64_t hidden_dim = 256;
+  int64_t num_classes = 0;
+  int num_layers = 2;
+  float dropout = 0.5f;
+  int heads = 4;                  // GAT only: attention heads of hidden layers (last layer: 1 head)
+  std::string activation = "relu";  // "relu" or "elu"
+  std::string norm = "none";        // "none" or "layer" (LayerNorm on hidden layers)
+  uint64_t seed = 0;              // parameter initialisation (Glorot uniform) and dropout
+};
+
+// One parameter tensor. `data` and `grad` point into storage owned by the model.
+struct Parameter {
+  std::string name;  // e.g. "layer0.weight_neigh"
+  std::vector<int64_t> shape;
+  float* data = nullptr;
+  float* grad = nullptr;
+  int64_t size() const {
+    int64_t s = 1;
+    for (int64_t d : shape) s *= d;
+    return s;
+  }
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // Creates a CPU model with freshly initialised parameters. InvalidArgument on a bad config.
+  static Result<std::unique_ptr<Model>> CreateCpu(const ModelConfig& config);
+
+  const ModelConfig& config() const { return config_; }
+
+  // x: batch.input_nodes.size() x in_dim features (row-major). Writes logits (seeds x num_classes).
+  // When `embeddings` is non-null, also writes the final layer's input representation
+  // (seeds x hidden width). `training` enables dropout, seeded by `dropout_seed`.
+  virtual Status Forward(const train::MiniBatch& batch, const float* x, bool training,
+                         uint64_t dropout_seed, std::vector<float>* logits,
+                         std::vector<float>* embeddings = nullptr) = 0;
+  // grad_logits: seeds x num_classes. Accumulates into every Parameter::grad.
+  virtual Status Backward(const float* grad_logits) = 0;
+
+  virtual std::vector<Parameter> Parameters() = 0;
+  void ZeroGrad();
+  int64_t NumParameters();
+  int64_t EmbeddingDim() const;  // width of the final layer's input
+
+ protected:
+  explicit Model(ModelConfig config) : config_(std::move(config)) {}
+  ModelConfig config_;
+};
+
+// Adam or SGD over a model's parameters; owns the optimiser state (moments).
+class Optimizer {
+ public:
+  struct Config {
+    std::string kind = "adam";  // "adam" or "sgd"
+    float lr = 0.01f;
+    float weight_decay = 5e-4f;
+    float momentum = 0.0f;      // SGD only
+  };
+  Optimizer(Model& model, Config config);
+  void Step();                     // applies one update from the accumulated gradients
+  int64_t steps() const { return step_; }
+  // State for checkpoints: moments in Parameters() order, and the step count.
+  std::vector<std::vector<float>>& state() { return state_; }
+  void set_steps(int64_t steps) { step_ = steps; }
+
+ private:
+  Model& model_;
+  Config config_;
+  int64_t step_ = 0;
+  std::vector<std::vector<float>> state_;  // adam: m and v per parameter; sgd: momentum buffer
+};
+
+}  // namespace skiff::model
