@@ -77,7 +77,7 @@ Result<InputFormat> DetectInputFormat(const std::string& input) {
 
 namespace {
 
-constexpr uint64_t kMinMemoryBytes = 16ull << 20;
+constexpr uint64_t kMinMemoryBytes = 1ull << 20;
 // `--id-map=never` refuses IDs that would make a CSR with more than this many rows.
 constexpr int64_t kMaxIdentityNodes = int64_t{1} << 36;
 constexpr size_t kProgressEvery = 1 << 16;
@@ -90,6 +90,8 @@ std::string BaseName(const std::string& path) {
 
 // State shared by the input-specific readers.
 struct Job {
+  Job(const ConvertOptions& o, format::DatasetWriter& w, uint64_t memory, ConvertSummary s)
+      : opt(o), writer(w), memory_bytes(memory), summary(std::move(s)) {}
   const ConvertOptions& opt;
   format::DatasetWriter& writer;
   uint64_t memory_bytes;
