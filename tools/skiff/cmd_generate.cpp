@@ -122,7 +122,7 @@ RunFn Setup(CLI::App& app) {
                                    "Degree distribution exponent, > 1.05 [2.5]");
   o->noise_opt = app.add_option("--feature-noise", o->feature_noise,
                                 "Std-dev of per-dimension feature noise around unit-norm class "
-                                "centroids [1.0]");
+                                "centroids [0.6]");
   o->dtype_opt = app.add_option("--feature-dtype", o->feature_dtype,
                                 "Feature storage: float32 or float16 [float32; float16 for 100m]");
   o->split_opt = app.add_option("--split", o->split,

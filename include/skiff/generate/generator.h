@@ -44,7 +44,7 @@ struct GenerateOptions {
   int64_t feature_dim = 64;
   double homophily = 0.8;           // fraction of edges whose endpoints share a class
   double power_law_exponent = 2.5;  // degree distribution P(d) ~ d^-exponent; must be > 1
-  double feature_noise = 1.0;       // standard deviation of the per-dimension noise
+  double feature_noise = 0.6;       // standard deviation of the per-dimension noise
   format::DType feature_dtype = format::DType::kFloat32;
   // Fractions: each node joins train/valid/test independently with those probabilities (counts
   // are binomial, not exact). Per-class: exactly that many nodes of each class (the rest to test
