@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
@@ -18,6 +19,23 @@ using format::ChecksummedFileReader;
 using format::ChecksummedFileWriter;
 using format::DatasetWriter;
 using format::DType;
+
+// Progress output only when asked (library callers and tests stay quiet).
+class OptionalProgress {
+ public:
+  OptionalProgress(bool on, const std::string& label, uint64_t total, const std::string& unit) {
+    if (on) progress_.emplace(label, total, unit);
+  }
+  void Add(uint64_t delta) {
+    if (progress_) progress_->Add(delta);
+  }
+  void Finish() {
+    if (progress_) progress_->Finish();
+  }
+
+ private:
+  std::optional<Progress> progress_;
+};
 
 // Bytes of node state held during a rewrite: part (4) + new ID (8) + old ID (8) + GREM flags (1).
 constexpr uint64_t kStateBytesPerNode = 21;
@@ -78,7 +96,7 @@ Status WriteGraph(const GraphSource& graph, const Layout& l, bool wide, int64_t 
   SKIFF_ASSIGN_OR_RETURN(auto neighbors_file, w.CreateFile(format::kNeighborsFile));
   IdWriter neighbors_out(neighbors_file.get(), wide);
   bucket_counts->assign(static_cast<size_t>(l.k) * l.k, 0);
-  Progress progress("rewrite graph", show_progress ? n : 0, "nodes");
+  OptionalProgress progress(show_progress, "rewrite graph", n, "nodes");
   RowChunk chunk;
   std::vector<int64_t> offsets_out;
   std::vector<int64_t> row;
@@ -132,7 +150,7 @@ Status WriteFeatures(const format::Dataset& ds, const Layout& l, uint64_t buffer
   const int64_t rows_per_batch =
       std::max<int64_t>(1, static_cast<int64_t>(buffer_bytes / std::max<uint64_t>(1, row_bytes)));
   std::vector<char> buf;
-  Progress progress("rewrite features", show_progress ? m.num_nodes : 0, "rows");
+  OptionalProgress progress(show_progress, "rewrite features", m.num_nodes, "rows");
   for (int p = 0; p < l.k; ++p) {
     SKIFF_RETURN_IF_ERROR(out->PadTo(format::kFileAlignment));
     (*extent_offsets)[p] = out->bytes_written();
@@ -197,7 +215,7 @@ Status WriteEdgeBuckets(const Layout& l, const std::vector<int64_t>& counts, boo
   const int k = l.k;
   std::vector<int64_t> index(static_cast<size_t>(k) * k + 1, 0);
   for (size_t b = 0; b < counts.size(); ++b) index[b + 1] = index[b] + counts[b];
-  Progress progress("write edge buckets", show_progress ? k : 0, "partitions");
+  OptionalProgress progress(show_progress, "write edge buckets", k, "partitions");
   RowChunk chunk;
   std::vector<int64_t> ids;
   std::vector<std::vector<int64_t>> window_buf;

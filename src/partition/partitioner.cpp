@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include "skiff/log.h"
@@ -63,6 +64,23 @@ double Partitioning::imbalance() const {
 }
 
 namespace {
+
+// Progress output only when asked (library callers and tests stay quiet).
+class OptionalProgress {
+ public:
+  OptionalProgress(bool on, const std::string& label, uint64_t total, const std::string& unit) {
+    if (on) progress_.emplace(label, total, unit);
+  }
+  void Add(uint64_t delta) {
+    if (progress_) progress_->Add(delta);
+  }
+  void Finish() {
+    if (progress_) progress_->Finish();
+  }
+
+ private:
+  std::optional<Progress> progress_;
+};
 
 uint64_t SplitMix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -416,8 +434,8 @@ Status StreamPartitioner::RevisitQueued() {
 
 Status StreamPartitioner::PlacePass(int pass) {
   const bool grem_refine = o_.algorithm == Algorithm::kGrem && o_.refine;
-  Progress progress("partition pass " + std::to_string(pass + 1), o_.show_progress ? n_ : 0,
-                    "nodes");
+  OptionalProgress progress(o_.show_progress, "partition pass " + std::to_string(pass + 1), n_,
+                            "nodes");
   std::vector<int64_t> ids;
   RowChunk chunk;
   for (int64_t c = 0; ChunkIds(pass, c, &ids); ++c) {
@@ -445,15 +463,15 @@ Status StreamPartitioner::PlacePass(int pass) {
       Sweep(chunk);
       SKIFF_RETURN_IF_ERROR(RevisitQueued());
     }
-    if (o_.show_progress) progress.Add(chunk.size());
+    progress.Add(chunk.size());
   }
-  if (o_.show_progress) progress.Finish();
+  progress.Finish();
   return Status::Ok();
 }
 
 Status StreamPartitioner::RestreamPass(int pass) {
-  Progress progress("restream pass " + std::to_string(pass + 1), o_.show_progress ? n_ : 0,
-                    "nodes");
+  OptionalProgress progress(o_.show_progress, "restream pass " + std::to_string(pass + 1), n_,
+                            "nodes");
   std::vector<int64_t> ids;
   RowChunk chunk;
   for (int64_t c = 0; ChunkIds(pass, c, &ids); ++c) {
@@ -467,22 +485,23 @@ Status StreamPartitioner::RestreamPass(int pass) {
       Assign(v, p);
       if (p != before) ++moves_;
     }
-    if (o_.show_progress) progress.Add(chunk.size());
+    progress.Add(chunk.size());
   }
-  if (o_.show_progress) progress.Finish();
+  progress.Finish();
   return Status::Ok();
 }
 
 Status StreamPartitioner::RefinePass(int pass) {
-  Progress progress("refine pass " + std::to_string(pass + 1), o_.show_progress ? n_ : 0, "nodes");
+  OptionalProgress progress(o_.show_progress, "refine pass " + std::to_string(pass + 1), n_,
+                            "nodes");
   std::vector<int64_t> ids;
   RowChunk chunk;
   for (int64_t c = 0; ChunkIds(pass, c, &ids); ++c) {
     SKIFF_RETURN_IF_ERROR(g_.ReadRows(ids, &chunk));
     Sweep(chunk);
-    if (o_.show_progress) progress.Add(chunk.size());
+    progress.Add(chunk.size());
   }
-  if (o_.show_progress) progress.Finish();
+  progress.Finish();
   return Status::Ok();
 }
 
