@@ -173,7 +173,7 @@ TEST_CASE("generate: aggregating neighbours classifies far better than features 
   CHECK(aggregated > own + 0.2);
 }
 
-TEST_CASE("generate: byte-identical for a seed at any thread count; different across seeds") {
+TEST_CASE("generate: byte-identical for a seed at any thread count, different across seeds") {
   testing::TempDir dir;
   auto base = SmallOptions("");
   base.num_nodes = 30000;  // several chunks, so threads really split the work

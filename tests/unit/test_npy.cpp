@@ -203,7 +203,8 @@ TEST_CASE("npy: Fortran order is accepted for 1-D arrays") {
   CHECK(ReadAllInt(**r) == std::vector<int64_t>{4, 5, 6});
 }
 
-TEST_CASE("npz: stored and deflated entries stream; listing; missing entries; not a zip") {
+TEST_CASE(
+    "npz: stored and deflated entries stream, list, and report missing entries and non-zip files") {
   testing::TempDir dir;
   std::vector<float> big(100000);
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 977) * 0.5f;
