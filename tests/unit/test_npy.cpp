@@ -1,6 +1,7 @@
 // .npy / .npz reading: real .npy bytes built by hand (headers as numpy writes them), every dtype
 // and byte order, malformed and truncated files, and .npz archives both stored and deflated.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <zip.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "skiff/format/dataset.h"
@@ -278,4 +280,23 @@ TEST_CASE("npz: the shared cora.npz reads with the shapes its README gives") {
   // Strings are refused with a clear message.
   auto names = NpyReader::OpenNpzEntry(path, "class_names");
   CHECK(names.status().message().find("unsupported dtype '<U22'") != std::string::npos);
+}
+
+TEST_CASE("npy: data that ends early while streaming is reported with the byte offset") {
+  // A pipe has no size to check up front, so truncation surfaces in the middle of reading.
+  TempDir dir;
+  const std::string path = dir / "pipe.npy";
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  const std::string bytes = NpyBytes("<i4", "(5,)", Raw<int32_t>({1, 2, 3}));
+  std::thread writer([&] { WriteBytes(path, bytes); });
+  auto r = NpyReader::OpenFile(path);
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  std::vector<int64_t> out(5);
+  const Status st = (*r)->ReadInt64(5, out.data());
+  writer.join();
+  CHECK(st.code() == StatusCode::kCorruption);
+  CHECK(st.message().find(path) != std::string::npos);
+  CHECK_MESSAGE(st.message().find("truncated data (ends at byte " + std::to_string(bytes.size())) !=
+                    std::string::npos,
+                st.message());
 }
