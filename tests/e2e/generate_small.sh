@@ -47,4 +47,9 @@ if "$skiff" generate --preset small --out "$work/a" 2>"$work/exists.err"; then
   fail "overwrote an existing dataset without --overwrite"
 fi
 grep -q "already exists" "$work/exists.err" || fail "no 'already exists' message"
+# An output whose parent does not exist: a clear message, nothing created.
+if "$skiff" generate --preset small --out "$work/no/such/dir" 2>"$work/parent.err"; then
+  fail "generated into a missing parent directory"
+fi
+grep -q "does not exist" "$work/parent.err" || fail "no message about the missing parent"
 echo "generate_small: OK"
