@@ -167,7 +167,8 @@ Status InterpretDescr(NpyHeader* h, const std::string& source) {
   const char kind = d[pos];
   const std::string size_text = d.substr(pos + 1);
   if (size_text.empty() || size_text.size() > 2 ||
-      !std::all_of(size_text.begin(), size_text.end(), [](char c) { return std::isdigit(c); })) {
+      !std::all_of(size_text.begin(), size_text.end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
     return unsupported("expected a kind letter followed by a byte size");
   }
   const int bytes = std::stoi(size_text);
