@@ -164,7 +164,7 @@ TEST_CASE("npy: malformed files give errors naming the file and the problem") {
   st = open_error(NpyBytes("<i4", "(3,)", ok_data).substr(0, 30));
   CHECK(st.message().find("truncated .npy header") != std::string::npos);
   // Malformed dicts.
-  for (const std::string& shape : {"(3,", "3", "(a,)", "(-1,)"}) {
+  for (const std::string shape : {"(3,", "3", "(a,)", "(-1,)"}) {
     CAPTURE(shape);
     st = open_error(NpyBytes("<i4", shape, ok_data));
     CHECK(st.code() == StatusCode::kCorruption);
@@ -181,7 +181,7 @@ TEST_CASE("npy: malformed files give errors naming the file and the problem") {
     CHECK(st.message().find("lacks") != std::string::npos);
   }
   // Unsupported dtypes.
-  for (const std::string& descr : {"<U7", "|O8", "<c8", "<i3", "<f16", "zz"}) {
+  for (const std::string descr : {"<U7", "|O8", "<c8", "<i3", "<f16", "zz"}) {
     CAPTURE(descr);
     st = open_error(NpyBytes(descr, "(3,)", ok_data));
     CHECK(st.message().find("unsupported dtype") != std::string::npos);
