@@ -182,6 +182,10 @@ class StreamPartitioner {
   Status PlacePass(int pass);
   Status RestreamPass(int pass);
   Status RefinePass(int pass);
+  // GREM's first placement on a coarsened stream: size-bounded label-propagation clusters found
+  // in streaming passes, then the cluster graph placed greedily (Fennel objective, weights) and
+  // refined in memory. Returns false (nothing placed) when the cluster graph exceeds the budget.
+  Result<bool> ClusterPlace();
   // Moves vertices out of parts above cap_ into parts with room; `lossless` moves only vertices
   // that lose no cut edge by moving. Returns with every part <= cap_ when !lossless.
   Status RebalancePass(int pass, bool lossless);
@@ -216,6 +220,7 @@ class StreamPartitioner {
   std::vector<uint8_t> flags_;
   std::vector<int64_t> revisit_;
   int64_t moves_ = 0;
+  double relax_ = 0.1;
   PartCounter counter_{1};
 };
 
@@ -505,6 +510,183 @@ Status StreamPartitioner::RefinePass(int pass) {
   return Status::Ok();
 }
 
+Result<bool> StreamPartitioner::ClusterPlace() {
+  // Clusters hold at most N / (16 k) vertices: small enough that a part is made of many of them
+  // (so balance is easy to meet), large enough to carry the graph's local structure.
+  const int64_t bound = std::max<int64_t>(1, n_ / (int64_t{16} * k_));
+  std::vector<int32_t> cluster(static_cast<size_t>(n_));
+  std::iota(cluster.begin(), cluster.end(), 0);
+  std::vector<int32_t> csize(static_cast<size_t>(n_), 1);
+  std::vector<int32_t> ccount(static_cast<size_t>(n_), 0);
+  std::vector<int32_t> touched;
+  std::vector<int64_t> ids;
+  RowChunk chunk;
+  const int lp_passes = 3;
+  for (int pass = 0; pass < lp_passes; ++pass) {
+    int64_t changed = 0;
+    for (int64_t c = 0; ChunkIds(pass, c, &ids); ++c) {
+      SKIFF_RETURN_IF_ERROR(g_.ReadRows(ids, &chunk));
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        const int64_t v = chunk.vertices[i];
+        const int32_t cur = cluster[v];
+        touched.clear();
+        for (int64_t u : chunk.Row(i)) {
+          if (u == v) continue;
+          const int32_t cu = cluster[u];
+          if (ccount[cu]++ == 0) touched.push_back(cu);
+        }
+        int32_t best = cur;
+        int32_t best_count = ccount[cur];
+        for (int32_t cu : touched) {
+          if (cu == cur || csize[cu] + 1 > bound) continue;
+          if (ccount[cu] > best_count || (ccount[cu] == best_count && cu < best && best != cur)) {
+            best = cu;
+            best_count = ccount[cu];
+          }
+        }
+        for (int32_t cu : touched) ccount[cu] = 0;
+        if (best != cur) {
+          --csize[cur];
+          ++csize[best];
+          cluster[v] = best;
+          ++changed;
+        }
+      }
+    }
+    if (changed <= n_ / 1000) break;
+  }
+  // Renumber the clusters densely (reusing ccount as the map).
+  int32_t num_clusters = 0;
+  for (int64_t v = 0; v < n_; ++v) {
+    if (csize[v] > 0) ccount[v] = num_clusters++;
+  }
+  std::vector<int64_t> weight(num_clusters, 0);
+  for (int64_t v = 0; v < n_; ++v) {
+    cluster[v] = ccount[cluster[v]];
+    ++weight[cluster[v]];
+  }
+  csize.clear();
+  csize.shrink_to_fit();
+  ccount.clear();
+  ccount.shrink_to_fit();
+  // Contract: weighted edges between clusters, sorted and merged as they are collected.
+  std::vector<std::pair<int64_t, int64_t>> cedges;  // (cu << 32 | cv, weight)
+  // The cluster graph shares the chunk budget (16 bytes per entry, like an int64 row entry pair).
+  const size_t edge_budget = static_cast<size_t>(std::max<int64_t>(o_.chunk_edges, 1 << 16));
+  auto compact = [&] {
+    std::sort(cedges.begin(), cedges.end());
+    size_t out = 0;
+    for (size_t i = 0; i < cedges.size(); ++i) {
+      if (out > 0 && cedges[out - 1].first == cedges[i].first) {
+        cedges[out - 1].second += cedges[i].second;
+      } else {
+        cedges[out++] = cedges[i];
+      }
+    }
+    cedges.resize(out);
+  };
+  for (int64_t c = 0; ChunkIds(0, c, &ids); ++c) {
+    SKIFF_RETURN_IF_ERROR(g_.ReadRows(ids, &chunk));
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      const int64_t cv = cluster[chunk.vertices[i]];
+      for (int64_t u : chunk.Row(i)) {
+        const int64_t cu = cluster[u];
+        if (cu != cv) cedges.push_back({(cv << 32) | cu, 1});
+      }
+    }
+    if (cedges.size() > edge_budget) {
+      compact();
+      if (cedges.size() > edge_budget / 2) return false;  // the cluster graph does not fit
+    }
+  }
+  compact();
+  std::vector<int64_t> coff(num_clusters + 1, 0);
+  for (const auto& e : cedges) ++coff[(e.first >> 32) + 1];
+  for (int32_t c = 0; c < num_clusters; ++c) coff[c + 1] += coff[c];
+  // Stream the clusters in BFS order of the cluster graph, placing each greedily.
+  std::vector<int32_t> order;
+  order.reserve(num_clusters);
+  std::vector<uint8_t> seen(num_clusters, 0);
+  for (int32_t start = 0; start < num_clusters; ++start) {
+    if (seen[start]) continue;
+    seen[start] = 1;
+    order.push_back(start);
+    for (size_t h = order.size() - 1; h < order.size(); ++h) {
+      const int32_t c = order[h];
+      for (int64_t e = coff[c]; e < coff[c + 1]; ++e) {
+        const int32_t d = static_cast<int32_t>(cedges[e].first & 0xffffffff);
+        if (!seen[d]) {
+          seen[d] = 1;
+          order.push_back(d);
+        }
+      }
+    }
+  }
+  std::vector<int32_t> cpart(num_clusters, -1);
+  std::vector<double> conn(k_, 0.0);
+  auto penalty = [&](int64_t size, int64_t w) {
+    const double a = static_cast<double>(size), b = static_cast<double>(size + w);
+    return alpha_ * (b * std::sqrt(b) - a * std::sqrt(a));
+  };
+  auto fill_conn = [&](int32_t c) {
+    std::fill(conn.begin(), conn.end(), 0.0);
+    for (int64_t e = coff[c]; e < coff[c + 1]; ++e) {
+      const int32_t p = cpart[cedges[e].first & 0xffffffff];
+      if (p >= 0) conn[p] += static_cast<double>(cedges[e].second);
+    }
+  };
+  for (int32_t c : order) {
+    fill_conn(c);
+    int32_t best = -1;
+    double best_score = 0;
+    for (int32_t p = 0; p < k_; ++p) {
+      if (size_[p] + weight[c] > cap_) continue;
+      const double s = conn[p] - penalty(size_[p], weight[c]);
+      if (best < 0 || s > best_score) {
+        best = p;
+        best_score = s;
+      }
+    }
+    if (best < 0) best = lightest_->Get();  // no part fits the whole cluster; rebalanced later
+    cpart[c] = best;
+    size_[best] += weight[c];
+    lightest_->Update(best);
+  }
+  // Refine the cluster placement: move a cluster when it gains and fits.
+  for (int pass = 0; pass < 10; ++pass) {
+    int64_t cmoves = 0;
+    for (int32_t c : order) {
+      fill_conn(c);
+      const int32_t cur = cpart[c];
+      const double stay = conn[cur] - penalty(size_[cur] - weight[c], weight[c]);
+      int32_t best = -1;
+      double best_score = stay;
+      for (int32_t p = 0; p < k_; ++p) {
+        if (p == cur || size_[p] + weight[c] > cap_) continue;
+        const double s = conn[p] - penalty(size_[p], weight[c]);
+        if (s > best_score + 1e-9) {
+          best = p;
+          best_score = s;
+        }
+      }
+      if (best >= 0) {
+        size_[cur] -= weight[c];
+        size_[best] += weight[c];
+        lightest_->Update(cur);
+        lightest_->Update(best);
+        cpart[c] = best;
+        ++cmoves;
+      }
+    }
+    if (cmoves == 0) break;
+  }
+  for (int64_t v = 0; v < n_; ++v) {
+    part_[v] = cpart[cluster[v]];
+    if (!train_size_.empty() && IsTrain(v)) ++train_size_[part_[v]];
+  }
+  return true;
+}
+
 Status StreamPartitioner::RebalancePass(int pass, bool lossless) {
   std::vector<int64_t> ids;
   RowChunk chunk;
@@ -579,12 +761,19 @@ Result<Partitioning> StreamPartitioner::Run() {
 
   room_cap_ = cap_;
   train_room_cap_ = train_cap_;
-  SKIFF_RETURN_IF_ERROR(PlacePass(0));
+  bool placed = false;
+  // Cluster placement balances vertices only; with a training bound as well, vertex-level
+  // placement (which checks both bounds at every step) is used instead.
+  if (o_.algorithm == Algorithm::kGrem && o_.refine && !balance_train_) {
+    SKIFF_ASSIGN_OR_RETURN(placed, ClusterPlace());
+  }
+  if (!placed) SKIFF_RETURN_IF_ERROR(PlacePass(0));
+  if (placed) relax_ = 0;  // clusters already carry the structure; refine strictly
   if (o_.algorithm == Algorithm::kGrem && o_.refine && passes_ > 1) {
     // Refinement passes run under a relaxed cap so that whole groups of vertices can migrate
     // between parts that are full; a rebalancing sweep then restores the exact bound and a final
     // pass refines under it.
-    room_cap_ = cap_ + std::max<int64_t>(1, cap_ / 10);
+    room_cap_ = cap_ + static_cast<int64_t>(cap_ * relax_);
     // Training counts stay under their exact bound throughout: a relaxed training bound could
     // leave overloads that only swaps could undo.
     train_room_cap_ = train_cap_;
