@@ -1,0 +1,78 @@
+// `skiff convert` as a library call: reads a graph in the format people have it in -- a text edge
+// list, a METIS graph, the OGB node-property raw layout or a .npz archive -- and writes a Skiff
+// dataset (docs/FORMAT.md), streaming, in memory bounded by ConvertOptions::memory_bytes.
+//
+// Pipeline (docs/convert.md explains each decision):
+//   parse -> node IDs to dense [0, N) (identity when already dense, else the RocksDB IdMap) ->
+//   EdgeSorter (in memory, or sorted runs spilled and k-way merged) -> WriteCsr ->
+//   features / labels (from the input, or .npy files) -> splits -> DatasetWriter::Commit().
+// Every failure returns a Status naming the file, the line (or byte offset) and what was expected,
+// and leaves no output directory: everything is written inside the DatasetWriter's temporary
+// directory, which is removed unless the conversion commits.
+//
+// Thread safety: ConvertGraph may run concurrently for different outputs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "skiff/convert/edge_list.h"
+#include "skiff/convert/splits.h"
+#include "skiff/format/dataset.h"
+#include "skiff/status.h"
+
+namespace skiff::convert {
+
+enum class InputFormat { kAuto, kEdgeList, kMetis, kNpz, kOgb };
+enum class IdMapMode { kAuto, kAlways, kNever };
+// kDefault: edge lists and OGB directed; METIS undirected (it lists every edge at both ends).
+enum class Direction { kDefault, kDirected, kUndirected };
+
+const char* InputFormatName(InputFormat format);
+Result<InputFormat> ParseInputFormat(const std::string& name);
+Result<IdMapMode> ParseIdMapMode(const std::string& name);
+
+// Resolves kAuto from the input: "*.npz" -> npz; a directory with raw/ -> ogb;
+// "*.graph" / "*.metis" (optionally + ".gz") -> metis; anything else -> edge list.
+Result<InputFormat> DetectInputFormat(const std::string& input);
+
+struct ConvertOptions {
+  std::string input;
+  std::string output;
+  InputFormat format = InputFormat::kAuto;
+  Direction direction = Direction::kDefault;
+  bool keep_self_loops = false;
+  bool keep_duplicates = false;
+  uint64_t memory_bytes = 0;  // 0: a quarter of physical memory
+  std::string features_npy;   // edge lists / METIS: float features, shape [N, D] (or [N])
+  std::string labels_npy;     // edge lists / METIS: integer labels, shape [N]; -1 = unlabelled
+  SplitSpec split;            // used when the input carries no splits
+  format::DType feature_dtype = format::DType::kFloat32;
+  IdMapMode id_map = IdMapMode::kAuto;
+  bool overwrite = false;
+  std::string tmp_dir;        // spill directory parent; "" = inside the output's temp directory
+  EdgeListOptions edge_list;  // header / extra-column handling
+  std::string ogb_split;      // OGB: split/<name> to use ("" = the only one)
+};
+
+struct ConvertSummary {
+  InputFormat format = InputFormat::kAuto;
+  int64_t num_nodes = 0;
+  int64_t num_edges = 0;     // stored (directed) edges
+  uint64_t input_edges = 0;  // edges (or adjacency entries) read from the input
+  uint64_t self_loops_dropped = 0;
+  uint64_t duplicates_dropped = 0;
+  uint64_t runs_spilled = 0;
+  uint64_t bytes_spilled = 0;
+  bool id_map_used = false;
+  int64_t feature_dim = 0;
+  int64_t num_classes = 0;
+  int64_t train_count = 0, valid_count = 0, test_count = 0;
+  uint64_t memory_budget_bytes = 0;
+  double seconds = 0;
+};
+
+// Converts options.input into the dataset directory options.output.
+Result<ConvertSummary> ConvertGraph(const ConvertOptions& options);
+
+}  // namespace skiff::convert

@@ -1,0 +1,599 @@
+#include "skiff/convert/convert.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "skiff/convert/csr_builder.h"
+#include "skiff/convert/external_sort.h"
+#include "skiff/convert/id_map.h"
+#include "skiff/convert/metis.h"
+#include "skiff/convert/npz_graph.h"
+#include "skiff/convert/ogb.h"
+#include "skiff/io/npy.h"
+#include "skiff/log.h"
+
+namespace skiff::convert {
+namespace fs = std::filesystem;
+
+const char* InputFormatName(InputFormat format) {
+  switch (format) {
+    case InputFormat::kAuto:
+      return "auto";
+    case InputFormat::kEdgeList:
+      return "edgelist";
+    case InputFormat::kMetis:
+      return "metis";
+    case InputFormat::kNpz:
+      return "npz";
+    case InputFormat::kOgb:
+      return "ogb";
+  }
+  return "?";
+}
+
+Result<InputFormat> ParseInputFormat(const std::string& name) {
+  for (InputFormat f : {InputFormat::kAuto, InputFormat::kEdgeList, InputFormat::kMetis,
+                        InputFormat::kNpz, InputFormat::kOgb}) {
+    if (name == InputFormatName(f)) return f;
+  }
+  return Status::InvalidArgument("unknown input format '" + name +
+                                 "' (expected auto, edgelist, metis, npz or ogb)");
+}
+
+Result<IdMapMode> ParseIdMapMode(const std::string& name) {
+  if (name == "auto") return IdMapMode::kAuto;
+  if (name == "always") return IdMapMode::kAlways;
+  if (name == "never") return IdMapMode::kNever;
+  return Status::InvalidArgument("unknown --id-map mode '" + name +
+                                 "' (expected auto, always or never)");
+}
+
+namespace {
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+}  // namespace
+
+Result<InputFormat> DetectInputFormat(const std::string& input) {
+  std::error_code ec;
+  if (!fs::exists(input, ec)) return Status::NotFound("input " + input + " does not exist");
+  if (fs::is_directory(input, ec)) {
+    if (IsOgbDirectory(input)) return InputFormat::kOgb;
+    return Status::InvalidArgument("input " + input +
+                                   " is a directory without raw/; the only directory input is the "
+                                   "OGB raw layout (raw/edge.csv.gz, ...)");
+  }
+  std::string name = input;
+  if (EndsWith(name, ".gz")) name.resize(name.size() - 3);
+  if (EndsWith(input, ".npz")) return InputFormat::kNpz;
+  if (EndsWith(name, ".graph") || EndsWith(name, ".metis")) return InputFormat::kMetis;
+  return InputFormat::kEdgeList;
+}
+
+namespace {
+
+constexpr uint64_t kMinMemoryBytes = 1ull << 20;
+// `--id-map=never` refuses IDs that would make a CSR with more than this many rows.
+constexpr int64_t kMaxIdentityNodes = int64_t{1} << 36;
+constexpr size_t kProgressEvery = 1 << 16;
+
+std::string BaseName(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  return fs::path(p).filename().string();
+}
+
+// State shared by the input-specific readers.
+struct Job {
+  Job(const ConvertOptions& o, format::DatasetWriter& w, uint64_t memory, ConvertSummary s)
+      : opt(o), writer(w), memory_bytes(memory), summary(std::move(s)) {}
+  const ConvertOptions& opt;
+  format::DatasetWriter& writer;
+  uint64_t memory_bytes;
+  ConvertSummary summary;
+  bool undirected = false;
+  std::optional<std::vector<int32_t>> labels;
+  std::optional<Splits> splits;
+  bool features_written = false;
+};
+
+Result<std::unique_ptr<EdgeSorter>> MakeSorter(const Job& job, bool add_reverse,
+                                               uint64_t memory_bytes) {
+  EdgeSorterOptions so;
+  so.memory_bytes = memory_bytes;
+  so.spill_parent_dir = job.opt.tmp_dir.empty() ? job.writer.temp_dir() : job.opt.tmp_dir;
+  so.add_reverse = add_reverse;
+  so.drop_self_loops = !job.opt.keep_self_loops;
+  so.drop_duplicates = !job.opt.keep_duplicates;
+  return EdgeSorter::Create(so);
+}
+
+Status BuildCsr(Job& job, EdgeSorter& sorter, int64_t num_nodes) {
+  SKIFF_RETURN_IF_ERROR(sorter.Finish());
+  const uint64_t held = sorter.stats().edges_added;
+  SKIFF_ASSIGN_OR_RETURN(CsrResult csr, WriteCsr(sorter, num_nodes, job.writer, held));
+  const auto& st = sorter.stats();
+  job.summary.num_nodes = num_nodes;
+  job.summary.num_edges = csr.num_edges;
+  job.summary.self_loops_dropped = st.self_loops_dropped;
+  job.summary.duplicates_dropped = st.duplicates_dropped;
+  job.summary.runs_spilled = st.runs_spilled;
+  job.summary.bytes_spilled = st.bytes_spilled;
+  return Status::Ok();
+}
+
+// --- Edge lists
+// -----------------------------------------------------------------------------------
+
+enum class DenseOutcome { kDense, kNotDense };
+
+// Reads the edge list taking integer IDs as dense node IDs. In auto mode, returns kNotDense as
+// soon as an ID is not a non-negative integer or too large to track, or at the end when the IDs
+// do not cover [0, max] exactly; in never mode those are errors (or, for gaps, isolated nodes).
+Result<DenseOutcome> ReadEdgeListDense(Job& job, EdgeSorter& sorter, uint64_t bitmap_bytes,
+                                       int64_t* num_nodes) {
+  const bool strict = job.opt.id_map == IdMapMode::kNever;
+  SKIFF_ASSIGN_OR_RETURN(auto reader, EdgeListReader::Open(job.opt.input, job.opt.edge_list));
+  Progress progress("read " + BaseName(job.opt.input), reader->lines().file_bytes(), "B");
+  const int64_t bitmap_limit_ids =
+      strict ? kMaxIdentityNodes : static_cast<int64_t>(std::max<uint64_t>(bitmap_bytes, 4096) * 8);
+  std::vector<uint64_t> seen;  // bit v: ID v occurs (auto mode only)
+  int64_t max_id = -1;
+  uint64_t edges = 0;
+  std::string_view s, d;
+  auto note = [&](int64_t v) {
+    if (v > max_id) max_id = v;
+    if (strict) return;
+    const size_t word = static_cast<size_t>(v >> 6);
+    if (word >= seen.size()) {
+      seen.resize(std::min<size_t>(std::max(word + 1, seen.size() * 2),
+                                   static_cast<size_t>(bitmap_limit_ids / 64 + 1)));
+    }
+    seen[word] |= uint64_t{1} << (v & 63);
+  };
+  while (reader->Next(&s, &d)) {
+    int64_t src = 0, dst = 0;
+    for (auto [field, value] : {std::pair{s, &src}, std::pair{d, &dst}}) {
+      if (!ParseInt64(field, value) || *value < 0) {
+        if (strict) {
+          return reader->ErrorAtLine("node ID \"" + std::string(field.substr(0, 60)) +
+                                     "\" is not a non-negative integer; --id-map=never needs "
+                                     "integer IDs in [0, N) (use --id-map=auto for other IDs)");
+        }
+        LogInfo(reader->lines().Where() + ": node ID \"" + std::string(field.substr(0, 60)) +
+                "\" is not a non-negative integer; mapping IDs through RocksDB (idmap/)");
+        return DenseOutcome::kNotDense;
+      }
+      if (*value >= bitmap_limit_ids) {
+        if (strict) {
+          return reader->ErrorAtLine("node ID " + std::to_string(*value) + " is too large for " +
+                                     "--id-map=never (the CSR would have that many rows); use "
+                                     "--id-map=auto");
+        }
+        LogInfo(reader->lines().Where() + ": node ID " + std::to_string(*value) +
+                " is too large to be a dense ID; mapping IDs through RocksDB (idmap/)");
+        return DenseOutcome::kNotDense;
+      }
+    }
+    note(src);
+    note(dst);
+    SKIFF_RETURN_IF_ERROR(sorter.Add(src, dst));
+    if (++edges % kProgressEvery == 0) progress.Set(reader->lines().file_bytes_read());
+  }
+  SKIFF_RETURN_IF_ERROR(reader->status());
+  progress.Set(reader->lines().file_bytes_read());
+  progress.Finish();
+  job.summary.input_edges = edges;
+  if (!strict) {
+    uint64_t distinct = 0;
+    for (uint64_t w : seen) distinct += static_cast<uint64_t>(std::popcount(w));
+    if (distinct != static_cast<uint64_t>(max_id + 1)) {
+      LogInfo("node IDs are integers but not dense: " + std::to_string(distinct) +
+              " distinct IDs with the largest " + std::to_string(max_id) +
+              "; mapping IDs through RocksDB (idmap/)");
+      return DenseOutcome::kNotDense;
+    }
+  }
+  *num_nodes = max_id + 1;
+  return DenseOutcome::kDense;
+}
+
+Status ReadEdgeListMapped(Job& job, EdgeSorter& sorter, uint64_t map_memory_bytes,
+                          int64_t* num_nodes) {
+  const std::string map_dir = job.writer.temp_dir() + "/" + format::kIdMapDir;
+  SKIFF_ASSIGN_OR_RETURN(auto map, IdMap::Create(map_dir, map_memory_bytes));
+  SKIFF_ASSIGN_OR_RETURN(auto reader, EdgeListReader::Open(job.opt.input, job.opt.edge_list));
+  Progress progress("read " + BaseName(job.opt.input) + " (mapping IDs)",
+                    reader->lines().file_bytes(), "B");
+  uint64_t edges = 0;
+  std::string_view s, d;
+  while (reader->Next(&s, &d)) {
+    auto src = map->GetOrAssign(s);
+    if (!src.ok()) return src.status().WithContext(reader->lines().Where());
+    auto dst = map->GetOrAssign(d);
+    if (!dst.ok()) return dst.status().WithContext(reader->lines().Where());
+    SKIFF_RETURN_IF_ERROR(sorter.Add(*src, *dst));
+    if (++edges % kProgressEvery == 0) progress.Set(reader->lines().file_bytes_read());
+  }
+  SKIFF_RETURN_IF_ERROR(reader->status());
+  progress.Set(reader->lines().file_bytes_read());
+  progress.Finish();
+  *num_nodes = map->size();
+  LogDebug("ID map: " + std::to_string(map->size()) + " IDs, " + std::to_string(map->cache_hits()) +
+           " cache hits, " + std::to_string(map->db_lookups()) + " RocksDB lookups");
+  SKIFF_RETURN_IF_ERROR(map->Close());
+  job.summary.input_edges = edges;
+  job.summary.id_map_used = true;
+  job.writer.manifest().has_id_map = true;
+  return Status::Ok();
+}
+
+Status ConvertEdgeList(Job& job) {
+  job.undirected = job.opt.direction == Direction::kUndirected;
+  int64_t num_nodes = 0;
+  if (job.opt.id_map != IdMapMode::kAlways) {
+    SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, job.undirected, job.memory_bytes * 8 / 10));
+    SKIFF_ASSIGN_OR_RETURN(DenseOutcome outcome,
+                           ReadEdgeListDense(job, *sorter, job.memory_bytes / 10, &num_nodes));
+    if (outcome == DenseOutcome::kDense) return BuildCsr(job, *sorter, num_nodes);
+  }
+  // The sorter of the dense attempt (and its spill files) is gone; read again through the map.
+  SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, job.undirected, job.memory_bytes * 6 / 10));
+  SKIFF_RETURN_IF_ERROR(ReadEdgeListMapped(job, *sorter, job.memory_bytes * 3 / 10, &num_nodes));
+  return BuildCsr(job, *sorter, num_nodes);
+}
+
+// --- METIS
+// ----------------------------------------------------------------------------------------
+
+Status ConvertMetis(Job& job) {
+  job.undirected = job.opt.direction != Direction::kDirected;
+  SKIFF_ASSIGN_OR_RETURN(auto reader, MetisReader::Open(job.opt.input));
+  const MetisHeader& h = reader->header();
+  SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, job.opt.direction == Direction::kUndirected,
+                                                 job.memory_bytes * 9 / 10));
+  Progress progress("read " + BaseName(job.opt.input), static_cast<uint64_t>(h.num_nodes),
+                    "vertices");
+  int64_t vertex = 0;
+  std::vector<int64_t> neighbors;
+  uint64_t entries = 0;
+  while (reader->NextVertex(&vertex, &neighbors)) {
+    for (int64_t nbr : neighbors) SKIFF_RETURN_IF_ERROR(sorter->Add(vertex, nbr));
+    entries += neighbors.size();
+    if (vertex % kProgressEvery == 0) progress.Set(static_cast<uint64_t>(vertex));
+  }
+  SKIFF_RETURN_IF_ERROR(reader->status());
+  progress.Set(static_cast<uint64_t>(h.num_nodes));
+  progress.Finish();
+  job.summary.input_edges = entries;
+  return BuildCsr(job, *sorter, h.num_nodes);
+}
+
+// --- Features and labels from .npy / OGB
+// ----------------------------------------------------------
+
+// Streams rows of `dim` floats from `next_rows` into features.bin in the chosen dtype.
+template <typename NextRows>
+Status WriteFeatureRows(Job& job, int64_t num_rows, int64_t dim, NextRows next_rows) {
+  SKIFF_ASSIGN_OR_RETURN(auto file, job.writer.CreateFile(format::kFeaturesFile));
+  const bool half = job.opt.feature_dtype == format::DType::kFloat16;
+  const int64_t chunk_rows = std::max<int64_t>(1, (8 << 20) / std::max<int64_t>(dim * 4, 1));
+  std::vector<float> rows(static_cast<size_t>(chunk_rows * dim));
+  std::vector<uint16_t> halves(half ? rows.size() : 0);
+  Progress progress("write features", static_cast<uint64_t>(num_rows), "rows");
+  for (int64_t done = 0; done < num_rows;) {
+    const int64_t n = std::min(chunk_rows, num_rows - done);
+    SKIFF_RETURN_IF_ERROR(next_rows(n, rows.data()));
+    const size_t count = static_cast<size_t>(n * dim);
+    if (half) {
+      for (size_t i = 0; i < count; ++i) halves[i] = format::FloatToHalf(rows[i]);
+      SKIFF_RETURN_IF_ERROR(file->Append(halves.data(), count * 2));
+    } else {
+      SKIFF_RETURN_IF_ERROR(file->Append(rows.data(), count * 4));
+    }
+    done += n;
+    progress.Set(static_cast<uint64_t>(done));
+  }
+  progress.Finish();
+  SKIFF_RETURN_IF_ERROR(job.writer.FinishFile(*file));
+  job.writer.manifest().feature_dim = dim;
+  job.writer.manifest().feature_dtype = job.opt.feature_dtype;
+  job.summary.feature_dim = dim;
+  job.features_written = true;
+  return Status::Ok();
+}
+
+Status ReadNpyFeatures(Job& job, int64_t num_nodes) {
+  const std::string& path = job.opt.features_npy;
+  SKIFF_ASSIGN_OR_RETURN(auto reader, io::NpyReader::OpenFile(path));
+  const auto& shape = reader->header().shape;
+  if (shape.empty() || shape.size() > 2) {
+    return Status::InvalidArgument(path + ": features must be a 1-D or 2-D array [N, D], found " +
+                                   std::to_string(shape.size()) + " dimensions");
+  }
+  if (shape[0] != num_nodes) {
+    return Status::InvalidArgument(path + ": " + std::to_string(shape[0]) +
+                                   " feature rows, expected one per node (" +
+                                   std::to_string(num_nodes) + " nodes in " + job.opt.input + ")");
+  }
+  const int64_t dim = shape.size() == 2 ? shape[1] : 1;
+  return WriteFeatureRows(job, num_nodes, dim,
+                          [&](int64_t n, float* dst) { return reader->ReadFloat(n * dim, dst); });
+}
+
+Result<std::vector<int32_t>> ReadNpyLabels(const std::string& path, int64_t num_nodes,
+                                           const std::string& input) {
+  SKIFF_ASSIGN_OR_RETURN(auto reader, io::NpyReader::OpenFile(path));
+  const auto& shape = reader->header().shape;
+  if (shape.empty() || shape.size() > 2 || (shape.size() == 2 && shape[1] != 1)) {
+    return Status::InvalidArgument(path + ": labels must be a 1-D integer array [N]");
+  }
+  if (shape[0] != num_nodes) {
+    return Status::InvalidArgument(path + ": " + std::to_string(shape[0]) +
+                                   " labels, expected one per node (" + std::to_string(num_nodes) +
+                                   " nodes in " + input + ")");
+  }
+  std::vector<int32_t> labels(static_cast<size_t>(num_nodes));
+  std::vector<int64_t> chunk(1 << 16);
+  for (int64_t done = 0; done < num_nodes;) {
+    const int64_t n = std::min<int64_t>(static_cast<int64_t>(chunk.size()), num_nodes - done);
+    SKIFF_RETURN_IF_ERROR(reader->ReadInt64(n, chunk.data()));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t v = chunk[static_cast<size_t>(i)];
+      if (v < -1 || v >= (int64_t{1} << 31)) {
+        return Status::InvalidArgument(path + ": label of node " + std::to_string(done + i) +
+                                       " is " + std::to_string(v) +
+                                       "; expected a class number >= 0, or -1 for unlabelled");
+      }
+      labels[static_cast<size_t>(done + i)] = static_cast<int32_t>(v);
+    }
+    done += n;
+  }
+  return labels;
+}
+
+Status AttachNpyInputs(Job& job) {
+  if (job.opt.features_npy.empty() && job.opt.labels_npy.empty()) return Status::Ok();
+  if (job.summary.id_map_used) {
+    return Status::InvalidArgument(
+        "--features/--labels give row i to node i, so they need node IDs that are already dense "
+        "integers [0, N); the IDs of " +
+        job.opt.input + " were mapped through idmap/ (pass --id-map=never if they are integers)");
+  }
+  if (!job.opt.features_npy.empty())
+    SKIFF_RETURN_IF_ERROR(ReadNpyFeatures(job, job.summary.num_nodes));
+  if (!job.opt.labels_npy.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(job.labels,
+                           ReadNpyLabels(job.opt.labels_npy, job.summary.num_nodes, job.opt.input));
+  }
+  return Status::Ok();
+}
+
+// --- OGB
+// ------------------------------------------------------------------------------------------
+
+Status ConvertOgb(Job& job) {
+  job.undirected = job.opt.direction == Direction::kUndirected;
+  SKIFF_ASSIGN_OR_RETURN(OgbLayout layout, FindOgbLayout(job.opt.input, job.opt.ogb_split));
+  int64_t num_nodes = -1;
+  if (!layout.num_nodes_file.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(num_nodes, ReadOgbNumNodes(layout.num_nodes_file));
+  }
+  if (!layout.node_feat_file.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(auto feats, CsvFloatRowReader::Open(layout.node_feat_file));
+    if (num_nodes < 0) {
+      // Count the rows first: features.bin is written knowing N.
+      SKIFF_ASSIGN_OR_RETURN(auto lines, LineReader::Open(layout.node_feat_file));
+      std::string_view line;
+      int64_t rows = 0;
+      while (lines->Next(&line)) ++rows;
+      SKIFF_RETURN_IF_ERROR(lines->status());
+      num_nodes = rows;
+    }
+    const int64_t dim = feats->dim();
+    SKIFF_RETURN_IF_ERROR(WriteFeatureRows(job, num_nodes, dim, [&](int64_t n, float* dst) {
+      for (int64_t r = 0; r < n; ++r) {
+        if (!feats->NextRow(dst + r * dim)) {
+          SKIFF_RETURN_IF_ERROR(feats->status());
+          return Status::Corruption(
+              layout.node_feat_file + ": " + std::to_string(feats->rows_read()) +
+              " feature rows, expected one per node (" + std::to_string(num_nodes) + ")");
+        }
+      }
+      return Status::Ok();
+    }));
+    std::vector<float> extra(static_cast<size_t>(std::max<int64_t>(dim, 1)));
+    if (feats->NextRow(extra.data())) {
+      return Status::Corruption(feats->lines().Where() + ": more feature rows than the " +
+                                std::to_string(num_nodes) + " nodes");
+    }
+    SKIFF_RETURN_IF_ERROR(feats->status());
+  }
+
+  EdgeListOptions elo;
+  elo.header = HeaderMode::kNo;
+  elo.extra_columns_are_errors = true;
+  SKIFF_ASSIGN_OR_RETURN(auto reader, EdgeListReader::Open(layout.edge_file, elo));
+  SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, job.undirected, job.memory_bytes * 8 / 10));
+  Progress progress("read " + BaseName(layout.edge_file), reader->lines().file_bytes(), "B");
+  std::string_view s, d;
+  int64_t max_id = -1;
+  uint64_t edges = 0;
+  while (reader->Next(&s, &d)) {
+    int64_t src = 0, dst = 0;
+    for (auto [field, value] : {std::pair{s, &src}, std::pair{d, &dst}}) {
+      if (!ParseInt64(field, value) || *value < 0) {
+        return reader->ErrorAtLine("node ID \"" + std::string(field.substr(0, 60)) +
+                                   "\" is not a non-negative integer");
+      }
+      if (num_nodes >= 0 && *value >= num_nodes) {
+        return reader->ErrorAtLine("node ID " + std::to_string(*value) + " is out of range [0, " +
+                                   std::to_string(num_nodes) + ")");
+      }
+      max_id = std::max(max_id, *value);
+    }
+    SKIFF_RETURN_IF_ERROR(sorter->Add(src, dst));
+    if (++edges % kProgressEvery == 0) progress.Set(reader->lines().file_bytes_read());
+  }
+  SKIFF_RETURN_IF_ERROR(reader->status());
+  progress.Finish();
+  job.summary.input_edges = edges;
+  if (num_nodes < 0) num_nodes = max_id + 1;
+  SKIFF_RETURN_IF_ERROR(BuildCsr(job, *sorter, num_nodes));
+  sorter.reset();
+
+  if (!layout.node_label_file.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(job.labels, ReadOgbLabels(layout.node_label_file, num_nodes));
+  }
+  if (!layout.split_name.empty()) {
+    Splits splits;
+    SKIFF_ASSIGN_OR_RETURN(splits.train, ReadOgbIndexFile(layout.train_file, num_nodes));
+    SKIFF_ASSIGN_OR_RETURN(splits.valid, ReadOgbIndexFile(layout.valid_file, num_nodes));
+    SKIFF_ASSIGN_OR_RETURN(splits.test, ReadOgbIndexFile(layout.test_file, num_nodes));
+    job.splits = std::move(splits);
+  }
+  return Status::Ok();
+}
+
+// --- Common tail
+// ----------------------------------------------------------------------------------
+
+Status FinishDataset(Job& job) {
+  auto& m = job.writer.manifest();
+  const int64_t n = job.summary.num_nodes;
+  if (!job.features_written) {
+    SKIFF_RETURN_IF_ERROR(job.writer.WriteFile(format::kFeaturesFile, nullptr, 0));
+    m.feature_dim = 0;
+    m.feature_dtype = job.opt.feature_dtype;
+  }
+  Splits splits;
+  if (job.labels) {
+    const auto& labels = *job.labels;
+    int32_t max_label = -1;
+    for (int32_t l : labels) max_label = std::max(max_label, l);
+    m.num_classes = max_label + 1;
+    SKIFF_RETURN_IF_ERROR(
+        job.writer.WriteFile(format::kLabelsFile, labels.data(), labels.size() * sizeof(int32_t)));
+    if (job.splits) {
+      splits = std::move(*job.splits);
+    } else {
+      SKIFF_ASSIGN_OR_RETURN(splits, MakeSplits(job.opt.split, labels, m.num_classes));
+    }
+  } else {
+    m.num_classes = 0;
+    SKIFF_ASSIGN_OR_RETURN(auto file, job.writer.CreateFile(format::kLabelsFile));
+    const std::vector<int32_t> unlabelled(1 << 16, -1);
+    for (int64_t done = 0; done < n;) {
+      const int64_t k = std::min<int64_t>(static_cast<int64_t>(unlabelled.size()), n - done);
+      SKIFF_RETURN_IF_ERROR(file->Append(unlabelled.data(), static_cast<size_t>(k) * 4));
+      done += k;
+    }
+    SKIFF_RETURN_IF_ERROR(job.writer.FinishFile(*file));
+    if (job.splits) splits = std::move(*job.splits);  // splits without labels: kept as given
+  }
+  SKIFF_RETURN_IF_ERROR(WriteSplits(job.writer, splits));
+  m.name = BaseName(job.opt.output);
+  m.source =
+      "skiff convert " + BaseName(job.opt.input) + " (" + InputFormatName(job.summary.format) + ")";
+  m.undirected = job.undirected;
+  job.summary.num_classes = m.num_classes;
+  job.summary.train_count = m.train_count;
+  job.summary.valid_count = m.valid_count;
+  job.summary.test_count = m.test_count;
+  return job.writer.Commit();
+}
+
+Result<ConvertSummary> ConvertNpz(const ConvertOptions& opt, ConvertSummary summary) {
+  if (!opt.features_npy.empty() || !opt.labels_npy.empty()) {
+    return Status::InvalidArgument(opt.input +
+                                   ": --features/--labels apply to edge lists and METIS graphs; a "
+                                   ".npz archive carries its own attributes and labels");
+  }
+  NpzGraphOptions npz;
+  npz.input = opt.input;
+  npz.output = opt.output;
+  npz.overwrite = opt.overwrite;
+  npz.undirected = opt.direction == Direction::kUndirected;
+  npz.keep_self_loops = opt.keep_self_loops;
+  npz.feature_dtype = opt.feature_dtype;
+  npz.split = opt.split;
+  SKIFF_RETURN_IF_ERROR(ConvertNpzGraph(npz));
+  SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(opt.output));
+  const auto& m = ds->manifest();
+  summary.num_nodes = m.num_nodes;
+  summary.num_edges = m.num_edges;
+  summary.input_edges = static_cast<uint64_t>(m.num_edges);
+  summary.feature_dim = m.feature_dim;
+  summary.num_classes = m.num_classes;
+  summary.train_count = m.train_count;
+  summary.valid_count = m.valid_count;
+  summary.test_count = m.test_count;
+  return summary;
+}
+
+}  // namespace
+
+Result<ConvertSummary> ConvertGraph(const ConvertOptions& opt) {
+  const auto start = std::chrono::steady_clock::now();
+  ConvertSummary summary;
+  summary.format = opt.format;
+  if (summary.format == InputFormat::kAuto) {
+    SKIFF_ASSIGN_OR_RETURN(summary.format, DetectInputFormat(opt.input));
+  } else {
+    std::error_code ec;
+    if (!fs::exists(opt.input, ec))
+      return Status::NotFound("input " + opt.input + " does not exist");
+  }
+  uint64_t memory = opt.memory_bytes != 0 ? opt.memory_bytes : PhysicalMemoryBytes() / 4;
+  if (memory < kMinMemoryBytes) {
+    return Status::InvalidArgument("--memory " + FormatBytes(memory) +
+                                   " is too small; convert needs at least " +
+                                   FormatBytes(kMinMemoryBytes));
+  }
+  summary.memory_budget_bytes = memory;
+  if (!opt.features_npy.empty() || !opt.labels_npy.empty()) {
+    if (summary.format == InputFormat::kOgb) {
+      return Status::InvalidArgument(opt.input +
+                                     ": --features/--labels apply to edge lists and METIS graphs; "
+                                     "the OGB layout carries raw/node-feat.csv.gz and "
+                                     "raw/node-label.csv.gz");
+    }
+  }
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  if (summary.format == InputFormat::kNpz) {
+    SKIFF_ASSIGN_OR_RETURN(summary, ConvertNpz(opt, summary));
+    summary.seconds = elapsed();
+    return summary;
+  }
+
+  SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
+  Job job{opt, *writer, memory, summary};
+  Status st;
+  switch (summary.format) {
+    case InputFormat::kEdgeList:
+      st = ConvertEdgeList(job);
+      break;
+    case InputFormat::kMetis:
+      st = ConvertMetis(job);
+      break;
+    case InputFormat::kOgb:
+      st = ConvertOgb(job);
+      break;
+    default:
+      SKIFF_CHECK_MSG(false, "unhandled input format");
+  }
+  if (st.ok() && summary.format != InputFormat::kOgb) st = AttachNpyInputs(job);
+  if (st.ok()) st = FinishDataset(job);
+  if (!st.ok()) return st;  // the writer's destructor removes its temporary directory
+  job.summary.seconds = elapsed();
+  return job.summary;
+}
+
+}  // namespace skiff::convert

@@ -1,0 +1,286 @@
+#include "skiff/convert/external_sort.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <queue>
+
+namespace skiff::convert {
+namespace fs = std::filesystem;
+
+namespace {
+std::atomic<uint64_t> g_sorter_counter{0};
+
+Status WriteAll(int fd, const void* data, size_t bytes, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd, p, std::min<size_t>(bytes, 64u << 20));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, "write spill file " + path);
+    }
+    p += n;
+    bytes -= static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+// Streams one sorted run file through a fixed buffer.
+class EdgeSorter::RunReader {
+ public:
+  RunReader(std::string path, size_t buffer_edges) : path_(std::move(path)) {
+    buffer_.resize(std::max<size_t>(buffer_edges, 256));
+  }
+  ~RunReader() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Status Open() {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) return Status::FromErrno(errno, "open spill file " + path_);
+    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+    return Refill();
+  }
+  bool empty() const { return pos_ == count_; }
+  const Edge& front() const { return buffer_[pos_]; }
+  // Advances; refills from the file when the buffer is used up.
+  Status Pop() {
+    ++pos_;
+    if (pos_ == count_) return Refill();
+    return Status::Ok();
+  }
+
+ private:
+  Status Refill() {
+    pos_ = 0;
+    count_ = 0;
+    char* dst = reinterpret_cast<char*>(buffer_.data());
+    const size_t want = buffer_.size() * sizeof(Edge);
+    size_t got = 0;
+    while (got < want) {
+      const ssize_t n = ::read(fd_, dst + got, want - got);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return Status::FromErrno(errno, "read spill file " + path_);
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (got % sizeof(Edge) != 0) {
+      return Status::Corruption("spill file " + path_ + " ends mid-record (" + std::to_string(got) +
+                                " bytes in the last read)");
+    }
+    count_ = got / sizeof(Edge);
+    return Status::Ok();
+  }
+
+  const std::string path_;
+  int fd_ = -1;
+  std::vector<Edge> buffer_;
+  size_t pos_ = 0;
+  size_t count_ = 0;
+};
+
+// K-way merge of run files (a min-heap of run heads).
+class EdgeSorter::Merger {
+ public:
+  Status Init(const std::vector<std::string>& files, uint64_t memory_bytes) {
+    const size_t per_run_edges =
+        static_cast<size_t>(memory_bytes / sizeof(Edge) / std::max<size_t>(files.size(), 1));
+    for (const auto& f : files) {
+      readers_.push_back(std::make_unique<RunReader>(f, std::min<size_t>(per_run_edges, 1u << 20)));
+      SKIFF_RETURN_IF_ERROR(readers_.back()->Open());
+      if (!readers_.back()->empty())
+        heap_.push(HeapEntry{readers_.back()->front(), readers_.size() - 1});
+    }
+    return Status::Ok();
+  }
+  bool empty() const { return heap_.empty(); }
+  // Pops the smallest edge.
+  Status Pop(Edge* out) {
+    const HeapEntry top = heap_.top();
+    heap_.pop();
+    *out = top.edge;
+    RunReader& r = *readers_[top.run];
+    SKIFF_RETURN_IF_ERROR(r.Pop());
+    if (!r.empty()) heap_.push(HeapEntry{r.front(), top.run});
+    return Status::Ok();
+  }
+
+ private:
+  struct HeapEntry {
+    Edge edge;
+    size_t run;
+    bool operator>(const HeapEntry& o) const { return o.edge < edge; }
+  };
+  std::vector<std::unique_ptr<RunReader>> readers_;
+  std::priority_queue<HeapEntry, std::vector<HeapEntry>, std::greater<HeapEntry>> heap_;
+};
+
+EdgeSorter::EdgeSorter(const EdgeSorterOptions& options) : options_(options) {
+  run_capacity_ = std::max<size_t>(kMinRunEdges, options.memory_bytes / sizeof(Edge));
+}
+
+EdgeSorter::~EdgeSorter() {
+  merger_.reset();
+  if (!spill_dir_.empty()) {
+    std::error_code ec;
+    fs::remove_all(spill_dir_, ec);
+  }
+}
+
+Result<std::unique_ptr<EdgeSorter>> EdgeSorter::Create(const EdgeSorterOptions& options) {
+  std::unique_ptr<EdgeSorter> sorter(new EdgeSorter(options));
+  // Reserving does not touch the pages: resident memory grows only as the run fills.
+  sorter->run_.reserve(sorter->run_capacity_);
+  return sorter;
+}
+
+void EdgeSorter::SortRun() {
+  std::sort(run_.begin(), run_.end());
+  if (options_.drop_duplicates) {
+    const auto end = std::unique(run_.begin(), run_.end());
+    stats_.duplicates_dropped += static_cast<uint64_t>(run_.end() - end);
+    run_.erase(end, run_.end());
+  }
+}
+
+Result<std::string> EdgeSorter::WriteRunFile(const Edge* edges, size_t count) {
+  if (spill_dir_.empty()) {
+    const std::string parent = options_.spill_parent_dir.empty()
+                                   ? fs::temp_directory_path().string()
+                                   : options_.spill_parent_dir;
+    std::string dir = parent + "/skiff-sort-" + std::to_string(::getpid()) + "-" +
+                      std::to_string(g_sorter_counter.fetch_add(1));
+    if (::mkdir(dir.c_str(), 0700) != 0) {
+      return Status::FromErrno(errno, "create spill directory " + dir);
+    }
+    spill_dir_ = std::move(dir);
+  }
+  const std::string path = spill_dir_ + "/run-" + std::to_string(next_file_id_++);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FromErrno(errno, "create spill file " + path);
+  Status st = WriteAll(fd, edges, count * sizeof(Edge), path);
+  if (::close(fd) != 0 && st.ok()) st = Status::FromErrno(errno, "close spill file " + path);
+  if (!st.ok()) return st;
+  stats_.bytes_spilled += count * sizeof(Edge);
+  return path;
+}
+
+Status EdgeSorter::SpillRun() {
+  SKIFF_CHECK(!finished_);
+  SortRun();
+  SKIFF_ASSIGN_OR_RETURN(std::string path, WriteRunFile(run_.data(), run_.size()));
+  run_files_.push_back(std::move(path));
+  ++stats_.runs_spilled;
+  run_.clear();
+  return Status::Ok();
+}
+
+Status EdgeSorter::MergeToFile(const std::vector<std::string>& inputs, std::string* output) {
+  Merger merger;
+  SKIFF_RETURN_IF_ERROR(merger.Init(inputs, options_.memory_bytes / 2));
+  std::vector<Edge> out;
+  out.reserve(std::max<size_t>(1024, options_.memory_bytes / 2 / sizeof(Edge)));
+  std::string path;
+  int fd = -1;
+  {
+    SKIFF_ASSIGN_OR_RETURN(path, WriteRunFile(nullptr, 0));
+    fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return Status::FromErrno(errno, "open spill file " + path);
+  }
+  Status st;
+  bool have_prev = false;
+  Edge prev;
+  while (st.ok() && !merger.empty()) {
+    Edge e;
+    st = merger.Pop(&e);
+    if (!st.ok()) break;
+    if (options_.drop_duplicates && have_prev && e == prev) {
+      ++stats_.duplicates_dropped;
+      continue;
+    }
+    have_prev = true;
+    prev = e;
+    out.push_back(e);
+    if (out.size() == out.capacity()) {
+      st = WriteAll(fd, out.data(), out.size() * sizeof(Edge), path);
+      stats_.bytes_spilled += out.size() * sizeof(Edge);
+      out.clear();
+    }
+  }
+  if (st.ok() && !out.empty()) {
+    st = WriteAll(fd, out.data(), out.size() * sizeof(Edge), path);
+    stats_.bytes_spilled += out.size() * sizeof(Edge);
+  }
+  if (::close(fd) != 0 && st.ok()) st = Status::FromErrno(errno, "close spill file " + path);
+  SKIFF_RETURN_IF_ERROR(st);
+  for (const auto& f : inputs) ::unlink(f.c_str());
+  *output = path;
+  return Status::Ok();
+}
+
+Status EdgeSorter::Finish() {
+  SKIFF_CHECK(!finished_);
+  if (run_files_.empty()) {
+    SortRun();  // everything fit: no disk
+    finished_ = true;
+    return Status::Ok();
+  }
+  if (!run_.empty()) SKIFF_RETURN_IF_ERROR(SpillRun());
+  run_.clear();
+  run_.shrink_to_fit();  // the merge buffers take the budget
+  while (run_files_.size() > kMaxFanIn) {
+    std::vector<std::string> next;
+    for (size_t i = 0; i < run_files_.size(); i += kMaxFanIn) {
+      std::vector<std::string> group(
+          run_files_.begin() + static_cast<ptrdiff_t>(i),
+          run_files_.begin() + static_cast<ptrdiff_t>(std::min(run_files_.size(), i + kMaxFanIn)));
+      if (group.size() == 1) {
+        next.push_back(group[0]);
+        continue;
+      }
+      std::string merged;
+      SKIFF_RETURN_IF_ERROR(MergeToFile(group, &merged));
+      next.push_back(std::move(merged));
+    }
+    run_files_ = std::move(next);
+    ++stats_.merge_passes;
+  }
+  merger_ = std::make_unique<Merger>();
+  SKIFF_RETURN_IF_ERROR(merger_->Init(run_files_, options_.memory_bytes));
+  finished_ = true;
+  return Status::Ok();
+}
+
+Result<size_t> EdgeSorter::Read(Edge* out, size_t capacity) {
+  SKIFF_CHECK(finished_);
+  size_t n = 0;
+  if (!merger_) {
+    // In memory: already sorted and de-duplicated.
+    n = std::min(capacity, run_.size() - read_pos_);
+    std::copy(run_.begin() + static_cast<ptrdiff_t>(read_pos_),
+              run_.begin() + static_cast<ptrdiff_t>(read_pos_ + n), out);
+    read_pos_ += n;
+    return n;
+  }
+  while (n < capacity && !merger_->empty()) {
+    Edge e;
+    SKIFF_RETURN_IF_ERROR(merger_->Pop(&e));
+    if (options_.drop_duplicates && have_last_ && e == last_) {
+      ++stats_.duplicates_dropped;
+      continue;
+    }
+    have_last_ = true;
+    last_ = e;
+    out[n++] = e;
+  }
+  return n;
+}
+
+}  // namespace skiff::convert

@@ -1,0 +1,214 @@
+#include "skiff/convert/id_map.h"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/options.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+namespace skiff::convert {
+namespace {
+
+// The one seam where RocksDB's status becomes Skiff's.
+Status ToStatus(const rocksdb::Status& s, const std::string& what) {
+  if (s.ok()) return Status::Ok();
+  const std::string msg = what + ": " + s.ToString();
+  if (s.IsNotFound()) return Status::NotFound(msg);
+  if (s.IsCorruption()) return Status::Corruption(msg);
+  if (s.IsNoSpace()) return Status::ResourceExhausted(msg + " (disk full?)");
+  if (s.IsInvalidArgument()) return Status::InvalidArgument(msg);
+  if (s.IsIOError()) return Status::IOError(msg);
+  return Status::Internal(msg);
+}
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+std::string RawKey(std::string_view raw) {
+  std::string key;
+  key.reserve(raw.size() + 1);
+  key += 'r';
+  key.append(raw);
+  return key;
+}
+
+std::string DenseKey(int64_t dense) {
+  std::string key(9, '\0');
+  key[0] = 'd';
+  const uint64_t v = static_cast<uint64_t>(dense);
+  for (int i = 0; i < 8; ++i) key[1 + i] = static_cast<char>((v >> (56 - 8 * i)) & 0xff);
+  return key;
+}
+
+std::string EncodeValue(int64_t dense) {
+  std::string value(8, '\0');
+  std::memcpy(value.data(), &dense, 8);
+  return value;
+}
+
+// Bytes an entry of the cache costs: the string, the node, the bucket (approximately).
+constexpr uint64_t kCacheEntryOverheadBytes = 64;
+
+}  // namespace
+
+class IdMap::Impl {
+ public:
+  std::string dir;
+  std::unique_ptr<rocksdb::DB> db;
+  rocksdb::WriteBatch batch;
+  size_t batch_entries = 0;
+  std::unordered_map<std::string, int64_t, StringHash, std::equal_to<>> cache;
+  uint64_t cache_bytes = 0;
+  uint64_t cache_bytes_max = 0;
+  rocksdb::WriteOptions write_options;
+  rocksdb::ReadOptions read_options;
+  bool read_only = false;
+
+  Status FlushBatch() {
+    if (batch_entries == 0) return Status::Ok();
+    SKIFF_RETURN_IF_ERROR(ToStatus(db->Write(write_options, &batch), "write ID map " + dir));
+    batch.Clear();
+    batch_entries = 0;
+    return Status::Ok();
+  }
+};
+
+IdMap::IdMap(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+IdMap::~IdMap() = default;
+
+Result<std::unique_ptr<IdMap>> IdMap::Create(const std::string& dir, uint64_t memory_bytes) {
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  // Budget: 40% cache, 30% block cache, 30% memtables (two write buffers).
+  const uint64_t budget = std::max<uint64_t>(memory_bytes, 16ull << 20);
+  impl->cache_bytes_max = budget * 4 / 10;
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.error_if_exists = true;
+  options.max_open_files = 256;
+  options.write_buffer_size = std::max<uint64_t>(budget * 15 / 100, 4ull << 20);
+  options.max_write_buffer_number = 2;
+  options.max_background_jobs = 2;
+  options.compression = rocksdb::kNoCompression;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = rocksdb::NewLRUCache(std::max<uint64_t>(budget * 3 / 10, 4ull << 20));
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  table.cache_index_and_filter_blocks = true;
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  impl->write_options.disableWAL = true;
+  rocksdb::DB* db = nullptr;
+  SKIFF_RETURN_IF_ERROR(ToStatus(rocksdb::DB::Open(options, dir, &db), "create ID map " + dir));
+  impl->db.reset(db);
+  return std::unique_ptr<IdMap>(new IdMap(std::move(impl)));
+}
+
+Result<std::unique_ptr<IdMap>> IdMap::OpenReadOnly(const std::string& dir) {
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  impl->read_only = true;
+  rocksdb::Options options;
+  rocksdb::DB* db = nullptr;
+  SKIFF_RETURN_IF_ERROR(
+      ToStatus(rocksdb::DB::OpenForReadOnly(options, dir, &db), "open ID map " + dir));
+  impl->db.reset(db);
+  std::unique_ptr<IdMap> map(new IdMap(std::move(impl)));
+  // size() = 1 + the largest dense ID (the last 'd' key).
+  std::unique_ptr<rocksdb::Iterator> it(map->impl_->db->NewIterator(map->impl_->read_options));
+  it->SeekForPrev(DenseKey(std::numeric_limits<int64_t>::max()));
+  if (it->Valid() && it->key().size() == 9 && it->key()[0] == 'd') {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(it->key()[1 + i]);
+    map->next_id_ = static_cast<int64_t>(v) + 1;
+  }
+  SKIFF_RETURN_IF_ERROR(ToStatus(it->status(), "read ID map " + dir));
+  return map;
+}
+
+Result<std::optional<int64_t>> IdMap::Find(std::string_view raw) {
+  Impl& im = *impl_;
+  if (auto it = im.cache.find(raw); it != im.cache.end()) {
+    ++cache_hits_;
+    return std::optional<int64_t>(it->second);
+  }
+  ++db_lookups_;
+  std::string value;
+  const rocksdb::Status s = im.db->Get(im.read_options, RawKey(raw), &value);
+  if (s.IsNotFound()) return std::optional<int64_t>();
+  SKIFF_RETURN_IF_ERROR(ToStatus(s, "read ID map " + im.dir));
+  if (value.size() != 8) {
+    return Status::Corruption("ID map " + im.dir + ": value for a raw ID has " +
+                              std::to_string(value.size()) + " bytes, expected 8");
+  }
+  int64_t dense = 0;
+  std::memcpy(&dense, value.data(), 8);
+  return std::optional<int64_t>(dense);
+}
+
+Result<int64_t> IdMap::GetOrAssign(std::string_view raw) {
+  Impl& im = *impl_;
+  SKIFF_CHECK(!im.read_only);
+  if (auto it = im.cache.find(raw); it != im.cache.end()) {
+    ++cache_hits_;
+    return it->second;
+  }
+  // Every pending (unwritten) assignment is in the cache, so a miss can ask the database.
+  SKIFF_ASSIGN_OR_RETURN(std::optional<int64_t> found, Find(raw));
+  int64_t dense;
+  if (found) {
+    dense = *found;
+  } else {
+    dense = next_id_++;
+    im.batch.Put(RawKey(raw), EncodeValue(dense));
+    im.batch.Put(DenseKey(dense), rocksdb::Slice(raw.data(), raw.size()));
+    if (++im.batch_entries >= kBatchEntries) SKIFF_RETURN_IF_ERROR(im.FlushBatch());
+  }
+  const uint64_t entry_bytes = raw.size() + kCacheEntryOverheadBytes;
+  if (im.cache_bytes + entry_bytes > im.cache_bytes_max) {
+    // Clearing drops pending assignments from the cache: write them first.
+    SKIFF_RETURN_IF_ERROR(im.FlushBatch());
+    im.cache.clear();
+    im.cache.rehash(0);
+    im.cache_bytes = 0;
+  }
+  im.cache.emplace(std::string(raw), dense);
+  im.cache_bytes += entry_bytes;
+  return dense;
+}
+
+Result<std::string> IdMap::RawId(int64_t dense) {
+  Impl& im = *impl_;
+  if (dense < 0 || dense >= next_id_) {
+    return Status::NotFound("ID map " + im.dir + ": dense ID " + std::to_string(dense) +
+                            " is out of range [0, " + std::to_string(next_id_) + ")");
+  }
+  if (!im.read_only) SKIFF_RETURN_IF_ERROR(im.FlushBatch());
+  std::string value;
+  SKIFF_RETURN_IF_ERROR(
+      ToStatus(im.db->Get(im.read_options, DenseKey(dense), &value), "read ID map " + im.dir));
+  return value;
+}
+
+Status IdMap::Close() {
+  Impl& im = *impl_;
+  if (!im.db) return Status::Ok();
+  if (!im.read_only) {
+    SKIFF_RETURN_IF_ERROR(im.FlushBatch());
+    rocksdb::FlushOptions flush;
+    flush.wait = true;
+    SKIFF_RETURN_IF_ERROR(ToStatus(im.db->Flush(flush), "flush ID map " + im.dir));
+  }
+  SKIFF_RETURN_IF_ERROR(ToStatus(im.db->Close(), "close ID map " + im.dir));
+  im.db.reset();
+  im.cache.clear();
+  return Status::Ok();
+}
+
+}  // namespace skiff::convert

@@ -1,0 +1,212 @@
+// ConvertGraph end to end on small inputs: counts, ID mapping, OGB, and atomic output (a failure
+// part-way leaves no output directory and no temporary directory).
+#include <doctest/doctest.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "skiff/convert/convert.h"
+#include "skiff/convert/id_map.h"
+#include "skiff/format/dataset.h"
+#include "tests/unit/test_util.h"
+
+using namespace skiff;
+using namespace skiff::convert;
+namespace fs = std::filesystem;
+
+namespace {
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+void WriteGz(const std::string& path, const std::string& text) {
+  gzFile gz = gzopen(path.c_str(), "wb");
+  REQUIRE(gz != nullptr);
+  REQUIRE(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())) ==
+          static_cast<int>(text.size()));
+  REQUIRE(gzclose(gz) == Z_OK);
+}
+ConvertOptions Options(const std::string& in, const std::string& out) {
+  ConvertOptions o;
+  o.input = in;
+  o.output = out;
+  o.memory_bytes = 16ull << 20;
+  return o;
+}
+// Names in `dir` (to check nothing half-written is left behind).
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+}  // namespace
+
+TEST_CASE("convert: dense integer edge list, undirected, no ID map") {
+  testing::TempDir dir;
+  WriteText(dir / "g.tsv", "# c\n0\t1\n1\t0\n1\t2\n2\t2\n3\t0\n");
+  auto o = Options(dir / "g.tsv", dir / "ds");
+  o.direction = Direction::kUndirected;
+  auto s = ConvertGraph(o);
+  REQUIRE(s.ok());
+  CHECK_FALSE(s->id_map_used);
+  CHECK(s->num_nodes == 4);
+  CHECK(s->num_edges == 6);  // {0-1, 1-2, 0-3} both ways; the self-loop dropped
+  CHECK(s->self_loops_dropped == 1);
+  auto ds = format::Dataset::Open(dir / "ds");
+  REQUIRE(ds.ok());
+  const auto& m = (*ds)->manifest();
+  CHECK(m.undirected);
+  CHECK_FALSE(m.has_id_map);
+  CHECK(m.feature_dim == 0);
+  CHECK(m.num_classes == 0);
+  CHECK(m.train_count + m.valid_count + m.test_count == 0);
+  CHECK(*(*ds)->LoadNeighbors() == std::vector<int64_t>{1, 3, 0, 2, 1, 0});
+  CHECK(*(*ds)->LoadLabels() == std::vector<int32_t>{-1, -1, -1, -1});
+  CHECK((*ds)->VerifyAll().ok());
+}
+
+TEST_CASE("convert: string IDs go through the ID map; spilled and in-memory agree") {
+  testing::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 30000; ++i) {
+    text += "n" + std::to_string(i * 31 % 5000) + "," + "n" + std::to_string(i * 17 % 4999) + "\n";
+  }
+  WriteText(dir / "s.csv", text);
+  auto a = Options(dir / "s.csv", dir / "mem");
+  a.direction = Direction::kUndirected;
+  auto ra = ConvertGraph(a);
+  REQUIRE(ra.ok());
+  CHECK(ra->id_map_used);
+  CHECK(ra->runs_spilled == 0);
+  auto b = Options(dir / "s.csv", dir / "spill");
+  b.direction = Direction::kUndirected;
+  b.tmp_dir = dir.path();
+  b.memory_bytes = 1ull << 20;  // runs of ~40k edges: 60k edges spill
+  auto rb = ConvertGraph(b);
+  REQUIRE(rb.ok());
+  CHECK(rb->runs_spilled >= 2);
+  CHECK(rb->num_nodes == ra->num_nodes);
+  CHECK(rb->num_edges == ra->num_edges);
+  auto da = format::Dataset::Open(dir / "mem");
+  auto db = format::Dataset::Open(dir / "spill");
+  REQUIRE(da.ok());
+  REQUIRE(db.ok());
+  CHECK(*(*da)->LoadOffsets() == *(*db)->LoadOffsets());
+  CHECK(*(*da)->LoadNeighbors() == *(*db)->LoadNeighbors());
+  auto ds = format::Dataset::Open(dir / "mem");
+  REQUIRE(ds.ok());
+  CHECK((*ds)->manifest().has_id_map);
+  auto map = IdMap::OpenReadOnly(dir / "mem/idmap");
+  REQUIRE(map.ok());
+  CHECK((*map)->size() == ra->num_nodes);
+  auto first = (*map)->RawId(0);
+  REQUIRE(first.ok());
+  CHECK(*first == "n0");  // first-seen order
+  auto second = (*map)->Find("n0");
+  REQUIRE(second.ok());
+  CHECK(**second == 0);
+  // The spill directory under --tmp-dir is gone.
+  CHECK(Entries(dir.path()) == std::vector<std::string>{"mem", "s.csv", "spill"});
+}
+
+TEST_CASE("convert: integer IDs with gaps use the map in auto mode, identity in never mode") {
+  testing::TempDir dir;
+  WriteText(dir / "gap.txt", "10 20\n20 30\n");
+  auto a = ConvertGraph(Options(dir / "gap.txt", dir / "auto"));
+  REQUIRE(a.ok());
+  CHECK(a->id_map_used);
+  CHECK(a->num_nodes == 3);
+  auto o = Options(dir / "gap.txt", dir / "never");
+  o.id_map = IdMapMode::kNever;
+  auto n = ConvertGraph(o);
+  REQUIRE(n.ok());
+  CHECK_FALSE(n->id_map_used);
+  CHECK(n->num_nodes == 31);
+  CHECK(n->num_edges == 2);
+}
+
+TEST_CASE("convert: OGB raw layout with features, labels and the given split") {
+  testing::TempDir dir;
+  const std::string root = dir / "ogbn-toy";
+  fs::create_directories(root + "/raw");
+  fs::create_directories(root + "/split/time");
+  WriteGz(root + "/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,0\n");
+  WriteGz(root + "/raw/num-node-list.csv.gz", "5\n");
+  WriteGz(root + "/raw/node-feat.csv.gz", "0,1,2\n1,2,3\n2,3,4\n3,4,5\n4,5,6\n");
+  WriteGz(root + "/raw/node-label.csv.gz", "0\n1\n2\n1\n0\n");
+  WriteGz(root + "/split/time/train.csv.gz", "0\n1\n");
+  WriteGz(root + "/split/time/valid.csv.gz", "2\n");
+  WriteGz(root + "/split/time/test.csv.gz", "4\n3\n");
+  auto o = Options(root, dir / "ds");
+  o.feature_dtype = format::DType::kFloat16;
+  auto s = ConvertGraph(o);
+  REQUIRE(s.ok());
+  CHECK(s->format == InputFormat::kOgb);
+  CHECK(s->num_nodes == 5);
+  CHECK(s->num_edges == 4);
+  CHECK(s->feature_dim == 3);
+  CHECK(s->num_classes == 3);
+  auto ds = format::Dataset::Open(dir / "ds");
+  REQUIRE(ds.ok());
+  CHECK(*(*ds)->LoadSplit(format::kTestFile) == std::vector<int64_t>{3, 4});
+  auto feats = (*ds)->LoadFeatures();
+  REQUIRE(feats.ok());
+  CHECK((*feats)[3 * 4 + 2] == 6.0f);
+  CHECK((*ds)->manifest().feature_dtype == format::DType::kFloat16);
+
+  // A missing file, or an edge out of range, fails with the file and line; nothing is written.
+  WriteGz(root + "/raw/edge.csv.gz", "0,1\n1,7\n");
+  auto bad = ConvertGraph(Options(root, dir / "bad"));
+  CHECK(bad.status().code() == StatusCode::kCorruption);
+  CHECK(bad.status().message().find("edge.csv.gz line 2") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "bad"));
+}
+
+TEST_CASE("convert: an error part-way leaves no output directory") {
+  testing::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 100000; ++i) text += std::to_string(i) + " " + std::to_string(i + 1) + "\n";
+  text += "5 oops 7\n";  // non-integer on the last line: auto mode retries with the map...
+  text += "1\n";         // ...and then this line has one field
+  WriteText(dir / "bad.txt", text);
+  auto s = ConvertGraph(Options(dir / "bad.txt", dir / "out"));
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().message().find("bad.txt line 100002") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "out"));
+  CHECK(Entries(dir.path()) == std::vector<std::string>{"bad.txt"});  // no out.tmp-*
+
+  // METIS with a wrong edge count: found only at the end of the file.
+  WriteText(dir / "g.graph", "3 4\n2 3\n1 3\n1 2\n");
+  auto m = ConvertGraph(Options(dir / "g.graph", dir / "m"));
+  CHECK(m.status().code() == StatusCode::kCorruption);
+  CHECK(Entries(dir.path()) == std::vector<std::string>{"bad.txt", "g.graph"});
+
+  // An output whose parent does not exist, and an existing output without --overwrite.
+  WriteText(dir / "ok.txt", "0 1\n");
+  CHECK_FALSE(ConvertGraph(Options(dir / "ok.txt", dir / "no/such/dir")).ok());
+  REQUIRE(ConvertGraph(Options(dir / "ok.txt", dir / "ok")).ok());
+  auto again = ConvertGraph(Options(dir / "ok.txt", dir / "ok"));
+  CHECK(again.status().code() == StatusCode::kInvalidArgument);
+  auto o = Options(dir / "ok.txt", dir / "ok");
+  o.overwrite = true;
+  CHECK(ConvertGraph(o).ok());
+}
+
+TEST_CASE("convert: format detection") {
+  testing::TempDir dir;
+  WriteText(dir / "a.graph", "");
+  WriteText(dir / "a.metis.gz", "");
+  WriteText(dir / "a.npz", "");
+  WriteText(dir / "a.tsv", "");
+  fs::create_directories(dir / "ogb/raw");
+  CHECK(*DetectInputFormat(dir / "a.graph") == InputFormat::kMetis);
+  CHECK(*DetectInputFormat(dir / "a.metis.gz") == InputFormat::kMetis);
+  CHECK(*DetectInputFormat(dir / "a.npz") == InputFormat::kNpz);
+  CHECK(*DetectInputFormat(dir / "a.tsv") == InputFormat::kEdgeList);
+  CHECK(*DetectInputFormat(dir / "ogb") == InputFormat::kOgb);
+  CHECK(DetectInputFormat(dir / "nope").status().code() == StatusCode::kNotFound);
+}

@@ -1,0 +1,159 @@
+// `skiff convert INPUT OUTPUT [options]`: turn an edge list, METIS graph, OGB raw directory or .npz
+// archive into a Skiff dataset. The work is skiff::convert::ConvertGraph (src/convert/); this file
+// parses options and prints the summary.
+#include <cstdio>
+
+#include "skiff/convert/convert.h"
+#include "skiff/log.h"
+#include "tools/skiff/command.h"
+
+namespace skiff::cli {
+namespace {
+
+struct ConvertFlags {
+  std::string input, output;
+  std::string format = "auto";
+  bool directed = false, undirected = false;
+  std::string self_loops = "drop";
+  std::string duplicates = "drop";
+  std::string memory;
+  std::string features, labels;
+  std::string split = "0.6,0.2,0.2";
+  uint64_t seed = 0;
+  std::string feature_dtype = "float32";
+  std::string id_map = "auto";
+  bool overwrite = false;
+  std::string tmp_dir;
+  bool header = false, no_header = false;
+  std::string extra_columns = "ignore";
+  std::string ogb_split;
+};
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "skiff convert: %s\n", message.c_str());
+  return 2;
+}
+
+int RunConvert(const ConvertFlags& f) {
+  convert::ConvertOptions opt;
+  opt.input = f.input;
+  opt.output = f.output;
+  auto format = convert::ParseInputFormat(f.format);
+  if (!format.ok()) return Usage(format.status().message());
+  opt.format = *format;
+  if (f.directed && f.undirected) return Usage("--directed and --undirected exclude each other");
+  opt.direction = f.directed     ? convert::Direction::kDirected
+                  : f.undirected ? convert::Direction::kUndirected
+                                 : convert::Direction::kDefault;
+  opt.keep_self_loops = f.self_loops == "keep";
+  opt.keep_duplicates = f.duplicates == "keep";
+  if (!f.memory.empty()) {
+    if (!ParseBytes(f.memory, &opt.memory_bytes) || opt.memory_bytes == 0) {
+      return Usage("--memory '" + f.memory + "' is not a size (e.g. 1GiB, 512MiB, 2000000000)");
+    }
+  }
+  opt.features_npy = f.features;
+  opt.labels_npy = f.labels;
+  auto split = convert::ParseSplitSpec(f.split, f.seed);
+  if (!split.ok()) return Usage(split.status().message());
+  opt.split = *split;
+  if (f.feature_dtype != "float32" && f.feature_dtype != "float16") {
+    return Usage("--feature-dtype must be float32 or float16");
+  }
+  opt.feature_dtype =
+      f.feature_dtype == "float16" ? format::DType::kFloat16 : format::DType::kFloat32;
+  auto id_map = convert::ParseIdMapMode(f.id_map);
+  if (!id_map.ok()) return Usage(id_map.status().message());
+  opt.id_map = *id_map;
+  opt.overwrite = f.overwrite;
+  opt.tmp_dir = f.tmp_dir;
+  if (f.header && f.no_header) return Usage("--header and --no-header exclude each other");
+  opt.edge_list.header = f.header      ? convert::HeaderMode::kYes
+                         : f.no_header ? convert::HeaderMode::kNo
+                                       : convert::HeaderMode::kAuto;
+  opt.edge_list.extra_columns_are_errors = f.extra_columns == "error";
+  opt.ogb_split = f.ogb_split;
+
+  auto result = convert::ConvertGraph(opt);
+  if (!result.ok()) return ReportStatus("convert", result.status());
+  const auto& s = *result;
+  const double rate = s.seconds > 0 ? static_cast<double>(s.input_edges) / s.seconds : 0;
+  std::printf("converted    %s (%s) -> %s\n", opt.input.c_str(), convert::InputFormatName(s.format),
+              opt.output.c_str());
+  std::printf("nodes        %lld%s\n", static_cast<long long>(s.num_nodes),
+              s.id_map_used ? " (raw IDs mapped; idmap/ keeps raw <-> dense)" : "");
+  std::printf(
+      "edges        %lld stored from %llu read (%llu duplicates, %llu self-loops dropped)\n",
+      static_cast<long long>(s.num_edges), static_cast<unsigned long long>(s.input_edges),
+      static_cast<unsigned long long>(s.duplicates_dropped),
+      static_cast<unsigned long long>(s.self_loops_dropped));
+  std::printf("features     %lld, classes %lld, splits %lld / %lld / %lld\n",
+              static_cast<long long>(s.feature_dim), static_cast<long long>(s.num_classes),
+              static_cast<long long>(s.train_count), static_cast<long long>(s.valid_count),
+              static_cast<long long>(s.test_count));
+  std::printf("sort         %s budget, %llu runs spilled (%s)\n",
+              FormatBytes(s.memory_budget_bytes).c_str(),
+              static_cast<unsigned long long>(s.runs_spilled),
+              FormatBytes(s.bytes_spilled).c_str());
+  std::printf("time         %s, %s edges/s, peak RSS %s\n", FormatSeconds(s.seconds).c_str(),
+              FormatCount(rate).c_str(), FormatBytes(PeakRssBytes()).c_str());
+  return 0;
+}
+
+RunFn Setup(CLI::App& app) {
+  auto f = std::make_shared<ConvertFlags>();
+  app.description(
+      "Convert a graph into a Skiff dataset, streaming, in bounded memory.\n"
+      "Inputs: edge lists (SNAP/TSV/CSV/space-separated, '#'/'%' comments, optional header, .gz),\n"
+      "METIS graphs (.graph/.metis), the OGB node-property raw layout (a directory with raw/),\n"
+      "and .npz archives in the layout of cora.npz. See docs/convert.md.");
+  app.add_option("input", f->input, "Input file or OGB directory")->required();
+  app.add_option("output", f->output, "Dataset directory to create")->required();
+  app.add_option("--format", f->format, "Input format: auto, edgelist, metis, npz or ogb")
+      ->capture_default_str();
+  app.add_flag("--directed", f->directed, "Store edges as given (default for edge lists and OGB)");
+  app.add_flag("--undirected", f->undirected,
+               "Store every edge in both directions (default for METIS)");
+  app.add_option("--self-loops", f->self_loops, "keep or drop self-loops")
+      ->check(CLI::IsMember({"keep", "drop"}))
+      ->capture_default_str();
+  app.add_option("--duplicates", f->duplicates, "keep or drop duplicate edges")
+      ->check(CLI::IsMember({"keep", "drop"}))
+      ->capture_default_str();
+  app.add_option("--memory", f->memory,
+                 "Memory budget, e.g. 1GiB (default: a quarter of physical memory)");
+  app.add_option("--features", f->features,
+                 "Edge list/METIS: node features as .npy [N, D], row i = node i");
+  app.add_option("--labels", f->labels,
+                 "Edge list/METIS: node labels as .npy [N] (integers, -1 = unlabelled)");
+  app.add_option("--split", f->split,
+                 "Random split when the input has none: fractions 'train,valid,test' or "
+                 "'per-class:TRAIN,VALID[,TEST]'")
+      ->capture_default_str();
+  app.add_option("--seed", f->seed, "Seed of the random split")->capture_default_str();
+  app.add_option("--feature-dtype", f->feature_dtype, "float32 or float16")
+      ->check(CLI::IsMember({"float32", "float16"}))
+      ->capture_default_str();
+  app.add_option("--id-map", f->id_map,
+                 "auto: identity when IDs are already dense integers [0,N), else RocksDB; always; "
+                 "never (integer IDs used as node IDs)")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app.add_flag("--overwrite", f->overwrite, "Replace OUTPUT if it exists (atomically, at the end)");
+  app.add_option("--tmp-dir", f->tmp_dir,
+                 "Directory for sort spill files (default: inside OUTPUT's temporary directory)");
+  app.add_flag("--header", f->header, "Edge list: the first data line is a header");
+  app.add_flag("--no-header", f->no_header,
+               "Edge list: never treat the first line as a header (default: auto-detect)");
+  app.add_option("--extra-columns", f->extra_columns,
+                 "Edge list: columns after the first two are ignored or an error")
+      ->check(CLI::IsMember({"ignore", "error"}))
+      ->capture_default_str();
+  app.add_option("--ogb-split", f->ogb_split,
+                 "OGB: which split/<NAME> to use (default: the only one)");
+  return [f] { return RunConvert(*f); };
+}
+
+}  // namespace
+SKIFF_REGISTER_COMMAND(convert, 10, Setup);
+}  // namespace skiff::cli
