@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "skiff/train/minibatch.h"
@@ -53,13 +54,12 @@ inline double Dot(const std::vector<float>& a, const std::vector<float>& b) {
 
 // Checks analytic[i] == d loss / d values[i] by central differences for every i (or every
 // `stride`-th i). `loss` reads `values`.
-inline void CheckGradient(const char* what, std::vector<float>& values,
-                          const std::vector<float>& analytic, const std::function<double()>& loss,
+inline void CheckGradient(const std::string& what, float* values, size_t size,
+                          const float* analytic, const std::function<double()>& loss,
                           double eps = 1e-2, double atol = 1e-3, double rtol = 1e-2,
                           size_t stride = 1) {
-  REQUIRE(values.size() == analytic.size());
   int failures = 0;
-  for (size_t i = 0; i < values.size(); i += stride) {
+  for (size_t i = 0; i < size; i += stride) {
     const float saved = values[i];
     values[i] = static_cast<float>(saved + eps);
     const double plus = loss();
@@ -74,6 +74,14 @@ inline void CheckGradient(const char* what, std::vector<float>& values,
     }
   }
   CHECK_MESSAGE(failures == 0, what << ": " << failures << " gradient mismatches");
+}
+
+inline void CheckGradient(const std::string& what, std::vector<float>& values,
+                          const std::vector<float>& analytic, const std::function<double()>& loss,
+                          double eps = 1e-2, double atol = 1e-3, double rtol = 1e-2,
+                          size_t stride = 1) {
+  REQUIRE(values.size() == analytic.size());
+  CheckGradient(what, values.data(), values.size(), analytic.data(), loss, eps, atol, rtol, stride);
 }
 
 }  // namespace skiff::testing
