@@ -2,6 +2,8 @@
 
 #include "kernels/cuda/device.cuh"
 
+#include <cstdio>
+
 namespace skiff::cuda {
 
 Status FromCudaError(int error, const char* what) {
@@ -13,6 +15,13 @@ Status FromCudaError(int error, const char* what) {
   if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver)
     return Status::Unavailable(msg);
   return Status::Internal(msg);
+}
+
+std::string DescribeBytes(size_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%zu bytes (%.1f MiB)", bytes,
+                static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
 }
 
 Result<DeviceInfo> FirstDevice() {
