@@ -316,6 +316,8 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
   SKIFF_ASSIGN_OR_RETURN(auto graph, OpenDatasetGraphSource(*ds));
   PartitionerOptions popt = options.partitioner;
   popt.chunk_edges = chunk_edges;
+  // The cluster graph gets half the chunk budget; clustering holds no rewrite buffers.
+  popt.cluster_graph_entries = static_cast<int64_t>(chunk_budget / 2 / 16);
   popt.show_progress = options.show_progress;
   std::vector<uint8_t> train_mask;
   if (in.train_count > 0) {

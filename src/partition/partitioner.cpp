@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <thread>
@@ -710,6 +711,7 @@ Status StreamPartitioner::RefinePass(int pass) {
 }
 
 Result<bool> StreamPartitioner::ClusterPlace() {
+  if (n_ > std::numeric_limits<int32_t>::max()) return false;  // cluster IDs are int32
   // Clusters hold at most N / (32 k) vertices: small enough that a part is made of many of them
   // (so balance is easy to meet), large enough to carry the graph's local structure.
   const int64_t bound = std::max<int64_t>(1, n_ / (int64_t{32} * k_));
@@ -770,8 +772,8 @@ Result<bool> StreamPartitioner::ClusterPlace() {
   ccount.shrink_to_fit();
   // Contract: weighted edges between clusters, sorted and merged as they are collected.
   std::vector<std::pair<int64_t, int64_t>> cedges;  // (cu << 32 | cv, weight)
-  // The cluster graph shares the chunk budget (16 bytes per entry, like an int64 row entry pair).
-  const size_t edge_budget = static_cast<size_t>(std::max<int64_t>(o_.chunk_edges, 1 << 16));
+  const size_t edge_budget = static_cast<size_t>(std::max<int64_t>(
+      o_.cluster_graph_entries > 0 ? o_.cluster_graph_entries : o_.chunk_edges, 1 << 16));
   auto compact = [&] {
     std::sort(cedges.begin(), cedges.end());
     size_t out = 0;
