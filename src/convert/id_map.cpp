@@ -122,6 +122,12 @@ Result<std::unique_ptr<IdMap>> IdMap::Create(const std::string& dir, uint64_t me
   options.max_write_buffer_number = 2;
   options.max_background_jobs = 2;
   options.compression = rocksdb::kNoCompression;
+  // Bulk load: the map is written once, in order of first sight, and read while it is written.
+  // Compactions would compete with the conversion for the CPU and stall writes; without them
+  // flushed memtables stay as L0 files and a lookup probes each file's Bloom filter (cached).
+  options.disable_auto_compactions = true;
+  options.level0_slowdown_writes_trigger = 1 << 20;
+  options.level0_stop_writes_trigger = 1 << 20;
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(std::max<uint64_t>(budget * 15 / 100, 4ull << 20));
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
