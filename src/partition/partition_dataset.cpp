@@ -503,7 +503,48 @@ Status ExportMetisGraph(const std::string& dataset_dir, const std::string& path)
   };
   // Pass 0 counts the undirected edges for the header; pass 1 writes the rows.
   int64_t directed = 0;
-  for (int pass = 0; pass < 2; ++pass) {
+  if (!ds->manifest().undirected) {
+    // Symmetrise in memory: collect (min, max) pairs, sort, and write both directions.
+    std::vector<std::pair<int64_t, int64_t>> pairs;
+    for (int64_t first = 0; first < n; first += per) {
+      const int64_t last = std::min(n, first + per);
+      ids.resize(static_cast<size_t>(last - first));
+      std::iota(ids.begin(), ids.end(), first);
+      Status st = graph->ReadRows(ids, &chunk);
+      if (!st.ok()) return fail(st);
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        const int64_t v = chunk.vertices[i];
+        for (int64_t u : chunk.Row(i)) {
+          if (u != v) pairs.push_back({std::min(u, v), std::max(u, v)});
+        }
+      }
+    }
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    std::vector<int64_t> degree(static_cast<size_t>(n) + 1, 0);
+    for (const auto& [a, b] : pairs) {
+      ++degree[a + 1];
+      ++degree[b + 1];
+    }
+    for (int64_t v = 0; v < n; ++v) degree[v + 1] += degree[v];
+    std::vector<int64_t> adj(static_cast<size_t>(degree[n]));
+    std::vector<int64_t> fill(degree.begin(), degree.end() - 1);
+    for (const auto& [a, b] : pairs) {
+      adj[fill[a]++] = b;
+      adj[fill[b]++] = a;
+    }
+    std::fprintf(f, "%lld %lld\n", static_cast<long long>(n), static_cast<long long>(pairs.size()));
+    pairs.clear();
+    pairs.shrink_to_fit();
+    for (int64_t v = 0; v < n; ++v) {
+      std::sort(adj.begin() + degree[v], adj.begin() + degree[v + 1]);
+      for (int64_t e = degree[v]; e < degree[v + 1]; ++e) {
+        std::fprintf(f, e > degree[v] ? " %lld" : "%lld", static_cast<long long>(adj[e] + 1));
+      }
+      std::fputc('\n', f);
+    }
+  }
+  for (int pass = 0; pass < 2 && ds->manifest().undirected; ++pass) {
     if (pass == 1) {
       if (directed % 2 != 0) {
         return fail(Status::InvalidArgument(dataset_dir + ": the graph is not symmetric (" +
@@ -543,6 +584,39 @@ Status ExportMetisGraph(const std::string& dataset_dir, const std::string& path)
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(errno, "rename " + tmp);
   return Status::Ok();
+}
+
+Result<PartitionReport> EvaluatePartition(const std::string& dataset_dir,
+                                          const std::vector<int32_t>& part, int k) {
+  SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(dataset_dir));
+  SKIFF_ASSIGN_OR_RETURN(auto graph, OpenDatasetGraphSource(*ds));
+  const int64_t n = graph->num_nodes();
+  if (static_cast<int64_t>(part.size()) != n) {
+    return Status::InvalidArgument("partition has " + std::to_string(part.size()) +
+                                   " entries for " + std::to_string(n) + " nodes");
+  }
+  PartitionReport r;
+  r.k = k;
+  r.num_nodes = n;
+  r.num_edges = graph->num_edges();
+  std::vector<int64_t> sizes(k, 0);
+  for (size_t v = 0; v < part.size(); ++v) {
+    if (part[v] < 0 || part[v] >= k) {
+      return Status::InvalidArgument("partition entry " + std::to_string(v) + " is " +
+                                     std::to_string(part[v]) + ", outside [0, " +
+                                     std::to_string(k) + ")");
+    }
+    ++sizes[part[v]];
+  }
+  SKIFF_ASSIGN_OR_RETURN(r.cut_edges, CountCutEdges(*graph, part));
+  r.edge_cut_fraction =
+      r.num_edges ? static_cast<double>(r.cut_edges) / static_cast<double>(r.num_edges) : 0.0;
+  const int64_t ideal = (n + k - 1) / k;
+  r.imbalance = n ? static_cast<double>(*std::max_element(sizes.begin(), sizes.end())) /
+                            static_cast<double>(ideal) -
+                        1.0
+                  : 0.0;
+  return r;
 }
 
 }  // namespace skiff::partition

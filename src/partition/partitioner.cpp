@@ -151,6 +151,205 @@ struct PartCounter {
   }
 };
 
+// A small weighted graph held in memory (the cluster graph and its coarsenings).
+struct WeightedGraph {
+  std::vector<int64_t> offsets;      // size C+1
+  std::vector<int32_t> adj;          // neighbour clusters (no self-loops)
+  std::vector<int64_t> edge_weight;  // parallel to adj
+  std::vector<int64_t> weight;       // vertices per cluster
+  int32_t size() const { return static_cast<int32_t>(weight.size()); }
+};
+
+// Size-bounded label propagation over a weighted graph; returns dense cluster IDs.
+std::vector<int32_t> ClusterWeighted(const WeightedGraph& g, int64_t bound, int32_t* num_clusters) {
+  const int32_t n = g.size();
+  std::vector<int32_t> cluster(n);
+  std::iota(cluster.begin(), cluster.end(), 0);
+  std::vector<int64_t> csize(g.weight);
+  std::vector<int64_t> conn(n, 0);
+  std::vector<int32_t> touched;
+  for (int pass = 0; pass < 5; ++pass) {
+    int64_t changed = 0;
+    for (int32_t v = 0; v < n; ++v) {
+      const int32_t cur = cluster[v];
+      touched.clear();
+      for (int64_t e = g.offsets[v]; e < g.offsets[v + 1]; ++e) {
+        const int32_t c = cluster[g.adj[e]];
+        if (conn[c] == 0) touched.push_back(c);
+        conn[c] += g.edge_weight[e];
+      }
+      int32_t best = cur;
+      int64_t best_conn = conn[cur];
+      for (int32_t c : touched) {
+        if (c == cur || csize[c] + g.weight[v] > bound) continue;
+        if (conn[c] > best_conn) {
+          best = c;
+          best_conn = conn[c];
+        }
+      }
+      for (int32_t c : touched) conn[c] = 0;
+      if (best != cur) {
+        csize[cur] -= g.weight[v];
+        csize[best] += g.weight[v];
+        cluster[v] = best;
+        ++changed;
+      }
+    }
+    if (changed == 0) break;
+  }
+  std::vector<int32_t> dense(n, -1);
+  int32_t next = 0;
+  for (int32_t v = 0; v < n; ++v) {
+    if (dense[cluster[v]] < 0) dense[cluster[v]] = next++;
+    cluster[v] = dense[cluster[v]];
+  }
+  *num_clusters = next;
+  return cluster;
+}
+
+WeightedGraph Contract(const WeightedGraph& g, const std::vector<int32_t>& cluster, int32_t nc) {
+  WeightedGraph c;
+  c.weight.assign(nc, 0);
+  for (int32_t v = 0; v < g.size(); ++v) c.weight[cluster[v]] += g.weight[v];
+  std::vector<std::pair<int64_t, int64_t>> edges;
+  for (int32_t v = 0; v < g.size(); ++v) {
+    for (int64_t e = g.offsets[v]; e < g.offsets[v + 1]; ++e) {
+      const int64_t a = cluster[v], b = cluster[g.adj[e]];
+      if (a != b) edges.push_back({(a << 32) | b, g.edge_weight[e]});
+    }
+  }
+  std::sort(edges.begin(), edges.end());
+  c.offsets.assign(nc + 1, 0);
+  for (size_t i = 0; i < edges.size(); ++i) {
+    if (i > 0 && edges[i].first == edges[i - 1].first) {
+      c.edge_weight.back() += edges[i].second;
+      continue;
+    }
+    c.adj.push_back(static_cast<int32_t>(edges[i].first & 0xffffffff));
+    c.edge_weight.push_back(edges[i].second);
+    ++c.offsets[(edges[i].first >> 32) + 1];
+  }
+  for (int32_t v = 0; v < nc; ++v) c.offsets[v + 1] += c.offsets[v];
+  return c;
+}
+
+// Fennel marginal cost of adding `w` vertices to a part of `size` (gamma = 1.5).
+double FennelCost(double alpha, int64_t size, int64_t w) {
+  const double a = static_cast<double>(size), b = static_cast<double>(size + w);
+  return alpha * (b * std::sqrt(b) - a * std::sqrt(a));
+}
+
+// Moves vertices of `g` between parts while the Fennel objective improves and the part fits.
+void RefineWeighted(const WeightedGraph& g, int k, int64_t cap, double alpha,
+                    std::vector<int32_t>& part, std::vector<int64_t>& sizes) {
+  std::vector<double> conn(k, 0.0);
+  std::vector<int32_t> touched;
+  for (int pass = 0; pass < 10; ++pass) {
+    int64_t moves = 0;
+    for (int32_t v = 0; v < g.size(); ++v) {
+      touched.clear();
+      for (int64_t e = g.offsets[v]; e < g.offsets[v + 1]; ++e) {
+        const int32_t p = part[g.adj[e]];
+        if (conn[p] == 0) touched.push_back(p);
+        conn[p] += static_cast<double>(g.edge_weight[e]);
+      }
+      const int32_t cur = part[v];
+      const int64_t w = g.weight[v];
+      const double stay = conn[cur] - FennelCost(alpha, sizes[cur] - w, w);
+      int32_t best = -1;
+      double best_score = stay;
+      for (int32_t p : touched) {
+        if (p == cur || sizes[p] + w > cap) continue;
+        const double s = conn[p] - FennelCost(alpha, sizes[p], w);
+        if (s > best_score + 1e-9) {
+          best = p;
+          best_score = s;
+        }
+      }
+      for (int32_t p : touched) conn[p] = 0;
+      if (best >= 0) {
+        sizes[cur] -= w;
+        sizes[best] += w;
+        part[v] = best;
+        ++moves;
+      }
+    }
+    if (moves == 0) break;
+  }
+}
+
+// Multilevel placement of a weighted graph: coarsen by size-bounded label propagation, place the
+// coarsest graph greedily in BFS order (Fennel objective, whole clusters under the cap), then
+// project and refine level by level.
+std::vector<int32_t> MultilevelPlace(const WeightedGraph& fine, int k, int64_t cap, double alpha) {
+  std::vector<WeightedGraph> levels;
+  std::vector<std::vector<int32_t>> maps;  // maps[i]: level i vertex -> level i+1 vertex
+  const WeightedGraph* g = &fine;
+  // Coarse clusters up to half a part: the coarsest graph then has a few vertices per part.
+  const int64_t bound = std::max<int64_t>(1, cap / 2);
+  while (g->size() > 2 * k) {
+    int32_t nc = 0;
+    std::vector<int32_t> cluster = ClusterWeighted(*g, bound, &nc);
+    if (nc > g->size() * 9 / 10) break;  // no longer shrinking
+    levels.push_back(Contract(*g, cluster, nc));
+    maps.push_back(std::move(cluster));
+    g = &levels.back();
+  }
+  // Greedy placement of the coarsest graph in BFS order.
+  const int32_t nc = g->size();
+  std::vector<int32_t> order;
+  order.reserve(nc);
+  std::vector<uint8_t> seen(nc, 0);
+  for (int32_t start = 0; start < nc; ++start) {
+    if (seen[start]) continue;
+    seen[start] = 1;
+    order.push_back(start);
+    for (size_t h = order.size() - 1; h < order.size(); ++h) {
+      const int32_t c = order[h];
+      for (int64_t e = g->offsets[c]; e < g->offsets[c + 1]; ++e) {
+        if (!seen[g->adj[e]]) {
+          seen[g->adj[e]] = 1;
+          order.push_back(g->adj[e]);
+        }
+      }
+    }
+  }
+  std::vector<int32_t> part(nc, -1);
+  std::vector<int64_t> sizes(k, 0);
+  std::vector<double> conn(k, 0.0);
+  for (int32_t c : order) {
+    std::fill(conn.begin(), conn.end(), 0.0);
+    for (int64_t e = g->offsets[c]; e < g->offsets[c + 1]; ++e) {
+      const int32_t p = part[g->adj[e]];
+      if (p >= 0) conn[p] += static_cast<double>(g->edge_weight[e]);
+    }
+    int32_t best = -1;
+    double best_score = 0;
+    int32_t lightest = 0;
+    for (int32_t p = 0; p < k; ++p) {
+      if (sizes[p] < sizes[lightest]) lightest = p;
+      if (sizes[p] + g->weight[c] > cap) continue;
+      const double s = conn[p] - FennelCost(alpha, sizes[p], g->weight[c]);
+      if (best < 0 || s > best_score) {
+        best = p;
+        best_score = s;
+      }
+    }
+    if (best < 0) best = lightest;  // no part fits the whole cluster; rebalanced later
+    part[c] = best;
+    sizes[best] += g->weight[c];
+  }
+  RefineWeighted(*g, k, cap, alpha, part, sizes);
+  for (size_t level = levels.size(); level-- > 0;) {
+    const WeightedGraph& finer = level == 0 ? fine : levels[level - 1];
+    std::vector<int32_t> projected(finer.size());
+    for (int32_t v = 0; v < finer.size(); ++v) projected[v] = part[maps[level][v]];
+    part = std::move(projected);
+    RefineWeighted(finer, k, cap, alpha, part, sizes);
+  }
+  return part;
+}
+
 class StreamPartitioner {
  public:
   StreamPartitioner(const GraphSource& g, const PartitionerOptions& o)
@@ -182,6 +381,10 @@ class StreamPartitioner {
   Status PlacePass(int pass);
   Status RestreamPass(int pass);
   Status RefinePass(int pass);
+  // GREM's first placement on a coarsened stream: size-bounded label-propagation clusters found
+  // in streaming passes, then the cluster graph placed greedily (Fennel objective, weights) and
+  // refined in memory. Returns false (nothing placed) when the cluster graph exceeds the budget.
+  Result<bool> ClusterPlace();
   // Moves vertices out of parts above cap_ into parts with room; `lossless` moves only vertices
   // that lose no cut edge by moving. Returns with every part <= cap_ when !lossless.
   Status RebalancePass(int pass, bool lossless);
@@ -216,6 +419,7 @@ class StreamPartitioner {
   std::vector<uint8_t> flags_;
   std::vector<int64_t> revisit_;
   int64_t moves_ = 0;
+  double relax_ = 0.1;
   PartCounter counter_{1};
 };
 
@@ -505,6 +709,120 @@ Status StreamPartitioner::RefinePass(int pass) {
   return Status::Ok();
 }
 
+Result<bool> StreamPartitioner::ClusterPlace() {
+  // Clusters hold at most N / (32 k) vertices: small enough that a part is made of many of them
+  // (so balance is easy to meet), large enough to carry the graph's local structure.
+  const int64_t bound = std::max<int64_t>(1, n_ / (int64_t{32} * k_));
+  std::vector<int32_t> cluster(static_cast<size_t>(n_));
+  std::iota(cluster.begin(), cluster.end(), 0);
+  std::vector<int32_t> csize(static_cast<size_t>(n_), 1);
+  std::vector<int32_t> ccount(static_cast<size_t>(n_), 0);
+  std::vector<int32_t> touched;
+  std::vector<int64_t> ids;
+  RowChunk chunk;
+  const int lp_passes = 3;
+  for (int pass = 0; pass < lp_passes; ++pass) {
+    int64_t changed = 0;
+    for (int64_t c = 0; ChunkIds(pass, c, &ids); ++c) {
+      SKIFF_RETURN_IF_ERROR(g_.ReadRows(ids, &chunk));
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        const int64_t v = chunk.vertices[i];
+        const int32_t cur = cluster[v];
+        touched.clear();
+        for (int64_t u : chunk.Row(i)) {
+          if (u == v) continue;
+          const int32_t cu = cluster[u];
+          if (ccount[cu]++ == 0) touched.push_back(cu);
+        }
+        int32_t best = cur;
+        int32_t best_count = ccount[cur];
+        for (int32_t cu : touched) {
+          if (cu == cur || csize[cu] + 1 > bound) continue;
+          if (ccount[cu] > best_count || (ccount[cu] == best_count && cu < best && best != cur)) {
+            best = cu;
+            best_count = ccount[cu];
+          }
+        }
+        for (int32_t cu : touched) ccount[cu] = 0;
+        if (best != cur) {
+          --csize[cur];
+          ++csize[best];
+          cluster[v] = best;
+          ++changed;
+        }
+      }
+    }
+    if (changed <= n_ / 1000) break;
+  }
+  // Renumber the clusters densely (reusing ccount as the map).
+  int32_t num_clusters = 0;
+  for (int64_t v = 0; v < n_; ++v) {
+    if (csize[v] > 0) ccount[v] = num_clusters++;
+  }
+  std::vector<int64_t> weight(num_clusters, 0);
+  for (int64_t v = 0; v < n_; ++v) {
+    cluster[v] = ccount[cluster[v]];
+    ++weight[cluster[v]];
+  }
+  csize.clear();
+  csize.shrink_to_fit();
+  ccount.clear();
+  ccount.shrink_to_fit();
+  // Contract: weighted edges between clusters, sorted and merged as they are collected.
+  std::vector<std::pair<int64_t, int64_t>> cedges;  // (cu << 32 | cv, weight)
+  // The cluster graph shares the chunk budget (16 bytes per entry, like an int64 row entry pair).
+  const size_t edge_budget = static_cast<size_t>(std::max<int64_t>(o_.chunk_edges, 1 << 16));
+  auto compact = [&] {
+    std::sort(cedges.begin(), cedges.end());
+    size_t out = 0;
+    for (size_t i = 0; i < cedges.size(); ++i) {
+      if (out > 0 && cedges[out - 1].first == cedges[i].first) {
+        cedges[out - 1].second += cedges[i].second;
+      } else {
+        cedges[out++] = cedges[i];
+      }
+    }
+    cedges.resize(out);
+  };
+  for (int64_t c = 0; ChunkIds(0, c, &ids); ++c) {
+    SKIFF_RETURN_IF_ERROR(g_.ReadRows(ids, &chunk));
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      const int64_t cv = cluster[chunk.vertices[i]];
+      for (int64_t u : chunk.Row(i)) {
+        const int64_t cu = cluster[u];
+        if (cu != cv) cedges.push_back({(cv << 32) | cu, 1});
+      }
+    }
+    if (cedges.size() > edge_budget) {
+      compact();
+      if (cedges.size() > edge_budget / 2) return false;  // the cluster graph does not fit
+    }
+  }
+  compact();
+  WeightedGraph wg;
+  wg.weight = std::move(weight);
+  wg.offsets.assign(num_clusters + 1, 0);
+  for (const auto& e : cedges) ++wg.offsets[(e.first >> 32) + 1];
+  for (int32_t c = 0; c < num_clusters; ++c) wg.offsets[c + 1] += wg.offsets[c];
+  wg.adj.resize(cedges.size());
+  wg.edge_weight.resize(cedges.size());
+  for (size_t e = 0; e < cedges.size(); ++e) {
+    wg.adj[e] = static_cast<int32_t>(cedges[e].first & 0xffffffff);
+    wg.edge_weight[e] = cedges[e].second;
+  }
+  cedges.clear();
+  cedges.shrink_to_fit();
+  const std::vector<int32_t> cpart = MultilevelPlace(wg, k_, cap_, alpha_);
+  std::fill(size_.begin(), size_.end(), 0);
+  for (int32_t c = 0; c < num_clusters; ++c) size_[cpart[c]] += wg.weight[c];
+  for (int32_t p = 0; p < k_; ++p) lightest_->Update(p);
+  for (int64_t v = 0; v < n_; ++v) {
+    part_[v] = cpart[cluster[v]];
+    if (!train_size_.empty() && IsTrain(v)) ++train_size_[part_[v]];
+  }
+  return true;
+}
+
 Status StreamPartitioner::RebalancePass(int pass, bool lossless) {
   std::vector<int64_t> ids;
   RowChunk chunk;
@@ -579,12 +897,19 @@ Result<Partitioning> StreamPartitioner::Run() {
 
   room_cap_ = cap_;
   train_room_cap_ = train_cap_;
-  SKIFF_RETURN_IF_ERROR(PlacePass(0));
+  bool placed = false;
+  // Cluster placement balances vertices only; with a training bound as well, vertex-level
+  // placement (which checks both bounds at every step) is used instead.
+  if (o_.algorithm == Algorithm::kGrem && o_.refine && !balance_train_) {
+    SKIFF_ASSIGN_OR_RETURN(placed, ClusterPlace());
+  }
+  if (!placed) SKIFF_RETURN_IF_ERROR(PlacePass(0));
+  if (placed) relax_ = 0;  // clusters already carry the structure; refine strictly
   if (o_.algorithm == Algorithm::kGrem && o_.refine && passes_ > 1) {
     // Refinement passes run under a relaxed cap so that whole groups of vertices can migrate
     // between parts that are full; a rebalancing sweep then restores the exact bound and a final
     // pass refines under it.
-    room_cap_ = cap_ + std::max<int64_t>(1, cap_ / 10);
+    room_cap_ = cap_ + static_cast<int64_t>(cap_ * relax_);
     // Training counts stay under their exact bound throughout: a relaxed training bound could
     // leave overloads that only swaps could undo.
     train_room_cap_ = train_cap_;

@@ -27,6 +27,7 @@ struct PartitionCliOptions {
   int threads = 2;
   std::string memory = "1GiB";
   std::string export_metis;
+  std::string evaluate;
 };
 
 int RunPartition(const PartitionCliOptions& o) {
@@ -34,6 +35,30 @@ int RunPartition(const PartitionCliOptions& o) {
     Status st = partition::ExportMetisGraph(o.dataset, o.export_metis);
     if (st.ok()) std::printf("wrote METIS graph %s\n", o.export_metis.c_str());
     return ReportStatus("partition", st);
+  }
+  if (!o.evaluate.empty()) {
+    // One part per line, as gpmetis writes them.
+    std::vector<int32_t> part;
+    FILE* f = std::fopen(o.evaluate.c_str(), "r");
+    if (!f) return ReportStatus("partition", Status::FromErrno(errno, "open " + o.evaluate));
+    long long value = 0;
+    int rc = 0;
+    while ((rc = std::fscanf(f, "%lld", &value)) == 1) part.push_back(static_cast<int32_t>(value));
+    const bool clean_end = std::feof(f);
+    std::fclose(f);
+    if (!clean_end) {
+      return ReportStatus(
+          "partition", Status::Corruption(o.evaluate + ": line " + std::to_string(part.size() + 1) +
+                                          ": expected a partition number"));
+    }
+    auto r = partition::EvaluatePartition(o.dataset, part, o.k);
+    if (!r.ok()) return ReportStatus("partition", r.status());
+    std::printf(
+        "{\"algorithm\": \"external\", \"k\": %d, \"nodes\": %lld, \"edges\": %lld, "
+        "\"cut_edges\": %lld, \"edge_cut_fraction\": %.6f, \"imbalance\": %.6f}\n",
+        r->k, static_cast<long long>(r->num_nodes), static_cast<long long>(r->num_edges),
+        static_cast<long long>(r->cut_edges), r->edge_cut_fraction, r->imbalance);
+    return 0;
   }
   partition::PartitionOptions opt;
   opt.dataset_dir = o.dataset;
@@ -95,7 +120,9 @@ RunFn Setup(CLI::App& app) {
       "Partition a dataset's graph (GREM by default) and rewrite it so each partition is a "
       "contiguous ID range with one feature extent and grouped edges");
   app.add_option("dataset", o->dataset, "Dataset directory")->required();
-  app.add_option("-k,--partitions", o->k, "Number of partitions")->check(CLI::PositiveNumber);
+  app.add_option("-k,--partitions", o->k, "Number of partitions")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--algo", o->algo, "grem, fennel, ldg or random")->capture_default_str();
   app.add_option("--order", o->order, "Stream order: natural, random or bfs")
       ->capture_default_str();
@@ -116,6 +143,9 @@ RunFn Setup(CLI::App& app) {
   app.add_flag("--json", o->json, "Print the summary as one JSON line");
   app.add_option("--export-metis", o->export_metis,
                  "Write the graph as a METIS .graph file to this path and exit (for comparisons)");
+  app.add_option("--evaluate", o->evaluate,
+                 "Score an external partition file (one part per line, e.g. gpmetis output) "
+                 "against the dataset's stored edges; prints JSON and exits");
   return [o] { return RunPartition(*o); };
 }
 
