@@ -1,0 +1,624 @@
+#include "skiff/partition/partition_dataset.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <optional>
+
+#include "skiff/format/dataset.h"
+#include "skiff/log.h"
+
+namespace skiff::partition {
+namespace {
+
+namespace fs = std::filesystem;
+using format::ChecksummedFileReader;
+using format::ChecksummedFileWriter;
+using format::DatasetWriter;
+using format::DType;
+
+// Progress output only when asked (library callers and tests stay quiet).
+class OptionalProgress {
+ public:
+  OptionalProgress(bool on, const std::string& label, uint64_t total, const std::string& unit) {
+    if (on) progress_.emplace(label, total, unit);
+  }
+  void Add(uint64_t delta) {
+    if (progress_) progress_->Add(delta);
+  }
+  void Finish() {
+    if (progress_) progress_->Finish();
+  }
+
+ private:
+  std::optional<Progress> progress_;
+};
+
+// Bytes of node state held during a rewrite: part (4) + new ID (8) + old ID (8) + GREM flags (1).
+constexpr uint64_t kStateBytesPerNode = 21;
+// Bytes of working memory per streamed edge: int64 row copy, file read buffer, relabelled output.
+constexpr uint64_t kChunkBytesPerEdge = 32;
+
+// Appends `count` IDs as int32 or int64.
+class IdWriter {
+ public:
+  IdWriter(ChecksummedFileWriter* file, bool wide) : file_(file), wide_(wide) {}
+  Status Append(const int64_t* ids, size_t count) {
+    if (wide_) return file_->Append(ids, count * 8);
+    narrow_.resize(count);
+    for (size_t i = 0; i < count; ++i) narrow_[i] = static_cast<int32_t>(ids[i]);
+    return file_->Append(narrow_.data(), count * 4);
+  }
+
+ private:
+  ChecksummedFileWriter* file_;
+  const bool wide_;
+  std::vector<int32_t> narrow_;
+};
+
+struct Layout {
+  int k = 0;
+  std::vector<int64_t> boundaries;  // k+1
+  std::vector<int64_t> new_id;      // old -> new
+  std::vector<int64_t> old_id;      // new -> old
+  int32_t PartOfNew(int64_t v) const {
+    return static_cast<int32_t>(std::upper_bound(boundaries.begin(), boundaries.end(), v) -
+                                boundaries.begin() - 1);
+  }
+};
+
+Layout MakeLayout(const std::vector<int32_t>& part, int k) {
+  Layout l;
+  l.k = k;
+  const int64_t n = static_cast<int64_t>(part.size());
+  l.boundaries.assign(k + 1, 0);
+  for (int32_t p : part) ++l.boundaries[p + 1];
+  for (int p = 0; p < k; ++p) l.boundaries[p + 1] += l.boundaries[p];
+  std::vector<int64_t> next(l.boundaries.begin(), l.boundaries.end() - 1);
+  l.new_id.resize(n);
+  l.old_id.resize(n);
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t id = next[part[v]]++;
+    l.new_id[v] = id;
+    l.old_id[id] = v;
+  }
+  return l;
+}
+
+// Rows in new order with relabelled, sorted neighbours. Counts edges per (src part, dst part).
+Status WriteGraph(const GraphSource& graph, const Layout& l, bool wide, int64_t chunk_vertices,
+                  DatasetWriter& w, std::vector<int64_t>* bucket_counts, bool show_progress) {
+  const int64_t n = graph.num_nodes();
+  SKIFF_ASSIGN_OR_RETURN(auto offsets_file, w.CreateFile(format::kOffsetsFile));
+  SKIFF_ASSIGN_OR_RETURN(auto neighbors_file, w.CreateFile(format::kNeighborsFile));
+  IdWriter neighbors_out(neighbors_file.get(), wide);
+  bucket_counts->assign(static_cast<size_t>(l.k) * l.k, 0);
+  OptionalProgress progress(show_progress, "rewrite graph", n, "nodes");
+  RowChunk chunk;
+  std::vector<int64_t> offsets_out;
+  std::vector<int64_t> row;
+  int64_t edges_written = 0;
+  const int64_t zero = 0;
+  SKIFF_RETURN_IF_ERROR(offsets_file->Append(&zero, 8));
+  for (int64_t first = 0; first < n; first += chunk_vertices) {
+    const int64_t last = std::min(n, first + chunk_vertices);
+    SKIFF_RETURN_IF_ERROR(graph.ReadRows(
+        std::span<const int64_t>(l.old_id.data() + first, static_cast<size_t>(last - first)),
+        &chunk));
+    offsets_out.clear();
+    int32_t src_part = l.PartOfNew(first);
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      const int64_t v_new = first + static_cast<int64_t>(i);
+      while (v_new >= l.boundaries[src_part + 1]) ++src_part;
+      const auto r = chunk.Row(i);
+      row.resize(r.size());
+      for (size_t t = 0; t < r.size(); ++t) row[t] = l.new_id[r[t]];
+      std::sort(row.begin(), row.end());
+      int32_t dst_part = 0;
+      for (int64_t u : row) {
+        while (u >= l.boundaries[dst_part + 1]) ++dst_part;
+        ++(*bucket_counts)[static_cast<size_t>(src_part) * l.k + dst_part];
+      }
+      SKIFF_RETURN_IF_ERROR(neighbors_out.Append(row.data(), row.size()));
+      edges_written += static_cast<int64_t>(row.size());
+      offsets_out.push_back(edges_written);
+    }
+    SKIFF_RETURN_IF_ERROR(offsets_file->Append(offsets_out.data(), offsets_out.size() * 8));
+    progress.Add(chunk.size());
+  }
+  if (edges_written != graph.num_edges()) {
+    return Status::Corruption("graph.offsets: rows hold " + std::to_string(edges_written) +
+                              " edges but the manifest says " + std::to_string(graph.num_edges()));
+  }
+  SKIFF_RETURN_IF_ERROR(w.FinishFile(*offsets_file));
+  SKIFF_RETURN_IF_ERROR(w.FinishFile(*neighbors_file));
+  progress.Finish();
+  return Status::Ok();
+}
+
+// Feature rows in new order; each partition's rows start on a 4 KiB boundary.
+Status WriteFeatures(const format::Dataset& ds, const Layout& l, uint64_t buffer_bytes,
+                     DatasetWriter& w, std::vector<uint64_t>* extent_offsets, bool show_progress) {
+  const auto& m = ds.manifest();
+  const uint64_t row_bytes = m.feature_row_bytes();
+  SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* in, ds.File(format::kFeaturesFile));
+  SKIFF_ASSIGN_OR_RETURN(auto out, w.CreateFile(format::kFeaturesFile));
+  extent_offsets->assign(l.k, 0);
+  const int64_t rows_per_batch =
+      std::max<int64_t>(1, static_cast<int64_t>(buffer_bytes / std::max<uint64_t>(1, row_bytes)));
+  std::vector<char> buf;
+  OptionalProgress progress(show_progress, "rewrite features", m.num_nodes, "rows");
+  for (int p = 0; p < l.k; ++p) {
+    SKIFF_RETURN_IF_ERROR(out->PadTo(format::kFileAlignment));
+    (*extent_offsets)[p] = out->bytes_written();
+    if (row_bytes == 0) continue;
+    for (int64_t first = l.boundaries[p]; first < l.boundaries[p + 1]; first += rows_per_batch) {
+      const int64_t last = std::min(l.boundaries[p + 1], first + rows_per_batch);
+      buf.resize(static_cast<size_t>(last - first) * row_bytes);
+      // Runs of old rows that are contiguous in the input file are read in one request.
+      int64_t i = first;
+      while (i < last) {
+        int64_t j = i + 1;
+        const uint64_t start = ds.FeatureRowOffset(l.old_id[i]);
+        while (j < last && ds.FeatureRowOffset(l.old_id[j]) == start + (j - i) * row_bytes) ++j;
+        SKIFF_RETURN_IF_ERROR(
+            in->ReadAt(start, (j - i) * row_bytes, buf.data() + (i - first) * row_bytes));
+        i = j;
+      }
+      SKIFF_RETURN_IF_ERROR(out->Append(buf.data(), buf.size()));
+      progress.Add(static_cast<uint64_t>(last - first));
+    }
+  }
+  progress.Finish();
+  return w.FinishFile(*out);
+}
+
+Status WriteSplit(const format::Dataset& ds, const Layout& l, const std::string& name,
+                  int64_t expected_count, DatasetWriter& w) {
+  SKIFF_ASSIGN_OR_RETURN(std::vector<int64_t> ids, ds.LoadSplit(name));
+  const int64_t n = static_cast<int64_t>(l.new_id.size());
+  if (static_cast<int64_t>(ids.size()) != expected_count) {
+    return Status::Corruption(ds.dir() + "/" + name + ": holds " + std::to_string(ids.size()) +
+                              " IDs, manifest says " + std::to_string(expected_count));
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= n) {
+      return Status::Corruption(ds.dir() + "/" + name + ": byte offset " + std::to_string(i * 8) +
+                                ": node ID " + std::to_string(ids[i]) + " is outside [0, " +
+                                std::to_string(n) + ")");
+    }
+    ids[i] = l.new_id[ids[i]];
+  }
+  std::sort(ids.begin(), ids.end());
+  return w.WriteFile(name, ids.data(), ids.size() * 8);
+}
+
+// Every edge once, grouped by (source partition, destination partition), p-major. Rows of the new
+// CSR are read back from the temporary directory; destination windows are sized to the buffer.
+Status WriteEdgeBuckets(const Layout& l, const std::vector<int64_t>& counts, bool wide,
+                        int64_t num_edges, int64_t chunk_vertices, uint64_t buffer_records,
+                        DatasetWriter& w, bool show_progress) {
+  const auto& files = w.manifest().files;
+  SKIFF_ASSIGN_OR_RETURN(auto offsets_reader,
+                         ChecksummedFileReader::Open(w.temp_dir(), files.at(format::kOffsetsFile)));
+  SKIFF_ASSIGN_OR_RETURN(
+      auto neighbors_reader,
+      ChecksummedFileReader::Open(w.temp_dir(), files.at(format::kNeighborsFile)));
+  const int64_t n = static_cast<int64_t>(l.old_id.size());
+  auto graph =
+      MakeFileGraphSource(offsets_reader.get(), neighbors_reader.get(), n, num_edges, wide);
+  SKIFF_ASSIGN_OR_RETURN(auto out, w.CreateFile(kEdgeBucketsFile));
+  IdWriter records(out.get(), wide);
+  const int k = l.k;
+  std::vector<int64_t> index(static_cast<size_t>(k) * k + 1, 0);
+  for (size_t b = 0; b < counts.size(); ++b) index[b + 1] = index[b] + counts[b];
+  OptionalProgress progress(show_progress, "write edge buckets", k, "partitions");
+  RowChunk chunk;
+  std::vector<int64_t> ids;
+  std::vector<std::vector<int64_t>> window_buf;
+  std::vector<int64_t> pair(2);
+  for (int p = 0; p < k; ++p) {
+    int q0 = 0;
+    while (q0 < k) {
+      // Grow the destination window while its records fit the buffer (always at least one).
+      int q1 = q0 + 1;
+      uint64_t records_in_window = counts[static_cast<size_t>(p) * k + q0];
+      while (q1 < k &&
+             records_in_window + counts[static_cast<size_t>(p) * k + q1] <= buffer_records) {
+        records_in_window += counts[static_cast<size_t>(p) * k + q1];
+        ++q1;
+      }
+      if (records_in_window == 0) {
+        q0 = q1;
+        continue;
+      }
+      const bool direct = (q1 == q0 + 1);  // one bucket: append in row order, no buffer
+      window_buf.assign(direct ? 0 : q1 - q0, {});
+      for (int64_t first = l.boundaries[p]; first < l.boundaries[p + 1]; first += chunk_vertices) {
+        const int64_t last = std::min(l.boundaries[p + 1], first + chunk_vertices);
+        ids.resize(static_cast<size_t>(last - first));
+        std::iota(ids.begin(), ids.end(), first);
+        SKIFF_RETURN_IF_ERROR(graph->ReadRows(ids, &chunk));
+        for (size_t i = 0; i < chunk.size(); ++i) {
+          const auto row = chunk.Row(i);
+          auto lo = std::lower_bound(row.begin(), row.end(), l.boundaries[q0]);
+          const auto hi = std::lower_bound(lo, row.end(), l.boundaries[q1]);
+          int q = q0;
+          for (; lo != hi; ++lo) {
+            pair[0] = chunk.vertices[i];
+            pair[1] = *lo;
+            if (direct) {
+              SKIFF_RETURN_IF_ERROR(records.Append(pair.data(), 2));
+            } else {
+              while (*lo >= l.boundaries[q + 1]) ++q;
+              window_buf[q - q0].push_back(pair[0]);
+              window_buf[q - q0].push_back(pair[1]);
+            }
+          }
+        }
+      }
+      for (auto& b : window_buf) SKIFF_RETURN_IF_ERROR(records.Append(b.data(), b.size()));
+      q0 = q1;
+    }
+    progress.Add(1);
+  }
+  const uint64_t expected_bytes = static_cast<uint64_t>(num_edges) * 2 * (wide ? 8 : 4);
+  if (out->bytes_written() != expected_bytes) {
+    return Status::Internal("edge buckets hold " + std::to_string(out->bytes_written()) +
+                            " bytes, expected " + std::to_string(expected_bytes));
+  }
+  SKIFF_RETURN_IF_ERROR(w.FinishFile(*out));
+  progress.Finish();
+  return w.WriteFile(kEdgeBucketsIndexFile, index.data(), index.size() * 8);
+}
+
+}  // namespace
+
+Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(options.dataset_dir));
+  const format::Manifest& in = ds->manifest();
+  const int64_t n = in.num_nodes;
+  const int k = options.partitioner.k;
+  if (k < 1 || (n > 0 && k > n)) {
+    return Status::InvalidArgument("cannot split " + std::to_string(n) + " nodes into " +
+                                   std::to_string(k) + " partitions (need 1 <= k <= nodes)");
+  }
+  if (static_cast<uint64_t>(k) * k > (uint64_t{1} << 24)) {
+    return Status::InvalidArgument("k = " + std::to_string(k) +
+                                   " is too large for the k*k edge-bucket index (max 4096)");
+  }
+  // Memory plan: node state first, the rest for streamed chunks.
+  const uint64_t state_bytes = static_cast<uint64_t>(n) * kStateBytesPerNode +
+                               static_cast<uint64_t>(k) * k * 8 * 2 + (uint64_t{16} << 20);
+  if (options.memory_bytes < state_bytes + (uint64_t{8} << 20)) {
+    return Status::ResourceExhausted(
+        "--memory " + FormatBytes(options.memory_bytes) + " is too small for " + std::to_string(n) +
+        " nodes and k = " + std::to_string(k) + ": the node state alone needs " +
+        FormatBytes(state_bytes) + "; allow at least " +
+        FormatBytes(state_bytes + (uint64_t{8} << 20)));
+  }
+  const uint64_t chunk_budget = options.memory_bytes - state_bytes;
+  int64_t chunk_edges = static_cast<int64_t>(
+      std::clamp<uint64_t>(chunk_budget / kChunkBytesPerEdge, 4096, uint64_t{1} << 24));
+  if (options.max_chunk_edges > 0) chunk_edges = std::min(chunk_edges, options.max_chunk_edges);
+  const double avg_degree =
+      n > 0 ? std::max(1.0, static_cast<double>(in.num_edges) / static_cast<double>(n)) : 1.0;
+  const int64_t chunk_vertices =
+      std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(chunk_edges) / avg_degree));
+
+  SKIFF_ASSIGN_OR_RETURN(auto graph, OpenDatasetGraphSource(*ds));
+  PartitionerOptions popt = options.partitioner;
+  popt.chunk_edges = chunk_edges;
+  // The cluster graph gets half the chunk budget; clustering holds no rewrite buffers.
+  popt.cluster_graph_entries = static_cast<int64_t>(chunk_budget / 2 / 16);
+  popt.show_progress = options.show_progress;
+  std::vector<uint8_t> train_mask;
+  if (in.train_count > 0) {
+    SKIFF_ASSIGN_OR_RETURN(std::vector<int64_t> train, ds->LoadSplit(format::kTrainFile));
+    train_mask.assign(static_cast<size_t>(n), 0);
+    for (size_t i = 0; i < train.size(); ++i) {
+      if (train[i] < 0 || train[i] >= n) {
+        return Status::Corruption(ds->dir() + "/" + format::kTrainFile + ": byte offset " +
+                                  std::to_string(i * 8) + ": node ID " + std::to_string(train[i]) +
+                                  " is outside [0, " + std::to_string(n) + ")");
+      }
+      train_mask[train[i]] = 1;
+    }
+    popt.train_mask = &train_mask;
+  } else {
+    popt.balance_train = false;
+  }
+  SKIFF_ASSIGN_OR_RETURN(Partitioning parts, PartitionGraph(*graph, popt));
+  const double partition_seconds = elapsed();
+  train_mask.clear();
+  train_mask.shrink_to_fit();
+  if (!options.write_layout) {
+    PartitionReport report;
+    report.algorithm = AlgorithmName(popt.algorithm);
+    report.k = k;
+    report.num_nodes = n;
+    report.num_edges = in.num_edges;
+    report.cut_edges = parts.cut_edges;
+    report.edge_cut_fraction = parts.edge_cut_fraction();
+    report.imbalance = parts.imbalance();
+    if (!parts.train_sizes.empty()) {
+      const int64_t ideal = (in.train_count + k - 1) / k;
+      report.train_imbalance = static_cast<double>(*std::max_element(parts.train_sizes.begin(),
+                                                                     parts.train_sizes.end())) /
+                                   static_cast<double>(ideal) -
+                               1.0;
+    }
+    report.moves = parts.moves;
+    report.partition_seconds = partition_seconds;
+    report.seconds = elapsed();
+    report.peak_memory_bytes = PeakRssBytes();
+    return report;
+  }
+
+  Layout layout = MakeLayout(parts.part, k);
+  parts.part.clear();
+  parts.part.shrink_to_fit();
+
+  const std::string out_dir = options.output_dir.empty() ? options.dataset_dir : options.output_dir;
+  const bool in_place = options.output_dir.empty() || fs::weakly_canonical(options.output_dir) ==
+                                                          fs::weakly_canonical(options.dataset_dir);
+  SKIFF_ASSIGN_OR_RETURN(auto w, DatasetWriter::Create(out_dir, in_place || options.overwrite));
+  const bool wide = in.neighbor_dtype == DType::kInt64;
+  std::vector<int64_t> bucket_counts;
+  SKIFF_RETURN_IF_ERROR(
+      WriteGraph(*graph, layout, wide, chunk_vertices, *w, &bucket_counts, options.show_progress));
+  std::vector<uint64_t> extent_offsets;
+  SKIFF_RETURN_IF_ERROR(WriteFeatures(*ds, layout, static_cast<uint64_t>(chunk_edges) * 16, *w,
+                                      &extent_offsets, options.show_progress));
+  {
+    SKIFF_ASSIGN_OR_RETURN(std::vector<int32_t> labels, ds->LoadLabels());
+    std::vector<int32_t> relabelled(labels.size());
+    for (int64_t v = 0; v < n; ++v) relabelled[v] = labels[layout.old_id[v]];
+    SKIFF_RETURN_IF_ERROR(
+        w->WriteFile(format::kLabelsFile, relabelled.data(), relabelled.size() * 4));
+  }
+  SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kTrainFile, in.train_count, *w));
+  SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kValidFile, in.valid_count, *w));
+  SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kTestFile, in.test_count, *w));
+  {
+    // new -> converted ID, composed with an earlier partitioning's map.
+    std::vector<int64_t> old_ids = layout.old_id;
+    if (in.files.count(kRelabelOldIdsFile)) {
+      SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* prev, ds->File(kRelabelOldIdsFile));
+      if (prev->info().data_bytes != static_cast<uint64_t>(n) * 8) {
+        return Status::Corruption(prev->path() + ": holds " +
+                                  std::to_string(prev->info().data_bytes) + " bytes, expected " +
+                                  std::to_string(n * 8));
+      }
+      std::vector<int64_t> prev_ids(static_cast<size_t>(n));
+      SKIFF_RETURN_IF_ERROR(prev->ReadAt(0, static_cast<uint64_t>(n) * 8, prev_ids.data()));
+      for (int64_t v = 0; v < n; ++v) old_ids[v] = prev_ids[old_ids[v]];
+    }
+    SKIFF_RETURN_IF_ERROR(w->WriteFile(kRelabelOldIdsFile, old_ids.data(), old_ids.size() * 8));
+  }
+  layout.new_id.clear();
+  layout.new_id.shrink_to_fit();
+  const uint64_t buffer_records = static_cast<uint64_t>(chunk_edges);
+  SKIFF_RETURN_IF_ERROR(WriteEdgeBuckets(layout, bucket_counts, wide, in.num_edges, chunk_vertices,
+                                         buffer_records, *w, options.show_progress));
+  for (const auto& [name, info] : in.files) {
+    if (!w->manifest().files.count(name)) {
+      LogWarning("partition: " + ds->dir() + "/" + name +
+                 " is not a known per-node file and is not carried over");
+    }
+  }
+  std::error_code ec;
+  const std::string idmap = ds->dir() + "/" + format::kIdMapDir;
+  if (fs::is_directory(idmap, ec)) {
+    fs::copy(idmap, w->temp_dir() + "/" + format::kIdMapDir, fs::copy_options::recursive, ec);
+    if (ec)
+      return Status::IOError("copy " + idmap + " into " + w->temp_dir() + ": " + ec.message());
+  }
+
+  PartitionReport report;
+  report.output_dir = out_dir;
+  report.algorithm = AlgorithmName(popt.algorithm);
+  report.k = k;
+  report.boundaries = layout.boundaries;
+  report.num_nodes = n;
+  report.num_edges = in.num_edges;
+  int64_t cut = 0;
+  for (int p = 0; p < k; ++p) {
+    for (int q = 0; q < k; ++q) {
+      if (p != q) cut += bucket_counts[static_cast<size_t>(p) * k + q];
+    }
+  }
+  if (cut != parts.cut_edges) {
+    return Status::Internal("edge cut after relabelling (" + std::to_string(cut) +
+                            ") differs from the partitioner's (" + std::to_string(parts.cut_edges) +
+                            ")");
+  }
+  report.cut_edges = cut;
+  report.edge_cut_fraction = parts.edge_cut_fraction();
+  report.imbalance = parts.imbalance();
+  if (!parts.train_sizes.empty() && in.train_count > 0) {
+    const int64_t ideal = (in.train_count + k - 1) / k;
+    report.train_imbalance =
+        static_cast<double>(*std::max_element(parts.train_sizes.begin(), parts.train_sizes.end())) /
+            static_cast<double>(ideal) -
+        1.0;
+  }
+  report.moves = parts.moves;
+  report.partition_seconds = partition_seconds;
+
+  format::Manifest& m = w->manifest();
+  m.version = in.version;
+  m.name = in.name;
+  m.num_nodes = in.num_nodes;
+  m.num_edges = in.num_edges;
+  m.undirected = in.undirected;
+  m.neighbor_dtype = in.neighbor_dtype;
+  m.feature_dim = in.feature_dim;
+  m.feature_dtype = in.feature_dtype;
+  m.num_classes = in.num_classes;
+  m.train_count = in.train_count;
+  m.valid_count = in.valid_count;
+  m.test_count = in.test_count;
+  m.has_id_map = in.has_id_map;
+  m.source = in.source;
+  m.feature_extent_offsets = extent_offsets;
+  format::PartitionInfo info;
+  info.num_partitions = static_cast<uint32_t>(k);
+  info.algorithm = report.algorithm;
+  info.boundaries = layout.boundaries;
+  info.edge_cut_fraction = report.edge_cut_fraction;
+  info.imbalance = report.imbalance;
+  info.edge_buckets_file = kEdgeBucketsFile;
+  info.edge_buckets_index_file = kEdgeBucketsIndexFile;
+  report.seconds = elapsed();
+  report.peak_memory_bytes = PeakRssBytes();
+  info.seconds = report.seconds;
+  info.peak_memory_bytes = report.peak_memory_bytes;
+  m.partitions = info;
+  ds.reset();
+  graph.reset();
+  SKIFF_RETURN_IF_ERROR(w->Commit());
+  return report;
+}
+
+Status ExportMetisGraph(const std::string& dataset_dir, const std::string& path) {
+  SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(dataset_dir));
+  SKIFF_ASSIGN_OR_RETURN(auto graph, OpenDatasetGraphSource(*ds));
+  const int64_t n = graph->num_nodes();
+  const int64_t per = 1 << 16;
+  RowChunk chunk;
+  std::vector<int64_t> ids, row;
+  const std::string tmp = path + ".tmp";
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (!f) return Status::FromErrno(errno, "create " + tmp);
+  auto fail = [&](Status s) {
+    std::fclose(f);
+    std::remove(tmp.c_str());
+    return s;
+  };
+  // Pass 0 counts the undirected edges for the header; pass 1 writes the rows.
+  int64_t directed = 0;
+  if (!ds->manifest().undirected) {
+    // Symmetrise in memory: collect (min, max) pairs, sort, and write both directions.
+    std::vector<std::pair<int64_t, int64_t>> pairs;
+    for (int64_t first = 0; first < n; first += per) {
+      const int64_t last = std::min(n, first + per);
+      ids.resize(static_cast<size_t>(last - first));
+      std::iota(ids.begin(), ids.end(), first);
+      Status st = graph->ReadRows(ids, &chunk);
+      if (!st.ok()) return fail(st);
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        const int64_t v = chunk.vertices[i];
+        for (int64_t u : chunk.Row(i)) {
+          if (u != v) pairs.push_back({std::min(u, v), std::max(u, v)});
+        }
+      }
+    }
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    std::vector<int64_t> degree(static_cast<size_t>(n) + 1, 0);
+    for (const auto& [a, b] : pairs) {
+      ++degree[a + 1];
+      ++degree[b + 1];
+    }
+    for (int64_t v = 0; v < n; ++v) degree[v + 1] += degree[v];
+    std::vector<int64_t> adj(static_cast<size_t>(degree[n]));
+    std::vector<int64_t> fill(degree.begin(), degree.end() - 1);
+    for (const auto& [a, b] : pairs) {
+      adj[fill[a]++] = b;
+      adj[fill[b]++] = a;
+    }
+    std::fprintf(f, "%lld %lld\n", static_cast<long long>(n), static_cast<long long>(pairs.size()));
+    pairs.clear();
+    pairs.shrink_to_fit();
+    for (int64_t v = 0; v < n; ++v) {
+      std::sort(adj.begin() + degree[v], adj.begin() + degree[v + 1]);
+      for (int64_t e = degree[v]; e < degree[v + 1]; ++e) {
+        std::fprintf(f, e > degree[v] ? " %lld" : "%lld", static_cast<long long>(adj[e] + 1));
+      }
+      std::fputc('\n', f);
+    }
+  }
+  for (int pass = 0; pass < 2 && ds->manifest().undirected; ++pass) {
+    if (pass == 1) {
+      if (directed % 2 != 0) {
+        return fail(Status::InvalidArgument(dataset_dir + ": the graph is not symmetric (" +
+                                            std::to_string(directed) +
+                                            " distinct directed edges); METIS needs both "
+                                            "directions of every edge"));
+      }
+      std::fprintf(f, "%lld %lld\n", static_cast<long long>(n),
+                   static_cast<long long>(directed / 2));
+    }
+    for (int64_t first = 0; first < n; first += per) {
+      const int64_t last = std::min(n, first + per);
+      ids.resize(static_cast<size_t>(last - first));
+      std::iota(ids.begin(), ids.end(), first);
+      Status st = graph->ReadRows(ids, &chunk);
+      if (!st.ok()) return fail(st);
+      for (size_t i = 0; i < chunk.size(); ++i) {
+        const auto r = chunk.Row(i);
+        row.assign(r.begin(), r.end());
+        std::sort(row.begin(), row.end());
+        row.erase(std::unique(row.begin(), row.end()), row.end());
+        row.erase(std::remove(row.begin(), row.end(), chunk.vertices[i]), row.end());
+        if (pass == 0) {
+          directed += static_cast<int64_t>(row.size());
+          continue;
+        }
+        for (size_t t = 0; t < row.size(); ++t) {
+          std::fprintf(f, t ? " %lld" : "%lld", static_cast<long long>(row[t] + 1));
+        }
+        std::fputc('\n', f);
+      }
+    }
+  }
+  if (std::fclose(f) != 0) {
+    std::remove(tmp.c_str());
+    return Status::IOError("write " + tmp + " failed (disk full?)");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(errno, "rename " + tmp);
+  return Status::Ok();
+}
+
+Result<PartitionReport> EvaluatePartition(const std::string& dataset_dir,
+                                          const std::vector<int32_t>& part, int k) {
+  SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(dataset_dir));
+  SKIFF_ASSIGN_OR_RETURN(auto graph, OpenDatasetGraphSource(*ds));
+  const int64_t n = graph->num_nodes();
+  if (static_cast<int64_t>(part.size()) != n) {
+    return Status::InvalidArgument("partition has " + std::to_string(part.size()) +
+                                   " entries for " + std::to_string(n) + " nodes");
+  }
+  PartitionReport r;
+  r.k = k;
+  r.num_nodes = n;
+  r.num_edges = graph->num_edges();
+  std::vector<int64_t> sizes(k, 0);
+  for (size_t v = 0; v < part.size(); ++v) {
+    if (part[v] < 0 || part[v] >= k) {
+      return Status::InvalidArgument("partition entry " + std::to_string(v) + " is " +
+                                     std::to_string(part[v]) + ", outside [0, " +
+                                     std::to_string(k) + ")");
+    }
+    ++sizes[part[v]];
+  }
+  SKIFF_ASSIGN_OR_RETURN(r.cut_edges, CountCutEdges(*graph, part));
+  r.edge_cut_fraction =
+      r.num_edges ? static_cast<double>(r.cut_edges) / static_cast<double>(r.num_edges) : 0.0;
+  const int64_t ideal = (n + k - 1) / k;
+  r.imbalance = n ? static_cast<double>(*std::max_element(sizes.begin(), sizes.end())) /
+                            static_cast<double>(ideal) -
+                        1.0
+                  : 0.0;
+  return r;
+}
+
+}  // namespace skiff::partition
