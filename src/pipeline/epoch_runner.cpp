@@ -9,6 +9,7 @@
 #include "skiff/log.h"
 #include "skiff/pipeline/bounded_queue.h"
 #include "skiff/pipeline/pipeline.h"
+#include "skiff/sampler/neighbor_sampler.h"
 
 namespace skiff::pipeline {
 namespace {
@@ -66,15 +67,7 @@ int EpochRunnerOptions::InFlightBatches() const {
 }
 
 uint64_t BatchSampleSeed(uint64_t seed, uint64_t stream, uint64_t epoch, int64_t index) {
-  // SplitMix64 over the four inputs.
-  uint64_t z = seed;
-  for (uint64_t v : {stream, epoch, static_cast<uint64_t>(index)}) {
-    z += 0x9E3779B97F4A7C15ull + v;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-  }
-  return z;
+  return sampler::BatchSeed(seed, stream, epoch, static_cast<uint64_t>(index));
 }
 
 EpochRunner::EpochRunner(BufferedGraph* graph, EpochRunnerOptions options)
@@ -209,8 +202,8 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
       pending.emplace(item->index, std::move(*item));
       while (!pending.empty() && pending.begin()->first == computed) {
         PreparedBatch& batch = pending.begin()->second;
+        seeds_total += static_cast<int64_t>(batch.batch.seeds.size());  // compute may move it
         SKIFF_RETURN_IF_ERROR(compute(batch));
-        seeds_total += static_cast<int64_t>(batch.batch.seeds.size());
         pending.erase(pending.begin());
         ++computed;
         window.Done();

@@ -89,7 +89,8 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
   SKIFF_ASSIGN_OR_RETURN(EpochPlan plan,
                          EpochPlan::Build(by_partition, {.buffer_capacity = plan_capacity_,
                                                          .seed = plan_seed,
-                                                         .epoch = pass.epoch}));
+                                                         .epoch = pass.epoch,
+                                                         .rounds = options_.plan_rounds}));
   EpochRunner runner(graph_.get(), {.batch_size = pass.batch_size,
                                     .seed = pass.seed,
                                     .stream = pass.stream,

@@ -10,9 +10,12 @@
 
 #include "skiff/format/dataset.h"
 #include "skiff/pipeline/buffered_graph.h"
+#include "skiff/pipeline/disk_sources.h"
 #include "skiff/pipeline/epoch_plan.h"
 #include "skiff/pipeline/epoch_runner.h"
 #include "skiff/pipeline/out_of_core.h"
+#include "skiff/pipeline/resident_graph_source.h"
+#include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/storage/buffer_pool.h"
 #include "skiff/storage/dataset_partition_source.h"
 #include "tests/unit/test_util.h"
@@ -427,5 +430,100 @@ TEST_CASE("ooc pipeline: OutOfCore plans the budget, refuses one too small, cove
                                   });
     REQUIRE_MESSAGE(report.ok(), report.status().ToString());
     CHECK(seen == std::multiset<int64_t>(nodes.begin(), nodes.end()));
+  }
+
+  // The disk sources read exactly what the dataset holds.
+  const DiskGraphSource disk_graph((*ooc)->exact_graph());
+  const DiskFeatureSource disk_features((*ooc)->exact_graph());
+  std::vector<int64_t> row;
+  for (int64_t v : {0, 97, 500, 899}) {
+    REQUIRE(disk_graph.Neighbors(v, &row).ok());
+    CHECK(row == std::vector<int64_t>(f.neighbors.begin() + f.offsets[v],
+                                      f.neighbors.begin() + f.offsets[v + 1]));
+    std::vector<float> x(kDim);
+    const int64_t node[1] = {v};
+    REQUIRE(disk_features.Gather(node, x.data()).ok());
+    CHECK(x ==
+          std::vector<float>(f.features.begin() + v * kDim, f.features.begin() + (v + 1) * kDim));
+  }
+}
+
+namespace {
+// SampleFn running the training core's NeighborSampler over the batch's ResidentGraphSource.
+SampleFn ProductionSampler(std::vector<int> fanouts, bool prepare_hops) {
+  return [fanouts, prepare_hops](const BatchGraph& view, std::span<const int64_t> seeds,
+                                 uint64_t seed, train::MiniBatch* batch) -> Status {
+    if (prepare_hops) {
+      ResidentGraphSource source(view.graph(), view.resident(), seeds,
+                                 static_cast<int>(fanouts.size()));
+      return sampler::NeighborSampler(source, fanouts).Sample(seeds, seed, batch);
+    }
+    ResidentGraphSource source(view.graph(), view.resident());
+    return sampler::NeighborSampler(source, fanouts).Sample(seeds, seed, batch);
+  };
+}
+}  // namespace
+
+TEST_CASE(
+    "ooc pipeline: the training core's sampler draws the same batches from disk as in memory") {
+  Fixture f;
+  auto memory_graph = sampler::InMemoryGraph::FromCsr(f.offsets, f.neighbors);
+  REQUIRE(memory_graph.ok());
+  const std::vector<int> fanouts{5, 3};
+  const sampler::NeighborSampler memory_sampler(**memory_graph, fanouts);
+  const EpochPlan plan = Plan(f, 2, 1);
+  for (bool prepare : {false, true}) {
+    auto pool = f.MakePool(3);
+    BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+    EpochRunner runner(&graph, {.batch_size = 16, .seed = 9, .epoch = 1, .sample_threads = 3});
+    std::vector<train::MiniBatch> got;
+    auto report = runner.Run(plan, ProductionSampler(fanouts, prepare), [&](PreparedBatch& b) {
+      got.push_back(b.batch);
+      return Status::Ok();
+    });
+    REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+    CHECK(report->io.fine_adjacency > 0);
+    size_t index = 0;
+    for (size_t s = 0; s < plan.states().size(); ++s) {
+      for (auto seeds : plan.Batches(s, 16)) {
+        train::MiniBatch expected;
+        REQUIRE(memory_sampler
+                    .Sample(seeds, BatchSampleSeed(9, 0, 1, static_cast<int64_t>(index)), &expected)
+                    .ok());
+        REQUIRE(index < got.size());
+        CHECK(got[index].input_nodes == expected.input_nodes);
+        REQUIRE(got[index].blocks.size() == expected.blocks.size());
+        for (size_t l = 0; l < expected.blocks.size(); ++l) {
+          CHECK(got[index].blocks[l].indptr == expected.blocks[l].indptr);
+          CHECK(got[index].blocks[l].indices == expected.blocks[l].indices);
+        }
+        ++index;
+      }
+    }
+    CHECK(index == got.size());
+  }
+}
+
+TEST_CASE("ooc pipeline: in-buffer sampling with the training core's sampler stays resident") {
+  Fixture f;
+  auto pool = f.MakePool(4);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kInBuffer);
+  const EpochPlan plan = Plan(f, 3, 0);
+  EpochRunner runner(&graph, {.batch_size = 16, .seed = 9, .sample_threads = 2});
+  std::vector<train::MiniBatch> got;
+  auto report = runner.Run(plan, ProductionSampler({5, 3}, false), [&](PreparedBatch& b) {
+    got.push_back(b.batch);
+    return Status::Ok();
+  });
+  REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+  CHECK(report->io.fine_bytes_read == 0);
+  size_t index = 0;
+  for (size_t s = 0; s < plan.states().size(); ++s) {
+    const auto& resident = plan.states()[s].resident;
+    for (size_t b = 0; b < plan.Batches(s, 16).size(); ++b, ++index) {
+      for (int64_t v : got[index].input_nodes) {
+        CHECK(std::binary_search(resident.begin(), resident.end(), f.source->partition_of(v)));
+      }
+    }
   }
 }

@@ -28,10 +28,17 @@ if [ ! -d "$DS-grem" ]; then
   "$SKIFF" partition "$DS" -k 16 --algo grem -o "$DS-grem" --overwrite
   "$SKIFF" partition "$DS" -k 16 --algo random -o "$DS-random" --overwrite
 fi
+# Budgets. The fixed part of the budget (model, in-flight batches, metadata) does not depend on the
+# dataset's size; what is left becomes partition slots. "25%" therefore means: the minimum the run
+# needs (2 slots) plus 2 more slots, i.e. 4 of the 16 partitions in the buffer (3 resident while
+# the 4th loads); "whole" means the minimum plus the whole dataset, so all 16 are resident.
 DATA_BYTES=$(du -sb "$DS-grem" | cut -f1)
-QUARTER=$((DATA_BYTES / 4))
-WHOLE=$((DATA_BYTES * 3))
-echo "dataset $DS-grem: $DATA_BYTES bytes; 25% = $QUARTER bytes"
+MIN_TEXT=$("$SKIFF" train "$DS-grem" "${COMMON[@]}" --memory 1KiB 2>&1 | grep -o "needs at least [0-9.]* [KMG]iB" | head -1)
+MIN_BYTES=$(python3 -c "import sys; v,u=sys.argv[1].split()[-2:]; print(int(float(v)*{'KiB':1<<10,'MiB':1<<20,'GiB':1<<30}[u]))" "$MIN_TEXT")
+SLOT=$((DATA_BYTES / 16))
+QUARTER=$((MIN_BYTES + 2 * SLOT + (1 << 20)))
+WHOLE=$((MIN_BYTES + DATA_BYTES + (64 << 20)))
+echo "dataset $DS-grem: $DATA_BYTES bytes; minimum budget $MIN_BYTES; 25%: $QUARTER; whole: $WHOLE"
 
 run() {  # name dataset memory sampling
   local name=$1 ds=$2 mem=$3 sampling=$4

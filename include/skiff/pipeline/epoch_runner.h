@@ -91,7 +91,8 @@ struct EpochRunnerOptions {
   int InFlightBatches() const;
 };
 
-// The seed the sampler gets for batch `index` of a pass (a fixed mix of the four).
+// The seed the sampler gets for batch `index` of a pass: the training core's
+// sampler::BatchSeed(seed, stream, epoch, index), as its in-memory BatchStream uses.
 uint64_t BatchSampleSeed(uint64_t seed, uint64_t stream, uint64_t epoch, int64_t index);
 
 struct EpochIoStats {

@@ -42,6 +42,9 @@ struct OutOfCoreOptions {
   std::vector<int> eval_fanouts;
   int64_t num_parameters = 0;  // of the model (for the budget)
   int64_t max_layer_width = 0;
+  // Random partition orders walked per pass (EpochPlanOptions::rounds): more rounds mix the
+  // partitions seen by consecutive batches more, at the cost of reloading partitions.
+  uint32_t plan_rounds = 4;
   int sample_threads = 2;
   int gather_threads = 1;
   bool direct_io = true;  // O_DIRECT
@@ -71,9 +74,12 @@ class OutOfCore {
                               const SampleFn& sample, const ComputeFn& compute);
 
   const MemoryPlan& memory_plan() const { return memory_; }
+  const OutOfCoreOptions& options() const { return options_; }
   uint32_t plan_capacity() const { return plan_capacity_; }
   uint32_t num_partitions() const { return source_->num_partitions(); }
   const BufferedGraph& graph() const { return *graph_; }
+  // The same view in exact mode whatever the sampling mode (for DiskGraphSource and friends).
+  const BufferedGraph& exact_graph() const { return *exact_graph_; }
   storage::BufferPool& pool() { return *pool_; }
   // "16 partitions, 5 slots (4 resident + 1 loading), exact sampling, io_uring ..."
   std::string Describe() const;
