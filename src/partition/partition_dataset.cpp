@@ -39,8 +39,9 @@ class OptionalProgress {
 
 // Bytes of node state held during a rewrite: part (4) + new ID (8) + old ID (8) + GREM flags (1).
 constexpr uint64_t kStateBytesPerNode = 21;
-// Bytes of working memory per streamed edge: int64 row copy, file read buffer, relabelled output.
-constexpr uint64_t kChunkBytesPerEdge = 32;
+// Bytes of working memory per streamed edge: a chunk row entry is an int64 copy, the file read
+// buffer and vector growth (~32 bytes), and GREM may hold a second chunk (revisited rows).
+constexpr uint64_t kChunkBytesPerEdge = 64;
 
 // Appends `count` IDs as int32 or int64.
 class IdWriter {
