@@ -39,8 +39,9 @@ class OptionalProgress {
 
 // Bytes of node state held during a rewrite: part (4) + new ID (8) + old ID (8) + GREM flags (1).
 constexpr uint64_t kStateBytesPerNode = 21;
-// Bytes of working memory per streamed edge: int64 row copy, file read buffer, relabelled output.
-constexpr uint64_t kChunkBytesPerEdge = 32;
+// Bytes of working memory per streamed edge: a chunk row entry is an int64 copy, the file read
+// buffer and vector growth (~32 bytes), and GREM may hold a second chunk (revisited rows).
+constexpr uint64_t kChunkBytesPerEdge = 64;
 
 // Appends `count` IDs as int32 or int64.
 class IdWriter {
@@ -295,7 +296,9 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
                                    " is too large for the k*k edge-bucket index (max 4096)");
   }
   // Memory plan: node state first, the rest for streamed chunks.
-  const uint64_t state_bytes = static_cast<uint64_t>(n) * kStateBytesPerNode +
+  const uint64_t per_node_bytes =
+      kStateBytesPerNode + (options.partitioner.order == StreamOrder::kBfs ? 8 : 0);
+  const uint64_t state_bytes = static_cast<uint64_t>(n) * per_node_bytes +
                                static_cast<uint64_t>(k) * k * 8 * 2 + (uint64_t{16} << 20);
   if (options.memory_bytes < state_bytes + (uint64_t{8} << 20)) {
     return Status::ResourceExhausted(
@@ -379,18 +382,31 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
                                       &extent_offsets, options.show_progress));
   {
     SKIFF_ASSIGN_OR_RETURN(std::vector<int32_t> labels, ds->LoadLabels());
-    std::vector<int32_t> relabelled(labels.size());
-    for (int64_t v = 0; v < n; ++v) relabelled[v] = labels[layout.old_id[v]];
-    SKIFF_RETURN_IF_ERROR(
-        w->WriteFile(format::kLabelsFile, relabelled.data(), relabelled.size() * 4));
+    // Written in batches: only the input labels are held whole (4 bytes per node).
+    SKIFF_ASSIGN_OR_RETURN(auto labels_out, w->CreateFile(format::kLabelsFile));
+    std::vector<int32_t> batch;
+    for (int64_t first = 0; first < n; first += chunk_vertices) {
+      const int64_t last = std::min(n, first + chunk_vertices);
+      batch.resize(static_cast<size_t>(last - first));
+      for (int64_t v = first; v < last; ++v) batch[v - first] = labels[layout.old_id[v]];
+      SKIFF_RETURN_IF_ERROR(labels_out->Append(batch.data(), batch.size() * 4));
+    }
+    SKIFF_RETURN_IF_ERROR(w->FinishFile(*labels_out));
   }
   SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kTrainFile, in.train_count, *w));
   SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kValidFile, in.valid_count, *w));
   SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kTestFile, in.test_count, *w));
-  {
+  // The old -> new map is no longer needed; free it before composing the new -> old map.
+  layout.new_id.clear();
+  layout.new_id.shrink_to_fit();
+  if (!in.files.count(kRelabelOldIdsFile)) {
+    SKIFF_RETURN_IF_ERROR(
+        w->WriteFile(kRelabelOldIdsFile, layout.old_id.data(), layout.old_id.size() * 8));
+  } else {
     // new -> converted ID, composed with an earlier partitioning's map.
-    std::vector<int64_t> old_ids = layout.old_id;
-    if (in.files.count(kRelabelOldIdsFile)) {
+    // Composed in place: the rest of the rewrite uses only the size of old_id.
+    std::vector<int64_t>& old_ids = layout.old_id;
+    {
       SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* prev, ds->File(kRelabelOldIdsFile));
       if (prev->info().data_bytes != static_cast<uint64_t>(n) * 8) {
         return Status::Corruption(prev->path() + ": holds " +
@@ -403,8 +419,6 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
     }
     SKIFF_RETURN_IF_ERROR(w->WriteFile(kRelabelOldIdsFile, old_ids.data(), old_ids.size() * 8));
   }
-  layout.new_id.clear();
-  layout.new_id.shrink_to_fit();
   const uint64_t buffer_records = static_cast<uint64_t>(chunk_edges);
   SKIFF_RETURN_IF_ERROR(WriteEdgeBuckets(layout, bucket_counts, wide, in.num_edges, chunk_vertices,
                                          buffer_records, *w, options.show_progress));
