@@ -65,6 +65,7 @@ std::string TrainOptions::ToJson() const {
   j["eval_batch_size"] = eval_batch_size;
   j["epochs"] = epochs;
   j["seed"] = seed;
+  j["feature_norm"] = feature_norm;
   return j.dump();
 }
 
@@ -91,6 +92,7 @@ Result<TrainOptions> TrainOptions::FromJson(const std::string& text) {
     o.eval_batch_size = j.at("eval_batch_size");
     o.epochs = j.at("epochs");
     o.seed = j.at("seed");
+    o.feature_norm = j.value("feature_norm", "none");
     o.model.seed = o.seed;
   } catch (const std::exception& e) {
     return Status::Corruption(std::string("checkpoint configuration: ") + e.what());

@@ -29,6 +29,7 @@ struct TrainCliOptions {
   int heads = 4;
   std::string activation = "relu";
   std::string norm = "none";
+  std::string feature_norm = "none";
   uint64_t seed = 0;
   int threads = 0;
   int sampler_threads = 0;
@@ -102,6 +103,10 @@ int RunTrain(const TrainCliOptions& o) {
     t.optimizer.lr = o.lr;
     t.optimizer.weight_decay = o.weight_decay;
     t.seed = o.seed;
+    if (o.feature_norm != "none" && o.feature_norm != "row") {
+      return ReportStatus("train", Status::InvalidArgument("--feature-norm must be none or row"));
+    }
+    t.feature_norm = o.feature_norm;
   }
   cpu::SetNumThreads(o.threads);
   t.sampler_threads = o.sampler_threads > 0 ? o.sampler_threads : std::max(1, cpu::NumThreads());
@@ -110,6 +115,7 @@ int RunTrain(const TrainCliOptions& o) {
 
   auto data = train::LoadInMemory(**ds);
   if (!data.ok()) return ReportStatus("train", data.status());
+  if (t.feature_norm == "row") (*data)->features->NormalizeRows();
   auto trainer = train::Trainer::Create((*data)->data, t);
   if (!trainer.ok()) return ReportStatus("train", trainer.status());
   if (!o.resume.empty()) {
@@ -168,6 +174,8 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--heads", o->heads, "GAT attention heads")->capture_default_str();
   app.add_option("--activation", o->activation, "relu or elu")->capture_default_str();
   app.add_option("--norm", o->norm, "none or layer")->capture_default_str();
+  app.add_option("--feature-norm", o->feature_norm, "none or row (scale feature rows to sum 1)")
+      ->capture_default_str();
   app.add_option("--seed", o->seed, "Seed of every random stream")->capture_default_str();
   app.add_option("--threads", o->threads, "Compute threads (0 = all)")->capture_default_str();
   app.add_option("--sampler-threads", o->sampler_threads, "Sampler threads (0 = --threads)");
