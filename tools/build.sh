@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="/usr/local/cuda/bin:$PATH"
 fi
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >build.configure.log 2>&1 || {
-  cat build.configure.log; exit 1; }
-grep -E "Skiff CUDA kernels" build.configure.log || true
+mkdir -p build
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >build/configure.log 2>&1 || {
+  cat build/configure.log; exit 1; }
+grep -E "Skiff CUDA kernels" build/configure.log || true
 cmake --build build -j "$(nproc)"

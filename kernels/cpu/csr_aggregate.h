@@ -23,6 +23,7 @@ void CsrAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* indpt
 // GCN symmetric normalisation with self-loops folded in by the caller: for edge e = (d, s),
 // w_e = 1 / sqrt((in_deg(d) + 1) * (out_deg_in_block(s) + 1)), where degrees are counted within the
 // block. Writes nnz weights; also writes self_weight[d] = 1 / (in_deg(d) + 1) for the self term.
+// CPU: allocates num_src degree counters (a once-per-batch preparation step, not a hot loop).
 void GcnEdgeWeights(int64_t num_dst, int64_t num_src, const int64_t* indptr,
                     const int32_t* indices, float* edge_weight, float* self_weight);
 

@@ -2,16 +2,26 @@
 
 #include "kernels/cuda/device.cuh"
 
+#include <cstdio>
+
 namespace skiff::cuda {
 
 Status FromCudaError(int error, const char* what) {
   if (error == cudaSuccess) return Status::Ok();
   const auto err = static_cast<cudaError_t>(error);
-  std::string msg = std::string(what) + ": " + cudaGetErrorName(err) + " (" +
-                    cudaGetErrorString(err) + ")";
+  std::string msg =
+      std::string(what) + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")";
   if (err == cudaErrorMemoryAllocation) return Status::ResourceExhausted(msg);
-  if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver) return Status::Unavailable(msg);
+  if (err == cudaErrorNoDevice || err == cudaErrorInsufficientDriver)
+    return Status::Unavailable(msg);
   return Status::Internal(msg);
+}
+
+std::string DescribeBytes(size_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%zu bytes (%.1f MiB)", bytes,
+                static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
 }
 
 Result<DeviceInfo> FirstDevice() {
@@ -23,7 +33,8 @@ Result<DeviceInfo> FirstDevice() {
   }
   if (count == 0) return Status::Unavailable("no CUDA device found");
   cudaDeviceProp prop{};
-  SKIFF_RETURN_IF_ERROR(FromCudaError(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties"));
+  SKIFF_RETURN_IF_ERROR(
+      FromCudaError(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties"));
   DeviceInfo info;
   info.index = 0;
   info.name = prop.name;

@@ -24,4 +24,7 @@ Result<DeviceInfo> FirstDevice();
 // Converts a CUDA runtime error code (as int, so callers need no CUDA headers) into a Status.
 Status FromCudaError(int error, const char* what);
 
+// "1048576 bytes (1.0 MiB)": sizes in CUDA error messages.
+std::string DescribeBytes(size_t bytes);
+
 }  // namespace skiff::cuda

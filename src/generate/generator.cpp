@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
+#include <cstring>
 #include <sstream>
 #include <thread>
 #include <unordered_set>

@@ -26,39 +26,48 @@ double Gaussian(Rng& rng) {
 
 NodePermutation::NodePermutation(uint64_t n, uint64_t seed) : n_(n) {
   SKIFF_CHECK(n >= 1 && n < (uint64_t{1} << 62));
-  int bits = n <= 1 ? 2 : std::bit_width(n - 1);
-  bits = std::max(2, bits + (bits & 1));  // an even number of bits: two equal halves
-  half_bits_ = bits / 2;
-  half_mask_ = (uint64_t{1} << half_bits_) - 1;
+  a_ = static_cast<uint64_t>(std::ceil(std::sqrt(static_cast<double>(n))));
+  while (a_ > 1 && (a_ - 1) * (a_ - 1) >= n) --a_;  // guard the floating-point square root
+  while (a_ * a_ < n) ++a_;
+  b_ = (n + a_ - 1) / a_;
   for (int r = 0; r < kRounds; ++r) keys_[r] = HashKey(seed, kPermutationStream, r);
 }
 
-uint64_t NodePermutation::Round(int round, uint64_t half) const {
-  return Mix64(keys_[round] ^ half) & half_mask_;
+uint64_t NodePermutation::Round(int round, uint64_t half, uint64_t range) const {
+  // Multiply-shift maps the 64-bit hash onto [0, range) without a division.
+  return static_cast<uint64_t>((static_cast<__uint128_t>(Mix64(keys_[round] ^ half)) * range) >>
+                               64);
 }
 
 uint64_t NodePermutation::Encrypt(uint64_t x) const {
-  uint64_t left = x >> half_bits_, right = x & half_mask_;
+  uint64_t hi = x / b_, lo = x % b_;
+  uint64_t size_hi = a_, size_lo = b_;
   for (int r = 0; r < kRounds; ++r) {
-    const uint64_t next = left ^ Round(r, right);
-    left = right;
-    right = next;
+    // (hi < size_hi, lo < size_lo) -> (lo, (hi + F(lo)) mod size_hi): the halves swap sizes.
+    uint64_t next = hi + Round(r, lo, size_hi);
+    if (next >= size_hi) next -= size_hi;
+    hi = lo;
+    lo = next;
+    std::swap(size_hi, size_lo);
   }
-  return (left << half_bits_) | right;
+  return hi * b_ + lo;
 }
 
-uint64_t NodePermutation::Decrypt(uint64_t x) const {
-  uint64_t left = x >> half_bits_, right = x & half_mask_;
+uint64_t NodePermutation::Decrypt(uint64_t y) const {
+  uint64_t hi = y / b_, lo = y % b_;
   for (int r = kRounds - 1; r >= 0; --r) {
-    const uint64_t prev = right ^ Round(r, left);
-    right = left;
-    left = prev;
+    // Round r took (h < size_r, l) to (l, (h + F(l)) mod size_r), size_r = a_ for even r.
+    const uint64_t size_r = (r % 2 == 0) ? a_ : b_;
+    const uint64_t f = Round(r, hi, size_r);
+    const uint64_t prev_hi = lo >= f ? lo - f : lo + size_r - f;
+    lo = hi;
+    hi = prev_hi;
   }
-  return (left << half_bits_) | right;
+  return hi * b_ + lo;
 }
 
-// Cycle walking: applying the permutation of [0, 4^k) until the value lands in [0, n) restricts it
-// to a permutation of [0, n). The domain is under 4n, so a few steps on average.
+// Cycle walking: applying the permutation of [0, a*b) until the value lands in [0, n) restricts it
+// to a permutation of [0, n). a*b - n < a, so almost always one step.
 uint64_t NodePermutation::Forward(uint64_t x) const {
   SKIFF_CHECK(x < n_);
   uint64_t y = Encrypt(x);
@@ -103,6 +112,7 @@ SbmModel::SbmModel(const GenerateOptions& options)
     }
     offset_ = std::pow(10.0, hi);
   }
+  offset_pow_ = std::pow(offset_, 1.0 - alpha_);
   total_weight_small_ = Cumulative(static_cast<double>(n_ / c_));
   total_weight_large_ = Cumulative(static_cast<double>(n_ / c_ + 1));
 
@@ -153,7 +163,7 @@ double SbmModel::Cumulative(double x) const {
 double SbmModel::InverseCumulative(double u) const {
   if (std::fabs(alpha_ - 1.0) < 1e-9) return offset_ * std::expm1(u);
   const double e = 1.0 - alpha_;
-  const double base = std::pow(offset_, e) + e * u;
+  const double base = offset_pow_ + e * u;
   if (base <= 0) return std::numeric_limits<double>::max();  // clamped by the caller
   return std::pow(base, 1.0 / e) - offset_;
 }

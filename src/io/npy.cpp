@@ -167,7 +167,8 @@ Status InterpretDescr(NpyHeader* h, const std::string& source) {
   const char kind = d[pos];
   const std::string size_text = d.substr(pos + 1);
   if (size_text.empty() || size_text.size() > 2 ||
-      !std::all_of(size_text.begin(), size_text.end(), [](char c) { return std::isdigit(c); })) {
+      !std::all_of(size_text.begin(), size_text.end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
     return unsupported("expected a kind letter followed by a byte size");
   }
   const int bytes = std::stoi(size_text);
@@ -378,78 +379,97 @@ int64_t ConvertElements(const NpyHeader& h, const unsigned char* src, int64_t co
 // --- Readers
 // ---------------------------------------------------------------------------------------
 
-class FileNpyReader final : public NpyReader {
+// Buffers the data section: converters ask for a row at a time, and a read(2) or zip_fread per
+// row would dominate on graphs with millions of short rows.
+class BufferedNpyReader : public NpyReader {
  public:
-  FileNpyReader(std::string source, NpyHeader header, int fd, uint64_t offset)
-      : NpyReader(std::move(source), std::move(header)), fd_(fd), offset_(offset) {}
-  ~FileNpyReader() override { ::close(fd_); }
+  BufferedNpyReader(std::string source, NpyHeader header, uint64_t offset)
+      : NpyReader(std::move(source), std::move(header)), offset_(offset) {}
 
  protected:
+  // Reads up to `max` bytes at the current position; 0 at the end of the data.
+  virtual Result<size_t> Fill(char* dst, size_t max) = 0;
+
   Status ReadRaw(void* dst, size_t bytes) override {
     auto* p = static_cast<char*>(dst);
     while (bytes > 0) {
-      const ssize_t n = ::read(fd_, p, bytes);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return Status::FromErrno(errno, "read " + source_ + " at byte " + std::to_string(offset_));
+      if (begin_ == end_) {
+        if (buffer_.empty()) buffer_.resize(kBufferBytes);
+        SKIFF_ASSIGN_OR_RETURN(const size_t n, Fill(buffer_.data(), buffer_.size()));
+        if (n == 0) {
+          return Status::Corruption(source_ + ": truncated data (ends at byte " +
+                                    std::to_string(offset_) + ", expected " +
+                                    std::to_string(bytes) + " more bytes)");
+        }
+        begin_ = 0;
+        end_ = n;
       }
-      if (n == 0) {
-        return Status::Corruption(source_ + ": truncated data (file ends at byte " +
-                                  std::to_string(offset_) + ", expected " + std::to_string(bytes) +
-                                  " more bytes)");
-      }
-      p += n;
-      bytes -= static_cast<size_t>(n);
-      offset_ += static_cast<uint64_t>(n);
+      const size_t take = std::min(bytes, end_ - begin_);
+      std::memcpy(p, buffer_.data() + begin_, take);
+      begin_ += take;
+      p += take;
+      bytes -= take;
+      offset_ += take;
     }
     return Status::Ok();
   }
 
+  uint64_t offset_;  // bytes of the file or entry consumed by the caller
+
+ private:
+  static constexpr size_t kBufferBytes = 1 << 20;
+  std::vector<char> buffer_;
+  size_t begin_ = 0, end_ = 0;
+};
+
+class FileNpyReader final : public BufferedNpyReader {
+ public:
+  FileNpyReader(std::string source, NpyHeader header, int fd, uint64_t offset)
+      : BufferedNpyReader(std::move(source), std::move(header), offset), fd_(fd) {}
+  ~FileNpyReader() override { ::close(fd_); }
+
+ protected:
+  Result<size_t> Fill(char* dst, size_t max) override {
+    while (true) {
+      const ssize_t n = ::read(fd_, dst, max);
+      if (n >= 0) return static_cast<size_t>(n);
+      if (errno != EINTR) {
+        return Status::FromErrno(errno, "read " + source_ + " at byte " + std::to_string(offset_));
+      }
+    }
+  }
+
  private:
   const int fd_;
-  uint64_t offset_;
 };
 
 // Owns a zip archive and one open entry.
-class ZipNpyReader final : public NpyReader {
+class ZipNpyReader final : public BufferedNpyReader {
  public:
   ZipNpyReader(std::string source, NpyHeader header, zip_t* archive, zip_file_t* file,
                uint64_t offset)
-      : NpyReader(std::move(source), std::move(header)),
+      : BufferedNpyReader(std::move(source), std::move(header), offset),
         archive_(archive),
-        file_(file),
-        offset_(offset) {}
+        file_(file) {}
   ~ZipNpyReader() override {
     zip_fclose(file_);
     zip_discard(archive_);
   }
 
  protected:
-  Status ReadRaw(void* dst, size_t bytes) override {
-    auto* p = static_cast<char*>(dst);
-    while (bytes > 0) {
-      const zip_int64_t n = zip_fread(file_, p, bytes);
-      if (n < 0) {
-        return Status::Corruption(source_ + ": cannot read archive entry at byte " +
-                                  std::to_string(offset_) + ": " +
-                                  zip_error_strerror(zip_file_get_error(file_)));
-      }
-      if (n == 0) {
-        return Status::Corruption(source_ + ": truncated data (entry ends at byte " +
-                                  std::to_string(offset_) + ", expected " + std::to_string(bytes) +
-                                  " more bytes)");
-      }
-      p += n;
-      bytes -= static_cast<size_t>(n);
-      offset_ += static_cast<uint64_t>(n);
+  Result<size_t> Fill(char* dst, size_t max) override {
+    const zip_int64_t n = zip_fread(file_, dst, max);
+    if (n < 0) {
+      return Status::Corruption(source_ + ": cannot read archive entry at byte " +
+                                std::to_string(offset_) + ": " +
+                                zip_error_strerror(zip_file_get_error(file_)));
     }
-    return Status::Ok();
+    return static_cast<size_t>(n);
   }
 
  private:
   zip_t* const archive_;
   zip_file_t* const file_;
-  uint64_t offset_;
 };
 
 struct ZipCloser {

@@ -36,6 +36,23 @@ ConvertOptions Options(const std::string& in, const std::string& out) {
   o.memory_bytes = 16ull << 20;
   return o;
 }
+// Writes a little-endian .npy (format 1.0) with the given dtype descr and shape.
+void WriteNpy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,
+              const void* data, size_t bytes) {
+  std::string dims;
+  for (int64_t d : shape) dims += std::to_string(d) + ", ";
+  if (shape.size() > 1) dims.resize(dims.size() - 2);
+  std::string dict =
+      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write("\x93NUMPY\x01\x00", 8);
+  const uint16_t len = static_cast<uint16_t>(dict.size());
+  out.write(reinterpret_cast<const char*>(&len), 2);
+  out << dict;
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+}
 // Names in `dir` (to check nothing half-written is left behind).
 std::vector<std::string> Entries(const std::string& dir) {
   std::vector<std::string> names;
@@ -209,4 +226,47 @@ TEST_CASE("convert: format detection") {
   CHECK(*DetectInputFormat(dir / "a.tsv") == InputFormat::kEdgeList);
   CHECK(*DetectInputFormat(dir / "ogb") == InputFormat::kOgb);
   CHECK(DetectInputFormat(dir / "nope").status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("convert: edge list with .npy features and labels; row count must equal N") {
+  testing::TempDir dir;
+  std::string text;
+  for (int v = 0; v < 100; ++v)
+    text += std::to_string(v) + " " + std::to_string((v + 1) % 100) + "\n";
+  WriteText(dir / "ring.txt", text);
+  std::vector<float> feats(100 * 4);
+  for (size_t i = 0; i < feats.size(); ++i) feats[i] = static_cast<float>(i);
+  std::vector<int64_t> labels(100);
+  for (int v = 0; v < 100; ++v) labels[v] = v % 5 == 4 ? -1 : v % 4;
+  WriteNpy(dir / "x.npy", "<f4", {100, 4}, feats.data(), feats.size() * 4);
+  WriteNpy(dir / "y.npy", "<i8", {100}, labels.data(), labels.size() * 8);
+  WriteNpy(dir / "x99.npy", "<f4", {99, 4}, feats.data(), 99 * 16);
+  auto o = Options(dir / "ring.txt", dir / "ds");
+  o.features_npy = dir / "x.npy";
+  o.labels_npy = dir / "y.npy";
+  o.split.train_fraction = 0.5;
+  o.split.valid_fraction = 0.25;
+  o.split.test_fraction = 0.25;
+  auto s = ConvertGraph(o);
+  REQUIRE(s.ok());
+  CHECK(s->feature_dim == 4);
+  CHECK(s->num_classes == 4);
+  CHECK(s->train_count + s->valid_count + s->test_count == 80);  // unlabelled nodes excluded
+  auto ds = format::Dataset::Open(dir / "ds");
+  REQUIRE(ds.ok());
+  auto x = (*ds)->LoadFeatures();
+  REQUIRE(x.ok());
+  CHECK(*x == feats);
+  auto y = (*ds)->LoadLabels();
+  REQUIRE(y.ok());
+  CHECK((*y)[4] == -1);
+  CHECK((*y)[7] == 3);
+
+  o.output = dir / "bad";
+  o.features_npy = dir / "x99.npy";
+  auto bad = ConvertGraph(o);
+  CHECK(bad.status().code() == StatusCode::kInvalidArgument);
+  CHECK(bad.status().message().find("x99.npy: 99 feature rows, expected one per node (100") !=
+        std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "bad"));
 }

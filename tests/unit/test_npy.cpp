@@ -1,13 +1,16 @@
 // .npy / .npz reading: real .npy bytes built by hand (headers as numpy writes them), every dtype
 // and byte order, malformed and truncated files, and .npz archives both stored and deflated.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <zip.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "skiff/format/dataset.h"
@@ -161,7 +164,7 @@ TEST_CASE("npy: malformed files give errors naming the file and the problem") {
   st = open_error(NpyBytes("<i4", "(3,)", ok_data).substr(0, 30));
   CHECK(st.message().find("truncated .npy header") != std::string::npos);
   // Malformed dicts.
-  for (const std::string& shape : {"(3,", "3", "(a,)", "(-1,)"}) {
+  for (const std::string shape : {"(3,", "3", "(a,)", "(-1,)"}) {
     CAPTURE(shape);
     st = open_error(NpyBytes("<i4", shape, ok_data));
     CHECK(st.code() == StatusCode::kCorruption);
@@ -178,7 +181,7 @@ TEST_CASE("npy: malformed files give errors naming the file and the problem") {
     CHECK(st.message().find("lacks") != std::string::npos);
   }
   // Unsupported dtypes.
-  for (const std::string& descr : {"<U7", "|O8", "<c8", "<i3", "<f16", "zz"}) {
+  for (const std::string descr : {"<U7", "|O8", "<c8", "<i3", "<f16", "zz"}) {
     CAPTURE(descr);
     st = open_error(NpyBytes(descr, "(3,)", ok_data));
     CHECK(st.message().find("unsupported dtype") != std::string::npos);
@@ -203,7 +206,8 @@ TEST_CASE("npy: Fortran order is accepted for 1-D arrays") {
   CHECK(ReadAllInt(**r) == std::vector<int64_t>{4, 5, 6});
 }
 
-TEST_CASE("npz: stored and deflated entries stream; listing; missing entries; not a zip") {
+TEST_CASE(
+    "npz: stored and deflated entries stream, list, and report missing entries and non-zip files") {
   testing::TempDir dir;
   std::vector<float> big(100000);
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 977) * 0.5f;
@@ -277,4 +281,97 @@ TEST_CASE("npz: the shared cora.npz reads with the shapes its README gives") {
   // Strings are refused with a clear message.
   auto names = NpyReader::OpenNpzEntry(path, "class_names");
   CHECK(names.status().message().find("unsupported dtype '<U22'") != std::string::npos);
+}
+
+TEST_CASE("npy: data that ends early while streaming is reported with the byte offset") {
+  // A pipe has no size to check up front, so truncation surfaces in the middle of reading.
+  TempDir dir;
+  const std::string path = dir / "pipe.npy";
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  const std::string bytes = NpyBytes("<i4", "(5,)", Raw<int32_t>({1, 2, 3}));
+  std::thread writer([&] { WriteBytes(path, bytes); });
+  auto r = NpyReader::OpenFile(path);
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  std::vector<int64_t> out(5);
+  const Status st = (*r)->ReadInt64(5, out.data());
+  writer.join();
+  CHECK(st.code() == StatusCode::kCorruption);
+  CHECK(st.message().find(path) != std::string::npos);
+  CHECK_MESSAGE(st.message().find("truncated data (ends at byte " + std::to_string(bytes.size())) !=
+                    std::string::npos,
+                st.message());
+}
+
+TEST_CASE("npy: files written by numpy itself read back exactly, when numpy is available") {
+  // Uses $SKIFF_PYTHON (default python3); skipped when it cannot import numpy.
+  const char* env = std::getenv("SKIFF_PYTHON");
+  const std::string python = env != nullptr ? env : "python3";
+  if (std::system((python + " -c 'import numpy' >/dev/null 2>&1").c_str()) != 0) {
+    MESSAGE("skipped: " << python << " has no numpy");
+    return;
+  }
+  TempDir dir;
+  // Values: (k % 97) - 40 for k in C order, cast to each dtype (unsigned types use k % 97).
+  const std::vector<std::string> dtypes = {"bool", "int8", "<u2", ">i4", "<i8",
+                                           ">u8",  "<f2",  ">f4", "<f8", ">f8"};
+  const std::string script =
+      "import numpy as np, sys\n"
+      "d = sys.argv[1]\n"
+      "dts = sys.argv[2].split(',')\n"
+      "def vals(dt, shape):\n"
+      "    k = np.arange(int(np.prod(shape))).reshape(shape) % 97\n"
+      "    t = np.dtype(dt)\n"
+      "    if t.kind == 'b': return (k % 2 == 1).astype(t)\n"
+      "    if t.kind == 'u': return k.astype(t)\n"
+      "    return (k - 40).astype(t)\n"
+      "for i, dt in enumerate(dts):\n"
+      "    np.save(f'{d}/a{i}.npy', vals(dt, (7, 5, 3)))\n"
+      "np.savez(f'{d}/s.npz', x=vals('<i4', (1000,)), y=vals('<f4', (30, 40)))\n"
+      "np.savez_compressed(f'{d}/c.npz', x=vals('<i4', (1000,)), y=vals('<f4', (30, 40)))\n"
+      "np.save(f'{d}/scalar.npy', np.int64(-40))\n"
+      "np.save(f'{d}/fortran.npy', np.asfortranarray(vals('<f4', (4, 6))))\n";
+  std::ofstream(dir / "write.py") << script;
+  std::string types;
+  for (const auto& t : dtypes) types += (types.empty() ? "" : ",") + t;
+  REQUIRE(std::system((python + " " + (dir / "write.py") + " " + dir.path() + " '" + types + "'")
+                          .c_str()) == 0);
+
+  auto expected = [](const std::string& dtype, int64_t k) -> int64_t {
+    const int64_t m = k % 97;
+    if (dtype == "bool") return m % 2;
+    if (dtype.find('u') != std::string::npos) return m;
+    return m - 40;
+  };
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    CAPTURE(dtypes[i]);
+    auto r = NpyReader::OpenFile(dir / ("a" + std::to_string(i) + ".npy"));
+    REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+    CHECK((*r)->header().shape == std::vector<int64_t>{7, 5, 3});
+    const auto values = ReadAllInt(**r);
+    int64_t wrong = 0;
+    for (int64_t k = 0; k < 105; ++k)
+      wrong += values[static_cast<size_t>(k)] != expected(dtypes[i], k);
+    CHECK(wrong == 0);
+  }
+  for (const std::string archive : {"s.npz", "c.npz"}) {
+    CAPTURE(archive);
+    auto x = NpyReader::OpenNpzEntry(dir / archive, "x");
+    REQUIRE_MESSAGE(x.ok(), x.status().ToString());
+    const auto xs = ReadAllInt(**x);
+    auto y = NpyReader::OpenNpzEntry(dir / archive, "y");
+    REQUIRE(y.ok());
+    CHECK((*y)->header().shape == std::vector<int64_t>{30, 40});
+    const auto ys = ReadAllFloat(**y);
+    int64_t wrong = 0;
+    for (int64_t k = 0; k < 1000; ++k) wrong += xs[static_cast<size_t>(k)] != k % 97 - 40;
+    for (int64_t k = 0; k < 1200; ++k) {
+      wrong += ys[static_cast<size_t>(k)] != static_cast<float>(k % 97 - 40);
+    }
+    CHECK(wrong == 0);
+  }
+  auto scalar = NpyReader::OpenFile(dir / "scalar.npy");
+  REQUIRE(scalar.ok());
+  CHECK(ReadAllInt(**scalar) == std::vector<int64_t>{-40});
+  auto fortran = NpyReader::OpenFile(dir / "fortran.npy");
+  CHECK(fortran.status().message().find("Fortran") != std::string::npos);
 }

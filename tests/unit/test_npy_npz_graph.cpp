@@ -68,7 +68,7 @@ TEST_CASE("npz graph: directed conversion sorts, de-duplicates and drops self lo
   CHECK((*ds)->VerifyAll().ok());
 }
 
-TEST_CASE("npz graph: undirected adds reverse edges; self loops kept on request; float16") {
+TEST_CASE("npz graph: undirected adds reverse edges, keeps self loops on request, writes float16") {
   TempDir dir;
   WriteNpz(dir / "tiny.npz", TinyGraph(), false);
   auto opt = Options(dir / "tiny.npz", dir / "out");
@@ -87,7 +87,8 @@ TEST_CASE("npz graph: undirected adds reverse edges; self loops kept on request;
   CHECK((*(*ds)->LoadFeatures())[0] == 1.5f);
 }
 
-TEST_CASE("npz graph: idx_* arrays give the splits; dense attr_matrix; CSR one-hot labels") {
+TEST_CASE(
+    "npz graph: idx_train and idx_val give the splits, dense attr_matrix, CSR one-hot labels") {
   TempDir dir;
   auto entries = TinyGraph();
   entries.erase("attr_data");

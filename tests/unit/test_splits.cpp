@@ -121,7 +121,7 @@ TEST_CASE("splits: deterministic by seed, different across seeds") {
   }
 }
 
-TEST_CASE("splits: labels outside [0, num_classes) are refused") {
+TEST_CASE("splits: labels of num_classes or more are refused") {
   auto s = MakeSplits(*ParseSplitSpec("0.5,0.5", 0), {0, 1, 5}, 3);
   CHECK(s.status().code() == StatusCode::kInvalidArgument);
   CHECK(s.status().message().find("node 2") != std::string::npos);

@@ -91,10 +91,12 @@ int RunConvert(const ConvertFlags& f) {
               static_cast<long long>(s.feature_dim), static_cast<long long>(s.num_classes),
               static_cast<long long>(s.train_count), static_cast<long long>(s.valid_count),
               static_cast<long long>(s.test_count));
-  std::printf("sort         %s budget, %llu runs spilled (%s)\n",
-              FormatBytes(s.memory_budget_bytes).c_str(),
-              static_cast<unsigned long long>(s.runs_spilled),
-              FormatBytes(s.bytes_spilled).c_str());
+  if (s.format != convert::InputFormat::kNpz) {
+    std::printf("sort         %s budget, %llu runs spilled (%s)\n",
+                FormatBytes(s.memory_budget_bytes).c_str(),
+                static_cast<unsigned long long>(s.runs_spilled),
+                FormatBytes(s.bytes_spilled).c_str());
+  }
   std::printf("time         %s, %s edges/s, peak RSS %s\n", FormatSeconds(s.seconds).c_str(),
               FormatCount(rate).c_str(), FormatBytes(PeakRssBytes()).c_str());
   return 0;

@@ -103,11 +103,12 @@ RunFn Setup(CLI::App& app) {
   std::string presets;
   for (const auto& p : generate::PresetNames()) presets += (presets.empty() ? "" : ", ") + p;
   app.description(
-      "Generate a synthetic node-classification dataset: a degree-corrected stochastic block "
-      "model with power-law degrees, tunable homophily and noisy class-correlated features, "
-      "streamed into the dataset format. Edges are directed (row v = v's sampled "
-      "out-neighbours). Same options and seed give byte-identical files. Start from a preset "
-      "and override any option, or give --nodes and the rest.");
+      "Generate a synthetic node-classification dataset (degree-corrected stochastic block model)");
+  app.footer(
+      "Power-law degrees, tunable homophily and noisy class-correlated features, streamed into\n"
+      "the dataset format. Edges are directed: row v holds v's sampled out-neighbours. The same\n"
+      "options and seed give byte-identical files at any thread count. Start from a preset and\n"
+      "override any option, or give --nodes and the rest. Presets and the model: docs/generate.md");
   app.add_option("--preset", o->preset, "Preset: " + presets + " (see docs/generate.md)");
   app.add_option("--out", o->out, "Dataset directory to create")->required();
   app.add_flag("--overwrite", o->overwrite, "Replace the output directory if it exists");

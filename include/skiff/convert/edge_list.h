@@ -46,6 +46,11 @@ class EdgeListReader {
   // field (e.g. a non-integer ID with --id-map=never).
   Status ErrorAtLine(const std::string& what) const;
 
+  // "<file> line <n>" of the edge last returned (header detection reads ahead, so this is not
+  // always lines().Where()).
+  std::string Where() const {
+    return lines_->path() + " line " + std::to_string(current_line_number_);
+  }
   bool skipped_header() const { return skipped_header_; }
   const LineReader& lines() const { return *lines_; }
 

@@ -10,8 +10,10 @@
 // belongs to a dataset that is not committed yet, so a crash loses nothing valid) and applied every
 // kBatchEntries new IDs and in Close(). A bounded in-memory cache (raw -> dense) serves repeated
 // IDs without touching RocksDB; when it is full it is cleared (after the pending batch is written),
-// which keeps the memory bound simple and exact. RocksDB's block cache and memtables are sized from
-// the same budget. rocksdb::Status becomes skiff::Status in one place (id_map.cpp, ToStatus).
+// which keeps the memory bound simple and exact. Until the first clear the cache holds every ID
+// assigned, so a miss is known to be a new ID without a RocksDB lookup. RocksDB's block cache and
+// memtables are sized from the same budget. rocksdb::Status becomes skiff::Status in one place
+// (id_map.cpp, ToStatus).
 //
 // Thread safety: an IdMap is used by one thread.
 #pragma once

@@ -3,8 +3,13 @@
 //
 // Node IDs are a pseudo-random permutation of "internal indices": internal index i has class
 // i mod C and degree rank i div C within its class (rank 0 has the largest weight). The
-// permutation (a Feistel network over the next power of four, cycle-walked into [0, N)) costs O(1)
+// permutation (a keyed Feistel network, cycle-walked into [0, N)) costs O(1)
 // memory, so the model needs no per-node arrays at any N.
+//
+// The permutation is a 4-round Feistel network over the mixed-radix domain [0, a) x [0, b),
+// a = ceil(sqrt(N)), b = ceil(N / a), whose halves swap sizes each round (adding round values
+// modulo the half's size); a * b - N < a, so the cycle walk into [0, N) rarely takes a second
+// step.
 //
 // Thread safety: immutable after construction; all methods are const and may be called from many
 // threads at once.
@@ -28,11 +33,11 @@ class NodePermutation {
  private:
   uint64_t Encrypt(uint64_t x) const;
   uint64_t Decrypt(uint64_t x) const;
-  uint64_t Round(int round, uint64_t half) const;
-  static constexpr int kRounds = 4;
+  // Round function of round `round` applied to `half`, reduced to [0, range).
+  uint64_t Round(int round, uint64_t half, uint64_t range) const;
+  static constexpr int kRounds = 4;  // even: the halves end in their starting sizes
   uint64_t n_;
-  int half_bits_;
-  uint64_t half_mask_;
+  uint64_t a_, b_;  // x = hi * b_ + lo with hi < a_, lo < b_
   uint64_t keys_[kRounds];
 };
 
@@ -66,8 +71,9 @@ class SbmModel {
   const int64_t n_;
   const int64_t c_;
   const NodePermutation perm_;
-  double alpha_ = 0;   // weight(rank) ~ (rank + offset)^-alpha, alpha = 1 / (exponent - 1)
-  double offset_ = 1;  // chosen so the top expected degree is the structural cutoff
+  double alpha_ = 0;       // weight(rank) ~ (rank + offset)^-alpha, alpha = 1 / (exponent - 1)
+  double offset_ = 1;      // chosen so the top expected degree is the structural cutoff
+  double offset_pow_ = 1;  // offset_^(1 - alpha_), cached for the inverse CDF
   double total_weight_small_ = 0, total_weight_large_ = 0;  // Cumulative(class size)
   std::vector<float> centroids_;
 };

@@ -8,6 +8,17 @@
 //
 // Thread safety: a Model is used by one thread at a time (the compute stage). Forward must be
 // followed by at most one Backward before the next Forward.
+//
+// Architecture (CPU and CUDA alike): every layer's input goes through dropout (when training;
+// the first layer's with probability input_dropout);
+// hidden layers are followed by optional LayerNorm (norm == "layer") and then the activation.
+//   sage: h_dst = x_dst W_self + mean_{s in N(d)} x_s W_neigh + b
+//   gcn:  h_dst = (x_d / (deg_d + 1) + sum_s x_s / sqrt((deg_d + 1)(deg_s + 1))) W + b,
+//         degrees counted within the block
+//   gat:  `heads` heads of hidden_dim features each, concatenated on hidden layers (width
+//         heads * hidden_dim), 1 head on the last layer; a self-loop is added to every destination
+//         row; attention coefficients also go through dropout (same probability) when training.
+// Parameters are Glorot-uniform initialised from config.seed (biases 0, LayerNorm gain 1).
 #pragma once
 
 #include <cstdint>
@@ -31,10 +42,14 @@ struct ModelConfig {
   int64_t num_classes = 0;
   int num_layers = 2;
   float dropout = 0.5f;
-  int heads = 4;                  // GAT only: attention heads of hidden layers (last layer: 1 head)
+  // Dropout on the first layer's input (the raw features); < 0 means "same as dropout". GCN/GAT
+  // on small citation graphs want it (Kipf & Welling, Velickovic et al.); DGL's sampled GraphSAGE
+  // recipe uses 0, which also skips a pass over the largest tensor of a sampled batch.
+  float input_dropout = -1.0f;
+  int heads = 4;  // GAT only: attention heads of hidden layers (last layer: 1 head)
   std::string activation = "relu";  // "relu" or "elu"
   std::string norm = "none";        // "none" or "layer" (LayerNorm on hidden layers)
-  uint64_t seed = 0;              // parameter initialisation (Glorot uniform) and dropout
+  uint64_t seed = 0;                // parameter initialisation (Glorot uniform) and dropout
 };
 
 // One parameter tensor. `data` and `grad` point into storage owned by the model.
@@ -60,11 +75,16 @@ class Model {
 
   // x: batch.input_nodes.size() x in_dim features (row-major). Writes logits (seeds x num_classes).
   // When `embeddings` is non-null, also writes the final layer's input representation
-  // (seeds x hidden width). `training` enables dropout, seeded by `dropout_seed`.
+  // (seeds x EmbeddingDim()). `training` enables dropout, seeded by `dropout_seed` (the same seed
+  // gives the same masks). Returns InvalidArgument for a malformed batch (block count != layers,
+  // num_src/num_dst chain broken, indptr/indices inconsistent or out of range).
+  // `batch` and `x` are referenced, not copied: both must stay alive and unchanged until Backward
+  // (or the next Forward). Logits/embeddings vectors are resized; reusing them avoids allocation.
   virtual Status Forward(const train::MiniBatch& batch, const float* x, bool training,
                          uint64_t dropout_seed, std::vector<float>* logits,
                          std::vector<float>* embeddings = nullptr) = 0;
-  // grad_logits: seeds x num_classes. Accumulates into every Parameter::grad.
+  // grad_logits: seeds x num_classes. Accumulates into every Parameter::grad. Returns
+  // InvalidArgument when not preceded by a Forward (or called twice for one Forward).
   virtual Status Backward(const float* grad_logits) = 0;
 
   virtual std::vector<Parameter> Parameters() = 0;
@@ -84,12 +104,16 @@ class Optimizer {
     std::string kind = "adam";  // "adam" or "sgd"
     float lr = 0.01f;
     float weight_decay = 5e-4f;
-    float momentum = 0.0f;      // SGD only
+    float momentum = 0.0f;  // SGD only
   };
+  // InvalidArgument unless kind is "adam" or "sgd"; lr > 0; weight_decay, momentum >= 0.
+  static Status ValidateConfig(const Config& config);
+  // The config must be valid (checked: an invalid one is a programmer error).
   Optimizer(Model& model, Config config);
-  void Step();                     // applies one update from the accumulated gradients
+  void Step();  // applies one update from the accumulated gradients
   int64_t steps() const { return step_; }
-  // State for checkpoints: moments in Parameters() order, and the step count.
+  // State for checkpoints, in Parameters() order: adam keeps m then v per parameter
+  // (state()[2i], state()[2i+1]), sgd one momentum buffer per parameter; and the step count.
   std::vector<std::vector<float>>& state() { return state_; }
   void set_steps(int64_t steps) { step_ = steps; }
 

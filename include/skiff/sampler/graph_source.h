@@ -1,0 +1,57 @@
+// GraphSource: adjacency access for the neighbour sampler.
+//
+// The sampler never touches a CSR array directly; it asks a GraphSource for a node's degree and for
+// the neighbours at chosen positions of its row. The in-memory implementation (InMemoryGraph) holds
+// the dataset's CSR; an out-of-core implementation serves the same calls from resident partitions
+// and fine-grained reads, so sampling code is shared by both.
+//
+// Thread safety: implementations must allow concurrent const calls from many sampler threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "skiff/format/dataset.h"
+#include "skiff/status.h"
+
+namespace skiff::sampler {
+
+class GraphSource {
+ public:
+  virtual ~GraphSource() = default;
+  virtual int64_t num_nodes() const = 0;
+  // Number of (out-)neighbours of v; v must be in [0, num_nodes()).
+  virtual int64_t Degree(int64_t v) const = 0;
+  // Writes the neighbours at `positions` (each in [0, Degree(v)), ascending) of v's row into
+  // out[0 .. positions.size()). IOError / Corruption from a backing store.
+  virtual Status NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const = 0;
+  // Writes v's whole row into *out (resized to Degree(v)).
+  virtual Status Neighbors(int64_t v, std::vector<int64_t>* out) const;
+};
+
+// The whole CSR in memory.
+class InMemoryGraph final : public GraphSource {
+ public:
+  // Takes ownership of a CSR: offsets (size N+1, non-decreasing, offsets[0] == 0) and neighbors
+  // (size offsets[N], each in [0, N)). InvalidArgument when malformed.
+  static Result<std::unique_ptr<InMemoryGraph>> FromCsr(std::vector<int64_t> offsets,
+                                                        std::vector<int64_t> neighbors);
+  // Loads graph.offsets / graph.neighbors of an opened dataset (checksums verified).
+  static Result<std::unique_ptr<InMemoryGraph>> Load(const format::Dataset& dataset);
+
+  int64_t num_nodes() const override { return static_cast<int64_t>(offsets_.size()) - 1; }
+  int64_t Degree(int64_t v) const override { return offsets_[v + 1] - offsets_[v]; }
+  Status NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const override;
+  Status Neighbors(int64_t v, std::vector<int64_t>* out) const override;
+  uint64_t MemoryBytes() const { return (offsets_.size() + neighbors_.size()) * sizeof(int64_t); }
+
+ private:
+  InMemoryGraph(std::vector<int64_t> offsets, std::vector<int64_t> neighbors)
+      : offsets_(std::move(offsets)), neighbors_(std::move(neighbors)) {}
+  std::vector<int64_t> offsets_;
+  std::vector<int64_t> neighbors_;
+};
+
+}  // namespace skiff::sampler

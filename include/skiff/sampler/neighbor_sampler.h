@@ -1,0 +1,56 @@
+// NeighborSampler: multi-hop uniform neighbour sampling without replacement into a MiniBatch.
+//
+// Fanouts are given per layer, input layer first, as in DGL: {15, 10, 5} samples 5 neighbours of
+// each seed, then 10 of each new node of hop 1, then 15 of each new node of hop 2. A fanout of -1
+// takes every neighbour (full-neighbourhood mode, used for exact evaluation); a fanout >= degree
+// also takes the whole row. Picks are uniform without replacement (Floyd's algorithm) and are
+// returned in row order.
+//
+// Each node is sampled once, at the hop where it first appears, and layers reuse the samples of
+// inner hops (as MariusGNN's DENSE): nodes are numbered by hop of first appearance (seeds first),
+// block l's destination nodes are the nodes of hops 0 .. L-1-l and its sources those of hops
+// 0 .. L-l, so destinations are a prefix of sources (see train/minibatch.h). A node's edges are the
+// same in every block where it is a destination.
+//
+// Determinism: the picks are a pure function of (graph, fanouts, seeds, rng_seed); use
+// BatchSeed(seed, epoch, batch) for rng_seed so results do not depend on thread scheduling.
+//
+// Thread safety: Sample is const and may be called from many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "skiff/sampler/graph_source.h"
+#include "skiff/status.h"
+#include "skiff/train/minibatch.h"
+
+namespace skiff::sampler {
+
+// Parses "15,10,5" (each > 0 or -1). InvalidArgument names the bad element.
+Result<std::vector<int>> ParseFanouts(const std::string& text);
+std::string FanoutsToString(const std::vector<int>& fanouts);
+
+// A 64-bit seed mixed from a run seed and (stream, epoch, batch) with SplitMix64.
+uint64_t BatchSeed(uint64_t seed, uint64_t stream, uint64_t epoch, uint64_t batch);
+
+class NeighborSampler {
+ public:
+  // `graph` must outlive the sampler. fanouts.size() is the number of layers (>= 1).
+  NeighborSampler(const GraphSource& graph, std::vector<int> fanouts);
+
+  const std::vector<int>& fanouts() const { return fanouts_; }
+  int num_layers() const { return static_cast<int>(fanouts_.size()); }
+
+  // Samples the neighbourhood of `seeds` (distinct node IDs) into *out (labels left empty).
+  // InvalidArgument on an out-of-range or repeated seed; errors of the GraphSource pass through.
+  Status Sample(std::span<const int64_t> seeds, uint64_t rng_seed, train::MiniBatch* out) const;
+
+ private:
+  const GraphSource& graph_;
+  std::vector<int> fanouts_;
+};
+
+}  // namespace skiff::sampler

@@ -1,0 +1,19 @@
+// Batch planning: the first stage of an epoch. Splits a node set into mini-batches of seeds,
+// shuffled by a generator seeded with (seed, epoch) so every epoch has its own order and a resumed
+// run replays the same order. Every node appears in exactly one batch.
+//
+// Thread safety: pure function.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace skiff::train {
+
+// Batches of at most `batch_size` (> 0) nodes, the last one possibly smaller. With shuffle false
+// the nodes keep their given order (evaluation and prediction).
+std::vector<std::vector<int64_t>> PlanBatches(std::span<const int64_t> nodes, int64_t batch_size,
+                                              bool shuffle, uint64_t seed, uint64_t epoch);
+
+}  // namespace skiff::train

@@ -1,0 +1,84 @@
+// BatchStream: the sampling and gathering stages of training, run by a pool of worker threads.
+//
+// Given the planned batches of one pass (an epoch or an evaluation), workers take batch indices in
+// order, sample each batch (NeighborSampler over a GraphSource, seeded with
+// BatchSeed(seed, stream, epoch, index)), fill its labels, and gather the input feature rows from a
+// FeatureSource. Results are handed to the single consumer (the compute stage) strictly in batch
+// order through a bounded window of `capacity` batches, so memory in flight is bounded and the
+// output does not depend on the number of threads. Per-stage busy time (sample, gather) and the
+// consumer's wait are recorded for metrics.
+//
+// Errors: the first failing batch's Status is returned by Next() when that batch is due; the
+// remaining workers stop. Destroying the stream early stops and joins the workers.
+//
+// Thread safety: Next() and the accessors are called by one consumer thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "skiff/sampler/feature_source.h"
+#include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/status.h"
+#include "skiff/train/minibatch.h"
+
+namespace skiff::train {
+
+struct PreparedBatch {
+  int64_t index = 0;
+  MiniBatch batch;
+  std::vector<float> features;  // batch.input_nodes.size() x FeatureSource::dim()
+};
+
+struct BatchStreamOptions {
+  int threads = 1;      // sampler/gather workers (>= 1)
+  size_t capacity = 4;  // batches prepared ahead of the consumer (>= 1)
+  uint64_t seed = 0;
+  uint64_t stream = 0;  // distinguishes training from evaluation passes
+  uint64_t epoch = 0;
+};
+
+class BatchStream {
+ public:
+  // The sampler, features and labels (size num_nodes; may be null) must outlive the stream.
+  BatchStream(const sampler::NeighborSampler& sampler, const sampler::FeatureSource& features,
+              const std::vector<int32_t>* labels, std::vector<std::vector<int64_t>> batches,
+              BatchStreamOptions options);
+  ~BatchStream();
+  BatchStream(const BatchStream&) = delete;
+  BatchStream& operator=(const BatchStream&) = delete;
+
+  // The next batch in order; nullopt after the last one. A worker's error is returned once.
+  Result<std::optional<PreparedBatch>> Next();
+
+  int64_t num_batches() const { return static_cast<int64_t>(batches_.size()); }
+  double sample_busy_seconds() const;
+  double gather_busy_seconds() const;
+  double consumer_wait_seconds() const { return consumer_wait_seconds_; }
+
+ private:
+  void Worker();
+
+  const sampler::NeighborSampler& sampler_;
+  const sampler::FeatureSource& features_;
+  const std::vector<int32_t>* labels_;
+  const std::vector<std::vector<int64_t>> batches_;
+  const BatchStreamOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t next_to_claim_ = 0;                                // guarded by mu_
+  int64_t next_to_deliver_ = 0;                              // guarded by mu_
+  bool stop_ = false;                                        // guarded by mu_
+  std::vector<std::optional<Result<PreparedBatch>>> slots_;  // guarded by mu_; ring of capacity
+  double sample_ns_ = 0, gather_ns_ = 0;                     // guarded by mu_
+  double consumer_wait_seconds_ = 0;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace skiff::train

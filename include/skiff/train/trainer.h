@@ -1,0 +1,126 @@
+// Trainer: mini-batch node-classification training as a sequence of stages per batch --
+// batch planning (PlanBatches), sampling (NeighborSampler over a GraphSource), feature gathering
+// (FeatureSource), both run ahead by a BatchStream's worker pool, and compute (Model::Forward,
+// SoftmaxCrossEntropy, Backward, Optimizer::Step) on the calling thread. The data sources are
+// interfaces, so an out-of-core source plugs in without another training loop.
+//
+// Each epoch: train over the shuffled training nodes, then evaluate valid and test accuracy with
+// eval_fanouts; write one JSON line of metrics; checkpoint the model when validation accuracy
+// improves. Every random stream is derived from (seed, epoch, batch), so a run resumed from a
+// checkpoint of epoch e reproduces epochs e+1.. of the uninterrupted run.
+//
+// Thread safety: a Trainer is driven by one thread; it starts its own sampler threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "skiff/format/dataset.h"
+#include "skiff/model/model.h"
+#include "skiff/sampler/feature_source.h"
+#include "skiff/sampler/graph_source.h"
+#include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/status.h"
+#include "skiff/train/checkpoint.h"
+
+namespace skiff::train {
+
+// Everything a run trains on. Sources must outlive the Trainer.
+struct TrainData {
+  const sampler::GraphSource* graph = nullptr;
+  const sampler::FeatureSource* features = nullptr;
+  std::vector<int32_t> labels;  // size num_nodes, -1 = unlabelled
+  int64_t num_classes = 0;
+  std::vector<int64_t> train, valid, test;
+};
+
+// Owns in-memory sources loaded from a dataset.
+struct InMemoryData {
+  std::unique_ptr<sampler::InMemoryGraph> graph;
+  std::unique_ptr<sampler::InMemoryFeatures> features;
+  TrainData data;
+};
+Result<std::unique_ptr<InMemoryData>> LoadInMemory(const format::Dataset& dataset);
+
+// Default evaluation fanout per layer: the full neighbourhood, capped at this many neighbours.
+inline constexpr int kDefaultEvalFanoutCap = 100;
+
+struct TrainOptions {
+  model::ModelConfig model;  // in_dim / num_classes are filled from the data
+  model::Optimizer::Config optimizer;
+  std::vector<int> fanouts{15, 10};  // input layer first; size == model.num_layers
+  std::vector<int> eval_fanouts;     // empty: kDefaultEvalFanoutCap per layer
+  int64_t batch_size = 1024;
+  int64_t eval_batch_size = 4096;
+  int epochs = 10;
+  uint64_t seed = 0;
+  int sampler_threads = 2;
+  size_t prefetch_batches = 4;
+  std::string checkpoint_path;  // best model by validation accuracy ("" = none)
+  std::string metrics_path;     // JSON lines, one per epoch ("" = none)
+  bool show_progress = true;
+
+  std::string ToJson() const;
+  static Result<TrainOptions> FromJson(const std::string& text);
+};
+
+struct EpochMetrics {
+  int64_t epoch = 0;
+  double loss = 0, train_acc = 0, valid_acc = 0, test_acc = 0;
+  double epoch_seconds = 0, samples_per_second = 0;
+  double sample_seconds = 0, gather_seconds = 0, compute_seconds = 0, eval_seconds = 0;
+  double compute_wait_seconds = 0;  // compute stage waiting for sampled batches
+  std::string ToJson() const;
+};
+
+struct TrainSummary {
+  std::vector<EpochMetrics> epochs;  // epochs run by this call
+  int64_t best_epoch = -1;
+  double best_valid_acc = 0, best_test_acc = 0;
+};
+
+using ModelFactory =
+    std::function<Result<std::unique_ptr<model::Model>>(const model::ModelConfig&)>;
+
+class Trainer {
+ public:
+  // InvalidArgument on inconsistent options (fanouts vs layers, empty training set, ...).
+  // `factory` defaults to Model::CreateCpu.
+  static Result<std::unique_ptr<Trainer>> Create(const TrainData& data, TrainOptions options,
+                                                 ModelFactory factory = nullptr);
+
+  // Restores parameters, optimiser state, epoch and best result. InvalidArgument when the
+  // checkpoint's parameters do not match this model.
+  Status Restore(const Checkpoint& checkpoint);
+  // Trains the remaining epochs (from the restored epoch + 1, or 0).
+  Result<TrainSummary> Run();
+
+  // Accuracy over `nodes` with eval fanouts (model in inference mode).
+  Result<double> Evaluate(const std::vector<int64_t>& nodes, uint64_t stream);
+  // Predicted class and final-layer embedding (EmbeddingDim wide) of every node in `nodes`.
+  Status Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+                 std::vector<float>* embeddings);
+
+  Checkpoint MakeCheckpoint(int64_t epoch);
+  model::Model& model() { return *model_; }
+  const TrainOptions& options() const { return options_; }
+
+ private:
+  Trainer(const TrainData& data, TrainOptions options)
+      : data_(data), options_(std::move(options)) {}
+  Result<EpochMetrics> TrainEpoch(int64_t epoch);
+
+  const TrainData& data_;
+  TrainOptions options_;
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<model::Optimizer> optimizer_;
+  std::unique_ptr<sampler::NeighborSampler> train_sampler_, eval_sampler_;
+  int64_t next_epoch_ = 0;
+  int64_t best_epoch_ = -1;
+  double best_valid_acc_ = -1, best_test_acc_ = 0;
+};
+
+}  // namespace skiff::train

@@ -1,0 +1,112 @@
+#include "kernels/cpu/csr_aggregate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/parallel.h"
+#include "skiff/status.h"
+
+namespace skiff::cpu {
+namespace {
+
+// Weight of edge `edge` in row `row` for `mode` (1 / deg for kMean, so deg > 0 here).
+inline float EdgeWeight(AggregateMode mode, const float* edge_weight, int64_t edge,
+                        int64_t degree) {
+  switch (mode) {
+    case AggregateMode::kSum:
+      return 1.0f;
+    case AggregateMode::kMean:
+      return 1.0f / static_cast<float>(degree);
+    case AggregateMode::kWeighted:
+      return edge_weight[edge];
+  }
+  return 0.0f;
+}
+
+// Rows per parallel chunk: enough edge work per chunk to amortise starting a thread.
+int64_t RowsPerChunk(int64_t num_dst, int64_t nnz, int64_t dim) {
+  const int64_t work_per_row =
+      std::max<int64_t>(1, (nnz / std::max<int64_t>(1, num_dst) + 1) * dim);
+  return std::max<int64_t>(1, (int64_t{1} << 16) / work_per_row);
+}
+
+}  // namespace
+
+void CsrAggregateForward(int64_t num_dst, int64_t num_src, const int64_t* indptr,
+                         const int32_t* indices, const float* edge_weight, AggregateMode mode,
+                         const float* x, int64_t dim, float* out) {
+  SKIFF_CHECK(num_dst >= 0 && num_src >= 0 && dim >= 0);
+  SKIFF_CHECK(mode != AggregateMode::kWeighted || edge_weight != nullptr || indptr[num_dst] == 0);
+  const int64_t nnz = indptr[num_dst];
+  ParallelFor(num_dst, RowsPerChunk(num_dst, nnz, dim), [&](int64_t row_begin, int64_t row_end) {
+    double acc[kAccumTile];
+    for (int64_t row = row_begin; row < row_end; ++row) {
+      const int64_t edge_begin = indptr[row], edge_end = indptr[row + 1];
+      const int64_t degree = edge_end - edge_begin;
+      float* out_row = out + row * dim;
+      for (int64_t col0 = 0; col0 < dim; col0 += kAccumTile) {
+        const int64_t width = std::min(kAccumTile, dim - col0);
+        std::fill(acc, acc + width, 0.0);
+        for (int64_t edge = edge_begin; edge < edge_end; ++edge) {
+          const int64_t src = indices[edge];
+          SKIFF_CHECK(src >= 0 && src < num_src);
+          const double w = EdgeWeight(mode, edge_weight, edge, degree);
+          const float* x_row = x + src * dim + col0;
+          for (int64_t col = 0; col < width; ++col) acc[col] += w * x_row[col];
+        }
+        for (int64_t col = 0; col < width; ++col)
+          out_row[col0 + col] = static_cast<float>(acc[col]);
+      }
+    }
+  });
+}
+
+void CsrAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* indptr,
+                          const int32_t* indices, const float* edge_weight, AggregateMode mode,
+                          const float* grad_out, int64_t dim, float* grad_x) {
+  SKIFF_CHECK(num_dst >= 0 && num_src >= 0 && dim >= 0);
+  SKIFF_CHECK(mode != AggregateMode::kWeighted || edge_weight != nullptr || indptr[num_dst] == 0);
+  // Scatter along edges. Threads own disjoint column ranges of grad_x, so there are no races and
+  // every element sums its edges in CSR order: the result does not depend on the thread count.
+  ParallelFor(dim, 16, [&](int64_t col_begin, int64_t col_end) {
+    const int64_t width = col_end - col_begin;
+    for (int64_t src = 0; src < num_src; ++src) {
+      std::fill_n(grad_x + src * dim + col_begin, width, 0.0f);
+    }
+    for (int64_t row = 0; row < num_dst; ++row) {
+      const int64_t edge_begin = indptr[row], edge_end = indptr[row + 1];
+      const int64_t degree = edge_end - edge_begin;
+      const float* g_row = grad_out + row * dim + col_begin;
+      for (int64_t edge = edge_begin; edge < edge_end; ++edge) {
+        const int64_t src = indices[edge];
+        SKIFF_CHECK(src >= 0 && src < num_src);
+        const float w = EdgeWeight(mode, edge_weight, edge, degree);
+        float* gx_row = grad_x + src * dim + col_begin;
+        for (int64_t col = 0; col < width; ++col) gx_row[col] += w * g_row[col];
+      }
+    }
+  });
+}
+
+void GcnEdgeWeights(int64_t num_dst, int64_t num_src, const int64_t* indptr, const int32_t* indices,
+                    float* edge_weight, float* self_weight) {
+  SKIFF_CHECK(num_dst >= 0 && num_src >= 0);
+  const int64_t nnz = indptr[num_dst];
+  std::vector<int32_t> out_degree(static_cast<size_t>(num_src), 0);
+  for (int64_t edge = 0; edge < nnz; ++edge) {
+    SKIFF_CHECK(indices[edge] >= 0 && indices[edge] < num_src);
+    ++out_degree[static_cast<size_t>(indices[edge])];
+  }
+  for (int64_t row = 0; row < num_dst; ++row) {
+    const double in_degree = static_cast<double>(indptr[row + 1] - indptr[row]);
+    self_weight[row] = static_cast<float>(1.0 / (in_degree + 1.0));
+    for (int64_t edge = indptr[row]; edge < indptr[row + 1]; ++edge) {
+      const double src_degree = out_degree[static_cast<size_t>(indices[edge])];
+      edge_weight[edge] =
+          static_cast<float>(1.0 / std::sqrt((in_degree + 1.0) * (src_degree + 1.0)));
+    }
+  }
+}
+
+}  // namespace skiff::cpu

@@ -1,0 +1,53 @@
+#include "kernels/cpu/optimizer.h"
+
+#include "skiff/model/model.h"
+
+namespace skiff::model {
+
+Status Optimizer::ValidateConfig(const Config& config) {
+  if (config.kind != "adam" && config.kind != "sgd") {
+    return Status::InvalidArgument("optimizer '" + config.kind + "': expected adam or sgd");
+  }
+  if (!(config.lr > 0.0f)) {
+    return Status::InvalidArgument("learning rate must be positive (got " +
+                                   std::to_string(config.lr) + ")");
+  }
+  if (!(config.weight_decay >= 0.0f) || !(config.momentum >= 0.0f)) {
+    return Status::InvalidArgument("weight decay and momentum must be non-negative");
+  }
+  return Status::Ok();
+}
+
+Optimizer::Optimizer(Model& model, Config config) : model_(model), config_(std::move(config)) {
+  SKIFF_CHECK_MSG(ValidateConfig(config_).ok(), "invalid optimizer config");
+  const int per_parameter = config_.kind == "adam" ? 2 : 1;
+  for (const Parameter& p : model_.Parameters()) {
+    for (int slot = 0; slot < per_parameter; ++slot) {
+      state_.emplace_back(static_cast<size_t>(p.size()), 0.0f);
+    }
+  }
+}
+
+void Optimizer::Step() {
+  ++step_;
+  std::vector<Parameter> params = model_.Parameters();
+  const bool adam = config_.kind == "adam";
+  SKIFF_CHECK(state_.size() == params.size() * (adam ? 2u : 1u));
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Parameter& p = params[i];
+    if (adam) {
+      cpu::AdamConfig adam_config;
+      adam_config.lr = config_.lr;
+      adam_config.weight_decay = config_.weight_decay;
+      SKIFF_CHECK(static_cast<int64_t>(state_[2 * i].size()) == p.size());
+      cpu::AdamStep(p.size(), adam_config, step_, p.grad, p.data, state_[2 * i].data(),
+                    state_[2 * i + 1].data());
+    } else {
+      SKIFF_CHECK(static_cast<int64_t>(state_[i].size()) == p.size());
+      cpu::SgdStep(p.size(), config_.lr, config_.momentum, config_.weight_decay, p.grad, p.data,
+                   state_[i].data());
+    }
+  }
+}
+
+}  // namespace skiff::model

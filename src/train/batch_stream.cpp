@@ -1,0 +1,119 @@
+#include "skiff/train/batch_stream.h"
+
+#include <chrono>
+
+namespace skiff::train {
+
+BatchStream::BatchStream(const sampler::NeighborSampler& sampler,
+                         const sampler::FeatureSource& features, const std::vector<int32_t>* labels,
+                         std::vector<std::vector<int64_t>> batches, BatchStreamOptions options)
+    : sampler_(sampler),
+      features_(features),
+      labels_(labels),
+      batches_(std::move(batches)),
+      options_(options) {
+  SKIFF_CHECK(options_.threads >= 1 && options_.capacity >= 1);
+  slots_.resize(options_.capacity);
+  const int threads =
+      static_cast<int>(std::min<int64_t>(options_.threads, std::max<int64_t>(1, num_batches())));
+  for (int t = 0; t < threads; ++t) workers_.emplace_back([this] { Worker(); });
+}
+
+BatchStream::~BatchStream() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& w : workers_) w.join();
+}
+
+void BatchStream::Worker() {
+  using Clock = std::chrono::steady_clock;
+  while (true) {
+    int64_t index;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] {
+        return stop_ || next_to_claim_ >= num_batches() ||
+               next_to_claim_ < next_to_deliver_ + static_cast<int64_t>(options_.capacity);
+      });
+      if (stop_ || next_to_claim_ >= num_batches()) return;
+      index = next_to_claim_++;
+    }
+    PreparedBatch prepared;
+    prepared.index = index;
+    const auto t0 = Clock::now();
+    Status st = sampler_.Sample(
+        batches_[index], sampler::BatchSeed(options_.seed, options_.stream, options_.epoch, index),
+        &prepared.batch);
+    const auto t1 = Clock::now();
+    if (st.ok()) {
+      MiniBatch& b = prepared.batch;
+      b.labels.resize(b.seeds.size());
+      for (size_t i = 0; i < b.seeds.size(); ++i) {
+        b.labels[i] = labels_ != nullptr ? (*labels_)[b.seeds[i]] : -1;
+      }
+      prepared.features.resize(b.input_nodes.size() * static_cast<size_t>(features_.dim()));
+      st = features_.Gather(b.input_nodes, prepared.features.data());
+    }
+    const auto t2 = Clock::now();
+    {
+      std::lock_guard lock(mu_);
+      sample_ns_ += std::chrono::duration<double, std::nano>(t1 - t0).count();
+      gather_ns_ += std::chrono::duration<double, std::nano>(t2 - t1).count();
+      auto& slot = slots_[index % options_.capacity];
+      if (st.ok()) {
+        slot.emplace(std::move(prepared));
+      } else {
+        slot.emplace(st.WithContext("batch " + std::to_string(index)));
+        stop_ = true;  // no further claims; the consumer reports this error when it is due
+      }
+    }
+    cv_.notify_all();
+  }
+}
+
+Result<std::optional<PreparedBatch>> BatchStream::Next() {
+  std::unique_lock lock(mu_);
+  if (next_to_deliver_ >= num_batches()) return std::optional<PreparedBatch>();
+  auto& slot = slots_[next_to_deliver_ % options_.capacity];
+  const auto start = std::chrono::steady_clock::now();
+  cv_.wait(lock, [&] {
+    // A stopped stream may never fill this slot: the error sits in an earlier-claimed slot.
+    if (slot.has_value()) return true;
+    if (!stop_) return false;
+    for (auto& s : slots_) {
+      if (s.has_value() && !s->ok()) return true;
+    }
+    return false;
+  });
+  consumer_wait_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!slot.has_value()) {
+    for (auto& s : slots_) {
+      if (s.has_value() && !s->ok()) return s->status();
+    }
+  }
+  Result<PreparedBatch> r = std::move(*slot);
+  slot.reset();
+  if (!r.ok()) {
+    next_to_deliver_ = num_batches();
+    return r.status();
+  }
+  ++next_to_deliver_;
+  lock.unlock();
+  cv_.notify_all();
+  return std::optional<PreparedBatch>(std::move(r).value());
+}
+
+double BatchStream::sample_busy_seconds() const {
+  std::lock_guard lock(mu_);
+  return sample_ns_ * 1e-9;
+}
+double BatchStream::gather_busy_seconds() const {
+  std::lock_guard lock(mu_);
+  return gather_ns_ * 1e-9;
+}
+
+}  // namespace skiff::train

@@ -1,0 +1,374 @@
+#include "skiff/train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/cross_entropy.h"
+#include "skiff/log.h"
+#include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/train/batch_plan.h"
+#include "skiff/train/batch_stream.h"
+
+namespace skiff::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+double Seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Stream IDs keep the random streams of training, evaluation and dropout apart.
+constexpr uint64_t kTrainStream = 1, kDropoutStream = 2, kValidStream = 3, kTestStream = 4,
+                   kPredictStream = 5;
+
+}  // namespace
+
+Result<std::unique_ptr<InMemoryData>> LoadInMemory(const format::Dataset& dataset) {
+  auto out = std::make_unique<InMemoryData>();
+  SKIFF_ASSIGN_OR_RETURN(out->graph, sampler::InMemoryGraph::Load(dataset));
+  SKIFF_ASSIGN_OR_RETURN(out->features, sampler::InMemoryFeatures::Load(dataset));
+  TrainData& d = out->data;
+  d.graph = out->graph.get();
+  d.features = out->features.get();
+  SKIFF_ASSIGN_OR_RETURN(d.labels, dataset.LoadLabels());
+  d.num_classes = dataset.manifest().num_classes;
+  SKIFF_ASSIGN_OR_RETURN(d.train, dataset.LoadSplit(format::kTrainFile));
+  SKIFF_ASSIGN_OR_RETURN(d.valid, dataset.LoadSplit(format::kValidFile));
+  SKIFF_ASSIGN_OR_RETURN(d.test, dataset.LoadSplit(format::kTestFile));
+  return out;
+}
+
+std::string TrainOptions::ToJson() const {
+  json j;
+  j["model"] = model::ModelKindName(model.kind);
+  j["in_dim"] = model.in_dim;
+  j["hidden"] = model.hidden_dim;
+  j["num_classes"] = model.num_classes;
+  j["layers"] = model.num_layers;
+  j["dropout"] = model.dropout;
+  j["heads"] = model.heads;
+  j["activation"] = model.activation;
+  j["norm"] = model.norm;
+  j["optimizer"] = optimizer.kind;
+  j["lr"] = optimizer.lr;
+  j["weight_decay"] = optimizer.weight_decay;
+  j["momentum"] = optimizer.momentum;
+  j["fanouts"] = fanouts;
+  j["eval_fanouts"] = eval_fanouts;
+  j["batch_size"] = batch_size;
+  j["eval_batch_size"] = eval_batch_size;
+  j["epochs"] = epochs;
+  j["seed"] = seed;
+  return j.dump();
+}
+
+Result<TrainOptions> TrainOptions::FromJson(const std::string& text) {
+  TrainOptions o;
+  try {
+    const json j = json::parse(text);
+    SKIFF_ASSIGN_OR_RETURN(o.model.kind, model::ParseModelKind(j.at("model").get<std::string>()));
+    o.model.in_dim = j.at("in_dim");
+    o.model.hidden_dim = j.at("hidden");
+    o.model.num_classes = j.at("num_classes");
+    o.model.num_layers = j.at("layers");
+    o.model.dropout = j.at("dropout");
+    o.model.heads = j.at("heads");
+    o.model.activation = j.at("activation");
+    o.model.norm = j.at("norm");
+    o.optimizer.kind = j.at("optimizer");
+    o.optimizer.lr = j.at("lr");
+    o.optimizer.weight_decay = j.at("weight_decay");
+    o.optimizer.momentum = j.at("momentum");
+    o.fanouts = j.at("fanouts").get<std::vector<int>>();
+    o.eval_fanouts = j.at("eval_fanouts").get<std::vector<int>>();
+    o.batch_size = j.at("batch_size");
+    o.eval_batch_size = j.at("eval_batch_size");
+    o.epochs = j.at("epochs");
+    o.seed = j.at("seed");
+    o.model.seed = o.seed;
+  } catch (const std::exception& e) {
+    return Status::Corruption(std::string("checkpoint configuration: ") + e.what());
+  }
+  return o;
+}
+
+std::string EpochMetrics::ToJson() const {
+  json j;
+  j["epoch"] = epoch;
+  j["loss"] = loss;
+  j["train_acc"] = train_acc;
+  j["valid_acc"] = valid_acc;
+  j["test_acc"] = test_acc;
+  j["epoch_seconds"] = epoch_seconds;
+  j["samples_per_second"] = samples_per_second;
+  j["sample_busy_seconds"] = sample_seconds;
+  j["gather_busy_seconds"] = gather_seconds;
+  j["compute_busy_seconds"] = compute_seconds;
+  j["compute_wait_seconds"] = compute_wait_seconds;
+  j["eval_seconds"] = eval_seconds;
+  return j.dump();
+}
+
+Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainData& data, TrainOptions options,
+                                                 ModelFactory factory) {
+  if (data.graph == nullptr || data.features == nullptr) {
+    return Status::InvalidArgument("training needs a graph and a feature source");
+  }
+  if (data.train.empty()) return Status::InvalidArgument("the dataset has no training nodes");
+  if (data.num_classes <= 0) return Status::InvalidArgument("the dataset has no classes");
+  if (static_cast<int>(options.fanouts.size()) != options.model.num_layers) {
+    return Status::InvalidArgument(
+        "--fanouts " + sampler::FanoutsToString(options.fanouts) + " has " +
+        std::to_string(options.fanouts.size()) + " entries but the model has " +
+        std::to_string(options.model.num_layers) + " layers (one fanout per layer)");
+  }
+  if (options.eval_fanouts.empty()) {
+    options.eval_fanouts.assign(options.fanouts.size(), kDefaultEvalFanoutCap);
+  }
+  if (options.eval_fanouts.size() != options.fanouts.size()) {
+    return Status::InvalidArgument("--eval-fanouts needs one entry per layer");
+  }
+  if (options.batch_size <= 0 || options.eval_batch_size <= 0 || options.epochs < 0) {
+    return Status::InvalidArgument("batch sizes must be positive and epochs non-negative");
+  }
+  options.model.in_dim = data.features->dim();
+  options.model.num_classes = data.num_classes;
+  options.model.seed = options.seed;
+  std::unique_ptr<Trainer> t(new Trainer(data, std::move(options)));
+  if (!factory) factory = model::Model::CreateCpu;
+  SKIFF_ASSIGN_OR_RETURN(t->model_, factory(t->options_.model));
+  t->optimizer_ = std::make_unique<model::Optimizer>(*t->model_, t->options_.optimizer);
+  t->train_sampler_ = std::make_unique<sampler::NeighborSampler>(*data.graph, t->options_.fanouts);
+  t->eval_sampler_ =
+      std::make_unique<sampler::NeighborSampler>(*data.graph, t->options_.eval_fanouts);
+  return t;
+}
+
+Checkpoint Trainer::MakeCheckpoint(int64_t epoch) {
+  Checkpoint c;
+  c.config_json = options_.ToJson();
+  c.epoch = epoch;
+  c.seed = options_.seed;
+  c.best_epoch = best_epoch_;
+  c.best_valid_acc = best_valid_acc_;
+  c.best_test_acc = best_test_acc_;
+  for (const auto& p : model_->Parameters()) {
+    c.parameters.push_back({p.name, p.shape, std::vector<float>(p.data, p.data + p.size())});
+  }
+  c.optimizer_steps = optimizer_->steps();
+  c.optimizer_state = optimizer_->state();
+  return c;
+}
+
+Status Trainer::Restore(const Checkpoint& c) {
+  auto params = model_->Parameters();
+  if (params.size() != c.parameters.size()) {
+    return Status::InvalidArgument("checkpoint has " + std::to_string(c.parameters.size()) +
+                                   " parameters, the model " + std::to_string(params.size()));
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& t = c.parameters[i];
+    if (t.name != params[i].name || t.shape != params[i].shape ||
+        static_cast<int64_t>(t.values.size()) != params[i].size()) {
+      return Status::InvalidArgument("checkpoint parameter " + t.name +
+                                     " does not match the model's " + params[i].name);
+    }
+  }
+  auto& state = optimizer_->state();
+  if (state.size() != c.optimizer_state.size()) {
+    return Status::InvalidArgument("checkpoint optimiser state does not match the optimiser");
+  }
+  for (size_t i = 0; i < state.size(); ++i) {
+    if (state[i].size() != c.optimizer_state[i].size()) {
+      return Status::InvalidArgument("checkpoint optimiser state does not match the optimiser");
+    }
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::copy(c.parameters[i].values.begin(), c.parameters[i].values.end(), params[i].data);
+  }
+  state = c.optimizer_state;
+  optimizer_->set_steps(c.optimizer_steps);
+  next_epoch_ = c.epoch + 1;
+  best_epoch_ = c.best_epoch;
+  best_valid_acc_ = c.best_valid_acc;
+  best_test_acc_ = c.best_test_acc;
+  return Status::Ok();
+}
+
+Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
+  EpochMetrics m;
+  m.epoch = epoch;
+  const auto start = Clock::now();
+  BatchStreamOptions so;
+  so.threads = options_.sampler_threads;
+  so.capacity = options_.prefetch_batches;
+  so.seed = options_.seed;
+  so.stream = kTrainStream;
+  so.epoch = static_cast<uint64_t>(epoch);
+  BatchStream stream(*train_sampler_, *data_.features, &data_.labels,
+                     PlanBatches(data_.train, options_.batch_size, true, options_.seed,
+                                 static_cast<uint64_t>(epoch)),
+                     so);
+  Progress progress("epoch " + std::to_string(epoch), static_cast<uint64_t>(stream.num_batches()),
+                    "batches");
+  const int64_t classes = data_.num_classes;
+  std::vector<float> logits, grad;
+  double loss_sum = 0;
+  int64_t correct_total = 0, labelled_total = 0;
+  double compute_seconds = 0;
+  while (true) {
+    SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
+    if (!next.has_value()) break;
+    const auto c0 = Clock::now();
+    const MiniBatch& b = next->batch;
+    SKIFF_RETURN_IF_ERROR(model_->Forward(
+        b, next->features.data(), /*training=*/true,
+        sampler::BatchSeed(options_.seed, kDropoutStream, epoch, next->index), &logits));
+    const int64_t rows = static_cast<int64_t>(b.seeds.size());
+    grad.resize(logits.size());
+    int64_t correct = 0;
+    const float loss = cpu::SoftmaxCrossEntropy(rows, classes, logits.data(), b.labels.data(),
+                                                grad.data(), &correct);
+    int64_t labelled = 0;
+    for (int32_t l : b.labels) labelled += (l >= 0);
+    model_->ZeroGrad();
+    SKIFF_RETURN_IF_ERROR(model_->Backward(grad.data()));
+    optimizer_->Step();
+    loss_sum += static_cast<double>(loss) * labelled;
+    correct_total += correct;
+    labelled_total += labelled;
+    compute_seconds += Seconds(c0, Clock::now());
+    progress.Add(1);
+  }
+  progress.Finish();
+  m.loss = labelled_total > 0 ? loss_sum / labelled_total : 0;
+  m.train_acc = labelled_total > 0 ? static_cast<double>(correct_total) / labelled_total : 0;
+  m.sample_seconds = stream.sample_busy_seconds();
+  m.gather_seconds = stream.gather_busy_seconds();
+  m.compute_wait_seconds = stream.consumer_wait_seconds();
+  m.compute_seconds = compute_seconds;
+  const double train_seconds = Seconds(start, Clock::now());
+  m.samples_per_second = train_seconds > 0 ? data_.train.size() / train_seconds : 0;
+  const auto e0 = Clock::now();
+  if (!data_.valid.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(m.valid_acc, Evaluate(data_.valid, kValidStream));
+  }
+  if (!data_.test.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(m.test_acc, Evaluate(data_.test, kTestStream));
+  }
+  m.eval_seconds = Seconds(e0, Clock::now());
+  m.epoch_seconds = Seconds(start, Clock::now());
+  return m;
+}
+
+Result<double> Trainer::Evaluate(const std::vector<int64_t>& nodes, uint64_t stream_id) {
+  BatchStreamOptions so;
+  so.threads = options_.sampler_threads;
+  so.capacity = options_.prefetch_batches;
+  so.seed = options_.seed;
+  so.stream = stream_id;
+  BatchStream stream(*eval_sampler_, *data_.features, &data_.labels,
+                     PlanBatches(nodes, options_.eval_batch_size, false, 0, 0), so);
+  std::vector<float> logits, grad;
+  int64_t correct_total = 0, labelled_total = 0;
+  while (true) {
+    SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
+    if (!next.has_value()) break;
+    const MiniBatch& b = next->batch;
+    SKIFF_RETURN_IF_ERROR(model_->Forward(b, next->features.data(), false, 0, &logits));
+    grad.resize(logits.size());
+    int64_t correct = 0;
+    cpu::SoftmaxCrossEntropy(static_cast<int64_t>(b.seeds.size()), data_.num_classes, logits.data(),
+                             b.labels.data(), grad.data(), &correct);
+    correct_total += correct;
+    for (int32_t l : b.labels) labelled_total += (l >= 0);
+  }
+  return labelled_total > 0 ? static_cast<double>(correct_total) / labelled_total : 0.0;
+}
+
+Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+                        std::vector<float>* embeddings) {
+  const int64_t c = data_.num_classes;
+  const int64_t h = model_->EmbeddingDim();
+  classes->assign(nodes.size(), -1);
+  embeddings->assign(nodes.size() * static_cast<size_t>(h), 0.0f);
+  BatchStreamOptions so;
+  so.threads = options_.sampler_threads;
+  so.capacity = options_.prefetch_batches;
+  so.seed = options_.seed;
+  so.stream = kPredictStream;
+  BatchStream stream(*eval_sampler_, *data_.features, nullptr,
+                     PlanBatches(nodes, options_.eval_batch_size, false, 0, 0), so);
+  Progress progress("predict", static_cast<uint64_t>(stream.num_batches()), "batches");
+  std::vector<float> logits, emb;
+  int64_t row = 0;
+  while (true) {
+    SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
+    if (!next.has_value()) break;
+    const MiniBatch& b = next->batch;
+    SKIFF_RETURN_IF_ERROR(model_->Forward(b, next->features.data(), false, 0, &logits, &emb));
+    const int64_t rows = static_cast<int64_t>(b.seeds.size());
+    for (int64_t i = 0; i < rows; ++i) {
+      const float* l = logits.data() + i * c;
+      int32_t best = 0;
+      for (int64_t k = 1; k < c; ++k) {
+        if (l[k] > l[best]) best = static_cast<int32_t>(k);
+      }
+      (*classes)[row + i] = best;
+    }
+    std::copy(emb.begin(), emb.begin() + rows * h, embeddings->begin() + row * h);
+    row += rows;
+    progress.Add(1);
+  }
+  progress.Finish();
+  return Status::Ok();
+}
+
+Result<TrainSummary> Trainer::Run() {
+  TrainSummary summary;
+  std::ofstream metrics;
+  if (!options_.metrics_path.empty()) {
+    metrics.open(options_.metrics_path, next_epoch_ > 0 ? std::ios::app : std::ios::trunc);
+    if (!metrics) return Status::IOError("cannot open metrics file " + options_.metrics_path);
+  }
+  for (int64_t epoch = next_epoch_; epoch < options_.epochs; ++epoch) {
+    SKIFF_ASSIGN_OR_RETURN(EpochMetrics m, TrainEpoch(epoch));
+    const bool improved = m.valid_acc > best_valid_acc_;
+    if (improved) {
+      best_valid_acc_ = m.valid_acc;
+      best_test_acc_ = m.test_acc;
+      best_epoch_ = epoch;
+    }
+    next_epoch_ = epoch + 1;
+    if (improved && !options_.checkpoint_path.empty()) {
+      SKIFF_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, MakeCheckpoint(epoch)));
+    }
+    if (metrics.is_open()) {
+      metrics << m.ToJson() << "\n";
+      metrics.flush();
+      if (!metrics) return Status::IOError("writing metrics file " + options_.metrics_path);
+    }
+    if (options_.show_progress) {
+      char line[256];
+      std::snprintf(line, sizeof(line),
+                    "epoch %lld: loss %.4f  train %.2f%%  valid %.2f%%  test %.2f%%  %.2fs "
+                    "(%.0f samples/s)%s",
+                    static_cast<long long>(epoch), m.loss, 100 * m.train_acc, 100 * m.valid_acc,
+                    100 * m.test_acc, m.epoch_seconds, m.samples_per_second,
+                    improved ? "  *best" : "");
+      LogInfo(line);
+    }
+    summary.epochs.push_back(m);
+  }
+  summary.best_epoch = best_epoch_;
+  summary.best_valid_acc = best_valid_acc_ < 0 ? 0 : best_valid_acc_;
+  summary.best_test_acc = best_test_acc_;
+  return summary;
+}
+
+}  // namespace skiff::train

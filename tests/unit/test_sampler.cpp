@@ -1,0 +1,302 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "skiff/sampler/feature_source.h"
+#include "skiff/sampler/graph_source.h"
+#include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/train/batch_plan.h"
+#include "skiff/train/batch_stream.h"
+
+using namespace skiff;
+using namespace skiff::sampler;
+
+namespace {
+
+// A random graph with degrees in [0, max_degree], sorted distinct rows, no self loops.
+std::unique_ptr<InMemoryGraph> RandomGraph(int64_t n, int max_degree, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> offsets{0}, nbrs;
+  for (int64_t v = 0; v < n; ++v) {
+    std::set<int64_t> row;
+    const int d = static_cast<int>(rng() % (max_degree + 1));
+    for (int i = 0; i < d; ++i) {
+      const int64_t w = static_cast<int64_t>(rng() % n);
+      if (w != v) row.insert(w);
+    }
+    nbrs.insert(nbrs.end(), row.begin(), row.end());
+    offsets.push_back(static_cast<int64_t>(nbrs.size()));
+  }
+  auto g = InMemoryGraph::FromCsr(std::move(offsets), std::move(nbrs));
+  REQUIRE(g.ok());
+  return std::move(g).value();
+}
+
+// Checks the MiniBatch layout invariants; returns the global edges (dst, src) of each block.
+void CheckLayout(const train::MiniBatch& mb, const GraphSource& g,
+                 const std::vector<int>& fanouts) {
+  const int L = static_cast<int>(fanouts.size());
+  REQUIRE(mb.blocks.size() == static_cast<size_t>(L));
+  // Seeds are the prefix of input_nodes; input_nodes are distinct.
+  REQUIRE(mb.input_nodes.size() >= mb.seeds.size());
+  CHECK(std::equal(mb.seeds.begin(), mb.seeds.end(), mb.input_nodes.begin()));
+  std::set<int64_t> distinct(mb.input_nodes.begin(), mb.input_nodes.end());
+  CHECK(distinct.size() == mb.input_nodes.size());
+  CHECK(mb.blocks[0].num_src == static_cast<int64_t>(mb.input_nodes.size()));
+  CHECK(mb.blocks[L - 1].num_dst == static_cast<int64_t>(mb.seeds.size()));
+  for (int l = 0; l < L; ++l) {
+    const auto& b = mb.blocks[l];
+    CHECK(b.num_dst <= b.num_src);
+    if (l + 1 < L) CHECK(mb.blocks[l + 1].num_src == b.num_dst);
+    REQUIRE(b.indptr.size() == static_cast<size_t>(b.num_dst + 1));
+    for (int64_t d = 0; d < b.num_dst; ++d) {
+      const int64_t v = mb.input_nodes[d];
+      std::vector<int64_t> row;
+      REQUIRE(g.Neighbors(v, &row).ok());
+      std::set<int64_t> seen;
+      for (int64_t e = b.indptr[d]; e < b.indptr[d + 1]; ++e) {
+        REQUIRE(b.indices[e] >= 0);
+        REQUIRE(b.indices[e] < b.num_src);
+        const int64_t w = mb.input_nodes[b.indices[e]];
+        CHECK(std::binary_search(row.begin(), row.end(), w));  // a real edge
+        CHECK(seen.insert(w).second);                          // no duplicate neighbours
+      }
+      const int64_t count = b.indptr[d + 1] - b.indptr[d];
+      // Every node uses the fanout of the hop where it first appeared: at most max fanout, and
+      // exactly min(fanout, degree) for some layer's fanout.
+      bool matches = false;
+      for (int f : fanouts) {
+        const int64_t expect = f < 0 ? static_cast<int64_t>(row.size())
+                                     : std::min<int64_t>(f, static_cast<int64_t>(row.size()));
+        matches |= (count == expect);
+      }
+      CHECK(matches);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sampler: fanout parsing") {
+  auto f = ParseFanouts("15,10,5");
+  REQUIRE(f.ok());
+  CHECK(*f == std::vector<int>{15, 10, 5});
+  CHECK(ParseFanouts("-1,-1")->size() == 2);
+  CHECK(!ParseFanouts("15,x").ok());
+  CHECK(!ParseFanouts("0").ok());
+  CHECK(!ParseFanouts("").ok());
+  CHECK(ParseFanouts("3,-2").status().message().find("element 1") != std::string::npos);
+}
+
+TEST_CASE("sampler: layout, fanout bounds, no duplicates, prefix property") {
+  auto g = RandomGraph(500, 30, 1);
+  std::vector<int> fanouts{7, 4, 3};
+  NeighborSampler s(*g, fanouts);
+  std::vector<int64_t> seeds{5, 17, 99, 123, 400, 0};
+  train::MiniBatch mb;
+  REQUIRE(s.Sample(seeds, 42, &mb).ok());
+  CheckLayout(mb, *g, fanouts);
+  // Seeds' rows in the last block have min(3, degree) edges exactly.
+  const auto& last = mb.blocks.back();
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    CHECK(last.indptr[i + 1] - last.indptr[i] == std::min<int64_t>(3, g->Degree(seeds[i])));
+  }
+  // A node's edges are the same in every block where it is a destination.
+  for (int l = 0; l + 1 < 3; ++l) {
+    const auto& a = mb.blocks[l];
+    const auto& b = mb.blocks[l + 1];
+    for (int64_t d = 0; d < b.num_dst; ++d) {
+      CHECK(std::equal(a.indices.begin() + a.indptr[d], a.indices.begin() + a.indptr[d + 1],
+                       b.indices.begin() + b.indptr[d], b.indices.begin() + b.indptr[d + 1]));
+    }
+  }
+}
+
+TEST_CASE("sampler: deterministic for a seed, different for another") {
+  auto g = RandomGraph(300, 40, 2);
+  NeighborSampler s(*g, {10, 5});
+  std::vector<int64_t> seeds{1, 2, 3, 50, 60};
+  train::MiniBatch a, b, c;
+  REQUIRE(s.Sample(seeds, 7, &a).ok());
+  REQUIRE(s.Sample(seeds, 7, &b).ok());
+  REQUIRE(s.Sample(seeds, 8, &c).ok());
+  CHECK(a.input_nodes == b.input_nodes);
+  CHECK(a.blocks[0].indices == b.blocks[0].indices);
+  CHECK(a.input_nodes != c.input_nodes);
+}
+
+TEST_CASE("sampler: full-neighbourhood mode is exact") {
+  auto g = RandomGraph(200, 12, 3);
+  NeighborSampler s(*g, {-1, -1});
+  std::vector<int64_t> seeds{10, 20, 30};
+  train::MiniBatch mb;
+  REQUIRE(s.Sample(seeds, 1, &mb).ok());
+  CheckLayout(mb, *g, {-1, -1});
+  for (int l = 0; l < 2; ++l) {
+    const auto& b = mb.blocks[l];
+    for (int64_t d = 0; d < b.num_dst; ++d) {
+      std::vector<int64_t> row, got;
+      REQUIRE(g->Neighbors(mb.input_nodes[d], &row).ok());
+      for (int64_t e = b.indptr[d]; e < b.indptr[d + 1]; ++e) {
+        got.push_back(mb.input_nodes[b.indices[e]]);
+      }
+      CHECK(got == row);  // all neighbours, in row order
+    }
+  }
+  // The 2-hop closure: input nodes are exactly seeds + 1-hop + 2-hop neighbourhoods.
+  std::set<int64_t> expect(seeds.begin(), seeds.end());
+  std::set<int64_t> frontier = expect;
+  for (int h = 0; h < 2; ++h) {
+    std::set<int64_t> next;
+    for (int64_t v : frontier) {
+      std::vector<int64_t> row;
+      REQUIRE(g->Neighbors(v, &row).ok());
+      for (int64_t w : row) {
+        if (expect.insert(w).second) next.insert(w);
+      }
+    }
+    frontier = next;
+  }
+  CHECK(std::set<int64_t>(mb.input_nodes.begin(), mb.input_nodes.end()) == expect);
+}
+
+TEST_CASE("sampler: uniform picks (every neighbour chosen with similar frequency)") {
+  // Star: node 0 has 20 neighbours; fanout 5 over 4000 draws picks each about 1000 times.
+  std::vector<int64_t> offsets{0, 20}, nbrs;
+  for (int i = 1; i <= 20; ++i) nbrs.push_back(i);
+  for (int i = 1; i <= 20; ++i) offsets.push_back(20);
+  auto g = InMemoryGraph::FromCsr(offsets, nbrs);
+  REQUIRE(g.ok());
+  NeighborSampler s(**g, {5});
+  std::map<int64_t, int> counts;
+  std::vector<int64_t> seeds{0};
+  for (uint64_t r = 0; r < 4000; ++r) {
+    train::MiniBatch mb;
+    REQUIRE(s.Sample(seeds, BatchSeed(0, 0, 0, r), &mb).ok());
+    CHECK(mb.blocks[0].num_edges() == 5);
+    for (size_t i = 1; i < mb.input_nodes.size(); ++i) counts[mb.input_nodes[i]]++;
+  }
+  REQUIRE(counts.size() == 20);
+  for (auto [v, c] : counts) {
+    CHECK(c > 800);
+    CHECK(c < 1200);
+  }
+}
+
+TEST_CASE("sampler: bad seeds are rejected") {
+  auto g = RandomGraph(10, 3, 4);
+  NeighborSampler s(*g, {2});
+  train::MiniBatch mb;
+  std::vector<int64_t> out_of_range{3, 10};
+  CHECK(s.Sample(out_of_range, 0, &mb).code() == StatusCode::kInvalidArgument);
+  std::vector<int64_t> repeated{3, 3};
+  CHECK(s.Sample(repeated, 0, &mb).code() == StatusCode::kInvalidArgument);
+  CHECK(!InMemoryGraph::FromCsr({0, 1}, {5}).ok());
+}
+
+TEST_CASE("batch plan: every node exactly once per epoch; epochs differ; deterministic") {
+  std::vector<int64_t> nodes(1000);
+  std::iota(nodes.begin(), nodes.end(), 100);
+  auto e0 = train::PlanBatches(nodes, 64, true, 1, 0);
+  auto e0b = train::PlanBatches(nodes, 64, true, 1, 0);
+  auto e1 = train::PlanBatches(nodes, 64, true, 1, 1);
+  CHECK(e0 == e0b);
+  CHECK(e0 != e1);
+  CHECK(e0.size() == 16);
+  std::vector<int64_t> all;
+  for (auto& b : e0) {
+    CHECK(b.size() <= 64);
+    all.insert(all.end(), b.begin(), b.end());
+  }
+  std::sort(all.begin(), all.end());
+  CHECK(all == nodes);
+}
+
+TEST_CASE("batch stream: in order, independent of thread count, labels and features gathered") {
+  auto g = RandomGraph(400, 20, 5);
+  std::vector<float> feats(400 * 3);
+  for (size_t i = 0; i < feats.size(); ++i) feats[i] = static_cast<float>(i);
+  auto f = InMemoryFeatures::FromMatrix(feats, 3);
+  REQUIRE(f.ok());
+  std::vector<int32_t> labels(400);
+  for (int i = 0; i < 400; ++i) labels[i] = i % 7;
+  NeighborSampler s(*g, {6, 4});
+  std::vector<int64_t> nodes(300);
+  std::iota(nodes.begin(), nodes.end(), 0);
+  auto run = [&](int threads) {
+    train::BatchStreamOptions o;
+    o.threads = threads;
+    o.capacity = 3;
+    o.seed = 9;
+    o.epoch = 2;
+    train::BatchStream stream(s, **f, &labels, train::PlanBatches(nodes, 32, true, 9, 2), o);
+    std::vector<train::PreparedBatch> out;
+    while (true) {
+      auto r = stream.Next();
+      REQUIRE(r.ok());
+      if (!r->has_value()) break;
+      out.push_back(std::move(**r));
+    }
+    return out;
+  };
+  auto one = run(1);
+  auto four = run(4);
+  REQUIRE(one.size() == 10);
+  REQUIRE(four.size() == one.size());
+  std::set<int64_t> visited;
+  for (size_t i = 0; i < one.size(); ++i) {
+    CHECK(one[i].index == static_cast<int64_t>(i));
+    CHECK(one[i].batch.input_nodes == four[i].batch.input_nodes);
+    CHECK(one[i].batch.blocks[0].indices == four[i].batch.blocks[0].indices);
+    CHECK(one[i].features == four[i].features);
+    const auto& mb = one[i].batch;
+    for (size_t j = 0; j < mb.seeds.size(); ++j) {
+      CHECK(mb.labels[j] == mb.seeds[j] % 7);
+      CHECK(visited.insert(mb.seeds[j]).second);
+    }
+    for (size_t j = 0; j < mb.input_nodes.size(); ++j) {
+      CHECK(one[i].features[j * 3 + 1] == static_cast<float>(mb.input_nodes[j] * 3 + 1));
+    }
+  }
+  CHECK(visited.size() == 300);
+}
+
+namespace {
+class FailingGraph final : public GraphSource {
+ public:
+  int64_t num_nodes() const override { return 100; }
+  int64_t Degree(int64_t v) const override { return 5; }
+  Status NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const override {
+    if (v == 77) return Status::IOError("graph.neighbors: injected read failure");
+    for (size_t i = 0; i < positions.size(); ++i) out[i] = (v + positions[i] + 1) % 100;
+    return Status::Ok();
+  }
+};
+}  // namespace
+
+TEST_CASE("batch stream: a source error surfaces from Next()") {
+  FailingGraph g;
+  auto f = InMemoryFeatures::FromMatrix(std::vector<float>(100, 1.0f), 1);
+  REQUIRE(f.ok());
+  NeighborSampler s(g, {2});
+  std::vector<int64_t> nodes(100);
+  std::iota(nodes.begin(), nodes.end(), 0);
+  train::BatchStreamOptions o;
+  o.threads = 3;
+  train::BatchStream stream(s, **f, nullptr, train::PlanBatches(nodes, 10, false, 0, 0), o);
+  Status error;
+  for (int i = 0; i < 20; ++i) {
+    auto r = stream.Next();
+    if (!r.ok()) {
+      error = r.status();
+      break;
+    }
+    if (!r->has_value()) break;
+  }
+  CHECK(error.code() == StatusCode::kIOError);
+  CHECK(error.message().find("injected") != std::string::npos);
+}

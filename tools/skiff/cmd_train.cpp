@@ -1,0 +1,153 @@
+// `skiff train DATASET [options]`: mini-batch GNN training (see docs/training.md).
+// Options may also come from a TOML file: `--config run.toml` (keys are the long option names).
+#include <cstdio>
+#include <filesystem>
+
+#include "kernels/cpu/parallel.h"
+#include "skiff/format/dataset.h"
+#include "skiff/log.h"
+#include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/train/export.h"
+#include "skiff/train/trainer.h"
+#include "tools/skiff/command.h"
+
+namespace skiff::cli {
+namespace {
+
+struct TrainCliOptions {
+  std::string dataset;
+  std::string model = "sage";
+  int layers = 2;
+  int64_t hidden = 256;
+  std::string fanouts = "15,10";
+  std::string eval_fanouts;
+  int64_t batch_size = 1024;
+  int epochs = 10;
+  float lr = 0.01f;
+  float weight_decay = 5e-4f;
+  float dropout = 0.5f;
+  int heads = 4;
+  std::string activation = "relu";
+  std::string norm = "none";
+  uint64_t seed = 0;
+  int threads = 0;
+  int sampler_threads = 0;
+  std::string optimizer = "adam";
+  std::string checkpoint, resume, metrics, export_dir;
+};
+
+int RunTrain(const TrainCliOptions& o) {
+  auto ds = format::Dataset::Open(o.dataset);
+  if (!ds.ok()) return ReportStatus("train", ds.status());
+  train::TrainOptions t;
+  if (!o.resume.empty()) {
+    auto ckpt = train::ReadCheckpoint(o.resume);
+    if (!ckpt.ok()) return ReportStatus("train", ckpt.status());
+    auto saved = train::TrainOptions::FromJson(ckpt->config_json);
+    if (!saved.ok()) return ReportStatus("train", saved.status().WithContext(o.resume));
+    t = *saved;
+    t.epochs = o.epochs;  // a resumed run may be extended
+  } else {
+    auto kind = model::ParseModelKind(o.model);
+    if (!kind.ok()) return ReportStatus("train", kind.status());
+    auto fanouts = sampler::ParseFanouts(o.fanouts);
+    if (!fanouts.ok()) return ReportStatus("train", fanouts.status());
+    t.model.kind = *kind;
+    t.model.num_layers = o.layers;
+    t.model.hidden_dim = o.hidden;
+    t.model.dropout = o.dropout;
+    t.model.heads = o.heads;
+    t.model.activation = o.activation;
+    t.model.norm = o.norm;
+    t.fanouts = *fanouts;
+    if (!o.eval_fanouts.empty()) {
+      auto ef = sampler::ParseFanouts(o.eval_fanouts);
+      if (!ef.ok()) return ReportStatus("train", ef.status().WithContext("--eval-fanouts"));
+      t.eval_fanouts = *ef;
+    }
+    t.batch_size = o.batch_size;
+    t.epochs = o.epochs;
+    t.optimizer.kind = o.optimizer;
+    t.optimizer.lr = o.lr;
+    t.optimizer.weight_decay = o.weight_decay;
+    t.seed = o.seed;
+  }
+  cpu::SetNumThreads(o.threads);
+  t.sampler_threads = o.sampler_threads > 0 ? o.sampler_threads : std::max(1, cpu::NumThreads());
+  t.checkpoint_path = o.checkpoint;
+  t.metrics_path = o.metrics;
+
+  auto data = train::LoadInMemory(**ds);
+  if (!data.ok()) return ReportStatus("train", data.status());
+  auto trainer = train::Trainer::Create((*data)->data, t);
+  if (!trainer.ok()) return ReportStatus("train", trainer.status());
+  if (!o.resume.empty()) {
+    auto ckpt = train::ReadCheckpoint(o.resume);
+    if (!ckpt.ok()) return ReportStatus("train", ckpt.status());
+    Status st = (*trainer)->Restore(*ckpt);
+    if (!st.ok()) return ReportStatus("train", st.WithContext(o.resume));
+    LogInfo("resuming after epoch " + std::to_string(ckpt->epoch) + " from " + o.resume);
+  }
+  LogInfo(std::string("training ") + model::ModelKindName(t.model.kind) + " on " + o.dataset +
+          ": " + std::to_string((*data)->data.train.size()) + " training nodes, fanouts " +
+          sampler::FanoutsToString(t.fanouts) + ", " +
+          std::to_string((*trainer)->model().NumParameters()) + " parameters");
+  auto summary = (*trainer)->Run();
+  if (!summary.ok()) return ReportStatus("train", summary.status());
+  double seconds = 0;
+  for (const auto& e : summary->epochs) seconds += e.epoch_seconds;
+  std::printf(
+      "trained %zu epochs in %s; best valid accuracy %.2f%% (epoch %lld), test accuracy "
+      "%.2f%%\n",
+      summary->epochs.size(), FormatSeconds(seconds).c_str(), 100 * summary->best_valid_acc,
+      static_cast<long long>(summary->best_epoch), 100 * summary->best_test_acc);
+  if (!o.checkpoint.empty()) std::printf("best model: %s\n", o.checkpoint.c_str());
+  if (!o.export_dir.empty()) {
+    if (!o.checkpoint.empty() && std::filesystem::exists(o.checkpoint)) {
+      auto best = train::ReadCheckpoint(o.checkpoint);
+      if (!best.ok()) return ReportStatus("train", best.status());
+      Status st = (*trainer)->Restore(*best);
+      if (!st.ok()) return ReportStatus("train", st);
+    }
+    Status st = train::ExportPredictions(**ds, **trainer, o.export_dir);
+    if (!st.ok()) return ReportStatus("train", st);
+    std::printf("predictions and embeddings: %s\n", o.export_dir.c_str());
+  }
+  return 0;
+}
+
+RunFn Setup(CLI::App& app) {
+  auto o = std::make_shared<TrainCliOptions>();
+  app.description("Train a GNN (GraphSAGE, GCN or GAT) for node classification");
+  app.set_config("--config", "", "Read options from a TOML file (keys: long option names)");
+  app.add_option("dataset", o->dataset, "Dataset directory")->required();
+  app.add_option("--model", o->model, "sage, gcn or gat")->capture_default_str();
+  app.add_option("--layers", o->layers, "Number of GNN layers")->capture_default_str();
+  app.add_option("--hidden", o->hidden, "Hidden width")->capture_default_str();
+  app.add_option("--fanouts", o->fanouts,
+                 "Neighbours sampled per layer, input layer first; -1 = all")
+      ->capture_default_str();
+  app.add_option("--eval-fanouts", o->eval_fanouts,
+                 "Fanouts for evaluation (default: all neighbours, capped at 100 per node)");
+  app.add_option("--batch-size", o->batch_size, "Seeds per mini-batch")->capture_default_str();
+  app.add_option("--epochs", o->epochs, "Epochs")->capture_default_str();
+  app.add_option("--lr", o->lr, "Learning rate")->capture_default_str();
+  app.add_option("--weight-decay", o->weight_decay, "L2 weight decay")->capture_default_str();
+  app.add_option("--dropout", o->dropout, "Dropout probability")->capture_default_str();
+  app.add_option("--heads", o->heads, "GAT attention heads")->capture_default_str();
+  app.add_option("--activation", o->activation, "relu or elu")->capture_default_str();
+  app.add_option("--norm", o->norm, "none or layer")->capture_default_str();
+  app.add_option("--seed", o->seed, "Seed of every random stream")->capture_default_str();
+  app.add_option("--threads", o->threads, "Compute threads (0 = all)")->capture_default_str();
+  app.add_option("--sampler-threads", o->sampler_threads, "Sampler threads (0 = --threads)");
+  app.add_option("--optimizer", o->optimizer, "adam or sgd")->capture_default_str();
+  app.add_option("--checkpoint", o->checkpoint, "Write the best model (by valid accuracy) here");
+  app.add_option("--resume", o->resume, "Continue from a checkpoint");
+  app.add_option("--metrics", o->metrics, "Write per-epoch metrics as JSON lines");
+  app.add_option("--export", o->export_dir, "Write predictions and embeddings (.npy) here");
+  return [o] { return RunTrain(*o); };
+}
+
+}  // namespace
+SKIFF_REGISTER_COMMAND(train, 50, Setup);
+}  // namespace skiff::cli
