@@ -1,5 +1,7 @@
 #include "skiff/partition/partition_dataset.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -91,7 +93,8 @@ Layout MakeLayout(const std::vector<int32_t>& part, int k) {
 
 // Rows in new order with relabelled, sorted neighbours. Counts edges per (src part, dst part).
 Status WriteGraph(const GraphSource& graph, const Layout& l, bool wide, int64_t chunk_vertices,
-                  DatasetWriter& w, std::vector<int64_t>* bucket_counts, bool show_progress) {
+                  int64_t chunk_edges, DatasetWriter& w, std::vector<int64_t>* bucket_counts,
+                  bool show_progress) {
   const int64_t n = graph.num_nodes();
   SKIFF_ASSIGN_OR_RETURN(auto offsets_file, w.CreateFile(format::kOffsetsFile));
   SKIFF_ASSIGN_OR_RETURN(auto neighbors_file, w.CreateFile(format::kNeighborsFile));
@@ -104,11 +107,13 @@ Status WriteGraph(const GraphSource& graph, const Layout& l, bool wide, int64_t 
   int64_t edges_written = 0;
   const int64_t zero = 0;
   SKIFF_RETURN_IF_ERROR(offsets_file->Append(&zero, 8));
-  for (int64_t first = 0; first < n; first += chunk_vertices) {
-    const int64_t last = std::min(n, first + chunk_vertices);
-    SKIFF_RETURN_IF_ERROR(graph.ReadRows(
-        std::span<const int64_t>(l.old_id.data() + first, static_cast<size_t>(last - first)),
-        &chunk));
+  for (int64_t first = 0; first < n;) {
+    // Batches are cut at chunk_edges so skewed degrees cannot overrun the budget.
+    const std::span<const int64_t> candidates(
+        l.old_id.data() + first, static_cast<size_t>(std::min(n, first + chunk_vertices) - first));
+    SKIFF_ASSIGN_OR_RETURN(size_t rows, graph.RowsWithin(candidates, chunk_edges));
+    const int64_t last = first + static_cast<int64_t>(rows);
+    SKIFF_RETURN_IF_ERROR(graph.ReadRows(candidates.first(rows), &chunk));
     offsets_out.clear();
     int32_t src_part = l.PartOfNew(first);
     for (size_t i = 0; i < chunk.size(); ++i) {
@@ -129,6 +134,7 @@ Status WriteGraph(const GraphSource& graph, const Layout& l, bool wide, int64_t 
     }
     SKIFF_RETURN_IF_ERROR(offsets_file->Append(offsets_out.data(), offsets_out.size() * 8));
     progress.Add(chunk.size());
+    first = last;
   }
   if (edges_written != graph.num_edges()) {
     return Status::Corruption("graph.offsets: rows hold " + std::to_string(edges_written) +
@@ -238,10 +244,17 @@ Status WriteEdgeBuckets(const Layout& l, const std::vector<int64_t>& counts, boo
       }
       const bool direct = (q1 == q0 + 1);  // one bucket: append in row order, no buffer
       window_buf.assign(direct ? 0 : q1 - q0, {});
-      for (int64_t first = l.boundaries[p]; first < l.boundaries[p + 1]; first += chunk_vertices) {
-        const int64_t last = std::min(l.boundaries[p + 1], first + chunk_vertices);
-        ids.resize(static_cast<size_t>(last - first));
+      for (int q = q0; !direct && q < q1; ++q) {  // exact sizes: no growth beyond the window
+        window_buf[q - q0].reserve(2 * static_cast<size_t>(counts[static_cast<size_t>(p) * k + q]));
+      }
+      for (int64_t first = l.boundaries[p]; first < l.boundaries[p + 1];) {
+        ids.resize(
+            static_cast<size_t>(std::min(l.boundaries[p + 1], first + chunk_vertices) - first));
         std::iota(ids.begin(), ids.end(), first);
+        SKIFF_ASSIGN_OR_RETURN(size_t rows,
+                               graph->RowsWithin(ids, static_cast<int64_t>(buffer_records)));
+        ids.resize(rows);
+        first += static_cast<int64_t>(rows);
         SKIFF_RETURN_IF_ERROR(graph->ReadRows(ids, &chunk));
         for (size_t i = 0; i < chunk.size(); ++i) {
           const auto row = chunk.Row(i);
@@ -365,6 +378,9 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
     return report;
   }
 
+  // The partitioner's buffers are freed; hand the pages back so the rewrite's buffers are not
+  // counted on top of them (glibc keeps freed heap pages resident otherwise).
+  ::malloc_trim(0);
   Layout layout = MakeLayout(parts.part, k);
   parts.part.clear();
   parts.part.shrink_to_fit();
@@ -375,8 +391,8 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
   SKIFF_ASSIGN_OR_RETURN(auto w, DatasetWriter::Create(out_dir, in_place || options.overwrite));
   const bool wide = in.neighbor_dtype == DType::kInt64;
   std::vector<int64_t> bucket_counts;
-  SKIFF_RETURN_IF_ERROR(
-      WriteGraph(*graph, layout, wide, chunk_vertices, *w, &bucket_counts, options.show_progress));
+  SKIFF_RETURN_IF_ERROR(WriteGraph(*graph, layout, wide, chunk_vertices, chunk_edges, *w,
+                                   &bucket_counts, options.show_progress));
   std::vector<uint64_t> extent_offsets;
   SKIFF_RETURN_IF_ERROR(WriteFeatures(*ds, layout, static_cast<uint64_t>(chunk_edges) * 16, *w,
                                       &extent_offsets, options.show_progress));
@@ -419,7 +435,9 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
     }
     SKIFF_RETURN_IF_ERROR(w->WriteFile(kRelabelOldIdsFile, old_ids.data(), old_ids.size() * 8));
   }
-  const uint64_t buffer_records = static_cast<uint64_t>(chunk_edges);
+  // Window records are 16 bytes (two int64); half a chunk's worth keeps the window, the rows
+  // being read and the writer's buffers within the chunk budget.
+  const uint64_t buffer_records = std::max<uint64_t>(1, static_cast<uint64_t>(chunk_edges) / 2);
   SKIFF_RETURN_IF_ERROR(WriteEdgeBuckets(layout, bucket_counts, wide, in.num_edges, chunk_vertices,
                                          buffer_records, *w, options.show_progress));
   for (const auto& [name, info] : in.files) {
