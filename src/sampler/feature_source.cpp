@@ -29,4 +29,15 @@ Status InMemoryFeatures::Gather(std::span<const int64_t> nodes, float* out) cons
   return Status::Ok();
 }
 
+void InMemoryFeatures::NormalizeRows() {
+  for (int64_t v = 0; v < num_nodes_; ++v) {
+    float* row = features_.data() + v * dim_;
+    double sum = 0;
+    for (int64_t k = 0; k < dim_; ++k) sum += row[k];
+    if (sum == 0) continue;
+    const float inv = static_cast<float>(1.0 / sum);
+    for (int64_t k = 0; k < dim_; ++k) row[k] *= inv;
+  }
+}
+
 }  // namespace skiff::sampler

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "kernels/cpu/cross_entropy.h"
 #include "skiff/log.h"
@@ -64,6 +65,7 @@ std::string TrainOptions::ToJson() const {
   j["eval_batch_size"] = eval_batch_size;
   j["epochs"] = epochs;
   j["seed"] = seed;
+  j["feature_norm"] = feature_norm;
   return j.dump();
 }
 
@@ -90,6 +92,7 @@ Result<TrainOptions> TrainOptions::FromJson(const std::string& text) {
     o.eval_batch_size = j.at("eval_batch_size");
     o.epochs = j.at("epochs");
     o.seed = j.at("seed");
+    o.feature_norm = j.value("feature_norm", "none");
     o.model.seed = o.seed;
   } catch (const std::exception& e) {
     return Status::Corruption(std::string("checkpoint configuration: ") + e.what());
@@ -213,9 +216,12 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   so.epoch = static_cast<uint64_t>(epoch);
   const int64_t num_batches =
       (static_cast<int64_t>(data_.train.size()) + options_.batch_size - 1) / options_.batch_size;
-  // A pass runner may cut batches differently (the out-of-core plan never spans buffer states).
-  Progress progress("epoch " + std::to_string(epoch),
-                    pass_runner_ ? 0 : static_cast<uint64_t>(num_batches), "batches");
+  std::optional<Progress> progress;
+  if (options_.show_progress) {
+    // A pass runner may cut batches differently (the out-of-core plan never spans buffer states).
+    progress.emplace("epoch " + std::to_string(epoch),
+                     pass_runner_ ? 0 : static_cast<uint64_t>(num_batches), "batches");
+  }
   const int64_t classes = data_.num_classes;
   std::vector<float> logits, grad;
   double loss_sum = 0;
@@ -241,7 +247,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
     correct_total += correct;
     labelled_total += labelled;
     compute_seconds += Seconds(c0, Clock::now());
-    progress.Add(1);
+    if (progress) progress->Add(1);
     return Status::Ok();
   };
   double sample_seconds = 0, gather_seconds = 0, wait_seconds = 0;
@@ -262,7 +268,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
     gather_seconds = stream.gather_busy_seconds();
     wait_seconds = stream.consumer_wait_seconds();
   }
-  progress.Finish();
+  if (progress) progress->Finish();
   m.loss = labelled_total > 0 ? loss_sum / labelled_total : 0;
   m.train_acc = labelled_total > 0 ? static_cast<double>(correct_total) / labelled_total : 0;
   m.sample_seconds = sample_seconds;

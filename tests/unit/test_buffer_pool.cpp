@@ -302,7 +302,7 @@ TEST_CASE("buffer pool: fine-grained reads are coalesced and return the right by
 
 namespace {
 
-// A partitioned dataset of n nodes in k partitions, random out-degrees 0..9.
+// A dataset of n nodes in k partitions (k = 0: unpartitioned), random out-degrees 0..9.
 Status WritePartitionedDataset(const std::string& path, int64_t n, uint32_t k, int64_t dim) {
   SKIFF_ASSIGN_OR_RETURN(auto w, format::DatasetWriter::Create(path));
   auto& m = w->manifest();
@@ -324,6 +324,8 @@ Status WritePartitionedDataset(const std::string& path, int64_t n, uint32_t k, i
   m.num_classes = 2;
   SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kOffsetsFile, offsets.data(), offsets.size() * 8));
   SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kNeighborsFile, nbrs.data(), nbrs.size() * 4));
+  const bool partitioned = k > 0;
+  if (!partitioned) k = 1;
   format::PartitionInfo info;
   info.num_partitions = k;
   info.algorithm = "range";
@@ -340,7 +342,7 @@ Status WritePartitionedDataset(const std::string& path, int64_t n, uint32_t k, i
     }
   }
   SKIFF_RETURN_IF_ERROR(w->FinishFile(*feats));
-  m.partitions = info;
+  if (partitioned) m.partitions = info;
   std::vector<int32_t> labels(n, 0);
   SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kLabelsFile, labels.data(), labels.size() * 4));
   std::vector<int64_t> train{0}, valid{1}, test{2};
@@ -426,4 +428,33 @@ TEST_CASE("buffer pool over a dataset: features and adjacency verified, corrupti
   auto unchecked = BufferPool::Create(src->get(), opt);
   REQUIRE(unchecked.ok());
   CHECK((*unchecked)->Pin(3).ok());
+}
+
+TEST_CASE("dataset partition source: unpartitioned datasets are split into fixed node ranges") {
+  skiff::testing::TempDir dir;
+  REQUIRE(WritePartitionedDataset(dir / "ds", 1000, 0, 8).ok());
+  auto ds = format::Dataset::Open(dir / "ds");
+  REQUIRE(ds.ok());
+  REQUIRE_FALSE((*ds)->manifest().partitions.has_value());
+  DatasetPartitionSourceOptions so;
+  so.nodes_per_partition = 300;
+  auto src = DatasetPartitionSource::Open(ds->get(), so);
+  REQUIRE(src.ok());
+  REQUIRE((*src)->num_partitions() == 4);  // 300, 300, 300, 100 nodes
+  CHECK((*src)->partition_of(899) == 2);
+  CHECK((*src)->partition_of(900) == 3);
+  auto feats = (*ds)->LoadFeatures();
+  REQUIRE(feats.ok());
+  BufferPoolOptions opt;
+  opt.budget_bytes = BufferPool::BudgetFor(**src, 2, opt);
+  auto pool = BufferPool::Create(src->get(), opt);
+  REQUIRE(pool.ok());
+  for (uint32_t p = 0; p < 4; ++p) {
+    auto pin = (*pool)->Pin(p);
+    REQUIRE(pin.ok());
+    const auto bytes = pin->extent(DatasetPartitionSource::kFeatureExtent);
+    const int64_t first = (*src)->first_node(p), rows = (*src)->first_node(p + 1) - first;
+    REQUIRE(bytes.size() == static_cast<size_t>(rows * 8 * 4));
+    CHECK(std::memcmp(bytes.data(), feats->data() + first * 8, bytes.size()) == 0);
+  }
 }

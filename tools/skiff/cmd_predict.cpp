@@ -27,6 +27,7 @@ int RunPredict(const PredictOptions& o) {
   t->sampler_threads = std::max(1, cpu::NumThreads());
   auto data = train::LoadInMemory(**ds);
   if (!data.ok()) return ReportStatus("predict", data.status());
+  if (t->feature_norm == "row") (*data)->features->NormalizeRows();
   if ((*data)->data.features->dim() != t->model.in_dim ||
       (*data)->data.num_classes != t->model.num_classes) {
     return ReportStatus("predict",

@@ -30,14 +30,46 @@ struct TrainCliOptions {
   int heads = 4;
   std::string activation = "relu";
   std::string norm = "none";
+  std::string feature_norm = "none";
   uint64_t seed = 0;
   int threads = 0;
   int sampler_threads = 0;
   std::string optimizer = "adam";
   std::string checkpoint, resume, metrics, export_dir;
+  std::string config;
   std::string memory;              // out of core when set (docs/pipeline.md)
   std::string sampling = "exact";  // out of core: exact or in-buffer
 };
+
+// Applies a TOML config file to the options not given on the command line (so the command line
+// wins). Errors name the file and the unknown key.
+int ApplyConfig(CLI::App& app, const std::string& path) {
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_file(path);
+  } catch (const std::exception& e) {
+    return ReportStatus("train", Status::InvalidArgument("config " + path + ": " + e.what()));
+  }
+  for (const auto& item : items) {
+    if (!item.parents.empty() || item.name == "config") continue;
+    CLI::Option* opt = nullptr;
+    try {
+      opt = app.get_option("--" + item.name);
+    } catch (const std::exception&) {
+      return ReportStatus("train", Status::InvalidArgument("config " + path + ": unknown key \"" +
+                                                           item.name + "\""));
+    }
+    if (opt->count() > 0) continue;
+    try {
+      opt->add_result(item.inputs);
+      opt->run_callback();
+    } catch (const std::exception& e) {
+      return ReportStatus("train", Status::InvalidArgument("config " + path + ": key \"" +
+                                                           item.name + "\": " + e.what()));
+    }
+  }
+  return 0;
+}
 
 int RunTrain(const TrainCliOptions& o) {
   auto ds = format::Dataset::Open(o.dataset);
@@ -74,6 +106,10 @@ int RunTrain(const TrainCliOptions& o) {
     t.optimizer.lr = o.lr;
     t.optimizer.weight_decay = o.weight_decay;
     t.seed = o.seed;
+    if (o.feature_norm != "none" && o.feature_norm != "row") {
+      return ReportStatus("train", Status::InvalidArgument("--feature-norm must be none or row"));
+    }
+    t.feature_norm = o.feature_norm;
   }
   cpu::SetNumThreads(o.threads);
   t.sampler_threads = o.sampler_threads > 0 ? o.sampler_threads : std::max(1, cpu::NumThreads());
@@ -89,8 +125,13 @@ int RunTrain(const TrainCliOptions& o) {
     auto data = train::LoadInMemory(**ds);
     if (!data.ok()) return ReportStatus("train", data.status());
     in_memory = std::move(data).value();
+    if (t.feature_norm == "row") in_memory->features->NormalizeRows();
     train_data = &in_memory->data;
   } else {
+    if (t.feature_norm == "row") {
+      return ReportStatus("train", Status::InvalidArgument(
+                                       "--feature-norm row is not supported with --memory yet"));
+    }
     uint64_t memory_bytes = 0;
     if (!ParseBytes(o.memory, &memory_bytes) || memory_bytes == 0) {
       return ReportStatus("train", Status::InvalidArgument("--memory '" + o.memory +
@@ -157,7 +198,7 @@ int RunTrain(const TrainCliOptions& o) {
 RunFn Setup(CLI::App& app) {
   auto o = std::make_shared<TrainCliOptions>();
   app.description("Train a GNN (GraphSAGE, GCN or GAT) for node classification");
-  app.set_config("--config", "", "Read options from a TOML file (keys: long option names)");
+  app.add_option("--config", o->config, "Read options from a TOML file (keys: long option names)");
   app.add_option("dataset", o->dataset, "Dataset directory")->required();
   app.add_option("--model", o->model, "sage, gcn or gat")->capture_default_str();
   app.add_option("--layers", o->layers, "Number of GNN layers")->capture_default_str();
@@ -175,6 +216,8 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--heads", o->heads, "GAT attention heads")->capture_default_str();
   app.add_option("--activation", o->activation, "relu or elu")->capture_default_str();
   app.add_option("--norm", o->norm, "none or layer")->capture_default_str();
+  app.add_option("--feature-norm", o->feature_norm, "none or row (scale feature rows to sum 1)")
+      ->capture_default_str();
   app.add_option("--seed", o->seed, "Seed of every random stream")->capture_default_str();
   app.add_option("--threads", o->threads, "Compute threads (0 = all)")->capture_default_str();
   app.add_option("--sampler-threads", o->sampler_threads, "Sampler threads (0 = --threads)");
@@ -188,7 +231,13 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--sampling", o->sampling,
                  "Out of core: exact (read non-resident neighbours) or in-buffer")
       ->capture_default_str();
-  return [o] { return RunTrain(*o); };
+  CLI::App* app_ptr = &app;
+  return [o, app_ptr] {
+    if (!o->config.empty()) {
+      if (int rc = ApplyConfig(*app_ptr, o->config); rc != 0) return rc;
+    }
+    return RunTrain(*o);
+  };
 }
 
 }  // namespace

@@ -38,6 +38,9 @@ class InMemoryFeatures final : public FeatureSource {
   int64_t num_nodes() const override { return num_nodes_; }
   int64_t dim() const override { return dim_; }
   Status Gather(std::span<const int64_t> nodes, float* out) const override;
+  // Scales every row to sum 1 (rows summing to 0 are left alone): the usual preprocessing of
+  // bag-of-words features.
+  void NormalizeRows();
 
  private:
   InMemoryFeatures(std::vector<float> f, int64_t dim)

@@ -57,6 +57,7 @@ struct TrainOptions {
   int64_t batch_size = 1024;
   int64_t eval_batch_size = 4096;
   int epochs = 10;
+  std::string feature_norm = "none";  // "none" or "row" (applied by the caller that loads data)
   uint64_t seed = 0;
   int sampler_threads = 2;
   size_t prefetch_batches = 4;

@@ -1,0 +1,319 @@
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "kernels/cpu/parallel.h"
+#include "skiff/convert/npz_graph.h"
+#include "skiff/io/npy.h"
+#include "skiff/io/npy_writer.h"
+#include "skiff/train/checkpoint.h"
+#include "skiff/train/trainer.h"
+#include "tests/unit/test_util.h"
+
+using namespace skiff;
+using namespace skiff::train;
+
+namespace {
+
+// Two noisy classes on a random graph where neighbours mostly share a class.
+struct Synthetic {
+  std::unique_ptr<sampler::InMemoryGraph> graph;
+  std::unique_ptr<sampler::InMemoryFeatures> features;
+  TrainData data;
+};
+
+std::unique_ptr<Synthetic> MakeSynthetic(int64_t n, int64_t dim, uint64_t seed) {
+  auto s = std::make_unique<Synthetic>();
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> labels(n);
+  for (int64_t v = 0; v < n; ++v) labels[v] = static_cast<int32_t>(rng() % 2);
+  std::vector<int64_t> offsets{0}, nbrs;
+  for (int64_t v = 0; v < n; ++v) {
+    std::set<int64_t> row;
+    while (row.size() < 6) {
+      const int64_t w = static_cast<int64_t>(rng() % n);
+      if (w != v && (labels[w] == labels[v] || rng() % 5 == 0)) row.insert(w);
+    }
+    nbrs.insert(nbrs.end(), row.begin(), row.end());
+    offsets.push_back(static_cast<int64_t>(nbrs.size()));
+  }
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  std::vector<float> x(n * dim);
+  for (int64_t v = 0; v < n; ++v) {
+    for (int64_t k = 0; k < dim; ++k) x[v * dim + k] = noise(rng) + (k == labels[v] ? 0.7f : 0.0f);
+  }
+  s->graph = std::move(sampler::InMemoryGraph::FromCsr(offsets, nbrs)).value();
+  s->features = std::move(sampler::InMemoryFeatures::FromMatrix(x, dim)).value();
+  s->data.graph = s->graph.get();
+  s->data.features = s->features.get();
+  s->data.labels = labels;
+  s->data.num_classes = 2;
+  for (int64_t v = 0; v < n; ++v)
+    (v % 4 == 0 ? s->data.valid : v % 4 == 1 ? s->data.test : s->data.train).push_back(v);
+  return s;
+}
+
+// A linear model on the seeds' own features that records every seed it is trained on.
+class RecordingModel final : public model::Model {
+ public:
+  explicit RecordingModel(const model::ModelConfig& c)
+      : Model(c), w_(c.in_dim * c.num_classes, 0.01f), g_(w_.size(), 0.0f) {}
+  Status Forward(const MiniBatch& batch, const float* x, bool training, uint64_t dropout_seed,
+                 std::vector<float>* logits, std::vector<float>* embeddings) override {
+    const int64_t rows = static_cast<int64_t>(batch.seeds.size());
+    const int64_t d = config_.in_dim, c = config_.num_classes;
+    if (training) seen.insert(seen.end(), batch.seeds.begin(), batch.seeds.end());
+    x_.assign(x, x + rows * d);
+    rows_ = rows;
+    logits->assign(rows * c, 0.0f);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t k = 0; k < d; ++k)
+        for (int64_t j = 0; j < c; ++j) (*logits)[i * c + j] += x[i * d + k] * w_[k * c + j];
+    if (embeddings != nullptr) embeddings->assign(x, x + rows * d);
+    return Status::Ok();
+  }
+  Status Backward(const float* grad) override {
+    const int64_t d = config_.in_dim, c = config_.num_classes;
+    for (int64_t i = 0; i < rows_; ++i)
+      for (int64_t k = 0; k < d; ++k)
+        for (int64_t j = 0; j < c; ++j) g_[k * c + j] += x_[i * d + k] * grad[i * c + j];
+    return Status::Ok();
+  }
+  std::vector<model::Parameter> Parameters() override {
+    return {{"w", {config_.in_dim, config_.num_classes}, w_.data(), g_.data()}};
+  }
+  std::vector<int64_t> seen;
+
+ private:
+  std::vector<float> w_, g_, x_;
+  int64_t rows_ = 0;
+};
+
+TrainOptions SmallOptions() {
+  TrainOptions o;
+  o.model.kind = model::ModelKind::kSage;
+  o.model.num_layers = 2;
+  o.model.hidden_dim = 16;
+  o.model.dropout = 0.5f;
+  o.fanouts = {4, 3};
+  o.batch_size = 50;
+  o.eval_batch_size = 100;
+  o.epochs = 4;
+  o.seed = 3;
+  o.sampler_threads = 2;
+  o.show_progress = false;
+  return o;
+}
+
+void FlipByte(const std::string& path, uint64_t offset) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.read(&c, 1);
+  c ^= 0x5a;
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&c, 1);
+}
+
+}  // namespace
+
+TEST_CASE("trainer: every training node is visited exactly once per epoch") {
+  auto s = MakeSynthetic(400, 4, 1);
+  RecordingModel* recorder = nullptr;
+  auto factory = [&](const model::ModelConfig& c) -> Result<std::unique_ptr<model::Model>> {
+    auto m = std::make_unique<RecordingModel>(c);
+    recorder = m.get();
+    return std::unique_ptr<model::Model>(std::move(m));
+  };
+  TrainOptions o = SmallOptions();
+  o.epochs = 3;
+  auto t = Trainer::Create(s->data, o, factory);
+  REQUIRE(t.ok());
+  auto summary = (*t)->Run();
+  REQUIRE(summary.ok());
+  REQUIRE(summary->epochs.size() == 3);
+  const size_t n = s->data.train.size();
+  REQUIRE(recorder->seen.size() == 3 * n);
+  for (int e = 0; e < 3; ++e) {
+    std::vector<int64_t> epoch(recorder->seen.begin() + e * n,
+                               recorder->seen.begin() + (e + 1) * n);
+    std::sort(epoch.begin(), epoch.end());
+    CHECK(epoch == s->data.train);
+  }
+  // Different epochs see different orders.
+  CHECK(
+      !std::equal(recorder->seen.begin(), recorder->seen.begin() + n, recorder->seen.begin() + n));
+}
+
+TEST_CASE("trainer: rejects fanouts that do not match the layers") {
+  auto s = MakeSynthetic(100, 4, 2);
+  TrainOptions o = SmallOptions();
+  o.fanouts = {5};
+  auto t = Trainer::Create(s->data, o);
+  CHECK(t.status().code() == StatusCode::kInvalidArgument);
+  CHECK(t.status().message().find("one fanout per layer") != std::string::npos);
+}
+
+TEST_CASE("checkpoint: round trip, and damaged files are rejected with a clear error") {
+  testing::TempDir dir;
+  Checkpoint c;
+  c.config_json = "{\"model\":\"sage\"}";
+  c.epoch = 7;
+  c.seed = 99;
+  c.best_epoch = 5;
+  c.best_valid_acc = 0.8;
+  c.best_test_acc = 0.75;
+  c.parameters.push_back({"layer0.w", {2, 3}, {1, 2, 3, 4, 5, 6}});
+  c.parameters.push_back({"layer0.b", {3}, {7, 8, 9}});
+  c.optimizer_steps = 40;
+  c.optimizer_state = {{0.5f, 0.25f}, {1.0f}};
+  const std::string path = dir / "model.ckpt";
+  REQUIRE(WriteCheckpoint(path, c).ok());
+  auto r = ReadCheckpoint(path);
+  REQUIRE(r.ok());
+  CHECK(r->config_json == c.config_json);
+  CHECK(r->epoch == 7);
+  CHECK(r->seed == 99);
+  CHECK(r->best_epoch == 5);
+  CHECK(r->best_valid_acc == 0.8);
+  CHECK(r->parameters.size() == 2);
+  CHECK(r->parameters[0].name == "layer0.w");
+  CHECK(r->parameters[0].shape == std::vector<int64_t>{2, 3});
+  CHECK(r->parameters[1].values == std::vector<float>{7, 8, 9});
+  CHECK(r->optimizer_steps == 40);
+  CHECK(r->optimizer_state == c.optimizer_state);
+  // No temporary file is left behind.
+  int files = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir.path())) files += e.is_regular_file();
+  CHECK(files == 1);
+
+  SUBCASE("flipped payload byte") {
+    FlipByte(path, 40);
+    auto bad = ReadCheckpoint(path);
+    CHECK(bad.status().code() == StatusCode::kCorruption);
+    CHECK(bad.status().message().find("checksum mismatch") != std::string::npos);
+    CHECK(bad.status().message().find(path) != std::string::npos);
+  }
+  SUBCASE("bad magic") {
+    FlipByte(path, 0);
+    CHECK(ReadCheckpoint(path).status().message().find("not a Skiff checkpoint") !=
+          std::string::npos);
+  }
+  SUBCASE("truncated") {
+    std::filesystem::resize_file(path, std::filesystem::file_size(path) - 3);
+    CHECK(ReadCheckpoint(path).status().message().find("truncated") != std::string::npos);
+  }
+  SUBCASE("missing") {
+    CHECK(ReadCheckpoint(dir / "nope").status().code() == StatusCode::kNotFound);
+  }
+}
+
+TEST_CASE("trainer: resume from a checkpoint reproduces the remaining epochs exactly") {
+  cpu::SetNumThreads(2);
+  auto s = MakeSynthetic(300, 6, 4);
+  testing::TempDir dir;
+  TrainOptions o = SmallOptions();
+  o.epochs = 4;
+  auto full = Trainer::Create(s->data, o);
+  REQUIRE(full.ok());
+  auto full_summary = (*full)->Run();
+  REQUIRE(full_summary.ok());
+
+  TrainOptions first = o;
+  first.epochs = 2;
+  auto part = Trainer::Create(s->data, first);
+  REQUIRE(part.ok());
+  REQUIRE((*part)->Run().ok());
+  const std::string path = dir / "run.ckpt";
+  REQUIRE(WriteCheckpoint(path, (*part)->MakeCheckpoint(1)).ok());
+
+  auto ckpt = ReadCheckpoint(path);
+  REQUIRE(ckpt.ok());
+  auto saved = TrainOptions::FromJson(ckpt->config_json);
+  REQUIRE(saved.ok());
+  CHECK(saved->fanouts == o.fanouts);
+  saved->epochs = 4;
+  saved->show_progress = false;
+  saved->sampler_threads = 3;  // a different thread count must not matter
+  auto resumed = Trainer::Create(s->data, *saved);
+  REQUIRE(resumed.ok());
+  REQUIRE((*resumed)->Restore(*ckpt).ok());
+  auto rest = (*resumed)->Run();
+  REQUIRE(rest.ok());
+  REQUIRE(rest->epochs.size() == 2);
+  for (int i = 0; i < 2; ++i) {
+    CHECK(rest->epochs[i].epoch == full_summary->epochs[2 + i].epoch);
+    CHECK(rest->epochs[i].loss == full_summary->epochs[2 + i].loss);
+    CHECK(rest->epochs[i].valid_acc == full_summary->epochs[2 + i].valid_acc);
+  }
+  auto a = (*full)->model().Parameters();
+  auto b = (*resumed)->model().Parameters();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(std::memcmp(a[i].data, b[i].data, a[i].size() * sizeof(float)) == 0);
+  }
+}
+
+TEST_CASE("npy writer: files read back through the .npy reader") {
+  testing::TempDir dir;
+  std::vector<float> emb{1.5f, -2, 3, 4, 5, 6};
+  REQUIRE(io::WriteNpy(dir / "e.npy", emb.data(), {3, 2}).ok());
+  std::vector<int32_t> cls{4, 0, 2};
+  REQUIRE(io::WriteNpy(dir / "c.npy", cls.data(), {3}).ok());
+  CHECK(io::NpyHeaderBytes("<f4", {3, 2}).size() % 64 == 0);
+  auto r = io::NpyReader::OpenFile(dir / "e.npy");
+  REQUIRE(r.ok());
+  CHECK((*r)->header().shape == std::vector<int64_t>{3, 2});
+  std::vector<float> back(6);
+  REQUIRE((*r)->ReadFloat(6, back.data()).ok());
+  CHECK(back == emb);
+  auto c = io::NpyReader::OpenFile(dir / "c.npy");
+  REQUIRE(c.ok());
+  CHECK((*c)->header().descr == "<i4");
+  std::vector<int64_t> cb(3);
+  REQUIRE((*c)->ReadInt64(3, cb.data()).ok());
+  CHECK(cb == std::vector<int64_t>{4, 0, 2});
+}
+
+TEST_CASE("trainer: GCN on Cora reaches > 70% test accuracy") {
+  const std::string datasets = testing::DatasetsDir();
+  if (datasets.empty() || !std::filesystem::exists(datasets + "/cora.npz")) {
+    MESSAGE("cora.npz not found; skipping");
+    return;
+  }
+  testing::TempDir dir;
+  convert::NpzGraphOptions c;
+  c.input = datasets + "/cora.npz";
+  c.output = dir / "cora";
+  c.undirected = true;
+  auto split = convert::ParseSplitSpec("per-class:20,30", 0);
+  REQUIRE(split.ok());
+  c.split = *split;
+  REQUIRE(convert::ConvertNpzGraph(c).ok());
+  auto ds = format::Dataset::Open(c.output);
+  REQUIRE(ds.ok());
+  auto data = LoadInMemory(**ds);
+  REQUIRE(data.ok());
+  cpu::SetNumThreads(2);
+  TrainOptions o;
+  o.model.kind = model::ModelKind::kGcn;
+  o.model.num_layers = 2;
+  o.model.hidden_dim = 64;
+  o.fanouts = {-1, -1};
+  o.eval_fanouts = {-1, -1};
+  o.batch_size = 140;
+  o.epochs = 15;
+  o.show_progress = false;
+  auto t = Trainer::Create((*data)->data, o);
+  REQUIRE(t.ok());
+  auto summary = (*t)->Run();
+  REQUIRE(summary.ok());
+  MESSAGE("best valid " << summary->best_valid_acc << ", test " << summary->best_test_acc);
+  CHECK(summary->best_test_acc > 0.70);
+}
