@@ -17,6 +17,9 @@ Result<AlignedBuffer> AlignedBuffer::Allocate(uint64_t bytes) {
     return Status::FromErrno(
         errno, "allocating an aligned I/O buffer of " + std::to_string(rounded) + " bytes (mmap)");
   }
+  // Large I/O buffers ask for transparent huge pages: O_DIRECT pins the destination pages of every
+  // read, and one 2 MiB page is cheaper to pin (and to map) than 512 small ones. Advisory only.
+  if (rounded >= (2u << 20)) ::madvise(p, rounded, MADV_HUGEPAGE);
   return AlignedBuffer(static_cast<std::byte*>(p), rounded);
 }
 

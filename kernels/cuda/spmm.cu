@@ -5,13 +5,9 @@
 namespace skiff::cuda::detail {
 namespace {
 
-// Columns one lane owns per tile: 4 with float4 loads (128 columns per warp tile, so dim 128 --
-// the common hidden size -- is one tile and one 16-byte load per lane per edge), else 1.
+// Columns one lane owns: 4 with float4 loads, else 1.
 template <bool kVec4>
-struct Tile {
-  static constexpr int kColsPerLane = kVec4 ? 4 : 1;
-  static constexpr int kCols = kWarpSize * kColsPerLane;
-};
+constexpr int kColsPerLane = kVec4 ? 4 : 1;
 
 __device__ __forceinline__ float EdgeWeight(const SpmmArgs& a, int64_t j, int64_t seg,
                                             float row_mean) {
@@ -40,12 +36,20 @@ __device__ __forceinline__ float RowMean(const SpmmArgs& a, int64_t begin, int64
 }
 
 // One warp per (row, segment). The warp loads 32 edges' (index, weight) at once -- one per lane,
-// coalesced -- then broadcasts them with shuffles while every lane accumulates its own columns in
-// edge order (the same order as the CPU reference, so sums differ only by FMA contraction).
+// coalesced -- and broadcasts them with shuffles. The warp is split into 32 / G lane groups of G
+// lanes (G = group_lanes, chosen so a group covers the row: G = 32 for dim >= 128 with float4, so
+// one edge's 512-byte row is one warp-wide load; G = 4 for a 16-wide GAT head, so 8 edges are in
+// flight at once). Group g accumulates edges g, g + 32/G, ... of its columns; the groups' partial
+// sums are combined with shuffles at the end of each column tile.
 template <bool kVec4>
 __global__ void __launch_bounds__(kRowBlockThreads) SpmmGatherKernel(SpmmArgs a) {
-  using T = Tile<kVec4>;
+  constexpr int kCpl = kColsPerLane<kVec4>;
   const int lane = Lane();
+  const int group_lanes = a.group_lanes;
+  const int groups = kWarpSize / group_lanes;
+  const int group = lane / group_lanes;
+  const int lane_in_group = lane % group_lanes;
+  const int64_t tile_cols = static_cast<int64_t>(group_lanes) * kCpl;
   const int64_t row_stride = a.segments * a.dim;
   const int64_t tasks = a.num_rows * a.segments;
   for (int64_t task = GlobalWarp(); task < tasks; task += WarpCount()) {
@@ -54,8 +58,8 @@ __global__ void __launch_bounds__(kRowBlockThreads) SpmmGatherKernel(SpmmArgs a)
     const float row_mean = RowMean(a, begin, end);
     const float* x_seg = a.x + seg * a.dim;
     float* out_row = a.out + row * row_stride + seg * a.dim;
-    for (int64_t col0 = 0; col0 < a.dim; col0 += T::kCols) {
-      const int64_t col = col0 + static_cast<int64_t>(lane) * T::kColsPerLane;
+    for (int64_t col0 = 0; col0 < a.dim; col0 += tile_cols) {
+      const int64_t col = col0 + static_cast<int64_t>(lane_in_group) * kCpl;
       const bool active = col < a.dim;
       float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
       for (int64_t chunk = begin; chunk < end; chunk += kWarpSize) {
@@ -68,10 +72,11 @@ __global__ void __launch_bounds__(kRowBlockThreads) SpmmGatherKernel(SpmmArgs a)
         }
         const int n = static_cast<int>(min(static_cast<int64_t>(kWarpSize), end - chunk));
 #pragma unroll 4
-        for (int k = 0; k < n; ++k) {
+        for (int k0 = 0; k0 < n; k0 += groups) {
+          const int k = k0 + group;  // < 32: k0 < n <= 32 and k0 is a multiple of groups
           const int32_t s = __shfl_sync(0xffffffffu, my_src, k);
           const float w = __shfl_sync(0xffffffffu, my_w, k);
-          if (!active) continue;
+          if (!active || k >= n) continue;
           const float* src = x_seg + static_cast<int64_t>(s) * row_stride + col;
           if constexpr (kVec4) {
             const float4 v = __ldg(reinterpret_cast<const float4*>(src));
@@ -84,7 +89,16 @@ __global__ void __launch_bounds__(kRowBlockThreads) SpmmGatherKernel(SpmmArgs a)
           }
         }
       }
-      if (!active) continue;
+      // Combine the groups' partial sums (lanes with the same lane_in_group hold the same columns).
+      for (int offset = group_lanes; offset < kWarpSize; offset *= 2) {
+        acc.x += __shfl_xor_sync(0xffffffffu, acc.x, offset);
+        if constexpr (kVec4) {
+          acc.y += __shfl_xor_sync(0xffffffffu, acc.y, offset);
+          acc.z += __shfl_xor_sync(0xffffffffu, acc.z, offset);
+          acc.w += __shfl_xor_sync(0xffffffffu, acc.w, offset);
+        }
+      }
+      if (!active || group != 0) continue;
       if constexpr (kVec4) {
         *reinterpret_cast<float4*>(out_row + col) = acc;
       } else {
@@ -94,13 +108,19 @@ __global__ void __launch_bounds__(kRowBlockThreads) SpmmGatherKernel(SpmmArgs a)
   }
 }
 
-// One warp per (row, segment): the row's x tile stays in registers and is added, weighted, into
-// every neighbour's out row with atomicAdd (RED.F32 in L2). Contention is limited to sources shared
-// by many walked rows, which in sampled blocks are few.
+// One warp per (row, segment), split into lane groups as in the gather: every group holds the
+// row's x tile in registers and adds it, weighted, into the out rows of its own edges with
+// atomicAdd (RED.F32 in L2). Contention is limited to sources shared by many walked rows, which
+// in sampled blocks are few.
 template <bool kVec4>
 __global__ void __launch_bounds__(kRowBlockThreads) SpmmScatterKernel(SpmmArgs a) {
-  using T = Tile<kVec4>;
+  constexpr int kCpl = kColsPerLane<kVec4>;
   const int lane = Lane();
+  const int group_lanes = a.group_lanes;
+  const int groups = kWarpSize / group_lanes;
+  const int group = lane / group_lanes;
+  const int lane_in_group = lane % group_lanes;
+  const int64_t tile_cols = static_cast<int64_t>(group_lanes) * kCpl;
   const int64_t row_stride = a.segments * a.dim;
   const int64_t tasks = a.num_rows * a.segments;
   for (int64_t task = GlobalWarp(); task < tasks; task += WarpCount()) {
@@ -110,8 +130,8 @@ __global__ void __launch_bounds__(kRowBlockThreads) SpmmScatterKernel(SpmmArgs a
     const float row_mean = RowMean(a, begin, end);
     const float* x_row = a.x + row * row_stride + seg * a.dim;
     float* out_seg = a.out + seg * a.dim;
-    for (int64_t col0 = 0; col0 < a.dim; col0 += T::kCols) {
-      const int64_t col = col0 + static_cast<int64_t>(lane) * T::kColsPerLane;
+    for (int64_t col0 = 0; col0 < a.dim; col0 += tile_cols) {
+      const int64_t col = col0 + static_cast<int64_t>(lane_in_group) * kCpl;
       const bool active = col < a.dim;
       float4 g = make_float4(0.f, 0.f, 0.f, 0.f);
       if (active) {
@@ -130,10 +150,11 @@ __global__ void __launch_bounds__(kRowBlockThreads) SpmmScatterKernel(SpmmArgs a
           my_w = EdgeWeight(a, j, seg, row_mean);
         }
         const int n = static_cast<int>(min(static_cast<int64_t>(kWarpSize), end - chunk));
-        for (int k = 0; k < n; ++k) {
+        for (int k0 = 0; k0 < n; k0 += groups) {
+          const int k = k0 + group;
           const int32_t d = __shfl_sync(0xffffffffu, my_dst, k);
           const float w = __shfl_sync(0xffffffffu, my_w, k);
-          if (!active) continue;
+          if (!active || k >= n) continue;
           float* dst = out_seg + static_cast<int64_t>(d) * row_stride + col;
           atomicAdd(dst, w * g.x);
           if constexpr (kVec4) {
@@ -157,10 +178,22 @@ bool CanUseVec4(const SpmmArgs& a) {
 // and gives 128-column tiles full 512-byte coalesced row reads with float4.
 unsigned SpmmGrid(const SpmmArgs& a) { return GridFor(a.num_rows * a.segments, kWarpsPerRowBlock); }
 
+// Lanes per edge: the smallest power of two whose lanes cover one tile of the row (dim / 4 lanes
+// with float4, dim lanes otherwise), at most 32. Small dims (GAT heads of 8-64, dim 1-31) then
+// keep several edges in flight per warp instead of idling lanes.
+int GroupLanes(int64_t dim, bool vec4) {
+  const int64_t lanes_needed = vec4 ? dim / 4 : dim;
+  int g = 1;
+  while (g < kWarpSize && g < lanes_needed) g *= 2;
+  return g;
+}
+
 }  // namespace
 
-Status LaunchSpmmGather(const SpmmArgs& a, cudaStream_t stream) {
-  if (a.num_rows == 0 || a.dim == 0 || a.segments == 0) return Status::Ok();
+Status LaunchSpmmGather(const SpmmArgs& args, cudaStream_t stream) {
+  if (args.num_rows == 0 || args.dim == 0 || args.segments == 0) return Status::Ok();
+  SpmmArgs a = args;
+  a.group_lanes = GroupLanes(a.dim, CanUseVec4(a));
   if (CanUseVec4(a)) {
     SpmmGatherKernel<true><<<SpmmGrid(a), kRowBlockThreads, 0, stream>>>(a);
   } else {
@@ -169,8 +202,10 @@ Status LaunchSpmmGather(const SpmmArgs& a, cudaStream_t stream) {
   return CheckLaunch("SpmmGatherKernel");
 }
 
-Status LaunchSpmmScatter(const SpmmArgs& a, cudaStream_t stream) {
-  if (a.num_rows == 0 || a.dim == 0 || a.segments == 0) return Status::Ok();
+Status LaunchSpmmScatter(const SpmmArgs& args, cudaStream_t stream) {
+  if (args.num_rows == 0 || args.dim == 0 || args.segments == 0) return Status::Ok();
+  SpmmArgs a = args;
+  a.group_lanes = GroupLanes(a.dim, CanUseVec4(a));
   if (CanUseVec4(a)) {
     SpmmScatterKernel<true><<<SpmmGrid(a), kRowBlockThreads, 0, stream>>>(a);
   } else {

@@ -37,6 +37,7 @@ struct SpmmArgs {
   int64_t dim = 0;
   const float* x = nullptr;  // walked-side rows (scatter) or gathered rows (gather)
   float* out = nullptr;
+  int group_lanes = 32;  // set by the launcher: lanes per edge (a power of two, 1..32)
 };
 
 // out is overwritten (every walked row, including rows of degree 0, which become zero).

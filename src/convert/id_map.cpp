@@ -122,10 +122,19 @@ Result<std::unique_ptr<IdMap>> IdMap::Create(const std::string& dir, uint64_t me
   options.max_write_buffer_number = 2;
   options.max_background_jobs = 2;
   options.compression = rocksdb::kNoCompression;
+  // Bulk load: the map is written once, in order of first sight, and read while it is written.
+  // Compactions would compete with the conversion for the CPU and stall writes; without them
+  // flushed memtables stay as L0 files and a lookup probes each file's Bloom filter (cached).
+  options.disable_auto_compactions = true;
+  options.level0_slowdown_writes_trigger = 1 << 20;
+  options.level0_stop_writes_trigger = 1 << 20;
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(std::max<uint64_t>(budget * 15 / 100, 4ull << 20));
   table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  table.cache_index_and_filter_blocks = true;
+  // Index and filter blocks live with the table readers, not in the LRU block cache: every lookup
+  // probes the Bloom filter of each L0 file, and a filter evicted by data blocks would be re-read
+  // from disk per probe. They cost about 10 bits per key.
+  table.cache_index_and_filter_blocks = false;
   options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   impl->write_options.disableWAL = true;
   rocksdb::DB* db = nullptr;

@@ -37,6 +37,9 @@ Status ValidateConfig(const ModelConfig& c) {
   if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) {
     return bad("dropout must lie in [0, 1) (got " + std::to_string(c.dropout) + ")");
   }
+  if (!(c.input_dropout < 1.0f)) {
+    return bad("input_dropout must be < 1 (got " + std::to_string(c.input_dropout) + ")");
+  }
   if (c.heads < 1) return bad("heads must be >= 1 (got " + std::to_string(c.heads) + ")");
   if (c.activation != "relu" && c.activation != "elu") {
     return bad("activation must be \"relu\" or \"elu\" (got \"" + c.activation + "\")");
@@ -91,7 +94,6 @@ class CpuModel final : public Model {
     training_ = training;
     dropout_seed_ = dropout_seed;
     const int num_layers = config_.num_layers;
-    const bool use_dropout = training && config_.dropout > 0.0f;
     const float* h = x;
     int64_t h_dim = config_.in_dim;
     for (int l = 0; l < num_layers; ++l) {
@@ -107,10 +109,10 @@ class CpuModel final : public Model {
         }
       }
       const float* layer_in = h;
-      if (use_dropout) {
+      const float p = InputDropout(l);
+      if (training && p > 0.0f) {
         float* dropped = EnsureSize(st.input_dropped, block.num_src * h_dim);
-        cpu::DropoutForward(block.num_src * h_dim, config_.dropout, LayerSeed(dropout_seed, l, 0),
-                            h, dropped);
+        cpu::DropoutForward(block.num_src * h_dim, p, LayerSeed(dropout_seed, l, 0), h, dropped);
         layer_in = dropped;
       }
       const int64_t out_dim = layer.out_dim();
@@ -152,7 +154,6 @@ class CpuModel final : public Model {
     }
     ready_for_backward_ = false;
     const train::MiniBatch& batch = *batch_;
-    const bool use_dropout = training_ && config_.dropout > 0.0f;
     const float* grad_out = grad_logits;
     for (int l = config_.num_layers - 1; l >= 0; --l) {
       const train::Block& block = batch.blocks[static_cast<size_t>(l)];
@@ -166,8 +167,8 @@ class CpuModel final : public Model {
       const int64_t n = block.num_src * layer.in_dim();
       float* grad_in = EnsureSize(st.grad_input, n);
       layer.Backward(block, grad_out, grad_in);
-      if (use_dropout) {  // element-wise: in place is safe
-        cpu::DropoutBackward(n, config_.dropout, LayerSeed(dropout_seed_, l, 0), grad_in, grad_in);
+      if (training_ && InputDropout(l) > 0.0f) {  // element-wise: in place is safe
+        cpu::DropoutBackward(n, InputDropout(l), LayerSeed(dropout_seed_, l, 0), grad_in, grad_in);
       }
       LayerState& prev = states_[static_cast<size_t>(l - 1)];
       const int64_t prev_rows = block.num_src;  // == previous block's num_dst
@@ -215,6 +216,11 @@ class CpuModel final : public Model {
     std::vector<float> activated;  // h_{l+1}
     std::vector<float> grad_input, grad_pre_activation;
   };
+
+  // Dropout probability on layer l's input.
+  float InputDropout(int l) const {
+    return l == 0 && config_.input_dropout >= 0.0f ? config_.input_dropout : config_.dropout;
+  }
 
   Status ValidateBatch(const train::MiniBatch& batch, const float* x) const {
     auto bad = [](const std::string& what) {

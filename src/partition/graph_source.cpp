@@ -1,5 +1,6 @@
 #include "skiff/partition/graph_source.h"
 
+#include <algorithm>
 #include <string>
 
 namespace skiff::partition {
@@ -28,6 +29,27 @@ Status InMemoryGraphSource::ReadRows(std::span<const int64_t> vertices, RowChunk
   return Status::Ok();
 }
 
+Result<size_t> GraphSource::RowsWithin(std::span<const int64_t> vertices, int64_t max_edges) const {
+  if (vertices.empty()) return size_t{0};
+  std::vector<int64_t> degrees;
+  SKIFF_RETURN_IF_ERROR(ReadDegrees(vertices, &degrees));
+  size_t count = 0;
+  int64_t edges = 0;
+  while (count < degrees.size() && (count == 0 || edges + degrees[count] <= max_edges)) {
+    edges += degrees[count++];
+  }
+  return count;
+}
+
+Status InMemoryGraphSource::ReadDegrees(std::span<const int64_t> vertices,
+                                        std::vector<int64_t>* degrees) const {
+  degrees->resize(vertices.size());
+  for (size_t i = 0; i < vertices.size(); ++i) {
+    (*degrees)[i] = offsets_[vertices[i] + 1] - offsets_[vertices[i]];
+  }
+  return Status::Ok();
+}
+
 namespace {
 
 class DatasetGraphSource final : public GraphSource {
@@ -44,6 +66,29 @@ class DatasetGraphSource final : public GraphSource {
   int64_t num_nodes() const override { return num_nodes_; }
   int64_t num_edges() const override { return num_edges_; }
 
+ protected:
+  Status ReadDegrees(std::span<const int64_t> vertices,
+                     std::vector<int64_t>* degrees) const override {
+    degrees->resize(vertices.size());
+    std::vector<int64_t> offs;
+    size_t i = 0;
+    while (i < vertices.size()) {
+      size_t j = i + 1;
+      while (j < vertices.size() && vertices[j] == vertices[j - 1] + 1) ++j;
+      const int64_t first = vertices[i];
+      const int64_t count = static_cast<int64_t>(j - i);
+      SKIFF_CHECK(first >= 0 && first + count <= num_nodes_);
+      offs.resize(count + 1);
+      SKIFF_RETURN_IF_ERROR(offsets_->ReadAt(static_cast<uint64_t>(first) * 8,
+                                             static_cast<uint64_t>(count + 1) * 8, offs.data()));
+      for (int64_t r = 0; r < count; ++r)
+        (*degrees)[i + r] = std::max<int64_t>(0, offs[r + 1] - offs[r]);
+      i = j;
+    }
+    return Status::Ok();
+  }
+
+ public:
   Status ReadRows(std::span<const int64_t> vertices, RowChunk* chunk) const override {
     chunk->vertices.assign(vertices.begin(), vertices.end());
     chunk->row_begin.resize(vertices.size() + 1);

@@ -1,5 +1,7 @@
 #include "skiff/partition/partition_dataset.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,8 +41,9 @@ class OptionalProgress {
 
 // Bytes of node state held during a rewrite: part (4) + new ID (8) + old ID (8) + GREM flags (1).
 constexpr uint64_t kStateBytesPerNode = 21;
-// Bytes of working memory per streamed edge: int64 row copy, file read buffer, relabelled output.
-constexpr uint64_t kChunkBytesPerEdge = 32;
+// Bytes of working memory per streamed edge: a chunk row entry is an int64 copy, the file read
+// buffer and vector growth (~32 bytes), and GREM may hold a second chunk (revisited rows).
+constexpr uint64_t kChunkBytesPerEdge = 64;
 
 // Appends `count` IDs as int32 or int64.
 class IdWriter {
@@ -90,7 +93,8 @@ Layout MakeLayout(const std::vector<int32_t>& part, int k) {
 
 // Rows in new order with relabelled, sorted neighbours. Counts edges per (src part, dst part).
 Status WriteGraph(const GraphSource& graph, const Layout& l, bool wide, int64_t chunk_vertices,
-                  DatasetWriter& w, std::vector<int64_t>* bucket_counts, bool show_progress) {
+                  int64_t chunk_edges, DatasetWriter& w, std::vector<int64_t>* bucket_counts,
+                  bool show_progress) {
   const int64_t n = graph.num_nodes();
   SKIFF_ASSIGN_OR_RETURN(auto offsets_file, w.CreateFile(format::kOffsetsFile));
   SKIFF_ASSIGN_OR_RETURN(auto neighbors_file, w.CreateFile(format::kNeighborsFile));
@@ -103,11 +107,13 @@ Status WriteGraph(const GraphSource& graph, const Layout& l, bool wide, int64_t 
   int64_t edges_written = 0;
   const int64_t zero = 0;
   SKIFF_RETURN_IF_ERROR(offsets_file->Append(&zero, 8));
-  for (int64_t first = 0; first < n; first += chunk_vertices) {
-    const int64_t last = std::min(n, first + chunk_vertices);
-    SKIFF_RETURN_IF_ERROR(graph.ReadRows(
-        std::span<const int64_t>(l.old_id.data() + first, static_cast<size_t>(last - first)),
-        &chunk));
+  for (int64_t first = 0; first < n;) {
+    // Batches are cut at chunk_edges so skewed degrees cannot overrun the budget.
+    const std::span<const int64_t> candidates(
+        l.old_id.data() + first, static_cast<size_t>(std::min(n, first + chunk_vertices) - first));
+    SKIFF_ASSIGN_OR_RETURN(size_t rows, graph.RowsWithin(candidates, chunk_edges));
+    const int64_t last = first + static_cast<int64_t>(rows);
+    SKIFF_RETURN_IF_ERROR(graph.ReadRows(candidates.first(rows), &chunk));
     offsets_out.clear();
     int32_t src_part = l.PartOfNew(first);
     for (size_t i = 0; i < chunk.size(); ++i) {
@@ -128,6 +134,7 @@ Status WriteGraph(const GraphSource& graph, const Layout& l, bool wide, int64_t 
     }
     SKIFF_RETURN_IF_ERROR(offsets_file->Append(offsets_out.data(), offsets_out.size() * 8));
     progress.Add(chunk.size());
+    first = last;
   }
   if (edges_written != graph.num_edges()) {
     return Status::Corruption("graph.offsets: rows hold " + std::to_string(edges_written) +
@@ -237,10 +244,17 @@ Status WriteEdgeBuckets(const Layout& l, const std::vector<int64_t>& counts, boo
       }
       const bool direct = (q1 == q0 + 1);  // one bucket: append in row order, no buffer
       window_buf.assign(direct ? 0 : q1 - q0, {});
-      for (int64_t first = l.boundaries[p]; first < l.boundaries[p + 1]; first += chunk_vertices) {
-        const int64_t last = std::min(l.boundaries[p + 1], first + chunk_vertices);
-        ids.resize(static_cast<size_t>(last - first));
+      for (int q = q0; !direct && q < q1; ++q) {  // exact sizes: no growth beyond the window
+        window_buf[q - q0].reserve(2 * static_cast<size_t>(counts[static_cast<size_t>(p) * k + q]));
+      }
+      for (int64_t first = l.boundaries[p]; first < l.boundaries[p + 1];) {
+        ids.resize(
+            static_cast<size_t>(std::min(l.boundaries[p + 1], first + chunk_vertices) - first));
         std::iota(ids.begin(), ids.end(), first);
+        SKIFF_ASSIGN_OR_RETURN(size_t rows,
+                               graph->RowsWithin(ids, static_cast<int64_t>(buffer_records)));
+        ids.resize(rows);
+        first += static_cast<int64_t>(rows);
         SKIFF_RETURN_IF_ERROR(graph->ReadRows(ids, &chunk));
         for (size_t i = 0; i < chunk.size(); ++i) {
           const auto row = chunk.Row(i);
@@ -295,7 +309,9 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
                                    " is too large for the k*k edge-bucket index (max 4096)");
   }
   // Memory plan: node state first, the rest for streamed chunks.
-  const uint64_t state_bytes = static_cast<uint64_t>(n) * kStateBytesPerNode +
+  const uint64_t per_node_bytes =
+      kStateBytesPerNode + (options.partitioner.order == StreamOrder::kBfs ? 8 : 0);
+  const uint64_t state_bytes = static_cast<uint64_t>(n) * per_node_bytes +
                                static_cast<uint64_t>(k) * k * 8 * 2 + (uint64_t{16} << 20);
   if (options.memory_bytes < state_bytes + (uint64_t{8} << 20)) {
     return Status::ResourceExhausted(
@@ -316,6 +332,8 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
   SKIFF_ASSIGN_OR_RETURN(auto graph, OpenDatasetGraphSource(*ds));
   PartitionerOptions popt = options.partitioner;
   popt.chunk_edges = chunk_edges;
+  // The cluster graph gets half the chunk budget; clustering holds no rewrite buffers.
+  popt.cluster_graph_entries = static_cast<int64_t>(chunk_budget / 2 / 16);
   popt.show_progress = options.show_progress;
   std::vector<uint8_t> train_mask;
   if (in.train_count > 0) {
@@ -360,6 +378,9 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
     return report;
   }
 
+  // The partitioner's buffers are freed; hand the pages back so the rewrite's buffers are not
+  // counted on top of them (glibc keeps freed heap pages resident otherwise).
+  ::malloc_trim(0);
   Layout layout = MakeLayout(parts.part, k);
   parts.part.clear();
   parts.part.shrink_to_fit();
@@ -370,25 +391,38 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
   SKIFF_ASSIGN_OR_RETURN(auto w, DatasetWriter::Create(out_dir, in_place || options.overwrite));
   const bool wide = in.neighbor_dtype == DType::kInt64;
   std::vector<int64_t> bucket_counts;
-  SKIFF_RETURN_IF_ERROR(
-      WriteGraph(*graph, layout, wide, chunk_vertices, *w, &bucket_counts, options.show_progress));
+  SKIFF_RETURN_IF_ERROR(WriteGraph(*graph, layout, wide, chunk_vertices, chunk_edges, *w,
+                                   &bucket_counts, options.show_progress));
   std::vector<uint64_t> extent_offsets;
   SKIFF_RETURN_IF_ERROR(WriteFeatures(*ds, layout, static_cast<uint64_t>(chunk_edges) * 16, *w,
                                       &extent_offsets, options.show_progress));
   {
     SKIFF_ASSIGN_OR_RETURN(std::vector<int32_t> labels, ds->LoadLabels());
-    std::vector<int32_t> relabelled(labels.size());
-    for (int64_t v = 0; v < n; ++v) relabelled[v] = labels[layout.old_id[v]];
-    SKIFF_RETURN_IF_ERROR(
-        w->WriteFile(format::kLabelsFile, relabelled.data(), relabelled.size() * 4));
+    // Written in batches: only the input labels are held whole (4 bytes per node).
+    SKIFF_ASSIGN_OR_RETURN(auto labels_out, w->CreateFile(format::kLabelsFile));
+    std::vector<int32_t> batch;
+    for (int64_t first = 0; first < n; first += chunk_vertices) {
+      const int64_t last = std::min(n, first + chunk_vertices);
+      batch.resize(static_cast<size_t>(last - first));
+      for (int64_t v = first; v < last; ++v) batch[v - first] = labels[layout.old_id[v]];
+      SKIFF_RETURN_IF_ERROR(labels_out->Append(batch.data(), batch.size() * 4));
+    }
+    SKIFF_RETURN_IF_ERROR(w->FinishFile(*labels_out));
   }
   SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kTrainFile, in.train_count, *w));
   SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kValidFile, in.valid_count, *w));
   SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kTestFile, in.test_count, *w));
-  {
+  // The old -> new map is no longer needed; free it before composing the new -> old map.
+  layout.new_id.clear();
+  layout.new_id.shrink_to_fit();
+  if (!in.files.count(kRelabelOldIdsFile)) {
+    SKIFF_RETURN_IF_ERROR(
+        w->WriteFile(kRelabelOldIdsFile, layout.old_id.data(), layout.old_id.size() * 8));
+  } else {
     // new -> converted ID, composed with an earlier partitioning's map.
-    std::vector<int64_t> old_ids = layout.old_id;
-    if (in.files.count(kRelabelOldIdsFile)) {
+    // Composed in place: the rest of the rewrite uses only the size of old_id.
+    std::vector<int64_t>& old_ids = layout.old_id;
+    {
       SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* prev, ds->File(kRelabelOldIdsFile));
       if (prev->info().data_bytes != static_cast<uint64_t>(n) * 8) {
         return Status::Corruption(prev->path() + ": holds " +
@@ -401,9 +435,9 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
     }
     SKIFF_RETURN_IF_ERROR(w->WriteFile(kRelabelOldIdsFile, old_ids.data(), old_ids.size() * 8));
   }
-  layout.new_id.clear();
-  layout.new_id.shrink_to_fit();
-  const uint64_t buffer_records = static_cast<uint64_t>(chunk_edges);
+  // Window records are 16 bytes (two int64); half a chunk's worth keeps the window, the rows
+  // being read and the writer's buffers within the chunk budget.
+  const uint64_t buffer_records = std::max<uint64_t>(1, static_cast<uint64_t>(chunk_edges) / 2);
   SKIFF_RETURN_IF_ERROR(WriteEdgeBuckets(layout, bucket_counts, wide, in.num_edges, chunk_vertices,
                                          buffer_records, *w, options.show_progress));
   for (const auto& [name, info] : in.files) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <thread>
@@ -710,6 +711,7 @@ Status StreamPartitioner::RefinePass(int pass) {
 }
 
 Result<bool> StreamPartitioner::ClusterPlace() {
+  if (n_ > std::numeric_limits<int32_t>::max()) return false;  // cluster IDs are int32
   // Clusters hold at most N / (32 k) vertices: small enough that a part is made of many of them
   // (so balance is easy to meet), large enough to carry the graph's local structure.
   const int64_t bound = std::max<int64_t>(1, n_ / (int64_t{32} * k_));
@@ -769,9 +771,10 @@ Result<bool> StreamPartitioner::ClusterPlace() {
   ccount.clear();
   ccount.shrink_to_fit();
   // Contract: weighted edges between clusters, sorted and merged as they are collected.
+  const size_t edge_budget = static_cast<size_t>(std::max<int64_t>(
+      o_.cluster_graph_entries > 0 ? o_.cluster_graph_entries : o_.chunk_edges, 1 << 16));
   std::vector<std::pair<int64_t, int64_t>> cedges;  // (cu << 32 | cv, weight)
-  // The cluster graph shares the chunk budget (16 bytes per entry, like an int64 row entry pair).
-  const size_t edge_budget = static_cast<size_t>(std::max<int64_t>(o_.chunk_edges, 1 << 16));
+  cedges.reserve(std::min<size_t>(edge_budget + 4096, static_cast<size_t>(g_.num_edges()) + 1));
   auto compact = [&] {
     std::sort(cedges.begin(), cedges.end());
     size_t out = 0;
@@ -792,10 +795,11 @@ Result<bool> StreamPartitioner::ClusterPlace() {
         const int64_t cu = cluster[u];
         if (cu != cv) cedges.push_back({(cv << 32) | cu, 1});
       }
-    }
-    if (cedges.size() > edge_budget) {
-      compact();
-      if (cedges.size() > edge_budget / 2) return false;  // the cluster graph does not fit
+      // Checked per row so the vector never grows past the budget by more than one row.
+      if (cedges.size() >= edge_budget) {
+        compact();
+        if (cedges.size() > edge_budget / 2) return false;  // the cluster graph does not fit
+      }
     }
   }
   compact();

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/cpu/gat.h"
+#include "kernels/cpu/parallel.h"
 #include "tests/unit/test_kernels_util.h"
 
 using namespace skiff;
@@ -123,4 +124,40 @@ TEST_CASE("kernels: GAT aggregation forward and backward (finite differences)") 
     testing::CheckGradient("grad_feat", feat, grad_feat, loss);
     testing::CheckGradient("grad_alpha", alpha, grad_alpha, loss);
   }
+}
+
+TEST_CASE("kernels: GAT kernels give bit-identical results for any thread count") {
+  std::mt19937_64 rng(14);
+  const int64_t nd = 200, ns = 300, heads = 3, dim = 21;
+  train::Block block = testing::RandomBlock(nd, ns, 30, rng);
+  const int64_t nnz = block.num_edges();
+  auto feat = testing::RandomVector(ns * heads * dim, rng);
+  auto attn = testing::RandomVector(heads * dim, rng);
+  auto grad_out = testing::RandomVector(nd * heads * dim, rng);
+  auto run = [&](int threads) {
+    const int saved = cpu::NumThreads();
+    cpu::SetNumThreads(threads);
+    std::vector<float> el(ns * heads), er(nd * heads), alpha(nnz * heads), out(nd * heads * dim);
+    std::vector<float> grad_feat(feat.size()), grad_alpha(alpha.size()), grad_el(el.size()),
+        grad_er(er.size()), grad_attn(attn.size(), 0.0f);
+    cpu::AttentionDot(ns, heads, dim, feat.data(), attn.data(), el.data());
+    cpu::AttentionDot(nd, heads, dim, feat.data(), attn.data(), er.data());
+    cpu::GatEdgeSoftmaxForward(nd, block.indptr.data(), block.indices.data(), heads, el.data(),
+                               er.data(), kSlope, alpha.data());
+    cpu::GatAggregateForward(nd, block.indptr.data(), block.indices.data(), heads, dim,
+                             alpha.data(), feat.data(), out.data());
+    cpu::GatAggregateBackward(nd, ns, block.indptr.data(), block.indices.data(), heads, dim,
+                              alpha.data(), feat.data(), grad_out.data(), grad_feat.data(),
+                              grad_alpha.data());
+    cpu::GatEdgeSoftmaxBackward(nd, ns, block.indptr.data(), block.indices.data(), heads, el.data(),
+                                er.data(), kSlope, alpha.data(), grad_alpha.data(), grad_el.data(),
+                                grad_er.data());
+    cpu::AttentionDotBackward(ns, heads, dim, feat.data(), attn.data(), grad_el.data(),
+                              grad_feat.data(), grad_attn.data());
+    cpu::SetNumThreads(saved);
+    return std::vector<std::vector<float>>{out, grad_feat, grad_alpha, grad_el, grad_er, grad_attn};
+  };
+  const auto one = run(1);
+  const auto three = run(3);
+  for (size_t i = 0; i < one.size(); ++i) CHECK(one[i] == three[i]);
 }

@@ -30,6 +30,7 @@ void CheckModelGradients(ModelConfig config) {
   config.num_classes = 3;
   config.heads = 2;
   config.dropout = 0.2f;
+  config.input_dropout = 0.1f;
   config.seed = 11;
   auto created = Model::CreateCpu(config);
   REQUIRE(created.ok());

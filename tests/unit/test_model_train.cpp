@@ -172,6 +172,16 @@ TEST_CASE("model: initialisation and dropout are deterministic; eval mode has no
   CHECK(emb.size() == 4u * 15u);
   REQUIRE((*b)->Forward(batch, x.data(), true, 78, &lb).ok());
   CHECK(la != lb);
+  // No dropout anywhere: training and evaluation forwards agree.
+  c.dropout = 0.0f;
+  c.input_dropout = 0.0f;
+  auto plain = Model::CreateCpu(c);
+  REQUIRE(plain.ok());
+  REQUIRE((*plain)->Forward(batch, x.data(), true, 5, &la).ok());
+  REQUIRE((*plain)->Forward(batch, x.data(), false, 0, &lb).ok());
+  CHECK(la == lb);
+  c.dropout = 0.5f;
+  c.input_dropout = -1.0f;
   REQUIRE((*a)->Forward(batch, x.data(), false, 1, &la).ok());
   REQUIRE((*a)->Forward(batch, x.data(), false, 2, &lb).ok());
   CHECK(la == lb);

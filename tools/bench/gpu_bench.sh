@@ -26,13 +26,28 @@ if [[ ! -x "$tests" ]]; then
   ninja -C "$build" skiff_gpu_tests
 fi
 
+# A binary built elsewhere (carried over) may need CUDA libraries that live outside the loader's
+# path on this machine, e.g. in a Python environment's nvidia/*/lib directories: find and add them.
+missing="$(ldd "$tests" | awk '/not found/ {print $1}')"
+for lib in $missing; do
+  dir="$(find /usr /opt /root /home -xdev -name "$lib" -print -quit 2>/dev/null | xargs -r dirname)"
+  if [[ -n "$dir" ]]; then
+    echo "== adding $dir to LD_LIBRARY_PATH (for $lib)"
+    export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+done
+if ldd "$tests" | grep 'not found'; then
+  echo "== shared libraries missing for $tests (listed above)"
+  exit 1
+fi
+
 echo "== correctness: $tests"
 set +e
-"$tests"
+"$tests" 2>&1
 status=$?
 set -e
 if [[ $status -eq 77 ]]; then
-  echo "== no CUDA device: nothing measured"
+  echo "== no usable CUDA device (reason above; a driver older than the CUDA runtime also lands here): nothing measured"
   exit 77
 elif [[ $status -ne 0 ]]; then
   echo "== GPU tests FAILED (status $status); benchmarks not run: figures from failing kernels mean nothing"
@@ -40,5 +55,5 @@ elif [[ $status -ne 0 ]]; then
 fi
 
 echo "== benchmark: $tests --perf"
-"$tests" --perf --success=false
+"$tests" --perf 2>&1
 echo "== done"

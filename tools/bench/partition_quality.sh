@@ -5,7 +5,8 @@
 # Usage: tools/bench/partition_quality.sh [WORK_DIR] [GRAPHS...]
 #   SKIFF=path/to/skiff (default build/skiff), DATASETS=../shared/datasets,
 #   GRAPHS: any of enron delaunay gen1m gen10m gen100m (default: all but gen100m),
-#   KS="8 16 64 256", ALGOS="grem ldg fennel random metis".
+#   KS="8 16 64 256", ALGOS="grem ldg fennel random metis" (also: grem-frozen = grem --no-refine),
+#   MEMORY=1GiB (skiff's --memory).
 # Prints one Markdown table row per (graph, k, algorithm): edge-cut fraction of the stored edges,
 # imbalance (largest part / ceil(N/k) - 1), wall time and peak RSS from /usr/bin/time -v. gpmetis
 # runs with -ufactor=30 (the same 3% bound as skiff's default --eps 0.03); its partition is scored
@@ -21,6 +22,7 @@ GRAPHS=("$@")
 [ ${#GRAPHS[@]} -eq 0 ] && GRAPHS=(enron delaunay gen1m gen10m)
 KS="${KS:-8 16 64 256}"
 ALGOS="${ALGOS:-grem ldg fennel random metis}"
+MEMORY="${MEMORY:-1GiB}"
 mkdir -p "$WORK"
 
 build_dataset() {
@@ -60,8 +62,11 @@ for g in "${GRAPHS[@]}"; do
         timed gpmetis "$WORK/$g.graph" "$k" -ufactor=30
         wall="$WALL_S" rss="$RSS_MIB"
         OUT="$("$SKIFF" partition "$ds" -k "$k" --evaluate "$WORK/$g.graph.part.$k")"
+      elif [ "$a" = grem-frozen ]; then
+        timed "$SKIFF" partition "$ds" -k "$k" --algo grem --no-refine --memory "$MEMORY" --no-write --json
+        wall="$WALL_S" rss="$RSS_MIB"
       else
-        timed "$SKIFF" partition "$ds" -k "$k" --algo "$a" --no-write --json
+        timed "$SKIFF" partition "$ds" -k "$k" --algo "$a" --memory "$MEMORY" --no-write --json
         wall="$WALL_S" rss="$RSS_MIB"
       fi
       printf "| %s | %s | %s | %s | %s | %.4f | %.4f | %s | %s |\n" "$g" \

@@ -5,6 +5,7 @@
 
 #include "skiff/convert/convert.h"
 #include "skiff/log.h"
+#include "skiff/partition/partition_dataset.h"
 #include "tools/skiff/command.h"
 
 namespace skiff::cli {
@@ -27,6 +28,8 @@ struct ConvertFlags {
   bool header = false, no_header = false;
   std::string extra_columns = "ignore";
   std::string ogb_split;
+  int partitions = 0;
+  std::string partition_algo = "grem";
 };
 
 int Usage(const std::string& message) {
@@ -73,6 +76,13 @@ int RunConvert(const ConvertFlags& f) {
                                        : convert::HeaderMode::kAuto;
   opt.edge_list.extra_columns_are_errors = f.extra_columns == "error";
   opt.ogb_split = f.ogb_split;
+  partition::PartitionOptions popt;
+  if (f.partitions > 0) {
+    auto algo = partition::ParseAlgorithm(f.partition_algo);
+    if (!algo.ok()) return Usage(algo.status().message());
+    popt.partitioner.algorithm = *algo;
+    popt.partitioner.k = f.partitions;
+  }
 
   auto result = convert::ConvertGraph(opt);
   if (!result.ok()) return ReportStatus("convert", result.status());
@@ -99,6 +109,22 @@ int RunConvert(const ConvertFlags& f) {
   }
   std::printf("time         %s, %s edges/s, peak RSS %s\n", FormatSeconds(s.seconds).c_str(),
               FormatCount(rate).c_str(), FormatBytes(PeakRssBytes()).c_str());
+  if (f.partitions > 0) {
+    // The converted dataset is already committed; partitioning rewrites it atomically in place,
+    // so a failure here leaves the valid, unpartitioned dataset.
+    popt.dataset_dir = opt.output;
+    popt.memory_bytes = opt.memory_bytes > 0 ? opt.memory_bytes : popt.memory_bytes;
+    popt.show_progress = true;
+    auto report = partition::PartitionDataset(popt);
+    if (!report.ok()) {
+      return ReportStatus("convert",
+                          report.status().WithContext("partitioning " + opt.output +
+                                                      " (the unpartitioned dataset is kept)"));
+    }
+    std::printf("partitions   %d (%s), edge cut %.2f%%, imbalance %.2f%%, %s\n", report->k,
+                report->algorithm.c_str(), 100 * report->edge_cut_fraction, 100 * report->imbalance,
+                FormatSeconds(report->seconds).c_str());
+  }
   return 0;
 }
 
@@ -153,6 +179,13 @@ RunFn Setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--ogb-split", f->ogb_split,
                  "OGB: which split/<NAME> to use (default: the only one)");
+  app.add_option("--partitions", f->partitions,
+                 "Also partition the result into K parts (as `skiff partition -k K`); 0 = no")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--partition-algo", f->partition_algo,
+                 "Partitioning algorithm with --partitions: grem, fennel, ldg or random")
+      ->capture_default_str();
   return [f] { return RunConvert(*f); };
 }
 

@@ -9,7 +9,8 @@
 // Thread safety: a Model is used by one thread at a time (the compute stage). Forward must be
 // followed by at most one Backward before the next Forward.
 //
-// Architecture (CPU and CUDA alike): every layer's input goes through dropout (when training);
+// Architecture (CPU and CUDA alike): every layer's input goes through dropout (when training;
+// the first layer's with probability input_dropout);
 // hidden layers are followed by optional LayerNorm (norm == "layer") and then the activation.
 //   sage: h_dst = x_dst W_self + mean_{s in N(d)} x_s W_neigh + b
 //   gcn:  h_dst = (x_d / (deg_d + 1) + sum_s x_s / sqrt((deg_d + 1)(deg_s + 1))) W + b,
@@ -41,6 +42,10 @@ struct ModelConfig {
   int64_t num_classes = 0;
   int num_layers = 2;
   float dropout = 0.5f;
+  // Dropout on the first layer's input (the raw features); < 0 means "same as dropout". GCN/GAT
+  // on small citation graphs want it (Kipf & Welling, Velickovic et al.); DGL's sampled GraphSAGE
+  // recipe uses 0, which also skips a pass over the largest tensor of a sampled batch.
+  float input_dropout = -1.0f;
   int heads = 4;  // GAT only: attention heads of hidden layers (last layer: 1 head)
   std::string activation = "relu";  // "relu" or "elu"
   std::string norm = "none";        // "none" or "layer" (LayerNorm on hidden layers)

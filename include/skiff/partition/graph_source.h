@@ -45,6 +45,16 @@ class GraphSource {
   // Returns Corruption (naming the file and byte offset) when offsets are not monotone or a
   // neighbour ID is out of range, IOError / Corruption from the underlying reads.
   virtual Status ReadRows(std::span<const int64_t> vertices, RowChunk* chunk) const = 0;
+
+  // Returns how many leading vertices of `vertices` (at least one, when not empty) have rows
+  // holding at most `max_edges` edges together, so callers can size chunks by edges on skewed
+  // graphs. Reads offsets only. Errors as ReadRows.
+  Result<size_t> RowsWithin(std::span<const int64_t> vertices, int64_t max_edges) const;
+
+ protected:
+  // Degree of each vertex (offsets only).
+  virtual Status ReadDegrees(std::span<const int64_t> vertices,
+                             std::vector<int64_t>* degrees) const = 0;
 };
 
 // A CSR held in memory. The vectors are borrowed and must outlive the source; offsets has size
@@ -55,6 +65,10 @@ class InMemoryGraphSource final : public GraphSource {
   int64_t num_nodes() const override { return static_cast<int64_t>(offsets_.size()) - 1; }
   int64_t num_edges() const override { return static_cast<int64_t>(neighbors_.size()); }
   Status ReadRows(std::span<const int64_t> vertices, RowChunk* chunk) const override;
+
+ protected:
+  Status ReadDegrees(std::span<const int64_t> vertices,
+                     std::vector<int64_t>* degrees) const override;
 
  private:
   const std::vector<int64_t>& offsets_;

@@ -1,0 +1,198 @@
+// BufferPool: keeps partitions of a dataset resident within a fixed memory budget.
+//
+// At creation the pool computes how many partition slots fit in the budget (a slot holds the
+// largest partition's aligned extents) after reserving the scratch space for fine-grained reads,
+// allocates them once (page-aligned, registered with io_uring), and refuses -- ResourceExhausted,
+// naming the minimum budget -- a budget that cannot hold `min_resident_partitions` slots. It never
+// allocates slot memory again, so the budget can never be exceeded (checked with SKIFF_CHECK).
+//
+// Pin(p) returns a PartitionPin, a move-only handle; while any pin of p lives, p is never evicted.
+// A background I/O thread loads partitions: those a Pin waits for first, then (with a plan) the
+// next planned partitions, as long as a slot is free or holds a partition needed later than the one
+// to load. With an epoch plan (SetPlan: the sequence in which partitions will be pinned) eviction
+// is Belady's: the unpinned partition whose next use is furthest away (never used again first, ties
+// by least recently used). Without a plan: least recently used.
+//
+// ReadRanges() serves fine-grained reads (single feature rows, adjacency lists of non-resident
+// nodes): sorted, expanded to read_alignment(), coalesced and read in one batch through a second
+// engine, verified, and copied to the callers' destinations.
+//
+// Thread safety: Pin, pin destruction, SetPlan, ReadRanges and stats() may be called from any
+// thread. Pin blocks while the partition loads, and while every slot is pinned. The pool must
+// outlive every pin; destroying it with pins outstanding is a programmer error (checked).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "skiff/status.h"
+#include "skiff/storage/aligned_buffer.h"
+#include "skiff/storage/io_engine.h"
+#include "skiff/storage/partition_source.h"
+
+namespace skiff::storage {
+
+struct BufferPoolOptions {
+  uint64_t budget_bytes = 0;
+  // Partitions the caller pins at the same time (the working set); creation fails unless at least
+  // this many slots fit. Two lets one partition be used while the next one loads.
+  uint32_t min_resident_partitions = 2;
+  // Reserved out of the budget for ReadRanges (a larger fine-grained batch is read in rounds).
+  uint64_t fine_read_scratch_bytes = 4ull << 20;
+  bool prefetch = true;           // load planned partitions ahead of their Pin
+  bool verify_checksums = true;   // pass every read through PartitionSource::Verify
+  bool record_evictions = false;  // keep eviction_log() (tests, diagnostics)
+  IoEngineOptions engine;         // both the loading and the fine-grained engine
+};
+
+struct BufferPoolStats {
+  uint64_t bytes_read_total = 0;  // bytes handed to the engines (aligned; partition + fine reads)
+  uint64_t reads_issued = 0;      // raw reads the engines issued (pieces <= 1 MiB, retries)
+  uint64_t hits = 0;              // Pin found the partition resident
+  uint64_t misses = 0;            // Pin had to wait for (or start) a load
+  uint64_t stall_ns = 0;          // total time Pin calls spent waiting for I/O
+  uint64_t partition_loads = 0;
+  uint64_t evictions = 0;
+  uint64_t fine_reads = 0;       // FineRead requests served
+  uint64_t fine_bytes_read = 0;  // bytes read for them (aligned, after coalescing)
+};
+
+// One fine-grained read: `length` bytes at `offset` of source file `file` into `dst`.
+struct FineRead {
+  uint32_t file = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  void* dst = nullptr;
+};
+
+class BufferPool;
+
+// A pinned, resident partition. Move-only; unpins on destruction.
+class PartitionPin {
+ public:
+  PartitionPin() = default;
+  ~PartitionPin() { Release(); }
+  PartitionPin(PartitionPin&& other) noexcept;
+  PartitionPin& operator=(PartitionPin&& other) noexcept;
+  PartitionPin(const PartitionPin&) = delete;
+  PartitionPin& operator=(const PartitionPin&) = delete;
+
+  bool valid() const { return pool_ != nullptr; }
+  uint32_t partition() const { return partition_; }
+  size_t num_extents() const;
+  // The exact bytes of extent i (as returned by PartitionSource::Extents), valid while pinned.
+  std::span<const std::byte> extent(size_t i) const;
+  void Release();  // unpins now (idempotent)
+
+ private:
+  friend class BufferPool;
+  PartitionPin(BufferPool* pool, uint32_t slot, uint32_t partition)
+      : pool_(pool), slot_(slot), partition_(partition) {}
+  BufferPool* pool_ = nullptr;
+  uint32_t slot_ = 0;
+  uint32_t partition_ = 0;
+};
+
+class BufferPool {
+ public:
+  // `source` must outlive the pool. InvalidArgument for a zero budget or an empty source;
+  // ResourceExhausted ("needs at least N bytes") when the working set does not fit; I/O engine
+  // setup errors otherwise.
+  static Result<std::unique_ptr<BufferPool>> Create(const PartitionSource* source,
+                                                    const BufferPoolOptions& options);
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // The budget needed to hold `partitions` slots for `source` (plus the fine-read scratch).
+  static uint64_t BudgetFor(const PartitionSource& source, uint32_t partitions,
+                            const BufferPoolOptions& options);
+
+  // Replaces the plan (sequence of partition ids in pin order) and restarts its cursor. An empty
+  // plan means "no plan" (LRU). Pins advance the cursor past their partition's next occurrence.
+  void SetPlan(std::vector<uint32_t> plan);
+
+  // Blocks until `partition` is resident, then pins it. Returns the load's Status (I/O error,
+  // checksum mismatch naming file and block) when it failed; a later Pin retries the load.
+  Result<PartitionPin> Pin(uint32_t partition);
+  // True when `partition` is resident now (it may be evicted right after unless pinned).
+  bool IsResident(uint32_t partition) const;
+
+  // Fine-grained reads (see class comment). OK, or the first failed read's Status.
+  Status ReadRanges(std::span<const FineRead> reads);
+
+  BufferPoolStats stats() const;
+  uint32_t num_slots() const { return static_cast<uint32_t>(slots_.size()); }
+  uint64_t slot_bytes() const { return slot_bytes_; }
+  uint64_t allocated_bytes() const { return slot_memory_.size() + fine_scratch_.size(); }
+  uint64_t budget_bytes() const { return options_.budget_bytes; }
+  const IoEngine& engine() const { return *load_engine_; }
+  std::vector<uint32_t> eviction_log() const;
+
+ private:
+  friend class PartitionPin;
+  enum class SlotState { kFree, kLoading, kResident, kFailed };
+  struct Slot {
+    SlotState state = SlotState::kFree;
+    int64_t partition = -1;
+    uint32_t pins = 0;
+    uint64_t last_use_tick = 0;
+    std::byte* memory = nullptr;        // slot_bytes_ of slot_memory_
+    std::vector<Extent> extents;        // of the partition held
+    std::vector<uint64_t> data_offset;  // where extent i's exact bytes start in `memory`
+    Status error;                       // kFailed: why
+  };
+
+  BufferPool(const PartitionSource* source, const BufferPoolOptions& options);
+  void Unpin(uint32_t slot);
+  void IoThreadLoop();
+  // Picks (under mu_) the next load: a slot and a partition; false when there is nothing to do.
+  bool ChooseLoad(uint32_t* slot, uint32_t* partition);
+  int64_t ChooseVictim(uint64_t must_be_used_after);
+  uint64_t NextUse(uint32_t partition) const;       // plan position, or kNever
+  Status LoadInto(Slot& slot, uint32_t partition);  // called without mu_
+
+  static constexpr uint64_t kNever = ~0ull;
+
+  // Constant after construction.
+  const PartitionSource* const source_;
+  const BufferPoolOptions options_;
+  uint64_t slot_bytes_ = 0;
+  AlignedBuffer slot_memory_;
+  AlignedBuffer fine_scratch_;
+  std::unique_ptr<IoEngine> load_engine_;  // used by the I/O thread only
+  std::vector<uint32_t> load_file_ids_;
+
+  mutable std::mutex mu_;
+  std::condition_variable loaded_cv_;  // a load finished or a pin was released
+  std::condition_variable io_cv_;      // work for the I/O thread
+  std::vector<Slot> slots_;            // guarded by mu_ (state fields)
+  std::vector<int32_t> slot_of_;       // guarded by mu_: partition -> slot or -1
+  std::deque<uint32_t> demand_;        // guarded by mu_: partitions Pin waits for
+  std::vector<uint32_t> waiting_;      // guarded by mu_: Pin calls waiting, per partition
+  std::vector<uint32_t> plan_;         // guarded by mu_
+  std::vector<std::vector<uint64_t>> occurrences_;  // guarded by mu_: plan positions per partition
+  uint64_t plan_cursor_ = 0;                        // guarded by mu_
+  uint64_t tick_ = 0;                               // guarded by mu_
+  bool stopping_ = false;                           // guarded by mu_
+  std::vector<uint32_t> eviction_log_;              // guarded by mu_
+  BufferPoolStats counters_;                        // guarded by mu_ (load-side counters)
+
+  std::mutex fine_mu_;                     // serialises ReadRanges
+  std::unique_ptr<IoEngine> fine_engine_;  // guarded by fine_mu_
+  std::vector<uint32_t> fine_file_ids_;
+  std::atomic<uint64_t> fine_reads_{0};
+  std::atomic<uint64_t> fine_bytes_read_{0};
+  std::atomic<uint64_t> fine_reads_issued_{0};
+
+  std::thread io_thread_;
+};
+
+}  // namespace skiff::storage

@@ -1,0 +1,473 @@
+#include "skiff/storage/buffer_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "skiff/log.h"
+
+namespace skiff::storage {
+namespace {
+
+uint64_t AlignDown(uint64_t v, uint64_t a) { return v / a * a; }
+uint64_t AlignUp(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+constexpr uint64_t kPage = 4096;
+// io_uring registers at most 1 GiB per buffer; larger slot memory is registered in 1 GiB regions.
+constexpr uint64_t kMaxRegisteredRegionBytes = 1ull << 30;
+
+uint64_t ExtentFootprint(const Extent& e, uint64_t a) {
+  if (e.length == 0) return 0;
+  return AlignUp(e.offset + e.length, a) - AlignDown(e.offset, a);
+}
+
+uint64_t PartitionFootprint(const PartitionSource& source, uint32_t p) {
+  uint64_t bytes = 0;
+  for (const Extent& e : source.Extents(p)) bytes += ExtentFootprint(e, source.read_alignment());
+  return bytes;
+}
+
+uint64_t SlotBytes(const PartitionSource& source) {
+  uint64_t max_bytes = 0;
+  for (uint32_t p = 0; p < source.num_partitions(); ++p) {
+    max_bytes = std::max(max_bytes, PartitionFootprint(source, p));
+  }
+  return std::max<uint64_t>(kPage, AlignUp(max_bytes, kPage));
+}
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+Status RegisterInRegions(IoEngine& engine, std::byte* base, uint64_t bytes, std::byte* base2,
+                         uint64_t bytes2) {
+  std::vector<std::span<std::byte>> regions;
+  for (uint64_t off = 0; off < bytes; off += kMaxRegisteredRegionBytes) {
+    regions.emplace_back(base + off, std::min(kMaxRegisteredRegionBytes, bytes - off));
+  }
+  if (bytes2 > 0) regions.emplace_back(base2, bytes2);
+  return engine.RegisterBuffers(regions);
+}
+
+}  // namespace
+
+// --- PartitionPin
+// ---------------------------------------------------------------------------------
+
+PartitionPin::PartitionPin(PartitionPin&& other) noexcept
+    : pool_(std::exchange(other.pool_, nullptr)),
+      slot_(other.slot_),
+      partition_(other.partition_) {}
+
+PartitionPin& PartitionPin::operator=(PartitionPin&& other) noexcept {
+  if (this != &other) {
+    Release();
+    pool_ = std::exchange(other.pool_, nullptr);
+    slot_ = other.slot_;
+    partition_ = other.partition_;
+  }
+  return *this;
+}
+
+void PartitionPin::Release() {
+  if (pool_ != nullptr) std::exchange(pool_, nullptr)->Unpin(slot_);
+}
+
+size_t PartitionPin::num_extents() const {
+  SKIFF_CHECK(valid());
+  // extents of a pinned slot do not change while pinned; reading them needs no lock.
+  return pool_->slots_[slot_].extents.size();
+}
+
+std::span<const std::byte> PartitionPin::extent(size_t i) const {
+  SKIFF_CHECK(valid());
+  const auto& slot = pool_->slots_[slot_];
+  SKIFF_CHECK(i < slot.extents.size());
+  return {slot.memory + slot.data_offset[i], slot.extents[i].length};
+}
+
+// --- BufferPool
+// -----------------------------------------------------------------------------------
+
+uint64_t BufferPool::BudgetFor(const PartitionSource& source, uint32_t partitions,
+                               const BufferPoolOptions& options) {
+  const uint64_t a = source.read_alignment();
+  return partitions * SlotBytes(source) +
+         AlignUp(std::max<uint64_t>(options.fine_read_scratch_bytes, a),
+                 std::max<uint64_t>(a, kPage));
+}
+
+BufferPool::BufferPool(const PartitionSource* source, const BufferPoolOptions& options)
+    : source_(source), options_(options) {}
+
+Result<std::unique_ptr<BufferPool>> BufferPool::Create(const PartitionSource* source,
+                                                       const BufferPoolOptions& options) {
+  if (source == nullptr || source->num_partitions() == 0) {
+    return Status::InvalidArgument("buffer pool: the partition source has no partitions");
+  }
+  if (options.budget_bytes == 0)
+    return Status::InvalidArgument("buffer pool: the memory budget is 0");
+  const uint32_t a = source->read_alignment();
+  SKIFF_CHECK_MSG(a >= 512 && (a & (a - 1)) == 0, "read_alignment must be a power of two >= 512");
+  const uint32_t num_partitions = source->num_partitions();
+  const uint32_t min_slots =
+      std::clamp<uint32_t>(options.min_resident_partitions, 1, num_partitions);
+  const uint64_t slot_bytes = SlotBytes(*source);
+  const uint64_t scratch_bytes =
+      AlignUp(std::max<uint64_t>(options.fine_read_scratch_bytes, a), std::max<uint64_t>(a, kPage));
+  const uint64_t needed = min_slots * slot_bytes + scratch_bytes;
+  if (options.budget_bytes < needed) {
+    return Status::ResourceExhausted(
+        "buffer pool: a budget of " + FormatBytes(options.budget_bytes) + " cannot hold " +
+        std::to_string(min_slots) + " partitions of up to " + FormatBytes(slot_bytes) +
+        " each plus " + FormatBytes(scratch_bytes) + " of fine-read scratch; needs at least " +
+        std::to_string(needed) + " bytes (" + FormatBytes(needed) +
+        "): raise --memory or use more, smaller partitions");
+  }
+  const uint64_t num_slots =
+      std::min<uint64_t>(num_partitions, (options.budget_bytes - scratch_bytes) / slot_bytes);
+
+  std::unique_ptr<BufferPool> pool(new BufferPool(source, options));
+  pool->slot_bytes_ = slot_bytes;
+  SKIFF_ASSIGN_OR_RETURN(pool->slot_memory_, AlignedBuffer::Allocate(num_slots * slot_bytes));
+  SKIFF_ASSIGN_OR_RETURN(pool->fine_scratch_, AlignedBuffer::Allocate(scratch_bytes));
+  SKIFF_CHECK_MSG(pool->allocated_bytes() <= options.budget_bytes,
+                  "buffer pool exceeds its budget");
+  pool->slots_.resize(num_slots);
+  for (uint64_t s = 0; s < num_slots; ++s)
+    pool->slots_[s].memory = pool->slot_memory_.data() + s * slot_bytes;
+  pool->slot_of_.assign(num_partitions, -1);
+  pool->waiting_.assign(num_partitions, 0);
+
+  SKIFF_ASSIGN_OR_RETURN(pool->load_engine_, CreateIoEngine(options.engine));
+  SKIFF_ASSIGN_OR_RETURN(pool->fine_engine_, CreateIoEngine(options.engine));
+  for (uint32_t f = 0; f < source->num_files(); ++f) {
+    SKIFF_ASSIGN_OR_RETURN(uint32_t id, pool->load_engine_->AddFile(source->file(f)));
+    pool->load_file_ids_.push_back(id);
+    SKIFF_ASSIGN_OR_RETURN(uint32_t fid, pool->fine_engine_->AddFile(source->file(f)));
+    pool->fine_file_ids_.push_back(fid);
+  }
+  SKIFF_RETURN_IF_ERROR(RegisterInRegions(*pool->load_engine_, pool->slot_memory_.data(),
+                                          pool->slot_memory_.size(), nullptr, 0));
+  SKIFF_RETURN_IF_ERROR(RegisterInRegions(*pool->fine_engine_, pool->fine_scratch_.data(),
+                                          pool->fine_scratch_.size(), nullptr, 0));
+  pool->io_thread_ = std::thread([p = pool.get()] { p->IoThreadLoop(); });
+  return pool;
+}
+
+BufferPool::~BufferPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Slot& s : slots_)
+      SKIFF_CHECK_MSG(s.pins == 0, "buffer pool destroyed with pins held");
+    stopping_ = true;
+  }
+  io_cv_.notify_all();
+  if (io_thread_.joinable()) io_thread_.join();
+}
+
+void BufferPool::SetPlan(std::vector<uint32_t> plan) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (uint32_t p : plan) SKIFF_CHECK_MSG(p < slot_of_.size(), "plan names an unknown partition");
+  plan_ = std::move(plan);
+  plan_cursor_ = 0;
+  occurrences_.assign(slot_of_.size(), {});
+  for (uint64_t i = 0; i < plan_.size(); ++i) occurrences_[plan_[i]].push_back(i);
+  // Failed prefetches of the old plan are forgotten; a Pin retries them.
+  for (Slot& s : slots_) {
+    if (s.state == SlotState::kFailed && s.pins == 0 && waiting_[s.partition] == 0) {
+      slot_of_[s.partition] = -1;
+      s = Slot{SlotState::kFree, -1, 0, 0, s.memory, {}, {}, Status::Ok()};
+    }
+  }
+  io_cv_.notify_all();
+}
+
+uint64_t BufferPool::NextUse(uint32_t partition) const {
+  if (plan_.empty()) return kNever;
+  const auto& occ = occurrences_[partition];
+  auto it = std::lower_bound(occ.begin(), occ.end(), plan_cursor_);
+  return it == occ.end() ? kNever : *it;
+}
+
+int64_t BufferPool::ChooseVictim(uint64_t must_be_used_after) {
+  int64_t best = -1;
+  uint64_t best_next = 0, best_tick = 0;
+  for (size_t s = 0; s < slots_.size(); ++s) {
+    const Slot& slot = slots_[s];
+    if (slot.state == SlotState::kFree) return static_cast<int64_t>(s);
+    if (slot.state != SlotState::kResident || slot.pins > 0) continue;
+    if (waiting_[static_cast<uint32_t>(slot.partition)] > 0) continue;
+    const uint64_t next = NextUse(static_cast<uint32_t>(slot.partition));
+    if (must_be_used_after != kNever && next <= must_be_used_after) continue;
+    if (best < 0 || next > best_next || (next == best_next && slot.last_use_tick < best_tick)) {
+      best = static_cast<int64_t>(s);
+      best_next = next;
+      best_tick = slot.last_use_tick;
+    }
+  }
+  return best;
+}
+
+bool BufferPool::ChooseLoad(uint32_t* slot_out, uint32_t* partition_out) {
+  int64_t victim = -1;
+  uint32_t partition = 0;
+  while (!demand_.empty()) {
+    partition = demand_.front();
+    if (slot_of_[partition] >= 0) {  // already loading or resident (prefetched)
+      demand_.pop_front();
+      continue;
+    }
+    victim = ChooseVictim(kNever);
+    if (victim < 0) return false;  // every slot pinned or loading: wait for an unpin
+    demand_.pop_front();
+    break;
+  }
+  if (victim < 0 && options_.prefetch && !plan_.empty()) {
+    // The next planned partitions not yet resident, within one buffer's worth of lookahead.
+    uint64_t seen = 0;
+    for (uint64_t i = plan_cursor_; i < plan_.size() && seen < slots_.size(); ++i) {
+      const uint32_t p = plan_[i];
+      if (NextUse(p) != i) continue;  // a repeat within the window
+      ++seen;
+      if (slot_of_[p] >= 0) continue;
+      victim = ChooseVictim(i);  // only evict what is needed later than p
+      if (victim >= 0) partition = p;
+      break;
+    }
+  }
+  if (victim < 0) return false;
+  Slot& slot = slots_[victim];
+  if (slot.partition >= 0) {
+    slot_of_[slot.partition] = -1;
+    ++counters_.evictions;
+    if (options_.record_evictions) eviction_log_.push_back(static_cast<uint32_t>(slot.partition));
+  }
+  slot.state = SlotState::kLoading;
+  slot.partition = partition;
+  slot.error = Status::Ok();
+  slot.extents = source_->Extents(partition);
+  slot.data_offset.clear();
+  const uint64_t a = source_->read_alignment();
+  uint64_t pos = 0;
+  for (const Extent& e : slot.extents) {
+    SKIFF_CHECK(e.file < source_->num_files());
+    slot.data_offset.push_back(pos + (e.length ? e.offset - AlignDown(e.offset, a) : 0));
+    pos += ExtentFootprint(e, a);
+  }
+  SKIFF_CHECK_MSG(pos <= slot_bytes_, "partition larger than a slot");
+  slot_of_[partition] = static_cast<int32_t>(victim);
+  *slot_out = static_cast<uint32_t>(victim);
+  *partition_out = partition;
+  return true;
+}
+
+Status BufferPool::LoadInto(Slot& slot, uint32_t partition) {
+  const uint64_t a = source_->read_alignment();
+  std::vector<ReadRequest> reqs;
+  uint64_t pos = 0;
+  for (const Extent& e : slot.extents) {
+    const uint64_t bytes = ExtentFootprint(e, a);
+    if (bytes == 0) continue;
+    reqs.push_back(ReadRequest{load_file_ids_[e.file], AlignDown(e.offset, a), bytes,
+                               slot.memory + pos, e.file});
+    pos += bytes;
+  }
+  Status st = load_engine_->ReadAll(reqs);
+  if (st.ok() && options_.verify_checksums) {
+    for (const ReadRequest& r : reqs) {
+      st = source_->Verify(static_cast<uint32_t>(r.tag), r.offset, static_cast<std::byte*>(r.dst),
+                           r.length);
+      if (!st.ok()) break;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_.bytes_read_total += pos;
+  return st.WithContext("loading partition " + std::to_string(partition));
+}
+
+void BufferPool::IoThreadLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    uint32_t slot = 0, partition = 0;
+    io_cv_.wait(lock, [&] { return stopping_ || ChooseLoad(&slot, &partition); });
+    if (stopping_) return;
+    lock.unlock();
+    const uint64_t reads_before = load_engine_->reads_issued();
+    Status st = LoadInto(slots_[slot], partition);
+    const uint64_t reads = load_engine_->reads_issued() - reads_before;
+    lock.lock();
+    counters_.reads_issued += reads;
+    ++counters_.partition_loads;
+    Slot& s = slots_[slot];
+    s.state = st.ok() ? SlotState::kResident : SlotState::kFailed;
+    s.error = std::move(st);
+    s.last_use_tick = ++tick_;
+    loaded_cv_.notify_all();
+  }
+}
+
+Result<PartitionPin> BufferPool::Pin(uint32_t partition) {
+  SKIFF_CHECK_MSG(partition < slot_of_.size(), "Pin of an unknown partition");
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!plan_.empty()) {
+    const auto& occ = occurrences_[partition];
+    auto it = std::lower_bound(occ.begin(), occ.end(), plan_cursor_);
+    if (it != occ.end()) plan_cursor_ = *it + 1;
+    io_cv_.notify_all();  // the prefetch window moved
+  }
+  uint64_t wait_start_ns = 0;
+  for (;;) {
+    const int32_t s = slot_of_[partition];
+    if (s >= 0 && slots_[s].state == SlotState::kResident) {
+      Slot& slot = slots_[s];
+      ++slot.pins;
+      slot.last_use_tick = ++tick_;
+      if (wait_start_ns != 0) {
+        --waiting_[partition];
+        ++counters_.misses;
+        counters_.stall_ns += NowNs() - wait_start_ns;
+      } else {
+        ++counters_.hits;
+      }
+      return PartitionPin(this, static_cast<uint32_t>(s), partition);
+    }
+    if (s >= 0 && slots_[s].state == SlotState::kFailed) {
+      Slot& slot = slots_[s];
+      if (wait_start_ns != 0) --waiting_[partition];
+      Status st = slot.error;
+      if (waiting_[partition] == 0 && slot.pins == 0) {  // the last caller told frees the slot
+        slot_of_[partition] = -1;
+        slot = Slot{SlotState::kFree, -1, 0, 0, slot.memory, {}, {}, Status::Ok()};
+      }
+      ++counters_.misses;
+      if (wait_start_ns != 0) counters_.stall_ns += NowNs() - wait_start_ns;
+      io_cv_.notify_all();
+      return st;
+    }
+    if (s < 0 && std::find(demand_.begin(), demand_.end(), partition) == demand_.end()) {
+      demand_.push_back(partition);
+      io_cv_.notify_all();
+    }
+    if (wait_start_ns == 0) {
+      // While a Pin waits for it, a partition is not evicted: otherwise a prefetch could evict it
+      // between the end of its load and this call taking the pin.
+      wait_start_ns = NowNs();
+      ++waiting_[partition];
+    }
+    loaded_cv_.wait(lock);
+  }
+}
+
+void BufferPool::Unpin(uint32_t slot) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot& s = slots_[slot];
+    SKIFF_CHECK(s.pins > 0 && s.state == SlotState::kResident);
+    --s.pins;
+    s.last_use_tick = ++tick_;
+  }
+  io_cv_.notify_all();
+}
+
+bool BufferPool::IsResident(uint32_t partition) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const int32_t s = slot_of_[partition];
+  return s >= 0 && slots_[s].state == SlotState::kResident;
+}
+
+BufferPoolStats BufferPool::stats() const {
+  BufferPoolStats out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out = counters_;
+  }
+  out.fine_reads = fine_reads_.load();
+  out.fine_bytes_read = fine_bytes_read_.load();
+  out.bytes_read_total += out.fine_bytes_read;
+  out.reads_issued += fine_reads_issued_.load();
+  return out;
+}
+
+std::vector<uint32_t> BufferPool::eviction_log() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return eviction_log_;
+}
+
+Status BufferPool::ReadRanges(std::span<const FineRead> reads) {
+  if (reads.empty()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(fine_mu_);
+  const uint64_t a = source_->read_alignment();
+  const uint64_t scratch = fine_scratch_.size();
+  std::vector<uint32_t> order(reads.size());
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    SKIFF_CHECK(reads[i].file < source_->num_files() && reads[i].dst != nullptr);
+    order[i] = i;
+  }
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    return reads[x].file != reads[y].file ? reads[x].file < reads[y].file
+                                          : reads[x].offset < reads[y].offset;
+  });
+  // Coalesce into aligned chunks of at most `scratch` bytes; each chunk lists the reads it serves.
+  struct Chunk {
+    uint32_t file;
+    uint64_t lo, hi;
+    size_t first, last;  // range of `order` whose reads may intersect this chunk
+  };
+  std::vector<Chunk> chunks;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const FineRead& r = reads[order[k]];
+    if (r.length == 0) continue;
+    const uint64_t lo = AlignDown(r.offset, a), hi = AlignUp(r.offset + r.length, a);
+    if (!chunks.empty() && chunks.back().file == r.file && lo >= chunks.back().lo &&
+        lo <= chunks.back().hi && std::max(hi, chunks.back().hi) - chunks.back().lo <= scratch) {
+      chunks.back().hi = std::max(chunks.back().hi, hi);
+      chunks.back().last = k + 1;
+      continue;
+    }
+    // A read larger than the scratch is split into scratch-sized chunks.
+    for (uint64_t c = lo; c < hi; c += scratch)
+      chunks.push_back({r.file, c, std::min(hi, c + scratch), k, k + 1});
+  }
+  const uint64_t reads_before = fine_engine_->reads_issued();
+  uint64_t bytes = 0;
+  Status result;
+  for (size_t c0 = 0; c0 < chunks.size() && result.ok();) {
+    std::vector<ReadRequest> batch;
+    uint64_t used = 0;
+    size_t c1 = c0;
+    while (c1 < chunks.size() && used + (chunks[c1].hi - chunks[c1].lo) <= scratch) {
+      const Chunk& ch = chunks[c1];
+      batch.push_back(
+          {fine_file_ids_[ch.file], ch.lo, ch.hi - ch.lo, fine_scratch_.data() + used, c1});
+      used += ch.hi - ch.lo;
+      ++c1;
+    }
+    bytes += used;
+    result = fine_engine_->ReadAll(batch);
+    for (const ReadRequest& req : batch) {
+      if (!result.ok()) break;
+      const Chunk& ch = chunks[req.tag];
+      const auto* base = static_cast<const std::byte*>(req.dst);
+      if (options_.verify_checksums) {
+        result = source_->Verify(ch.file, ch.lo, base, ch.hi - ch.lo);
+        if (!result.ok()) break;
+      }
+      for (size_t k = ch.first; k < ch.last; ++k) {
+        const FineRead& r = reads[order[k]];
+        const uint64_t from = std::max(r.offset, ch.lo), to = std::min(r.offset + r.length, ch.hi);
+        if (from >= to) continue;
+        std::memcpy(static_cast<std::byte*>(r.dst) + (from - r.offset), base + (from - ch.lo),
+                    to - from);
+      }
+    }
+    c0 = c1;
+  }
+  fine_reads_ += reads.size();
+  fine_bytes_read_ += bytes;
+  fine_reads_issued_ += fine_engine_->reads_issued() - reads_before;
+  return result.WithContext("fine-grained read");
+}
+
+}  // namespace skiff::storage

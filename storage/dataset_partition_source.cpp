@@ -1,0 +1,102 @@
+#include "skiff/storage/dataset_partition_source.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace skiff::storage {
+
+Result<std::unique_ptr<DatasetPartitionSource>> DatasetPartitionSource::Open(
+    const format::Dataset* dataset, const DatasetPartitionSourceOptions& options) {
+  std::unique_ptr<DatasetPartitionSource> src(new DatasetPartitionSource());
+  src->dataset_ = dataset;
+  const auto& m = dataset->manifest();
+  const char* names[2] = {format::kFeaturesFile, format::kNeighborsFile};
+  uint32_t alignment = 4096;
+  for (int f = 0; f < 2; ++f) {
+    SKIFF_ASSIGN_OR_RETURN(src->readers_[f], dataset->File(names[f]));
+    SKIFF_ASSIGN_OR_RETURN(src->files_[f],
+                           ReadFile::OpenForRead(dataset->dir() + "/" + names[f], options.direct));
+    alignment = std::max(
+        {alignment, src->files_[f].direct_alignment(), src->readers_[f]->info().block_bytes});
+  }
+  if ((alignment & (alignment - 1)) != 0) {
+    return Status::InvalidArgument(dataset->dir() + ": checksum block size " +
+                                   std::to_string(alignment) + " is not a power of two");
+  }
+  src->read_alignment_ = alignment;
+  src->neighbor_bytes_ = format::DTypeBytes(m.neighbor_dtype);
+  SKIFF_ASSIGN_OR_RETURN(src->offsets_, dataset->LoadOffsets());
+  if (m.partitions && m.partitions->boundaries.size() >= 2) {
+    src->boundaries_ = m.partitions->boundaries;
+  } else {
+    const int64_t n = m.num_nodes;
+    const int64_t per = options.nodes_per_partition > 0 ? options.nodes_per_partition
+                                                        : std::max<int64_t>(1, (n + 15) / 16);
+    for (int64_t v = 0; v < n; v += per) src->boundaries_.push_back(v);
+    src->boundaries_.push_back(n);
+    if (src->boundaries_.size() < 2) src->boundaries_ = {0, 0};
+  }
+  return src;
+}
+
+std::vector<Extent> DatasetPartitionSource::Extents(uint32_t p) const {
+  SKIFF_CHECK(p < num_partitions());
+  const int64_t first = boundaries_[p], last = boundaries_[p + 1];
+  const uint64_t row = manifest().feature_row_bytes();
+  std::vector<Extent> out(2);
+  if (last > first) {
+    out[kFeatureExtent] = {kFeatureFile, dataset_->FeatureRowOffset(first),
+                           static_cast<uint64_t>(last - first) * row};
+  } else {
+    out[kFeatureExtent] = {kFeatureFile, 0, 0};
+  }
+  const uint64_t e0 = static_cast<uint64_t>(offsets_[first]),
+                 e1 = static_cast<uint64_t>(offsets_[last]);
+  out[kNeighborExtent] = {kNeighborFile, e0 * neighbor_bytes_, (e1 - e0) * neighbor_bytes_};
+  return out;
+}
+
+Status DatasetPartitionSource::Verify(uint32_t index, uint64_t offset, const std::byte* data,
+                                      uint64_t bytes) const {
+  SKIFF_CHECK(index < 2);
+  return readers_[index]->VerifyBlocks(offset, data, bytes);
+}
+
+uint32_t DatasetPartitionSource::partition_of(int64_t node) const {
+  SKIFF_CHECK(node >= 0 && node < boundaries_.back());
+  return static_cast<uint32_t>(std::upper_bound(boundaries_.begin(), boundaries_.end(), node) -
+                               boundaries_.begin() - 1);
+}
+
+void DatasetPartitionSource::NeighborsFromPin(const PartitionPin& pin, int64_t node,
+                                              std::vector<int64_t>* out) const {
+  const uint32_t p = pin.partition();
+  SKIFF_CHECK(node >= boundaries_[p] && node < boundaries_[p + 1]);
+  const auto bytes = pin.extent(kNeighborExtent);
+  const int64_t base = offsets_[boundaries_[p]];
+  out->clear();
+  for (int64_t e = offsets_[node]; e < offsets_[node + 1]; ++e) {
+    const std::byte* at = bytes.data() + (e - base) * neighbor_bytes_;
+    if (neighbor_bytes_ == 4) {
+      int32_t v;
+      std::memcpy(&v, at, 4);
+      out->push_back(v);
+    } else {
+      int64_t v;
+      std::memcpy(&v, at, 8);
+      out->push_back(v);
+    }
+  }
+}
+
+FineRead DatasetPartitionSource::FeatureRowRead(int64_t node, void* dst) const {
+  return FineRead{kFeatureFile, dataset_->FeatureRowOffset(node), manifest().feature_row_bytes(),
+                  dst};
+}
+
+FineRead DatasetPartitionSource::AdjacencyRead(int64_t node, void* dst) const {
+  return FineRead{kNeighborFile, static_cast<uint64_t>(offsets_[node]) * neighbor_bytes_,
+                  static_cast<uint64_t>(degree(node)) * neighbor_bytes_, dst};
+}
+
+}  // namespace skiff::storage

@@ -1,0 +1,496 @@
+// `skiff iobench raw FILE ...`: measure a file's or device's read performance through Skiff's I/O
+// engines (sweeping patterns, block sizes, queue depths and engines).
+// `skiff iobench replay DATASET --memory BYTES`: replay the reads one training epoch would issue
+// through the partition buffer pool under a memory budget.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <unordered_set>
+
+#include "skiff/format/dataset.h"
+#include "skiff/log.h"
+#include "skiff/storage/aligned_buffer.h"
+#include "skiff/storage/buffer_pool.h"
+#include "skiff/storage/dataset_partition_source.h"
+#include "skiff/storage/io_engine.h"
+#include "tools/skiff/command.h"
+
+namespace skiff::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using storage::AlignedBuffer;
+using storage::IoEngineKind;
+using storage::ReadFile;
+using storage::ReadRequest;
+
+struct RawOptions {
+  std::string file;
+  std::string create_size;
+  std::vector<std::string> patterns{"rand"};
+  std::vector<std::string> block_sizes{"4KiB"};
+  std::vector<uint32_t> queue_depths{64};
+  std::vector<std::string> engines{"uring"};
+  bool buffered = false;
+  double duration_s = 10;
+  std::string bytes_limit;
+  std::string stride = "";
+  uint64_t seed = 1;
+  bool json = false;
+};
+
+struct ReplayOptions {
+  std::string dataset;
+  std::string memory;
+  int64_t partition_nodes = 0;
+  uint32_t fanout = 10;
+  uint64_t seed = 1;
+  std::string engine = "auto";
+  bool buffered = false;
+  bool json = false;
+};
+
+struct RawResult {
+  std::string engine, pattern;
+  uint64_t block_bytes = 0;
+  uint32_t queue_depth = 0;
+  uint64_t ios = 0, bytes = 0;
+  double seconds = 0, cpu_seconds = 0;
+  double p50_us = 0, p99_us = 0, p999_us = 0;
+  std::string describe;
+};
+
+double CpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+// Offsets for a pattern over `blocks` blocks of `bs` bytes.
+class OffsetGen {
+ public:
+  OffsetGen(const std::string& pattern, uint64_t blocks, uint64_t bs, uint64_t stride,
+            uint64_t seed)
+      : pattern_(pattern),
+        blocks_(blocks),
+        bs_(bs),
+        stride_blocks_(std::max<uint64_t>(1, stride / bs)),
+        rng_(seed) {}
+  uint64_t Next() {
+    if (pattern_ == "rand") return (rng_() % blocks_) * bs_;
+    const uint64_t b = cursor_;
+    cursor_ = (cursor_ + (pattern_ == "seq" ? 1 : stride_blocks_)) % blocks_;
+    return b * bs_;
+  }
+
+ private:
+  std::string pattern_;
+  uint64_t blocks_, bs_, stride_blocks_, cursor_ = 0;
+  std::mt19937_64 rng_;
+};
+
+void Percentiles(std::vector<uint32_t>& lat_ns, RawResult* r) {
+  if (lat_ns.empty()) return;
+  auto at = [&](double q) {
+    const size_t k =
+        std::min(lat_ns.size() - 1, static_cast<size_t>(q * static_cast<double>(lat_ns.size())));
+    std::nth_element(lat_ns.begin(), lat_ns.begin() + static_cast<long>(k), lat_ns.end());
+    return lat_ns[k] / 1000.0;
+  };
+  r->p50_us = at(0.5);
+  r->p99_us = at(0.99);
+  r->p999_us = at(0.999);
+}
+
+constexpr size_t kMaxLatencySamples = 4u << 20;
+
+Result<RawResult> RunEngine(const RawOptions& opt, const std::string& engine_name,
+                            const std::string& pattern, uint64_t bs, uint32_t qd,
+                            uint64_t limit_bytes) {
+  storage::IoEngineOptions eo;
+  eo.queue_depth = qd;
+  eo.pread_threads = qd;
+  if (engine_name == "uring" || engine_name == "io_uring") {
+    eo.kind = IoEngineKind::kIoUring;
+    eo.register_files = false;  // the same shape as fio's default io_uring job
+    eo.use_fixed_buffers = false;
+  } else if (engine_name == "uring-fixed") {
+    eo.kind = IoEngineKind::kIoUring;
+  } else if (engine_name == "pread") {
+    eo.kind = IoEngineKind::kPread;
+  } else {
+    return Status::InvalidArgument("unknown engine '" + engine_name +
+                                   "' (expected uring, uring-fixed, pread or mmap)");
+  }
+  eo.max_piece_bytes = std::max<uint64_t>(bs, 1 << 20);  // one request = one I/O of bs bytes
+  SKIFF_ASSIGN_OR_RETURN(auto file, ReadFile::OpenForRead(opt.file, !opt.buffered));
+  if (file.size_bytes() < bs)
+    return Status::InvalidArgument(opt.file + " is smaller than one block");
+  if (bs % file.alignment() != 0) {
+    return Status::InvalidArgument("block size " + std::to_string(bs) +
+                                   " is not a multiple of the O_DIRECT alignment " +
+                                   std::to_string(file.alignment()) + " of " + opt.file);
+  }
+  SKIFF_ASSIGN_OR_RETURN(auto engine, storage::CreateIoEngine(eo));
+  SKIFF_ASSIGN_OR_RETURN(uint32_t fid, engine->AddFile(file));
+  SKIFF_ASSIGN_OR_RETURN(auto buf, AlignedBuffer::Allocate(static_cast<uint64_t>(qd) * bs));
+  std::span<std::byte> region(buf.data(), buf.size());
+  SKIFF_RETURN_IF_ERROR(engine->RegisterBuffers(std::span<const std::span<std::byte>>(&region, 1)));
+
+  OffsetGen gen(pattern, file.size_bytes() / bs, bs,
+                opt.stride.empty() ? 4 * bs : [&] { uint64_t s = 0; ParseBytes(opt.stride, &s); return s; }(),
+                opt.seed);
+  std::vector<Clock::time_point> started(qd);
+  std::vector<uint32_t> lat_ns;
+  lat_ns.reserve(1 << 20);
+  std::vector<ReadRequest> batch;
+  std::vector<storage::ReadCompletion> done;
+  RawResult r;
+  r.engine = engine_name;
+  r.pattern = pattern;
+  r.block_bytes = bs;
+  r.queue_depth = qd;
+  r.describe = engine->Describe();
+  Progress progress("iobench " + engine_name + " " + pattern + " bs=" + FormatBytes(bs) +
+                        " qd=" + std::to_string(qd),
+                    0, "B");
+  const double cpu0 = CpuSeconds();
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + std::chrono::duration<double>(opt.duration_s);
+  uint64_t issued = 0;
+  auto add = [&](uint32_t slot, Clock::time_point now) {
+    batch.push_back(
+        ReadRequest{fid, gen.Next(), bs, buf.data() + static_cast<uint64_t>(slot) * bs, slot});
+    started[slot] = now;
+    issued += bs;
+  };
+  auto now = Clock::now();
+  for (uint32_t s = 0; s < qd; ++s) add(s, now);
+  SKIFF_RETURN_IF_ERROR(engine->Submit(batch));
+  bool stopping = false;
+  while (engine->outstanding() > 0) {
+    done.clear();
+    batch.clear();
+    engine->Reap(1, &done);
+    now = Clock::now();
+    if (!stopping && (now >= deadline || (limit_bytes > 0 && issued >= limit_bytes)))
+      stopping = true;
+    for (const auto& c : done) {
+      if (!c.status.ok()) return c.status;
+      const auto slot = static_cast<uint32_t>(c.tag);
+      if (lat_ns.size() < kMaxLatencySamples) {
+        lat_ns.push_back(static_cast<uint32_t>(std::min<int64_t>(
+            UINT32_MAX,
+            std::chrono::duration_cast<std::chrono::nanoseconds>(now - started[slot]).count())));
+      }
+      ++r.ios;
+      r.bytes += bs;
+      if (!stopping) add(slot, now);
+    }
+    if (!batch.empty()) SKIFF_RETURN_IF_ERROR(engine->Submit(batch));
+    progress.Add(done.size() * bs);
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.cpu_seconds = CpuSeconds() - cpu0;
+  progress.Finish();
+  Percentiles(lat_ns, &r);
+  return r;
+}
+
+// mmap: `qd` threads copy blocks out of a shared read-only mapping (always through the page cache).
+Result<RawResult> RunMmap(const RawOptions& opt, const std::string& pattern, uint64_t bs,
+                          uint32_t qd, uint64_t limit_bytes) {
+  SKIFF_ASSIGN_OR_RETURN(auto file, ReadFile::OpenForRead(opt.file, false));
+  const uint64_t size = file.size_bytes() / bs * bs;
+  if (size == 0) return Status::InvalidArgument(opt.file + " is smaller than one block");
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, file.fd(), 0);
+  if (map == MAP_FAILED) return Status::FromErrno(errno, "mmap " + opt.file);
+  ::madvise(map, size, pattern == "rand" ? MADV_RANDOM : MADV_SEQUENTIAL);
+  RawResult r;
+  r.engine = "mmap";
+  r.pattern = pattern;
+  r.block_bytes = bs;
+  r.queue_depth = qd;
+  r.describe = "mmap (" + std::to_string(qd) + " threads, page cache)";
+  std::atomic<uint64_t> issued{0}, ios{0};
+  std::vector<std::vector<uint32_t>> lats(qd);
+  Progress progress(
+      "iobench mmap " + pattern + " bs=" + FormatBytes(bs) + " qd=" + std::to_string(qd), 0, "B");
+  const double cpu0 = CpuSeconds();
+  const auto t0 = Clock::now();
+  const auto deadline = t0 + std::chrono::duration<double>(opt.duration_s);
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < qd; ++t) {
+    threads.emplace_back([&, t] {
+      OffsetGen gen(pattern, size / bs, bs, 4 * bs, opt.seed + t);
+      std::vector<char> dst(bs);
+      for (;;) {
+        const auto start = Clock::now();
+        if (start >= deadline || (limit_bytes > 0 && issued.fetch_add(bs) >= limit_bytes)) return;
+        std::memcpy(dst.data(), static_cast<const char*>(map) + gen.Next(), bs);
+        const auto end = Clock::now();
+        if (lats[t].size() < kMaxLatencySamples / qd) {
+          lats[t].push_back(static_cast<uint32_t>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()));
+        }
+        ++ios;
+        progress.Add(bs);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.cpu_seconds = CpuSeconds() - cpu0;
+  progress.Finish();
+  ::munmap(map, size);
+  r.ios = ios.load();
+  r.bytes = r.ios * bs;
+  std::vector<uint32_t> all;
+  for (auto& l : lats) all.insert(all.end(), l.begin(), l.end());
+  Percentiles(all, &r);
+  return r;
+}
+
+int RunRaw(const RawOptions& opt) {
+  if (!opt.create_size.empty()) {
+    uint64_t size = 0;
+    if (!ParseBytes(opt.create_size, &size) || size == 0) {
+      return ReportStatus(
+          "iobench", Status::InvalidArgument("--create-file: bad size '" + opt.create_size + "'"));
+    }
+    Status st = storage::CreateRandomFile(opt.file, size, opt.seed);
+    if (!st.ok()) return ReportStatus("iobench", st);
+  }
+  uint64_t limit = 0;
+  if (!opt.bytes_limit.empty() && !ParseBytes(opt.bytes_limit, &limit)) {
+    return ReportStatus("iobench",
+                        Status::InvalidArgument("--bytes: bad size '" + opt.bytes_limit + "'"));
+  }
+  std::vector<RawResult> results;
+  for (const auto& engine : opt.engines) {
+    for (const auto& pattern : opt.patterns) {
+      if (pattern != "rand" && pattern != "seq" && pattern != "stride") {
+        return ReportStatus("iobench", Status::InvalidArgument("unknown pattern '" + pattern +
+                                                               "' (rand, seq, stride)"));
+      }
+      for (const auto& bs_text : opt.block_sizes) {
+        uint64_t bs = 0;
+        if (!ParseBytes(bs_text, &bs) || bs == 0) {
+          return ReportStatus("iobench",
+                              Status::InvalidArgument("bad block size '" + bs_text + "'"));
+        }
+        for (uint32_t qd : opt.queue_depths) {
+          if (qd == 0 || qd > 4096)
+            return ReportStatus("iobench", Status::InvalidArgument("queue depth must be 1..4096"));
+          auto r = engine == "mmap" ? RunMmap(opt, pattern, bs, qd, limit)
+                                    : RunEngine(opt, engine, pattern, bs, qd, limit);
+          if (!r.ok()) return ReportStatus("iobench", r.status());
+          results.push_back(*r);
+        }
+      }
+    }
+  }
+  if (opt.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : results) {
+      out.push_back({{"engine", r.engine},
+                     {"describe", r.describe},
+                     {"pattern", r.pattern},
+                     {"block_bytes", r.block_bytes},
+                     {"queue_depth", r.queue_depth},
+                     {"direct", !opt.buffered},
+                     {"ios", r.ios},
+                     {"bytes", r.bytes},
+                     {"seconds", r.seconds},
+                     {"mb_per_s", r.bytes / r.seconds / 1e6},
+                     {"iops", r.ios / r.seconds},
+                     {"latency_us_p50", r.p50_us},
+                     {"latency_us_p99", r.p99_us},
+                     {"latency_us_p999", r.p999_us},
+                     {"cpu_us_per_io", r.ios ? 1e6 * r.cpu_seconds / r.ios : 0.0}});
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  std::printf("file %s (%s)\n", opt.file.c_str(), opt.buffered ? "buffered" : "O_DIRECT");
+  std::printf("%-12s %-7s %9s %5s %10s %10s %9s %9s %9s %8s\n", "engine", "pattern", "bs", "qd",
+              "MB/s", "IOPS", "p50 us", "p99 us", "p999 us", "cpu us/io");
+  for (const auto& r : results) {
+    std::printf("%-12s %-7s %9s %5u %10.1f %10.0f %9.1f %9.1f %9.1f %8.2f\n", r.engine.c_str(),
+                r.pattern.c_str(), FormatBytes(r.block_bytes).c_str(), r.queue_depth,
+                r.bytes / r.seconds / 1e6, r.ios / r.seconds, r.p50_us, r.p99_us, r.p999_us,
+                r.ios ? 1e6 * r.cpu_seconds / r.ios : 0.0);
+  }
+  return 0;
+}
+
+int RunReplay(const ReplayOptions& opt) {
+  uint64_t budget = 0;
+  if (!ParseBytes(opt.memory, &budget) || budget == 0) {
+    return ReportStatus("iobench",
+                        Status::InvalidArgument("--memory: bad size '" + opt.memory + "'"));
+  }
+  auto kind = storage::ParseIoEngineKind(opt.engine);
+  if (!kind.ok()) return ReportStatus("iobench", kind.status());
+  auto ds = format::Dataset::Open(opt.dataset);
+  if (!ds.ok()) return ReportStatus("iobench", ds.status());
+  storage::DatasetPartitionSourceOptions so;
+  so.direct = !opt.buffered;
+  so.nodes_per_partition = opt.partition_nodes;
+  auto src = storage::DatasetPartitionSource::Open(ds->get(), so);
+  if (!src.ok()) return ReportStatus("iobench", src.status());
+  storage::BufferPoolOptions po;
+  po.budget_bytes = budget;
+  po.engine.kind = *kind;
+  auto pool = storage::BufferPool::Create(src->get(), po);
+  if (!pool.ok()) return ReportStatus("iobench", pool.status());
+  const uint32_t k = (*src)->num_partitions();
+  std::vector<uint32_t> plan(k);
+  std::iota(plan.begin(), plan.end(), 0u);
+  std::mt19937_64 rng(opt.seed);
+  std::shuffle(plan.begin(), plan.end(), rng);
+  (*pool)->SetPlan(plan);
+
+  const auto& m = (*src)->manifest();
+  const uint64_t row_bytes = m.feature_row_bytes();
+  std::vector<std::byte> rows;
+  std::vector<int64_t> nbrs;
+  std::vector<storage::FineRead> reads;
+  std::unordered_set<int64_t> wanted;
+  uint64_t fine_ns = 0, sampled = 0, remote = 0;
+  Progress progress("replay", k, "partitions");
+  const auto t0 = Clock::now();
+  for (uint32_t p : plan) {
+    auto pin = (*pool)->Pin(p);
+    if (!pin.ok()) return ReportStatus("iobench", pin.status());
+    std::vector<bool> resident(k);
+    for (uint32_t q = 0; q < k; ++q) resident[q] = (q == p) || (*pool)->IsResident(q);
+    wanted.clear();
+    for (int64_t v = (*src)->first_node(p); v < (*src)->first_node(p + 1); ++v) {
+      (*src)->NeighborsFromPin(*pin, v, &nbrs);
+      // Sample up to `fanout` neighbours uniformly; those outside the buffer need their row read.
+      for (uint32_t s = 0; s < opt.fanout && !nbrs.empty(); ++s) {
+        const int64_t u = nbrs[rng() % nbrs.size()];
+        ++sampled;
+        if (!resident[(*src)->partition_of(u)]) wanted.insert(u);
+      }
+    }
+    remote += wanted.size();
+    rows.resize(wanted.size() * row_bytes);
+    reads.clear();
+    size_t i = 0;
+    for (int64_t u : wanted)
+      reads.push_back((*src)->FeatureRowRead(u, rows.data() + (i++) * row_bytes));
+    const auto f0 = Clock::now();
+    Status st = (*pool)->ReadRanges(reads);
+    fine_ns += static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - f0).count());
+    if (!st.ok()) return ReportStatus("iobench", st);
+    progress.Add(1);
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  progress.Finish();
+  const auto st = (*pool)->stats();
+  uint64_t needed = 0;
+  for (const char* f : {format::kFeaturesFile, format::kNeighborsFile})
+    needed += m.files.at(f).data_bytes;
+  const double wait_s = 1e-9 * static_cast<double>(st.stall_ns + fine_ns);
+  const double amplification = needed ? static_cast<double>(st.bytes_read_total) / needed : 0;
+  if (opt.json) {
+    nlohmann::json j = {{"dataset", opt.dataset},
+                        {"budget_bytes", budget},
+                        {"partitions", k},
+                        {"slots", (*pool)->num_slots()},
+                        {"slot_bytes", (*pool)->slot_bytes()},
+                        {"engine", (*pool)->engine().Describe()},
+                        {"bytes_read", st.bytes_read_total},
+                        {"bytes_needed", needed},
+                        {"read_amplification", amplification},
+                        {"reads_issued", st.reads_issued},
+                        {"partition_loads", st.partition_loads},
+                        {"hits", st.hits},
+                        {"misses", st.misses},
+                        {"fine_reads", st.fine_reads},
+                        {"fine_bytes_read", st.fine_bytes_read},
+                        {"sampled_neighbors", sampled},
+                        {"remote_rows", remote},
+                        {"seconds", seconds},
+                        {"mb_per_s", st.bytes_read_total / seconds / 1e6},
+                        {"io_wait_seconds", wait_s}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("dataset            %s\n", opt.dataset.c_str());
+  std::printf("budget             %s: %u slots of %s for %u partitions (%s)\n",
+              FormatBytes(budget).c_str(), (*pool)->num_slots(),
+              FormatBytes((*pool)->slot_bytes()).c_str(), k, (*pool)->engine().Describe().c_str());
+  std::printf(
+      "bytes read         %s (partition loads %llu, fine reads %llu = %s)\n",
+      FormatBytes(st.bytes_read_total).c_str(), static_cast<unsigned long long>(st.partition_loads),
+      static_cast<unsigned long long>(st.fine_reads), FormatBytes(st.fine_bytes_read).c_str());
+  std::printf("read amplification %.3f (bytes read / features + neighbours %s)\n", amplification,
+              FormatBytes(needed).c_str());
+  std::printf("sampled            %llu neighbours (fanout %u), %llu rows outside the buffer\n",
+              static_cast<unsigned long long>(sampled), opt.fanout,
+              static_cast<unsigned long long>(remote));
+  std::printf("epoch              %s, %.1f MB/s, waiting on I/O %s (%.0f%%)\n",
+              FormatSeconds(seconds).c_str(), st.bytes_read_total / seconds / 1e6,
+              FormatSeconds(wait_s).c_str(), 100 * wait_s / seconds);
+  std::printf("pins               %llu hits, %llu misses; %llu raw reads\n",
+              static_cast<unsigned long long>(st.hits), static_cast<unsigned long long>(st.misses),
+              static_cast<unsigned long long>(st.reads_issued));
+  return 0;
+}
+
+RunFn Setup(CLI::App& app) {
+  app.description("Measure read performance: raw (a file or device) or replay (a dataset's epoch)");
+  app.require_subcommand(1);
+  auto raw = std::make_shared<RawOptions>();
+  CLI::App* r = app.add_subcommand("raw", "Read a file or device with Skiff's I/O engines");
+  r->add_option("file", raw->file, "File or block device to read (created with --create-file)")
+      ->required();
+  r->add_option("--create-file", raw->create_size,
+                "Create FILE with this many random bytes first (e.g. 4GiB)");
+  r->add_option("--pattern", raw->patterns, "rand, seq, stride (a list sweeps)")->delimiter(',');
+  r->add_option("--bs", raw->block_sizes, "Block sizes, e.g. 4KiB,1MiB")->delimiter(',');
+  r->add_option("--qd", raw->queue_depths, "Queue depths (pread/mmap: threads), e.g. 1,16,64")
+      ->delimiter(',');
+  r->add_option("--engine", raw->engines, "uring, uring-fixed (fixed files+buffers), pread, mmap")
+      ->delimiter(',');
+  r->add_flag("--buffered", raw->buffered, "Read through the page cache (default: O_DIRECT)");
+  r->add_option("--duration", raw->duration_s, "Seconds per setting (default 10)");
+  r->add_option("--bytes", raw->bytes_limit, "Stop a setting after this many bytes");
+  r->add_option("--stride", raw->stride, "Stride for --pattern stride (default 4 blocks)");
+  r->add_option("--seed", raw->seed, "Random seed");
+  r->add_flag("--json", raw->json, "Print results as JSON");
+  auto rep = std::make_shared<ReplayOptions>();
+  CLI::App* p =
+      app.add_subcommand("replay", "Replay one epoch's reads of a dataset under a memory budget");
+  p->add_option("dataset", rep->dataset, "Dataset directory")->required();
+  p->add_option("--memory", rep->memory, "Buffer pool budget, e.g. 4GiB")->required();
+  p->add_option("--partition-nodes", rep->partition_nodes,
+                "Unpartitioned datasets: nodes per partition");
+  p->add_option("--fanout", rep->fanout, "Neighbours sampled per node (default 10)");
+  p->add_option("--seed", rep->seed, "Seed of the visiting order and sampling");
+  p->add_option("--engine", rep->engine, "auto, io_uring, pread or memory");
+  p->add_flag("--buffered", rep->buffered, "Read through the page cache (default: O_DIRECT)");
+  p->add_flag("--json", rep->json, "Print results as JSON");
+  return [raw, rep, r, p] { return r->parsed() ? RunRaw(*raw) : RunReplay(*rep); };
+}
+
+}  // namespace
+SKIFF_REGISTER_COMMAND(iobench, 80, Setup);
+}  // namespace skiff::cli
