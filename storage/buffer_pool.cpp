@@ -139,6 +139,7 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(const PartitionSource* so
     pool->slots_[s].memory = pool->slot_memory_.data() + s * slot_bytes;
   pool->slot_of_.assign(num_partitions, -1);
   pool->waiting_.assign(num_partitions, 0);
+  pool->off_plan_.assign(num_partitions, false);
 
   SKIFF_ASSIGN_OR_RETURN(pool->load_engine_, CreateIoEngine(options.engine));
   SKIFF_ASSIGN_OR_RETURN(pool->fine_engine_, CreateIoEngine(options.engine));
@@ -172,6 +173,7 @@ void BufferPool::SetPlan(std::vector<uint32_t> plan) {
   for (uint32_t p : plan) SKIFF_CHECK_MSG(p < slot_of_.size(), "plan names an unknown partition");
   plan_ = std::move(plan);
   plan_cursor_ = 0;
+  cursor_tick_ = ++tick_;
   occurrences_.assign(slot_of_.size(), {});
   for (uint64_t i = 0; i < plan_.size(); ++i) occurrences_[plan_[i]].push_back(i);
   // Failed prefetches of the old plan are forgotten; a Pin retries them.
@@ -191,7 +193,12 @@ uint64_t BufferPool::NextUse(uint32_t partition) const {
   return it == occ.end() ? kNever : *it;
 }
 
-int64_t BufferPool::ChooseVictim(uint64_t must_be_used_after) {
+int64_t BufferPool::ChooseVictim(uint64_t must_be_used_after, bool for_prefetch,
+                                 bool spare_recent) {
+  if (spare_recent) {
+    const int64_t v = ChooseVictim(must_be_used_after, /*for_prefetch=*/true);
+    if (v >= 0) return v;
+  }
   int64_t best = -1;
   uint64_t best_next = 0, best_tick = 0;
   for (size_t s = 0; s < slots_.size(); ++s) {
@@ -199,6 +206,11 @@ int64_t BufferPool::ChooseVictim(uint64_t must_be_used_after) {
     if (slot.state == SlotState::kFree) return static_cast<int64_t>(s);
     if (slot.state != SlotState::kResident || slot.pins > 0) continue;
     if (waiting_[static_cast<uint32_t>(slot.partition)] > 0) continue;
+    // Without this, a consumer that pins the current partitions out of plan order (after pinning
+    // the next one ahead, which moves the cursor) would see prefetch evict them, demand-load them
+    // back, and prefetch evict them again: a livelock of loads. Each partition can now be evicted
+    // by prefetch at most once per cursor move.
+    if (for_prefetch && slot.pin_tick >= cursor_tick_) continue;
     const uint64_t next = NextUse(static_cast<uint32_t>(slot.partition));
     if (must_be_used_after != kNever && next <= must_be_used_after) continue;
     if (best < 0 || next > best_next || (next == best_next && slot.last_use_tick < best_tick)) {
@@ -219,7 +231,9 @@ bool BufferPool::ChooseLoad(uint32_t* slot_out, uint32_t* partition_out) {
       demand_.pop_front();
       continue;
     }
-    victim = ChooseVictim(kNever);
+    // A partition pinned off the plan (e.g. the current working set, after the next partition was
+    // pinned ahead) is loaded without evicting the rest of the working set where possible.
+    victim = ChooseVictim(kNever, false, /*spare_recent=*/off_plan_[partition]);
     if (victim < 0) return false;  // every slot pinned or loading: wait for an unpin
     demand_.pop_front();
     break;
@@ -232,7 +246,7 @@ bool BufferPool::ChooseLoad(uint32_t* slot_out, uint32_t* partition_out) {
       if (NextUse(p) != i) continue;  // a repeat within the window
       ++seen;
       if (slot_of_[p] >= 0) continue;
-      victim = ChooseVictim(i);  // only evict what is needed later than p
+      victim = ChooseVictim(i, /*for_prefetch=*/true);  // only what is needed later than p
       if (victim >= 0) partition = p;
       break;
     }
@@ -314,7 +328,11 @@ Result<PartitionPin> BufferPool::Pin(uint32_t partition) {
   if (!plan_.empty()) {
     const auto& occ = occurrences_[partition];
     auto it = std::lower_bound(occ.begin(), occ.end(), plan_cursor_);
-    if (it != occ.end()) plan_cursor_ = *it + 1;
+    if (it != occ.end()) {
+      plan_cursor_ = *it + 1;
+      cursor_tick_ = ++tick_;
+    }
+    off_plan_[partition] = it == occ.end();
     io_cv_.notify_all();  // the prefetch window moved
   }
   uint64_t wait_start_ns = 0;
@@ -324,6 +342,7 @@ Result<PartitionPin> BufferPool::Pin(uint32_t partition) {
       Slot& slot = slots_[s];
       ++slot.pins;
       slot.last_use_tick = ++tick_;
+      slot.pin_tick = tick_;
       if (wait_start_ns != 0) {
         --waiting_[partition];
         ++counters_.misses;
@@ -367,6 +386,7 @@ void BufferPool::Unpin(uint32_t slot) {
     SKIFF_CHECK(s.pins > 0 && s.state == SlotState::kResident);
     --s.pins;
     s.last_use_tick = ++tick_;
+    s.pin_tick = tick_;
   }
   io_cv_.notify_all();
 }

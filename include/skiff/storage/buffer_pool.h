@@ -148,6 +148,7 @@ class BufferPool {
     std::vector<Extent> extents;        // of the partition held
     std::vector<uint64_t> data_offset;  // where extent i's exact bytes start in `memory`
     Status error;                       // kFailed: why
+    uint64_t pin_tick = 0;              // tick of the last Pin/Unpin (a load is not a use)
   };
 
   BufferPool(const PartitionSource* source, const BufferPoolOptions& options);
@@ -155,7 +156,14 @@ class BufferPool {
   void IoThreadLoop();
   // Picks (under mu_) the next load: a slot and a partition; false when there is nothing to do.
   bool ChooseLoad(uint32_t* slot, uint32_t* partition);
-  int64_t ChooseVictim(uint64_t must_be_used_after);
+  // A slot to load into: a free one, else the unpinned resident partition used furthest in the
+  // future. `must_be_used_after` (a plan position, or kNever) restricts victims to partitions not
+  // needed before it. `for_prefetch` also spares partitions touched since the plan cursor last
+  // moved: they belong to the working set in use now, even when the plan has moved past them.
+  // `spare_recent` does the same for a demand load of a partition pinned off the plan; when
+  // nothing else can go, a demand load still evicts (falls back to plain Belady).
+  int64_t ChooseVictim(uint64_t must_be_used_after, bool for_prefetch = false,
+                       bool spare_recent = false);
   uint64_t NextUse(uint32_t partition) const;       // plan position, or kNever
   Status LoadInto(Slot& slot, uint32_t partition);  // called without mu_
 
@@ -177,13 +185,15 @@ class BufferPool {
   std::vector<int32_t> slot_of_;       // guarded by mu_: partition -> slot or -1
   std::deque<uint32_t> demand_;        // guarded by mu_: partitions Pin waits for
   std::vector<uint32_t> waiting_;      // guarded by mu_: Pin calls waiting, per partition
+  std::vector<bool> off_plan_;         // guarded by mu_: last Pin of the partition was off the plan
   std::vector<uint32_t> plan_;         // guarded by mu_
   std::vector<std::vector<uint64_t>> occurrences_;  // guarded by mu_: plan positions per partition
   uint64_t plan_cursor_ = 0;                        // guarded by mu_
   uint64_t tick_ = 0;                               // guarded by mu_
-  bool stopping_ = false;                           // guarded by mu_
-  std::vector<uint32_t> eviction_log_;              // guarded by mu_
-  BufferPoolStats counters_;                        // guarded by mu_ (load-side counters)
+  uint64_t cursor_tick_ = 0;            // tick_ when plan_cursor_ last moved; guarded by mu_
+  bool stopping_ = false;               // guarded by mu_
+  std::vector<uint32_t> eviction_log_;  // guarded by mu_
+  BufferPoolStats counters_;            // guarded by mu_ (load-side counters)
 
   std::mutex fine_mu_;                     // serialises ReadRanges
   std::unique_ptr<IoEngine> fine_engine_;  // guarded by fine_mu_
