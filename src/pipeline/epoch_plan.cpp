@@ -55,39 +55,63 @@ Result<EpochPlan> EpochPlan::Build(std::span<const std::vector<int64_t>> train_n
   const uint32_t c = std::min(options.buffer_capacity, k);
   Rng rng(MixSeed(options.seed, options.epoch));
 
-  // 1. Partition order.
-  std::vector<uint32_t> order(k);
-  std::iota(order.begin(), order.end(), 0u);
-  if (c < k) rng.Shuffle(order);
+  // 1. Admission sequence: `rounds` independent random orders of the partitions, one after the
+  // other.
+  const uint32_t rounds = c < k ? std::max<uint32_t>(options.rounds, 1) : 1;
+  std::vector<uint32_t> sequence;
+  sequence.reserve(static_cast<size_t>(k) * rounds);
+  for (uint32_t r = 0; r < rounds; ++r) {
+    std::vector<uint32_t> order(k);
+    std::iota(order.begin(), order.end(), 0u);
+    if (c < k) rng.Shuffle(order);
+    sequence.insert(sequence.end(), order.begin(), order.end());
+  }
 
-  // 2. Buffer states: state s admits order[c - 1 + s] (s >= 1) and evicts a random resident
-  // partition; first_state[p] / last_state[p] bound p's residence.
-  const uint32_t num_states = k - c + 1;
-  std::vector<uint32_t> first_state(k, 0), last_state(k, num_states - 1);
-  std::vector<uint32_t> resident(order.begin(), order.begin() + c);
-  plan.states_.resize(num_states);
-  plan.states_[0].resident = resident;
-  for (uint32_t s = 1; s < num_states; ++s) {
+  // 2. Buffer states. State 0 holds the first c partitions; each later entry of the sequence that
+  // is not resident evicts a random resident partition and is admitted (entries already resident
+  // are skipped). `intervals[p]` lists the [first, last] states of each residence of p.
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> intervals(k);
+  std::vector<uint32_t> resident(sequence.begin(), sequence.begin() + c);
+  std::vector<bool> is_resident(k, false);
+  for (uint32_t p : resident) {
+    is_resident[p] = true;
+    intervals[p].push_back({0, 0});
+  }
+  plan.states_.push_back(BufferState{resident, kNoPartition, kNoPartition, {}});
+  for (size_t i = c; i < sequence.size(); ++i) {
+    const uint32_t admitted = sequence[i];
+    if (is_resident[admitted]) continue;
+    const auto s = static_cast<uint32_t>(plan.states_.size());
     const size_t victim_idx = rng.Below(resident.size());
     const uint32_t evicted = resident[victim_idx];
-    const uint32_t admitted = order[c - 1 + s];
-    last_state[evicted] = s - 1;
-    first_state[admitted] = s;
+    intervals[evicted].back().second = s - 1;
+    is_resident[evicted] = false;
     resident[victim_idx] = admitted;
-    BufferState& state = plan.states_[s];
-    state.resident = resident;
-    state.admitted = admitted;
-    state.evicted = evicted;
+    is_resident[admitted] = true;
+    intervals[admitted].push_back({s, s});
+    plan.states_.push_back(BufferState{resident, admitted, evicted, {}});
   }
+  const auto last = static_cast<uint32_t>(plan.states_.size() - 1);
+  for (uint32_t p : resident) intervals[p].back().second = last;
   for (BufferState& state : plan.states_) std::sort(state.resident.begin(), state.resident.end());
 
-  // 3. Assign every training node to one state in which its partition is resident. Partitions are
-  // visited in id order and nodes in their given order, so the draw sequence is fixed.
+  // 3. Assign every training node to one state, drawn uniformly from all the states in which its
+  // partition is resident. Partitions are visited in id order and nodes in their given order, so
+  // the draw sequence is fixed.
   for (uint32_t p = 0; p < k; ++p) {
-    const uint32_t span = last_state[p] - first_state[p] + 1;
+    uint64_t resident_states = 0;
+    for (const auto& [first, end] : intervals[p]) resident_states += end - first + 1;
+    SKIFF_CHECK(resident_states > 0);
     for (int64_t node : train_nodes_by_partition[p]) {
-      const uint32_t s = first_state[p] + static_cast<uint32_t>(span > 1 ? rng.Below(span) : 0);
-      plan.states_[s].train_nodes.push_back(node);
+      uint64_t pick = resident_states > 1 ? rng.Below(resident_states) : 0;
+      for (const auto& [first, end] : intervals[p]) {
+        const uint64_t len = end - first + 1;
+        if (pick < len) {
+          plan.states_[first + pick].train_nodes.push_back(node);
+          break;
+        }
+        pick -= len;
+      }
     }
     plan.num_train_nodes_ += static_cast<int64_t>(train_nodes_by_partition[p].size());
   }

@@ -114,6 +114,7 @@ std::string EpochMetrics::ToJson() const {
   j["compute_busy_seconds"] = compute_seconds;
   j["compute_wait_seconds"] = compute_wait_seconds;
   j["eval_seconds"] = eval_seconds;
+  if (!pipeline_json.empty()) j["pipeline"] = json::parse(pipeline_json);
   return j.dump();
 }
 
@@ -213,28 +214,25 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   so.seed = options_.seed;
   so.stream = kTrainStream;
   so.epoch = static_cast<uint64_t>(epoch);
-  BatchStream stream(*train_sampler_, *data_.features, &data_.labels,
-                     PlanBatches(data_.train, options_.batch_size, true, options_.seed,
-                                 static_cast<uint64_t>(epoch)),
-                     so);
+  const int64_t num_batches =
+      (static_cast<int64_t>(data_.train.size()) + options_.batch_size - 1) / options_.batch_size;
   std::optional<Progress> progress;
   if (options_.show_progress) {
-    progress.emplace("epoch " + std::to_string(epoch), static_cast<uint64_t>(stream.num_batches()),
-                     "batches");
+    // A pass runner may cut batches differently (the out-of-core plan never spans buffer states).
+    progress.emplace("epoch " + std::to_string(epoch),
+                     pass_runner_ ? 0 : static_cast<uint64_t>(num_batches), "batches");
   }
   const int64_t classes = data_.num_classes;
   std::vector<float> logits, grad;
   double loss_sum = 0;
   int64_t correct_total = 0, labelled_total = 0;
   double compute_seconds = 0;
-  while (true) {
-    SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
-    if (!next.has_value()) break;
+  auto consume = [&](PreparedBatch& next) -> Status {
     const auto c0 = Clock::now();
-    const MiniBatch& b = next->batch;
+    const MiniBatch& b = next.batch;
     SKIFF_RETURN_IF_ERROR(model_->Forward(
-        b, next->features.data(), /*training=*/true,
-        sampler::BatchSeed(options_.seed, kDropoutStream, epoch, next->index), &logits));
+        b, next.features.data(), /*training=*/true,
+        sampler::BatchSeed(options_.seed, kDropoutStream, epoch, next.index), &logits));
     const int64_t rows = static_cast<int64_t>(b.seeds.size());
     grad.resize(logits.size());
     int64_t correct = 0;
@@ -250,13 +248,32 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
     labelled_total += labelled;
     compute_seconds += Seconds(c0, Clock::now());
     if (progress) progress->Add(1);
+    return Status::Ok();
+  };
+  double sample_seconds = 0, gather_seconds = 0, wait_seconds = 0;
+  if (pass_runner_) {
+    const PassSpec pass{&data_.train, true, kTrainStream, epoch, options_.batch_size};
+    SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, &m.pipeline_json));
+  } else {
+    BatchStream stream(*train_sampler_, *data_.features, &data_.labels,
+                       PlanBatches(data_.train, options_.batch_size, true, options_.seed,
+                                   static_cast<uint64_t>(epoch)),
+                       so);
+    while (true) {
+      SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
+      if (!next.has_value()) break;
+      SKIFF_RETURN_IF_ERROR(consume(*next));
+    }
+    sample_seconds = stream.sample_busy_seconds();
+    gather_seconds = stream.gather_busy_seconds();
+    wait_seconds = stream.consumer_wait_seconds();
   }
   if (progress) progress->Finish();
   m.loss = labelled_total > 0 ? loss_sum / labelled_total : 0;
   m.train_acc = labelled_total > 0 ? static_cast<double>(correct_total) / labelled_total : 0;
-  m.sample_seconds = stream.sample_busy_seconds();
-  m.gather_seconds = stream.gather_busy_seconds();
-  m.compute_wait_seconds = stream.consumer_wait_seconds();
+  m.sample_seconds = sample_seconds;
+  m.gather_seconds = gather_seconds;
+  m.compute_wait_seconds = wait_seconds;
   m.compute_seconds = compute_seconds;
   const double train_seconds = Seconds(start, Clock::now());
   m.samples_per_second = train_seconds > 0 ? data_.train.size() / train_seconds : 0;
@@ -278,21 +295,30 @@ Result<double> Trainer::Evaluate(const std::vector<int64_t>& nodes, uint64_t str
   so.capacity = options_.prefetch_batches;
   so.seed = options_.seed;
   so.stream = stream_id;
-  BatchStream stream(*eval_sampler_, *data_.features, &data_.labels,
-                     PlanBatches(nodes, options_.eval_batch_size, false, 0, 0), so);
   std::vector<float> logits, grad;
   int64_t correct_total = 0, labelled_total = 0;
-  while (true) {
-    SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
-    if (!next.has_value()) break;
-    const MiniBatch& b = next->batch;
-    SKIFF_RETURN_IF_ERROR(model_->Forward(b, next->features.data(), false, 0, &logits));
+  auto consume = [&](PreparedBatch& next) -> Status {
+    const MiniBatch& b = next.batch;
+    SKIFF_RETURN_IF_ERROR(model_->Forward(b, next.features.data(), false, 0, &logits));
     grad.resize(logits.size());
     int64_t correct = 0;
     cpu::SoftmaxCrossEntropy(static_cast<int64_t>(b.seeds.size()), data_.num_classes, logits.data(),
                              b.labels.data(), grad.data(), &correct);
     correct_total += correct;
     for (int32_t l : b.labels) labelled_total += (l >= 0);
+    return Status::Ok();
+  };
+  if (pass_runner_) {
+    const PassSpec pass{&nodes, false, stream_id, next_epoch_, options_.eval_batch_size};
+    SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, nullptr));
+  } else {
+    BatchStream stream(*eval_sampler_, *data_.features, &data_.labels,
+                       PlanBatches(nodes, options_.eval_batch_size, false, 0, 0), so);
+    while (true) {
+      SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
+      if (!next.has_value()) break;
+      SKIFF_RETURN_IF_ERROR(consume(*next));
+    }
   }
   return labelled_total > 0 ? static_cast<double>(correct_total) / labelled_total : 0.0;
 }

@@ -144,3 +144,38 @@ TEST_CASE("epoch plan: bad arguments are errors") {
   CHECK(EpochPlan::Build(nodes, {.buffer_capacity = 0}).status().code() ==
         StatusCode::kInvalidArgument);
 }
+
+TEST_CASE("epoch plan: several rounds reload partitions, still one swap and exactly-once") {
+  const int64_t per_part = 100;
+  const auto nodes = MakeTrainNodes(12, per_part);
+  auto built = EpochPlan::Build(nodes, {.buffer_capacity = 3, .seed = 4, .epoch = 2, .rounds = 4});
+  REQUIRE(built.ok());
+  const EpochPlan& plan = *built;
+  const std::vector<uint32_t> sequence = plan.PartitionAccessSequence();
+  CHECK(sequence.size() > 12);  // partitions come back
+  std::set<uint32_t> distinct(sequence.begin(), sequence.end());
+  CHECK(distinct.size() == 12);
+  std::multiset<int64_t> seen;
+  for (size_t s = 0; s < plan.states().size(); ++s) {
+    const BufferState& state = plan.states()[s];
+    CHECK(state.resident.size() == 3);
+    if (s > 0) {
+      const BufferState& prev = plan.states()[s - 1];
+      std::vector<uint32_t> gone;
+      std::set_difference(prev.resident.begin(), prev.resident.end(), state.resident.begin(),
+                          state.resident.end(), std::back_inserter(gone));
+      REQUIRE(gone.size() == 1);
+      CHECK(gone[0] == state.evicted);
+      CHECK(std::binary_search(state.resident.begin(), state.resident.end(), state.admitted));
+      CHECK_FALSE(std::binary_search(prev.resident.begin(), prev.resident.end(), state.admitted));
+    }
+    for (int64_t v : state.train_nodes) {
+      CHECK(std::binary_search(state.resident.begin(), state.resident.end(),
+                               PartitionOf(v, per_part)));
+      seen.insert(v);
+    }
+  }
+  std::multiset<int64_t> expected;
+  for (const auto& part : nodes) expected.insert(part.begin(), part.end());
+  CHECK(seen == expected);
+}

@@ -6,6 +6,7 @@
 #include "kernels/cpu/parallel.h"
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
+#include "skiff/pipeline/trainer_passes.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/train/export.h"
 #include "skiff/train/trainer.h"
@@ -37,6 +38,8 @@ struct TrainCliOptions {
   std::string device = "cpu";  // compute stage: "cpu" or "cuda"
   std::string checkpoint, resume, metrics, export_dir;
   std::string config;
+  std::string memory;              // out of core when set (docs/pipeline.md)
+  std::string sampling = "exact";  // out of core: exact or in-buffer
 };
 
 // Applies a TOML config file to the options not given on the command line (so the command line
@@ -121,11 +124,44 @@ int RunTrain(const TrainCliOptions& o) {
   t.checkpoint_path = o.checkpoint;
   t.metrics_path = o.metrics;
 
-  auto data = train::LoadInMemory(**ds);
-  if (!data.ok()) return ReportStatus("train", data.status());
-  if (t.feature_norm == "row") (*data)->features->NormalizeRows();
-  auto trainer = train::Trainer::Create((*data)->data, t, factory);
+  // Without --memory the whole dataset is loaded; with it, training runs out of core through the
+  // pipeline (partition buffer within the budget, fine-grained reads for the rest).
+  std::unique_ptr<train::InMemoryData> in_memory;
+  std::unique_ptr<pipeline::OutOfCoreTraining> out_of_core;
+  const train::TrainData* train_data = nullptr;
+  if (o.memory.empty()) {
+    auto data = train::LoadInMemory(**ds);
+    if (!data.ok()) return ReportStatus("train", data.status());
+    in_memory = std::move(data).value();
+    if (t.feature_norm == "row") in_memory->features->NormalizeRows();
+    train_data = &in_memory->data;
+  } else {
+    if (t.feature_norm == "row") {
+      return ReportStatus("train", Status::InvalidArgument(
+                                       "--feature-norm row is not supported with --memory yet"));
+    }
+    uint64_t memory_bytes = 0;
+    if (!ParseBytes(o.memory, &memory_bytes) || memory_bytes == 0) {
+      return ReportStatus("train", Status::InvalidArgument("--memory '" + o.memory +
+                                                           "': expected a size such as 4GiB"));
+    }
+    auto sampling = pipeline::ParseSamplingMode(o.sampling);
+    if (!sampling.ok()) return ReportStatus("train", sampling.status());
+    auto opened =
+        pipeline::OpenOutOfCoreTraining(ds->get(), t, memory_bytes, *sampling, t.sampler_threads);
+    if (!opened.ok()) return ReportStatus("train", opened.status());
+    out_of_core = std::move(opened).value();
+    train_data = &out_of_core->data;
+    LogInfo("out of core: " + out_of_core->ooc->Describe());
+    LogInfo(out_of_core->ooc->memory_plan().Describe());
+  }
+  auto trainer = train::Trainer::Create(*train_data, t, factory);
   if (!trainer.ok()) return ReportStatus("train", trainer.status());
+  if (out_of_core) {
+    (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(
+        out_of_core->ooc.get(), &out_of_core->data.labels, t.fanouts,
+        pipeline::EffectiveEvalFanouts(t), t.seed, t.show_progress));
+  }
   if (!o.resume.empty()) {
     auto ckpt = train::ReadCheckpoint(o.resume);
     if (!ckpt.ok()) return ReportStatus("train", ckpt.status());
@@ -134,7 +170,7 @@ int RunTrain(const TrainCliOptions& o) {
     LogInfo("resuming after epoch " + std::to_string(ckpt->epoch) + " from " + o.resume);
   }
   LogInfo(std::string("training ") + model::ModelKindName(t.model.kind) + " on " + o.dataset +
-          ": " + std::to_string((*data)->data.train.size()) + " training nodes, fanouts " +
+          ": " + std::to_string(train_data->train.size()) + " training nodes, fanouts " +
           sampler::FanoutsToString(t.fanouts) + ", " +
           std::to_string((*trainer)->model().NumParameters()) + " parameters");
   auto summary = (*trainer)->Run();
@@ -147,6 +183,12 @@ int RunTrain(const TrainCliOptions& o) {
       summary->epochs.size(), FormatSeconds(seconds).c_str(), 100 * summary->best_valid_acc,
       static_cast<long long>(summary->best_epoch), 100 * summary->best_test_acc);
   if (!o.checkpoint.empty()) std::printf("best model: %s\n", o.checkpoint.c_str());
+  if (out_of_core) {
+    std::printf("peak RSS %s (budget %s + fixed overhead %s)\n",
+                FormatBytes(PeakRssBytes()).c_str(),
+                FormatBytes(out_of_core->ooc->memory_plan().budget_bytes).c_str(),
+                FormatBytes(pipeline::kFixedOverheadBytes).c_str());
+  }
   if (!o.export_dir.empty()) {
     if (!o.checkpoint.empty() && std::filesystem::exists(o.checkpoint)) {
       auto best = train::ReadCheckpoint(o.checkpoint);
@@ -193,6 +235,11 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--resume", o->resume, "Continue from a checkpoint");
   app.add_option("--metrics", o->metrics, "Write per-epoch metrics as JSON lines");
   app.add_option("--export", o->export_dir, "Write predictions and embeddings (.npy) here");
+  app.add_option("--memory", o->memory,
+                 "Train out of core within this memory budget (e.g. 4GiB; see docs/pipeline.md)");
+  app.add_option("--sampling", o->sampling,
+                 "Out of core: exact (read non-resident neighbours) or in-buffer")
+      ->capture_default_str();
   CLI::App* app_ptr = &app;
   return [o, app_ptr] {
     if (!o->config.empty()) {

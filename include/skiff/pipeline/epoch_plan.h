@@ -9,14 +9,16 @@
 // mini-batch draws its seeds from resident partitions only.
 //
 // Construction (in the spirit of MariusGNN's COMET for node classification; see docs/pipeline.md):
-//   1. The partitions are shuffled by a generator seeded with (seed, epoch).
-//   2. State 0 holds the first c partitions of that order. Each following state evicts one
-//      resident partition -- chosen at random among those resident for at least one state, so
-//      residence times vary from epoch to epoch -- and admits the next partition of the order.
-//      A partition leaves the buffer once and never comes back within the epoch, so there are
-//      k - c + 1 states and k partition loads (the minimum).
-//   3. Each training node of partition p goes to a state drawn uniformly from the states in which
-//      p is resident; each state's nodes are then shuffled together (so batches mix partitions).
+//   1. An admission sequence: `rounds` random orders of the partitions (generator seeded with
+//      (seed, epoch)), one after the other.
+//   2. State 0 holds the first c partitions. Each following entry of the sequence that is not
+//      resident evicts a resident partition chosen at random (so residence times vary from epoch
+//      to epoch) and is admitted. With one round a partition leaves the buffer once and never
+//      comes back: k - c + 1 states and k partition loads (the minimum). With r rounds each
+//      partition is resident up to r times, with different partners.
+//   3. Each training node of partition p goes to a state drawn uniformly from all the states in
+//      which p is resident; each state's nodes are then shuffled together (so batches mix the
+//      state's partitions).
 // With c >= k the plan degenerates to one state holding every partition: the in-memory case runs
 // through the same code.
 //
@@ -48,6 +50,10 @@ struct EpochPlanOptions {
   uint32_t buffer_capacity = 0;  // c: partitions resident at once (>= 1)
   uint64_t seed = 0;
   uint64_t epoch = 0;
+  // Random orders walked per epoch (>= 1). With 1, each partition is loaded once (the fewest
+  // loads); with r, up to r times, in r shorter residences with different partners, so the
+  // batches of consecutive states mix more partitions (see docs/pipeline.md).
+  uint32_t rounds = 1;
 };
 
 class EpochPlan {
@@ -64,7 +70,8 @@ class EpochPlan {
   int64_t num_train_nodes() const { return num_train_nodes_; }
 
   // The order in which partitions are pinned over the epoch: state 0's residents (ascending), then
-  // each later state's admitted partition. Every partition appears exactly once. This is the plan
+  // each later state's admitted partition. Every partition appears at least once (exactly once
+  // with one round). This is the plan
   // the buffer pool uses for prefetching and Belady eviction (BufferPool::SetPlan).
   std::vector<uint32_t> PartitionAccessSequence() const;
 

@@ -24,6 +24,7 @@
 #include "skiff/sampler/graph_source.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/status.h"
+#include "skiff/train/batch_stream.h"
 #include "skiff/train/checkpoint.h"
 
 namespace skiff::train {
@@ -74,6 +75,7 @@ struct EpochMetrics {
   double epoch_seconds = 0, samples_per_second = 0;
   double sample_seconds = 0, gather_seconds = 0, compute_seconds = 0, eval_seconds = 0;
   double compute_wait_seconds = 0;  // compute stage waiting for sampled batches
+  std::string pipeline_json;        // the pass runner's report of the training pass, or ""
   std::string ToJson() const;
 };
 
@@ -82,6 +84,22 @@ struct TrainSummary {
   int64_t best_epoch = -1;
   double best_valid_acc = 0, best_test_acc = 0;
 };
+
+// One pass over a node set -- a training epoch or an evaluation -- as the compute step sees it.
+struct PassSpec {
+  const std::vector<int64_t>* nodes = nullptr;
+  bool training = false;  // training fanouts and shuffled order; else evaluation fanouts
+  uint64_t stream = 0;    // the random stream of the pass (training, valid, test)
+  int64_t epoch = 0;
+  int64_t batch_size = 0;
+};
+// Runs a pass: hands every batch -- sampled, labelled, features gathered -- to `consume` in
+// batch order, and returns the first error (its own or consume's). May describe the pass as a
+// JSON object in *report_json. The default is a BatchStream over TrainData's sources; the
+// out-of-core pipeline installs its own (pipeline/trainer_passes.h).
+using PassRunner =
+    std::function<Status(const PassSpec& pass, const std::function<Status(PreparedBatch&)>& consume,
+                         std::string* report_json)>;
 
 using ModelFactory =
     std::function<Result<std::unique_ptr<model::Model>>(const model::ModelConfig&)>;
@@ -105,6 +123,9 @@ class Trainer {
   Status Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                  std::vector<float>* embeddings);
 
+  // Replaces how training and evaluation passes produce their batches (see PassRunner).
+  void SetPassRunner(PassRunner runner) { pass_runner_ = std::move(runner); }
+
   Checkpoint MakeCheckpoint(int64_t epoch);
   model::Model& model() { return *model_; }
   const TrainOptions& options() const { return options_; }
@@ -119,6 +140,7 @@ class Trainer {
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<model::Optimizer> optimizer_;
   std::unique_ptr<sampler::NeighborSampler> train_sampler_, eval_sampler_;
+  PassRunner pass_runner_;  // empty: BatchStream
   int64_t next_epoch_ = 0;
   int64_t best_epoch_ = -1;
   double best_valid_acc_ = -1, best_test_acc_ = 0;

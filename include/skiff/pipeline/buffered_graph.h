@@ -1,0 +1,113 @@
+// BufferedGraph: the graph and its features as seen through the partition buffer pool, for one
+// buffer state at a time.
+//
+// A ResidentSet holds pins on the partitions of one buffer state (EpochPlan); it is shared by every
+// batch of that state and unpins each partition when the last batch holding it is done. Given a
+// ResidentSet, BufferedGraph answers the two questions sampling and gathering ask:
+//   Neighbors(nodes)  -- the adjacency lists of `nodes`, as a CSR of global ids;
+//   Features(nodes)   -- their feature rows, as float32.
+// Resident nodes are served from the pinned partitions' memory. What happens to a node outside the
+// resident partitions depends on the sampling mode:
+//   kExact     its adjacency list / feature row is read with fine-grained, batched reads through
+//   the
+//              pool (BufferPool::ReadRanges), so every answer is exactly what the in-memory graph
+//              holds and a sampler seeded alike draws the same batches, whatever the budget;
+//   kInBuffer  neighbour lists are filtered to resident partitions (MariusGNN's behaviour), so a
+//              batch never leaves the buffer and never issues a fine-grained read; asking for a
+//              non-resident node is a programmer error.
+// Every byte handed out has passed the dataset's checksums (the pool verifies what it reads).
+//
+// Counters: bytes_used (bytes of adjacency lists and feature rows the callers asked for, the
+// denominator of read amplification), fine-grained requests and the rows / lists they served.
+//
+// Thread safety: Neighbors and Features may be called from many threads at once (sampler and
+// gather threads); the pool serialises its fine-grained reads. ResidentSet is immutable once built.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "skiff/status.h"
+#include "skiff/storage/buffer_pool.h"
+#include "skiff/storage/dataset_partition_source.h"
+
+namespace skiff::pipeline {
+
+enum class SamplingMode { kExact, kInBuffer };
+const char* SamplingModeName(SamplingMode mode);
+Result<SamplingMode> ParseSamplingMode(const std::string& name);  // "exact" | "in-buffer"
+
+class ResidentSet {
+ public:
+  // `pins[p]` is the pin of partition p, or null when p is not resident (size k).
+  explicit ResidentSet(std::vector<std::shared_ptr<const storage::PartitionPin>> pins);
+  bool contains(uint32_t partition) const {
+    return partition < pins_.size() && pins_[partition] != nullptr;
+  }
+  const storage::PartitionPin& pin(uint32_t partition) const { return *pins_[partition]; }
+  size_t num_resident() const { return num_resident_; }
+
+ private:
+  std::vector<std::shared_ptr<const storage::PartitionPin>> pins_;
+  size_t num_resident_ = 0;
+};
+
+struct GraphAccessCounters {
+  uint64_t bytes_used = 0;          // adjacency + feature bytes callers asked for
+  uint64_t fine_requests = 0;       // ReadRanges calls
+  uint64_t fine_rows = 0;           // feature rows read fine-grained
+  uint64_t fine_adjacency = 0;      // adjacency lists read fine-grained
+  uint64_t resident_rows = 0;       // feature rows served from pinned partitions
+  uint64_t resident_adjacency = 0;  // adjacency lists served from pinned partitions
+};
+
+class BufferedGraph {
+ public:
+  // Largest adjacency bytes read in one fine-grained round (a longer list is read alone).
+  static constexpr uint64_t kAdjacencyRoundBytes = 8ull << 20;
+
+  // `source` and `pool` must outlive this object.
+  BufferedGraph(const storage::DatasetPartitionSource* source, storage::BufferPool* pool,
+                SamplingMode mode);
+
+  SamplingMode mode() const { return mode_; }
+  const storage::DatasetPartitionSource& source() const { return *source_; }
+  storage::BufferPool& pool() const { return *pool_; }
+  int64_t num_nodes() const { return num_nodes_; }
+  int64_t feature_dim() const { return feature_dim_; }
+
+  // Writes the neighbour lists of `nodes` as CSR: (*indptr)[i]..(*indptr)[i+1] indexes
+  // *neighbors (global ids, ascending as stored). OK, or the fine-grained read's error (I/O,
+  // checksum), naming file and offset.
+  Status Neighbors(const ResidentSet& resident, std::span<const int64_t> nodes,
+                   std::vector<int64_t>* indptr, std::vector<int64_t>* neighbors) const;
+  // Writes the feature rows of `nodes` (nodes.size() x feature_dim, row-major float32) to `dst`.
+  Status Features(const ResidentSet& resident, std::span<const int64_t> nodes, float* dst) const;
+
+  GraphAccessCounters counters() const;
+
+ private:
+  void CopyRow(const std::byte* row, float* dst) const;
+
+  // Constant after construction.
+  const storage::DatasetPartitionSource* const source_;
+  storage::BufferPool* const pool_;
+  const SamplingMode mode_;
+  int64_t num_nodes_ = 0;
+  int64_t feature_dim_ = 0;
+  uint64_t row_bytes_ = 0;
+  bool half_features_ = false;
+
+  mutable std::atomic<uint64_t> bytes_used_{0};
+  mutable std::atomic<uint64_t> fine_requests_{0};
+  mutable std::atomic<uint64_t> fine_rows_{0};
+  mutable std::atomic<uint64_t> fine_adjacency_{0};
+  mutable std::atomic<uint64_t> resident_rows_{0};
+  mutable std::atomic<uint64_t> resident_adjacency_{0};
+};
+
+}  // namespace skiff::pipeline

@@ -1,0 +1,143 @@
+// EpochRunner: one pass over an EpochPlan through the out-of-core pipeline
+//
+//   io ─[loaded]─▶ plan ─[work]─▶ sample (N threads) ─[sampled]─▶ gather (M threads) ─[ready]─▶
+//   compute
+//
+//   io       pins the partitions in the plan's access order (EpochPlan::PartitionAccessSequence),
+//            one partition ahead of the plan stage: the next partition is read while the current
+//            buffer state trains. Its busy time is time spent waiting for partitions to arrive
+//            from disk. The pool evicts by Belady over the same sequence (SetPlan).
+//   plan     walks the buffer states: takes each admitted partition's pin, drops its reference to
+//            each evicted one, and emits the state's batches with a shared ResidentSet (a partition
+//            is unpinned when the last batch of the last state holding it is gathered).
+//   sample   calls the SampleFn on each batch's seeds with a BatchGraph view (neighbour lists via
+//            BufferedGraph: pinned memory, or fine-grained reads in exact mode). Batches are
+//            sampled in parallel; each gets its own seed from (seed, stream, epoch, batch index),
+//            so the result does not depend on thread timing or on the memory budget.
+//   gather   copies the batch's input features into its staging buffer (float32), then drops the
+//            batch's pins -- compute never touches the buffer pool.
+//   compute  receives the batches strictly in plan order (a reorder buffer absorbs the parallel
+//            stages' jitter) and runs the model step (the ComputeFn).
+// Each queue has a named capacity (EpochRunnerOptions); InFlightBatches() is what the memory budget
+// counts. The first error of any stage (an I/O error, a checksum failure, an error returned by a
+// callback) stops every stage and is returned by Run(); nothing is left blocked.
+//
+// The same runner serves the fully resident case (every partition pinned for the one state) and
+// evaluation passes (a plan over valid/test nodes and a forward-only ComputeFn).
+//
+// Thread safety: Run() is called by one thread at a time. The SampleFn is called concurrently from
+// the sample threads; the ComputeFn from the compute thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "skiff/pipeline/buffered_graph.h"
+#include "skiff/pipeline/epoch_plan.h"
+#include "skiff/pipeline/stage_stats.h"
+#include "skiff/status.h"
+#include "skiff/train/minibatch.h"
+
+namespace skiff::pipeline {
+
+// What a SampleFn sees of the graph for one batch: neighbour lists under the batch's buffer state.
+class BatchGraph {
+ public:
+  BatchGraph(const BufferedGraph* graph, const ResidentSet* resident)
+      : graph_(graph), resident_(resident) {}
+  Status Neighbors(std::span<const int64_t> nodes, std::vector<int64_t>* indptr,
+                   std::vector<int64_t>* neighbors) const {
+    return graph_->Neighbors(*resident_, nodes, indptr, neighbors);
+  }
+  int64_t num_nodes() const { return graph_->num_nodes(); }
+  const BufferedGraph& graph() const { return *graph_; }
+  const ResidentSet& resident() const { return *resident_; }
+
+ private:
+  const BufferedGraph* graph_;
+  const ResidentSet* resident_;
+};
+
+struct PreparedBatch {
+  int64_t index = 0;         // position in the epoch (0, 1, ...)
+  uint64_t sample_seed = 0;  // the seed its sampler call got
+  train::MiniBatch batch;
+  std::vector<float> features;  // batch.input_nodes.size() x feature_dim, row-major
+};
+
+using SampleFn = std::function<Status(const BatchGraph& graph, std::span<const int64_t> seeds,
+                                      uint64_t sample_seed, train::MiniBatch* batch)>;
+using ComputeFn = std::function<Status(PreparedBatch& batch)>;
+
+struct EpochRunnerOptions {
+  int64_t batch_size = 1024;
+  uint64_t seed = 0;
+  uint64_t stream = 0;  // distinguishes passes of one epoch (training, validation, ...)
+  uint64_t epoch = 0;
+  int sample_threads = 2;
+  int gather_threads = 1;
+  size_t work_queue_capacity = 8;     // "work": seed lists waiting for a sampler (small items)
+  size_t sampled_queue_capacity = 2;  // "sampled": sampled batches waiting for gather
+  size_t ready_queue_capacity = 2;    // "ready": gathered batches waiting for compute
+
+  // Upper bound on sampled batches alive at once (sampling, queued, gathering, reordering,
+  // computing): what the memory budget multiplies the per-batch bound by.
+  int InFlightBatches() const;
+};
+
+// The seed the sampler gets for batch `index` of a pass: the training core's
+// sampler::BatchSeed(seed, stream, epoch, index), as its in-memory BatchStream uses.
+uint64_t BatchSampleSeed(uint64_t seed, uint64_t stream, uint64_t epoch, int64_t index);
+
+struct EpochIoStats {
+  uint64_t bytes_read = 0;       // everything the pool read (partition loads + fine reads)
+  uint64_t fine_bytes_read = 0;  // of which fine-grained
+  uint64_t reads_issued = 0;
+  uint64_t partition_loads = 0;
+  uint64_t evictions = 0;
+  uint64_t pin_hits = 0;
+  uint64_t pin_misses = 0;
+  uint64_t fine_rows = 0;         // feature rows read fine-grained
+  uint64_t fine_adjacency = 0;    // adjacency lists read fine-grained
+  uint64_t bytes_used = 0;        // adjacency + feature bytes the batches asked for
+  double read_amplification = 0;  // bytes_read / bytes_used
+  double pool_stall_seconds = 0;  // time pins waited for loads
+};
+
+struct EpochReport {
+  uint64_t epoch = 0;
+  int64_t batches = 0;
+  int64_t seeds = 0;
+  size_t buffer_states = 0;
+  double wall_seconds = 0;
+  std::vector<StageStats> stages;
+  EpochIoStats io;
+
+  std::string Describe() const;  // multi-line summary for the end of an epoch
+  nlohmann::json ToJson() const;
+};
+
+class EpochRunner {
+ public:
+  // `graph` (and its pool) must outlive the runner.
+  EpochRunner(BufferedGraph* graph, EpochRunnerOptions options);
+
+  // Runs every batch of `plan` through sample -> gather -> compute, exactly once, the ComputeFn
+  // seeing them in plan order. Returns the epoch's report, or the first error of any stage.
+  Result<EpochReport> Run(const EpochPlan& plan, const SampleFn& sample, const ComputeFn& compute);
+
+  const EpochRunnerOptions& options() const { return options_; }
+  EpochRunnerOptions& mutable_options() { return options_; }
+
+ private:
+  BufferedGraph* graph_;
+  EpochRunnerOptions options_;
+};
+
+}  // namespace skiff::pipeline

@@ -1,0 +1,99 @@
+// OutOfCore: everything `skiff train --memory` needs to run epochs from disk, set up in one call.
+//
+// Create() opens the dataset's partitions for direct I/O (DatasetPartitionSource), plans the memory
+// budget (PlanMemory: metadata, model, in-flight batches, and what is left as partition slots),
+// creates the buffer pool with exactly that many slots, and groups the split nodes by partition.
+// RunPass() then builds the plan of one pass over a node set (the training nodes, or valid/test
+// nodes for evaluation) and runs it through the EpochRunner with the caller's sampler and compute
+// step.
+//
+// Slots and plan: when every partition fits, the pool holds all k and the plan has one state (the
+// in-memory case, through the same code). Otherwise the pool has s >= 2 slots and the plan keeps
+// c = s - 1 partitions resident per state, the last slot receiving the next partition while the
+// current state trains.
+//
+// Thread safety: one thread calls RunEpoch at a time; the callbacks follow EpochRunner's rules.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "skiff/format/dataset.h"
+#include "skiff/pipeline/buffered_graph.h"
+#include "skiff/pipeline/epoch_plan.h"
+#include "skiff/pipeline/epoch_runner.h"
+#include "skiff/pipeline/memory_budget.h"
+#include "skiff/status.h"
+#include "skiff/storage/buffer_pool.h"
+#include "skiff/storage/dataset_partition_source.h"
+
+namespace skiff::pipeline {
+
+struct OutOfCoreOptions {
+  uint64_t memory_bytes = 0;  // --memory
+  SamplingMode sampling = SamplingMode::kExact;
+  int64_t batch_size = 1024;
+  std::vector<int> fanouts;  // as given to the sampler
+  // Evaluation passes (their batches may be larger: the budget covers the larger of the two).
+  int64_t eval_batch_size = 0;
+  std::vector<int> eval_fanouts;
+  int64_t num_parameters = 0;  // of the model (for the budget)
+  int64_t max_layer_width = 0;
+  // Random partition orders walked per pass (EpochPlanOptions::rounds): more rounds mix the
+  // partitions seen by consecutive batches more, at the cost of reloading partitions.
+  uint32_t plan_rounds = 4;
+  int sample_threads = 2;
+  int gather_threads = 1;
+  bool direct_io = true;  // O_DIRECT
+  storage::IoEngineKind io_engine = storage::IoEngineKind::kAuto;
+  // Unpartitioned datasets are split into ranges of this many nodes (0: 16 ranges).
+  int64_t nodes_per_partition = 0;
+  std::shared_ptr<storage::FaultInjector> faults;  // tests
+};
+
+struct PassOptions {
+  int64_t batch_size = 1024;
+  uint64_t seed = 0;
+  uint64_t stream = 0;  // distinguishes training from evaluation passes
+  uint64_t epoch = 0;
+};
+
+class OutOfCore {
+ public:
+  // `dataset` must outlive the object. ResourceExhausted (with the minimum) when the budget cannot
+  // hold a working set; NotFound / IOError from opening the files.
+  static Result<std::unique_ptr<OutOfCore>> Create(const format::Dataset* dataset,
+                                                   const OutOfCoreOptions& options);
+
+  // Runs one pass over `nodes` (each once, order planned from (seed, stream, epoch)) through the
+  // pipeline. Returns the pass's report or the first error of any stage.
+  Result<EpochReport> RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
+                              const SampleFn& sample, const ComputeFn& compute);
+
+  const MemoryPlan& memory_plan() const { return memory_; }
+  const OutOfCoreOptions& options() const { return options_; }
+  uint32_t plan_capacity() const { return plan_capacity_; }
+  uint32_t num_partitions() const { return source_->num_partitions(); }
+  const BufferedGraph& graph() const { return *graph_; }
+  // The same view in exact mode whatever the sampling mode (for DiskGraphSource and friends).
+  const BufferedGraph& exact_graph() const { return *exact_graph_; }
+  storage::BufferPool& pool() { return *pool_; }
+  // "16 partitions, 5 slots (4 resident + 1 loading), exact sampling, io_uring ..."
+  std::string Describe() const;
+
+ private:
+  OutOfCore() = default;
+  const format::Dataset* dataset_ = nullptr;
+  OutOfCoreOptions options_;
+  std::unique_ptr<storage::DatasetPartitionSource> source_;
+  std::unique_ptr<storage::BufferPool> pool_;
+  std::unique_ptr<BufferedGraph> graph_;
+  std::unique_ptr<BufferedGraph> exact_graph_;  // for the disk sources, whatever the mode
+  MemoryPlan memory_;
+  uint32_t plan_capacity_ = 0;
+};
+
+}  // namespace skiff::pipeline

@@ -1,0 +1,74 @@
+// ResidentGraphSource: the training core's GraphSource, served from one batch's buffer state.
+//
+// The neighbour sampler (sampler/neighbor_sampler.h) asks a GraphSource for degrees and for the
+// neighbours at chosen positions of a row. This implementation answers from the pinned partitions
+// of the batch's ResidentSet and, in exact mode, from fine-grained reads through the buffer pool
+// for nodes outside them (BufferedGraph), so the sampler code is the same in memory and out of
+// core, and in exact mode draws the same picks.
+//   exact      Degree(v) is v's full degree (the CSR offsets are in memory); neighbours of a
+//              non-resident node are read fine-grained (the bytes of the row's span only).
+//   in-buffer  Degree(v) and the rows are v's neighbours inside the resident partitions only
+//              (filtered lists, computed once per node and cached for the batch).
+// Batched fine-grained reads (exact mode): the sampler expands a batch hop by hop, asking for the
+// rows of hop h's nodes in turn, and hop h+1's nodes are exactly the new neighbours it was handed
+// while expanding hop h. So the source tracks the hop of every node it has returned; the first
+// time the sampler asks for a non-resident node of hop h, the rows of *all* non-resident nodes of
+// hop h it knows of are read in one BufferPool::ReadRanges (aligned, coalesced, at full queue
+// depth) instead of one synchronous read per node. Only hops below `expanded_hops` are fetched this
+// way (the outermost hop's nodes are never expanded). The data is the same; only the read
+// schedule changes. PrepareNodes(nodes) does the same for an explicit list.
+//
+// Thread safety: NOT shared between threads -- one object per batch, used by the one sampler
+// thread sampling that batch (it caches rows). Create it per batch; it is cheap.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "skiff/pipeline/buffered_graph.h"
+#include "skiff/sampler/graph_source.h"
+
+namespace skiff::pipeline {
+
+class ResidentGraphSource final : public sampler::GraphSource {
+ public:
+  // `graph` and `resident` must outlive this object. `seeds` and `expanded_hops` (the number of
+  // layers) enable hop-batched reads; without them every non-resident row is read on demand.
+  ResidentGraphSource(const BufferedGraph& graph, const ResidentSet& resident)
+      : graph_(graph), resident_(resident) {}
+  ResidentGraphSource(const BufferedGraph& graph, const ResidentSet& resident,
+                      std::span<const int64_t> seeds, int expanded_hops);
+
+  int64_t num_nodes() const override { return graph_.num_nodes(); }
+  int64_t Degree(int64_t v) const override;
+  Status NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const override;
+  Status Neighbors(int64_t v, std::vector<int64_t>* out) const override;
+
+  // Fetches (in one batch) and caches the rows of `nodes` that are not resident (exact mode), or
+  // the filtered rows of all of them (in-buffer mode). OK or the read's error.
+  Status PrepareNodes(std::span<const int64_t> nodes) const;
+
+ private:
+  // The cached row of v, or null.
+  const std::vector<int64_t>* Cached(int64_t v) const;
+  // Loads v's row (full or filtered per mode) into the cache.
+  Result<const std::vector<int64_t>*> Load(int64_t v) const;
+
+  // Records the nodes of `row` (the neighbours handed out for v) one hop below v.
+  void Track(int64_t v, std::span<const int64_t> row) const;
+  // Exact mode: when v is a non-resident node of a tracked hop, reads every non-resident node of
+  // that hop not read yet.
+  Status FetchHopOf(int64_t v) const;
+
+  const BufferedGraph& graph_;
+  const ResidentSet& resident_;
+  const int expanded_hops_ = 0;
+  mutable std::unordered_map<int64_t, std::vector<int64_t>> cache_;
+  mutable std::vector<int64_t> scratch_;
+  mutable std::unordered_map<int64_t, int> hop_of_;           // node -> hop of first appearance
+  mutable std::vector<std::vector<int64_t>> pending_by_hop_;  // non-resident, not yet read
+};
+
+}  // namespace skiff::pipeline

@@ -1,0 +1,55 @@
+// The out-of-core pipeline as the Trainer's pass runner (`skiff train --memory`).
+//
+// MakeOutOfCorePassRunner returns a train::PassRunner that runs each pass the Trainer asks for --
+// a training epoch or an evaluation over valid/test nodes -- through OutOfCore::RunPass: batches
+// are sampled by the training core's NeighborSampler over the batch's ResidentGraphSource (training
+// or evaluation fanouts), labelled, gathered, and handed to the Trainer's compute step in order.
+// Evaluation passes are cut into batches of at most the training batch size (the size the memory
+// budget was planned for; the trainer's larger evaluation batches would multiply the staging and
+// activation memory), which changes how nodes are grouped, not what is computed for each node.
+// Each pass's EpochReport becomes the JSON object the Trainer writes into its metrics under
+// "pipeline", and training passes print their report (stage busy/stall, bytes read, read
+// amplification) at the end of the epoch.
+//
+// OpenOutOfCoreTraining prepares everything `skiff train --memory` needs: the OutOfCore (budget
+// planned for this model and these fanouts) and a TrainData whose graph and feature sources read
+// from disk (DiskGraphSource / DiskFeatureSource: used outside the epoch loop, e.g. by export),
+// with labels and the split node lists in memory (both counted in the budget).
+//
+// Thread safety: the returned runner is called by the Trainer's thread, one pass at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "skiff/pipeline/disk_sources.h"
+#include "skiff/pipeline/out_of_core.h"
+#include "skiff/train/trainer.h"
+
+namespace skiff::pipeline {
+
+struct OutOfCoreTraining {
+  std::unique_ptr<OutOfCore> ooc;
+  std::unique_ptr<DiskGraphSource> graph;
+  std::unique_ptr<DiskFeatureSource> features;
+  train::TrainData data;
+};
+
+// `dataset` must outlive the result. ResourceExhausted (naming the minimum) when the budget cannot
+// hold a working set for this model, batch size and fanouts.
+Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::Dataset* dataset,
+                                                                 const train::TrainOptions& options,
+                                                                 uint64_t memory_bytes,
+                                                                 SamplingMode sampling,
+                                                                 int threads);
+
+// The evaluation fanouts the Trainer uses for `options` (its default when none are given).
+std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options);
+
+// `ooc` and `labels` (size num_nodes) must outlive the runner.
+train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int32_t>* labels,
+                                          std::vector<int> fanouts, std::vector<int> eval_fanouts,
+                                          uint64_t seed, bool print_reports);
+
+}  // namespace skiff::pipeline

@@ -1,0 +1,196 @@
+#include "skiff/pipeline/buffered_graph.h"
+
+#include <cstring>
+
+#include "skiff/format/dataset.h"
+
+namespace skiff::pipeline {
+
+using storage::DatasetPartitionSource;
+using storage::FineRead;
+
+const char* SamplingModeName(SamplingMode mode) {
+  return mode == SamplingMode::kExact ? "exact" : "in-buffer";
+}
+
+Result<SamplingMode> ParseSamplingMode(const std::string& name) {
+  if (name == "exact") return SamplingMode::kExact;
+  if (name == "in-buffer" || name == "in_buffer") return SamplingMode::kInBuffer;
+  return Status::InvalidArgument("--sampling '" + name + "': expected 'exact' or 'in-buffer'");
+}
+
+ResidentSet::ResidentSet(std::vector<std::shared_ptr<const storage::PartitionPin>> pins)
+    : pins_(std::move(pins)) {
+  for (const auto& pin : pins_) num_resident_ += pin != nullptr ? 1 : 0;
+}
+
+BufferedGraph::BufferedGraph(const DatasetPartitionSource* source, storage::BufferPool* pool,
+                             SamplingMode mode)
+    : source_(source), pool_(pool), mode_(mode) {
+  const format::Manifest& m = source->manifest();
+  num_nodes_ = m.num_nodes;
+  feature_dim_ = m.feature_dim;
+  row_bytes_ = m.feature_row_bytes();
+  half_features_ = m.feature_dtype == format::DType::kFloat16;
+}
+
+void BufferedGraph::CopyRow(const std::byte* row, float* dst) const {
+  if (!half_features_) {
+    std::memcpy(dst, row, row_bytes_);
+    return;
+  }
+  for (int64_t d = 0; d < feature_dim_; ++d) {
+    uint16_t h;
+    std::memcpy(&h, row + 2 * d, 2);
+    dst[d] = format::HalfToFloat(h);
+  }
+}
+
+Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int64_t> nodes,
+                                std::vector<int64_t>* indptr,
+                                std::vector<int64_t>* neighbors) const {
+  const uint64_t nb = source_->neighbor_bytes();
+  indptr->assign(nodes.size() + 1, 0);
+  // Pass 1: sizes (exact mode needs the full degree of every node; in-buffer mode learns the
+  // filtered length while copying).
+  std::vector<int64_t> list;
+  neighbors->clear();
+  std::vector<size_t> fine;  // indices into `nodes` whose lists are read fine-grained
+  uint64_t used = 0;
+  if (mode_ == SamplingMode::kExact) {
+    int64_t total = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      total += source_->degree(nodes[i]);
+      (*indptr)[i + 1] = total;
+    }
+    neighbors->resize(static_cast<size_t>(total));
+  }
+  uint64_t resident_lists = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const int64_t node = nodes[i];
+    const uint32_t p = source_->partition_of(node);
+    used += static_cast<uint64_t>(source_->degree(node)) * nb;
+    if (!resident.contains(p)) {
+      SKIFF_CHECK_MSG(mode_ == SamplingMode::kExact,
+                      "in-buffer sampling asked for a node outside the resident partitions");
+      fine.push_back(i);
+      continue;
+    }
+    ++resident_lists;
+    source_->NeighborsFromPin(resident.pin(p), node, &list);
+    if (mode_ == SamplingMode::kExact) {
+      std::copy(list.begin(), list.end(), neighbors->begin() + (*indptr)[i]);
+    } else {
+      for (int64_t u : list) {
+        if (resident.contains(source_->partition_of(u))) neighbors->push_back(u);
+      }
+      (*indptr)[i + 1] = static_cast<int64_t>(neighbors->size());
+    }
+  }
+  resident_adjacency_.fetch_add(resident_lists, std::memory_order_relaxed);
+  bytes_used_.fetch_add(used, std::memory_order_relaxed);
+
+  // Fine-grained reads of non-resident lists, in rounds of at most kAdjacencyRoundBytes.
+  std::vector<std::byte> raw;
+  std::vector<FineRead> reads;
+  size_t next = 0;
+  while (next < fine.size()) {
+    uint64_t round_bytes = 0;
+    size_t end = next;
+    while (end < fine.size()) {
+      const uint64_t bytes = static_cast<uint64_t>(source_->degree(nodes[fine[end]])) * nb;
+      if (end > next && round_bytes + bytes > kAdjacencyRoundBytes) break;
+      round_bytes += bytes;
+      ++end;
+    }
+    raw.resize(round_bytes);
+    reads.clear();
+    uint64_t at = 0;
+    for (size_t j = next; j < end; ++j) {
+      const int64_t node = nodes[fine[j]];
+      if (source_->degree(node) == 0) continue;
+      reads.push_back(source_->AdjacencyRead(node, raw.data() + at));
+      at += reads.back().length;
+    }
+    fine_requests_.fetch_add(1, std::memory_order_relaxed);
+    fine_adjacency_.fetch_add(reads.size(), std::memory_order_relaxed);
+    SKIFF_RETURN_IF_ERROR(pool_->ReadRanges(reads));
+    at = 0;
+    for (size_t j = next; j < end; ++j) {
+      const size_t i = fine[j];
+      const int64_t degree = source_->degree(nodes[i]);
+      int64_t* out = neighbors->data() + (*indptr)[i];
+      for (int64_t e = 0; e < degree; ++e, at += nb) {
+        if (nb == 4) {
+          int32_t v;
+          std::memcpy(&v, raw.data() + at, 4);
+          out[e] = v;
+        } else {
+          std::memcpy(&out[e], raw.data() + at, 8);
+        }
+      }
+    }
+    next = end;
+  }
+  return Status::Ok();
+}
+
+Status BufferedGraph::Features(const ResidentSet& resident, std::span<const int64_t> nodes,
+                               float* dst) const {
+  std::vector<size_t> fine;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const int64_t node = nodes[i];
+    const uint32_t p = source_->partition_of(node);
+    if (!resident.contains(p)) {
+      SKIFF_CHECK_MSG(mode_ == SamplingMode::kExact,
+                      "in-buffer sampling gathered a node outside the resident partitions");
+      fine.push_back(i);
+      continue;
+    }
+    const auto extent = resident.pin(p).extent(DatasetPartitionSource::kFeatureExtent);
+    const uint64_t offset = static_cast<uint64_t>(node - source_->first_node(p)) * row_bytes_;
+    SKIFF_CHECK(offset + row_bytes_ <= extent.size());
+    CopyRow(extent.data() + offset, dst + i * feature_dim_);
+  }
+  resident_rows_.fetch_add(nodes.size() - fine.size(), std::memory_order_relaxed);
+  bytes_used_.fetch_add(nodes.size() * row_bytes_, std::memory_order_relaxed);
+  if (fine.empty()) return Status::Ok();
+
+  // Rows of non-resident nodes: float32 rows land in place; float16 rows go through a raw buffer.
+  const size_t rows_per_round =
+      std::max<size_t>(1, static_cast<size_t>(kAdjacencyRoundBytes / row_bytes_));
+  std::vector<std::byte> raw;
+  std::vector<FineRead> reads;
+  for (size_t begin = 0; begin < fine.size(); begin += rows_per_round) {
+    const size_t end = std::min(fine.size(), begin + rows_per_round);
+    reads.clear();
+    if (half_features_) raw.resize((end - begin) * row_bytes_);
+    for (size_t j = begin; j < end; ++j) {
+      void* target = half_features_ ? static_cast<void*>(raw.data() + (j - begin) * row_bytes_)
+                                    : static_cast<void*>(dst + fine[j] * feature_dim_);
+      reads.push_back(source_->FeatureRowRead(nodes[fine[j]], target));
+    }
+    fine_requests_.fetch_add(1, std::memory_order_relaxed);
+    fine_rows_.fetch_add(reads.size(), std::memory_order_relaxed);
+    SKIFF_RETURN_IF_ERROR(pool_->ReadRanges(reads));
+    if (half_features_) {
+      for (size_t j = begin; j < end; ++j) {
+        CopyRow(raw.data() + (j - begin) * row_bytes_, dst + fine[j] * feature_dim_);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+GraphAccessCounters BufferedGraph::counters() const {
+  GraphAccessCounters c;
+  c.bytes_used = bytes_used_.load();
+  c.fine_requests = fine_requests_.load();
+  c.fine_rows = fine_rows_.load();
+  c.fine_adjacency = fine_adjacency_.load();
+  c.resident_rows = resident_rows_.load();
+  c.resident_adjacency = resident_adjacency_.load();
+  return c;
+}
+
+}  // namespace skiff::pipeline

@@ -1,0 +1,303 @@
+#include "skiff/pipeline/epoch_runner.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "skiff/log.h"
+#include "skiff/pipeline/bounded_queue.h"
+#include "skiff/pipeline/pipeline.h"
+#include "skiff/sampler/neighbor_sampler.h"
+
+namespace skiff::pipeline {
+namespace {
+
+struct WorkItem {
+  int64_t index = 0;
+  std::span<const int64_t> seeds;
+  std::shared_ptr<const ResidentSet> resident;
+};
+
+struct SampledItem {
+  PreparedBatch prepared;
+  std::shared_ptr<const ResidentSet> resident;
+};
+
+// Admits batch `index` into the pipeline only when fewer than `window` batches before it are still
+// unfinished, so the batches alive at once are bounded even though stages run in parallel and the
+// compute stage reorders.
+class InFlightWindow {
+ public:
+  explicit InFlightWindow(int64_t window) : window_(window) {}
+  // False when cancelled.
+  bool Admit(int64_t index, StageTimer* timer) {
+    std::unique_lock lock(mu_);
+    if (index >= done_ + window_ && !cancelled_) {
+      StallScope stall(timer);
+      cv_.wait(lock, [&] { return index < done_ + window_ || cancelled_; });
+    }
+    return !cancelled_;
+  }
+  void Done() {
+    std::lock_guard lock(mu_);
+    ++done_;
+    cv_.notify_all();
+  }
+  void Cancel() {
+    std::lock_guard lock(mu_);
+    cancelled_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  const int64_t window_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t done_ = 0;        // guarded by mu_: batches computed (in order)
+  bool cancelled_ = false;  // guarded by mu_
+};
+
+}  // namespace
+
+int EpochRunnerOptions::InFlightBatches() const {
+  return sample_threads + gather_threads + static_cast<int>(sampled_queue_capacity) +
+         static_cast<int>(ready_queue_capacity) + 1;
+}
+
+uint64_t BatchSampleSeed(uint64_t seed, uint64_t stream, uint64_t epoch, int64_t index) {
+  return sampler::BatchSeed(seed, stream, epoch, static_cast<uint64_t>(index));
+}
+
+EpochRunner::EpochRunner(BufferedGraph* graph, EpochRunnerOptions options)
+    : graph_(graph), options_(std::move(options)) {
+  SKIFF_CHECK(options_.batch_size > 0);
+  SKIFF_CHECK(options_.sample_threads >= 1 && options_.gather_threads >= 1);
+}
+
+Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& sample,
+                                     const ComputeFn& compute) {
+  storage::BufferPool& pool = graph_->pool();
+  const uint32_t k = plan.num_partitions();
+  if (k != graph_->source().num_partitions()) {
+    return Status::InvalidArgument("epoch plan has " + std::to_string(k) +
+                                   " partitions, the dataset " +
+                                   std::to_string(graph_->source().num_partitions()));
+  }
+  const storage::BufferPoolStats pool_before = pool.stats();
+  const GraphAccessCounters graph_before = graph_->counters();
+  pool.SetPlan(plan.PartitionAccessSequence());
+
+  const EpochRunnerOptions& opt = options_;
+  BoundedQueue<WorkItem> work("work", opt.work_queue_capacity);
+  BoundedQueue<SampledItem> sampled("sampled", opt.sampled_queue_capacity);
+  BoundedQueue<PreparedBatch> ready("ready", opt.ready_queue_capacity);
+  InFlightWindow window(opt.InFlightBatches());
+  const int64_t dim = graph_->feature_dim();
+
+  Pipeline pipeline;
+  pipeline.AddQueue(&work);
+  pipeline.AddQueue(&sampled);
+  pipeline.AddQueue(&ready);
+  pipeline.OnCancel([&window] { window.Cancel(); });
+
+  // io: pins the partitions in the plan's access order, one partition ahead of the plan stage
+  // (the "loaded" queue), so the next partition loads while the current state trains. Waiting in
+  // Pin is waiting for the disk: it counts as this stage's busy time.
+  using PinPtr = std::shared_ptr<const storage::PartitionPin>;
+  BoundedQueue<PinPtr> loaded("loaded", 1);
+  pipeline.AddQueue(&loaded);
+  const std::vector<uint32_t> sequence = plan.PartitionAccessSequence();
+  pipeline.AddStage(
+      "io", 1,
+      [&](StageContext& ctx) -> Status {
+        for (uint32_t p : sequence) {
+          auto pin = pool.Pin(p);
+          if (!pin.ok()) return pin.status();
+          if (!loaded.Push(std::make_shared<const storage::PartitionPin>(std::move(pin).value()),
+                           ctx.timer())) {
+            return Status::Aborted("cancelled");
+          }
+          ctx.AddItems(1);
+        }
+        return Status::Ok();
+      },
+      {&loaded});
+
+  // plan: walks the buffer states; takes each admitted partition's pin from "loaded", drops its
+  // reference to each evicted one, and emits the state's batches with a shared ResidentSet.
+  pipeline.AddStage("plan", 1,
+                    [&](StageContext& ctx) -> Status {
+                      std::vector<PinPtr> pins(k);
+                      int64_t index = 0;
+                      for (size_t s = 0; s < plan.states().size(); ++s) {
+                        const BufferState& state = plan.states()[s];
+                        if (state.evicted != kNoPartition) pins[state.evicted].reset();
+                        for (uint32_t p : state.resident) {
+                          if (pins[p] != nullptr) continue;
+                          auto pin = loaded.Pop(ctx.timer());
+                          if (!pin.has_value()) return Status::Aborted("cancelled");
+                          SKIFF_CHECK((*pin)->partition() == p);
+                          pins[p] = std::move(*pin);
+                        }
+                        auto resident = std::make_shared<const ResidentSet>(pins);
+                        for (std::span<const int64_t> seeds : plan.Batches(s, opt.batch_size)) {
+                          if (!window.Admit(index, ctx.timer()))
+                            return Status::Aborted("cancelled");
+                          if (!work.Push(WorkItem{index, seeds, resident}, ctx.timer())) {
+                            return Status::Aborted("cancelled");
+                          }
+                          ++index;
+                          ctx.AddItems(1);
+                        }
+                      }
+                      return Status::Ok();
+                    },
+                    {&work});
+
+  pipeline.AddStage("sample", opt.sample_threads,
+                    [&](StageContext& ctx) -> Status {
+                      while (auto item = work.Pop(ctx.timer())) {
+                        SampledItem out;
+                        out.prepared.index = item->index;
+                        out.prepared.sample_seed =
+                            BatchSampleSeed(opt.seed, opt.stream, opt.epoch, item->index);
+                        const BatchGraph view(graph_, item->resident.get());
+                        SKIFF_RETURN_IF_ERROR(
+                            sample(view, item->seeds, out.prepared.sample_seed, &out.prepared.batch)
+                                .WithContext("sampling batch " + std::to_string(item->index)));
+                        out.resident = std::move(item->resident);
+                        if (!sampled.Push(std::move(out), ctx.timer()))
+                          return Status::Aborted("cancelled");
+                        ctx.AddItems(1);
+                      }
+                      return Status::Ok();
+                    },
+                    {&sampled});
+
+  pipeline.AddStage(
+      "gather", opt.gather_threads,
+      [&](StageContext& ctx) -> Status {
+        while (auto item = sampled.Pop(ctx.timer())) {
+          PreparedBatch& prepared = item->prepared;
+          const auto& nodes = prepared.batch.input_nodes;
+          prepared.features.resize(nodes.size() * static_cast<size_t>(dim));
+          SKIFF_RETURN_IF_ERROR(
+              graph_->Features(*item->resident, nodes, prepared.features.data())
+                  .WithContext("gathering features of batch " + std::to_string(prepared.index)));
+          item->resident.reset();  // unpin: compute needs only the staged features
+          if (!ready.Push(std::move(prepared), ctx.timer())) return Status::Aborted("cancelled");
+          ctx.AddItems(1);
+        }
+        return Status::Ok();
+      },
+      {&ready});
+
+  int64_t seeds_total = 0;
+  int64_t computed = 0;
+  pipeline.AddStage("compute", 1, [&](StageContext& ctx) -> Status {
+    std::map<int64_t, PreparedBatch> pending;  // at most InFlightBatches() entries (window)
+    while (auto item = ready.Pop(ctx.timer())) {
+      pending.emplace(item->index, std::move(*item));
+      while (!pending.empty() && pending.begin()->first == computed) {
+        PreparedBatch& batch = pending.begin()->second;
+        seeds_total += static_cast<int64_t>(batch.batch.seeds.size());  // compute may move it
+        SKIFF_RETURN_IF_ERROR(compute(batch));
+        pending.erase(pending.begin());
+        ++computed;
+        window.Done();
+        ctx.AddItems(1);
+      }
+    }
+    if (!pending.empty()) {
+      return Status::Internal("compute stage ended with " + std::to_string(pending.size()) +
+                              " batches out of order (next expected " + std::to_string(computed) +
+                              ")");
+    }
+    return Status::Ok();
+  });
+
+  SKIFF_RETURN_IF_ERROR(pipeline.Run());
+  const int64_t expected = plan.NumBatches(opt.batch_size);
+  if (computed != expected) {
+    return Status::Internal("epoch computed " + std::to_string(computed) + " of " +
+                            std::to_string(expected) + " batches");
+  }
+
+  EpochReport report;
+  report.epoch = opt.epoch;
+  report.batches = computed;
+  report.seeds = seeds_total;
+  report.buffer_states = plan.states().size();
+  report.wall_seconds = pipeline.wall_seconds();
+  report.stages = pipeline.stats();
+  const storage::BufferPoolStats pool_after = pool.stats();
+  const GraphAccessCounters graph_after = graph_->counters();
+  EpochIoStats& io = report.io;
+  io.bytes_read = pool_after.bytes_read_total - pool_before.bytes_read_total;
+  io.fine_bytes_read = pool_after.fine_bytes_read - pool_before.fine_bytes_read;
+  io.reads_issued = pool_after.reads_issued - pool_before.reads_issued;
+  io.partition_loads = pool_after.partition_loads - pool_before.partition_loads;
+  io.evictions = pool_after.evictions - pool_before.evictions;
+  io.pin_hits = pool_after.hits - pool_before.hits;
+  io.pin_misses = pool_after.misses - pool_before.misses;
+  io.pool_stall_seconds = static_cast<double>(pool_after.stall_ns - pool_before.stall_ns) * 1e-9;
+  io.fine_rows = graph_after.fine_rows - graph_before.fine_rows;
+  io.fine_adjacency = graph_after.fine_adjacency - graph_before.fine_adjacency;
+  io.bytes_used = graph_after.bytes_used - graph_before.bytes_used;
+  io.read_amplification =
+      io.bytes_used > 0 ? static_cast<double>(io.bytes_read) / static_cast<double>(io.bytes_used)
+                        : 0.0;
+  return report;
+}
+
+std::string EpochReport::Describe() const {
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "epoch %llu pipeline: %lld batches, %lld seeds, %zu buffer states, %.3fs\n",
+                static_cast<unsigned long long>(epoch), static_cast<long long>(batches),
+                static_cast<long long>(seeds), buffer_states, wall_seconds);
+  std::string out = line;
+  out += FormatStageStats(stages, wall_seconds);
+  std::snprintf(line, sizeof(line),
+                "  read %s (%s fine-grained; %llu partition loads, %llu evictions, %llu rows + "
+                "%llu adjacency lists fine-grained), used %s, read amplification %.2fx, pins "
+                "waited %.3fs\n",
+                FormatBytes(io.bytes_read).c_str(), FormatBytes(io.fine_bytes_read).c_str(),
+                static_cast<unsigned long long>(io.partition_loads),
+                static_cast<unsigned long long>(io.evictions),
+                static_cast<unsigned long long>(io.fine_rows),
+                static_cast<unsigned long long>(io.fine_adjacency),
+                FormatBytes(io.bytes_used).c_str(), io.read_amplification, io.pool_stall_seconds);
+  out += line;
+  return out;
+}
+
+nlohmann::json EpochReport::ToJson() const {
+  nlohmann::json stages_json = nlohmann::json::object();
+  for (const StageStats& stage : stages) {
+    stages_json[stage.name] = {{"busy_seconds", stage.busy_seconds},
+                               {"stall_seconds", stage.stall_seconds},
+                               {"items", stage.items},
+                               {"threads", stage.threads}};
+  }
+  return {{"pipeline_seconds", wall_seconds},
+          {"batches", batches},
+          {"buffer_states", buffer_states},
+          {"stages", stages_json},
+          {"bytes_read", io.bytes_read},
+          {"fine_bytes_read", io.fine_bytes_read},
+          {"reads_issued", io.reads_issued},
+          {"partition_loads", io.partition_loads},
+          {"evictions", io.evictions},
+          {"pin_hits", io.pin_hits},
+          {"pin_misses", io.pin_misses},
+          {"fine_rows", io.fine_rows},
+          {"fine_adjacency_lists", io.fine_adjacency},
+          {"bytes_used", io.bytes_used},
+          {"read_amplification", io.read_amplification},
+          {"pool_stall_seconds", io.pool_stall_seconds}};
+}
+
+}  // namespace skiff::pipeline

@@ -1,0 +1,119 @@
+#include "skiff/pipeline/out_of_core.h"
+
+#include <algorithm>
+
+#include "skiff/log.h"
+
+namespace skiff::pipeline {
+
+Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* dataset,
+                                                     const OutOfCoreOptions& options) {
+  std::unique_ptr<OutOfCore> ooc(new OutOfCore());
+  ooc->dataset_ = dataset;
+  ooc->options_ = options;
+  const format::Manifest& m = dataset->manifest();
+  SKIFF_ASSIGN_OR_RETURN(ooc->source_,
+                         storage::DatasetPartitionSource::Open(
+                             dataset, {.direct = options.direct_io,
+                                       .nodes_per_partition = options.nodes_per_partition}));
+  const storage::DatasetPartitionSource& source = *ooc->source_;
+  const uint32_t k = source.num_partitions();
+
+  storage::BufferPoolOptions pool_options;
+  pool_options.min_resident_partitions = std::min<uint32_t>(2, k);
+  // The io stage pins one partition ahead itself (docs/pipeline.md): the pool's prefetch is off.
+  pool_options.prefetch = false;
+  pool_options.engine.kind = options.io_engine;
+  pool_options.engine.faults = options.faults;
+  const uint64_t pool_fixed = storage::BufferPool::BudgetFor(source, 0, pool_options);
+  const uint64_t slot_bytes = storage::BufferPool::BudgetFor(source, 1, pool_options) - pool_fixed;
+
+  int64_t max_degree = 0;
+  for (int64_t v = 0; v < m.num_nodes; ++v) max_degree = std::max(max_degree, source.degree(v));
+
+  MemoryBudgetInputs in;
+  in.budget_bytes = options.memory_bytes;
+  in.num_nodes = m.num_nodes;
+  in.split_nodes = m.train_count + m.valid_count + m.test_count;
+  in.feature_dim = m.feature_dim;
+  in.partition_slot_bytes = slot_bytes;
+  in.pool_fixed_bytes = pool_fixed;
+  in.num_partitions = k;
+  in.min_resident_partitions = pool_options.min_resident_partitions;
+  in.num_parameters = options.num_parameters;
+  in.max_layer_width = std::max<int64_t>(options.max_layer_width, m.feature_dim);
+  in.batch_size = options.batch_size;
+  in.fanouts = options.fanouts;
+  in.max_degree = max_degree;
+  if (options.eval_batch_size > 0 && !options.eval_fanouts.empty()) {
+    // Budget for whichever pass has the larger worst-case batch.
+    MemoryBudgetInputs eval = in;
+    eval.batch_size = options.eval_batch_size;
+    eval.fanouts = options.eval_fanouts;
+    int64_t train_nodes = 0, eval_nodes = 0, edges = 0;
+    BatchBounds(in, &train_nodes, &edges);
+    BatchBounds(eval, &eval_nodes, &edges);
+    if (eval_nodes > train_nodes) in = eval;
+  }
+  EpochRunnerOptions runner_options;
+  runner_options.sample_threads = options.sample_threads;
+  runner_options.gather_threads = options.gather_threads;
+  in.in_flight_batches = runner_options.InFlightBatches();
+  in.exact_sampling = options.sampling == SamplingMode::kExact;
+  SKIFF_ASSIGN_OR_RETURN(ooc->memory_, PlanMemory(in));
+
+  const uint32_t slots = ooc->memory_.pool_slots;
+  ooc->plan_capacity_ = slots >= k ? k : slots - 1;
+  pool_options.budget_bytes = storage::BufferPool::BudgetFor(source, slots, pool_options);
+  SKIFF_ASSIGN_OR_RETURN(ooc->pool_, storage::BufferPool::Create(ooc->source_.get(), pool_options));
+  ooc->graph_ =
+      std::make_unique<BufferedGraph>(ooc->source_.get(), ooc->pool_.get(), options.sampling);
+
+  ooc->exact_graph_ =
+      std::make_unique<BufferedGraph>(ooc->source_.get(), ooc->pool_.get(), SamplingMode::kExact);
+  return ooc;
+}
+
+Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
+                                       const SampleFn& sample, const ComputeFn& compute) {
+  const uint32_t k = source_->num_partitions();
+  std::vector<std::vector<int64_t>> by_partition(k);
+  for (int64_t v : nodes) {
+    if (v < 0 || v >= graph_->num_nodes()) {
+      return Status::InvalidArgument("node " + std::to_string(v) + " is not in [0, " +
+                                     std::to_string(graph_->num_nodes()) + ")");
+    }
+    by_partition[source_->partition_of(v)].push_back(v);
+  }
+  const uint64_t plan_seed = pass.seed ^ (pass.stream * 0x9E3779B97F4A7C15ull);
+  SKIFF_ASSIGN_OR_RETURN(EpochPlan plan,
+                         EpochPlan::Build(by_partition, {.buffer_capacity = plan_capacity_,
+                                                         .seed = plan_seed,
+                                                         .epoch = pass.epoch,
+                                                         .rounds = options_.plan_rounds}));
+  EpochRunner runner(graph_.get(), {.batch_size = pass.batch_size,
+                                    .seed = pass.seed,
+                                    .stream = pass.stream,
+                                    .epoch = pass.epoch,
+                                    .sample_threads = options_.sample_threads,
+                                    .gather_threads = options_.gather_threads});
+  return runner.Run(plan, sample, compute);
+}
+
+std::string OutOfCore::Describe() const {
+  const uint32_t k = source_->num_partitions();
+  std::string out = std::to_string(k) + " partitions, " + std::to_string(pool_->num_slots()) +
+                    " slots of " + FormatBytes(pool_->slot_bytes());
+  if (plan_capacity_ >= k) {
+    out += " (every partition resident)";
+  } else {
+    out += " (" + std::to_string(plan_capacity_) + " resident + 1 loading)";
+  }
+  out += ", " + std::string(SamplingModeName(graph_->mode())) + " sampling, " +
+         pool_->engine().Describe() +
+         (source_->file(storage::DatasetPartitionSource::kFeatureFile).direct() ? ", O_DIRECT"
+                                                                                : ", buffered");
+  return out;
+}
+
+}  // namespace skiff::pipeline

@@ -1,0 +1,130 @@
+#include "skiff/pipeline/resident_graph_source.h"
+
+namespace skiff::pipeline {
+
+ResidentGraphSource::ResidentGraphSource(const BufferedGraph& graph, const ResidentSet& resident,
+                                         std::span<const int64_t> seeds, int expanded_hops)
+    : graph_(graph), resident_(resident), expanded_hops_(expanded_hops) {
+  if (graph_.mode() != SamplingMode::kExact || expanded_hops_ <= 0) return;
+  pending_by_hop_.resize(static_cast<size_t>(expanded_hops_));
+  hop_of_.reserve(seeds.size() * 8);
+  const storage::DatasetPartitionSource& source = graph_.source();
+  for (int64_t s : seeds) {
+    if (hop_of_.emplace(s, 0).second && !resident_.contains(source.partition_of(s))) {
+      pending_by_hop_[0].push_back(s);
+    }
+  }
+}
+
+void ResidentGraphSource::Track(int64_t v, std::span<const int64_t> row) const {
+  if (pending_by_hop_.empty()) return;
+  auto it = hop_of_.find(v);
+  if (it == hop_of_.end()) return;  // not reached through the sampler's hops: read on demand
+  const int hop = it->second + 1;
+  const storage::DatasetPartitionSource& source = graph_.source();
+  for (int64_t w : row) {
+    if (!hop_of_.emplace(w, hop).second) continue;
+    if (hop < expanded_hops_ && !resident_.contains(source.partition_of(w)) &&
+        cache_.count(w) == 0) {
+      pending_by_hop_[static_cast<size_t>(hop)].push_back(w);
+    }
+  }
+}
+
+Status ResidentGraphSource::FetchHopOf(int64_t v) const {
+  if (pending_by_hop_.empty()) return Status::Ok();
+  auto it = hop_of_.find(v);
+  if (it == hop_of_.end() || it->second >= expanded_hops_) return Status::Ok();
+  std::vector<int64_t>& pending = pending_by_hop_[static_cast<size_t>(it->second)];
+  if (pending.empty()) return Status::Ok();
+  // Rows of earlier hops are no longer needed: the sampler expands hops in order.
+  cache_.clear();
+  std::vector<int64_t> indptr, rows;
+  SKIFF_RETURN_IF_ERROR(graph_.Neighbors(resident_, pending, &indptr, &rows));
+  for (size_t i = 0; i < pending.size(); ++i) {
+    cache_[pending[i]].assign(rows.begin() + indptr[i], rows.begin() + indptr[i + 1]);
+  }
+  pending.clear();
+  return Status::Ok();
+}
+
+const std::vector<int64_t>* ResidentGraphSource::Cached(int64_t v) const {
+  auto it = cache_.find(v);
+  return it == cache_.end() ? nullptr : &it->second;
+}
+
+Result<const std::vector<int64_t>*> ResidentGraphSource::Load(int64_t v) const {
+  if (const auto* row = Cached(v)) return row;
+  std::vector<int64_t> indptr, row;
+  const int64_t node[1] = {v};
+  SKIFF_RETURN_IF_ERROR(graph_.Neighbors(resident_, node, &indptr, &row));
+  return &(cache_[v] = std::move(row));
+}
+
+int64_t ResidentGraphSource::Degree(int64_t v) const {
+  if (graph_.mode() == SamplingMode::kExact) return graph_.source().degree(v);
+  // In-buffer: the filtered degree. Only resident nodes reach the sampler in this mode, so the
+  // filter reads pinned memory and cannot fail.
+  auto row = Load(v);
+  SKIFF_CHECK_MSG(row.ok(), "in-buffer rows come from pinned memory");
+  return static_cast<int64_t>((*row)->size());
+}
+
+Status ResidentGraphSource::NeighborsAt(int64_t v, std::span<const int64_t> positions,
+                                        int64_t* out) const {
+  const std::vector<int64_t>* row = Cached(v);
+  if (row == nullptr) {
+    const storage::DatasetPartitionSource& source = graph_.source();
+    const uint32_t p = source.partition_of(v);
+    if (graph_.mode() == SamplingMode::kExact && resident_.contains(p)) {
+      source.NeighborsFromPin(resident_.pin(p), v, &scratch_);
+      row = &scratch_;
+    } else {
+      SKIFF_RETURN_IF_ERROR(FetchHopOf(v));
+      SKIFF_ASSIGN_OR_RETURN(row, Load(v));
+    }
+  }
+  for (size_t i = 0; i < positions.size(); ++i) {
+    SKIFF_CHECK(positions[i] >= 0 && positions[i] < static_cast<int64_t>(row->size()));
+    out[i] = (*row)[positions[i]];
+  }
+  Track(v, std::span<const int64_t>(out, positions.size()));
+  return Status::Ok();
+}
+
+Status ResidentGraphSource::Neighbors(int64_t v, std::vector<int64_t>* out) const {
+  if (const auto* row = Cached(v)) {
+    *out = *row;
+  } else {
+    const storage::DatasetPartitionSource& source = graph_.source();
+    const uint32_t p = source.partition_of(v);
+    if (graph_.mode() == SamplingMode::kExact && resident_.contains(p)) {
+      source.NeighborsFromPin(resident_.pin(p), v, out);
+    } else {
+      SKIFF_RETURN_IF_ERROR(FetchHopOf(v));
+      SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t>* row, Load(v));
+      *out = *row;
+    }
+  }
+  Track(v, *out);
+  return Status::Ok();
+}
+
+Status ResidentGraphSource::PrepareNodes(std::span<const int64_t> nodes) const {
+  cache_.clear();
+  std::vector<int64_t> wanted;
+  const storage::DatasetPartitionSource& source = graph_.source();
+  for (int64_t v : nodes) {
+    const bool resident = resident_.contains(source.partition_of(v));
+    if (graph_.mode() == SamplingMode::kInBuffer || !resident) wanted.push_back(v);
+  }
+  if (wanted.empty()) return Status::Ok();
+  std::vector<int64_t> indptr, rows;
+  SKIFF_RETURN_IF_ERROR(graph_.Neighbors(resident_, wanted, &indptr, &rows));
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    cache_[wanted[i]].assign(rows.begin() + indptr[i], rows.begin() + indptr[i + 1]);
+  }
+  return Status::Ok();
+}
+
+}  // namespace skiff::pipeline

@@ -1,0 +1,100 @@
+#include "skiff/pipeline/trainer_passes.h"
+
+#include <algorithm>
+
+#include "skiff/log.h"
+#include "skiff/pipeline/resident_graph_source.h"
+#include "skiff/sampler/neighbor_sampler.h"
+
+namespace skiff::pipeline {
+
+std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options) {
+  if (!options.eval_fanouts.empty()) return options.eval_fanouts;
+  return std::vector<int>(options.fanouts.size(), train::kDefaultEvalFanoutCap);
+}
+
+Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::Dataset* dataset,
+                                                                 const train::TrainOptions& options,
+                                                                 uint64_t memory_bytes,
+                                                                 SamplingMode sampling,
+                                                                 int threads) {
+  const format::Manifest& m = dataset->manifest();
+  // Size the model to budget its parameters, gradients and optimiser state.
+  model::ModelConfig config = options.model;
+  config.in_dim = m.feature_dim;
+  config.num_classes = m.num_classes;
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> sizing, model::Model::CreateCpu(config));
+
+  OutOfCoreOptions o;
+  o.memory_bytes = memory_bytes;
+  o.sampling = sampling;
+  o.batch_size = options.batch_size;
+  o.fanouts = options.fanouts;
+  // Evaluation passes run with the training batch size here (see MakeOutOfCorePassRunner), so
+  // the budget is not sized for the trainer's larger evaluation batches.
+  o.eval_batch_size = options.batch_size;
+  o.eval_fanouts = EffectiveEvalFanouts(options);
+  o.num_parameters = sizing->NumParameters();
+  o.max_layer_width = std::max(
+      {m.feature_dim,
+       config.hidden_dim * (config.kind == model::ModelKind::kGat ? std::max(config.heads, 1) : 1),
+       m.num_classes});
+  o.sample_threads = std::max(1, threads);
+  o.gather_threads = 1;
+  auto out = std::make_unique<OutOfCoreTraining>();
+  SKIFF_ASSIGN_OR_RETURN(out->ooc, OutOfCore::Create(dataset, o));
+  out->graph = std::make_unique<DiskGraphSource>(out->ooc->exact_graph());
+  out->features = std::make_unique<DiskFeatureSource>(out->ooc->exact_graph());
+  train::TrainData& data = out->data;
+  data.graph = out->graph.get();
+  data.features = out->features.get();
+  data.num_classes = m.num_classes;
+  SKIFF_ASSIGN_OR_RETURN(data.labels, dataset->LoadLabels());
+  SKIFF_ASSIGN_OR_RETURN(data.train, dataset->LoadSplit(format::kTrainFile));
+  SKIFF_ASSIGN_OR_RETURN(data.valid, dataset->LoadSplit(format::kValidFile));
+  SKIFF_ASSIGN_OR_RETURN(data.test, dataset->LoadSplit(format::kTestFile));
+  return out;
+}
+
+train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int32_t>* labels,
+                                          std::vector<int> fanouts, std::vector<int> eval_fanouts,
+                                          uint64_t seed, bool print_reports) {
+  const int64_t budgeted_batch_size = ooc->options().batch_size;
+  return
+      [=](const train::PassSpec& pass, const std::function<Status(train::PreparedBatch&)>& consume,
+          std::string* report_json) -> Status {
+        const std::vector<int>& layer_fanouts = pass.training ? fanouts : eval_fanouts;
+        auto sample = [&](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t rng_seed,
+                          train::MiniBatch* batch) -> Status {
+          ResidentGraphSource source(view.graph(), view.resident(), seeds,
+                                     static_cast<int>(layer_fanouts.size()));
+          sampler::NeighborSampler sampler(source, layer_fanouts);
+          SKIFF_RETURN_IF_ERROR(sampler.Sample(seeds, rng_seed, batch));
+          batch->labels.resize(batch->seeds.size());
+          for (size_t i = 0; i < batch->seeds.size(); ++i) {
+            batch->labels[i] = labels != nullptr ? (*labels)[batch->seeds[i]] : -1;
+          }
+          return Status::Ok();
+        };
+        auto compute = [&](PreparedBatch& prepared) -> Status {
+          train::PreparedBatch batch;
+          batch.index = prepared.index;
+          batch.batch = std::move(prepared.batch);
+          batch.features = std::move(prepared.features);
+          return consume(batch);
+        };
+        SKIFF_ASSIGN_OR_RETURN(
+            EpochReport report,
+            ooc->RunPass(*pass.nodes,
+                         {.batch_size = std::min(pass.batch_size, budgeted_batch_size),
+                          .seed = seed,
+                          .stream = pass.stream,
+                          .epoch = static_cast<uint64_t>(pass.epoch)},
+                         sample, compute));
+        if (report_json != nullptr) *report_json = report.ToJson().dump();
+        if (print_reports && pass.training) LogInfo(report.Describe());
+        return Status::Ok();
+      };
+}
+
+}  // namespace skiff::pipeline

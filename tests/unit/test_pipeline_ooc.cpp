@@ -1,0 +1,529 @@
+// Out-of-core pipeline: BufferedGraph + EpochRunner over a real (small) dataset on disk, read
+// through the buffer pool under budgets that force evictions, compared with the in-memory arrays.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+
+#include "skiff/format/dataset.h"
+#include "skiff/pipeline/buffered_graph.h"
+#include "skiff/pipeline/disk_sources.h"
+#include "skiff/pipeline/epoch_plan.h"
+#include "skiff/pipeline/epoch_runner.h"
+#include "skiff/pipeline/out_of_core.h"
+#include "skiff/pipeline/resident_graph_source.h"
+#include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/storage/buffer_pool.h"
+#include "skiff/storage/dataset_partition_source.h"
+#include "tests/unit/test_util.h"
+
+using namespace skiff;
+using namespace skiff::pipeline;
+
+namespace {
+
+constexpr int64_t kNodes = 900;
+constexpr int64_t kDim = 12;
+constexpr int64_t kNodesPerPartition = 60;  // 15 partitions
+
+uint64_t Mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// A random undirected graph with skewed degrees (a few hubs), written as a Skiff dataset.
+Status WriteGraph(const std::string& dir, format::DType feature_dtype) {
+  std::vector<std::set<int32_t>> adj(kNodes);
+  for (int64_t v = 0; v < kNodes; ++v) {
+    const int64_t degree = (v % 97 == 0) ? 150 : 2 + static_cast<int64_t>(Mix(v) % 6);
+    for (int64_t j = 0; j < degree; ++j) {
+      const auto u = static_cast<int32_t>(Mix(v * 1000 + j) % kNodes);
+      if (u == v) continue;
+      adj[v].insert(u);
+      adj[u].insert(static_cast<int32_t>(v));
+    }
+  }
+  SKIFF_ASSIGN_OR_RETURN(auto w, format::DatasetWriter::Create(dir));
+  std::vector<int64_t> offsets{0};
+  std::vector<int32_t> nbrs;
+  for (const auto& list : adj) {
+    nbrs.insert(nbrs.end(), list.begin(), list.end());
+    offsets.push_back(static_cast<int64_t>(nbrs.size()));
+  }
+  auto& m = w->manifest();
+  m.name = "ooc-test";
+  m.num_nodes = kNodes;
+  m.num_edges = static_cast<int64_t>(nbrs.size());
+  m.undirected = true;
+  m.feature_dim = kDim;
+  m.feature_dtype = feature_dtype;
+  m.num_classes = 3;
+  SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kOffsetsFile, offsets.data(), offsets.size() * 8));
+  SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kNeighborsFile, nbrs.data(), nbrs.size() * 4));
+  std::vector<float> feats(kNodes * kDim);
+  for (size_t i = 0; i < feats.size(); ++i) feats[i] = static_cast<float>(i % 1013) * 0.25f;
+  if (feature_dtype == format::DType::kFloat32) {
+    SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kFeaturesFile, feats.data(), feats.size() * 4));
+  } else {
+    std::vector<uint16_t> half(feats.size());
+    for (size_t i = 0; i < half.size(); ++i) half[i] = format::FloatToHalf(feats[i]);
+    SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kFeaturesFile, half.data(), half.size() * 2));
+  }
+  std::vector<int32_t> labels(kNodes);
+  std::vector<int64_t> train, valid, test;
+  for (int64_t v = 0; v < kNodes; ++v) {
+    labels[v] = static_cast<int32_t>(v % 3);
+    (v % 5 < 3 ? train : v % 5 == 3 ? valid : test).push_back(v);
+  }
+  m.train_count = static_cast<int64_t>(train.size());
+  m.valid_count = static_cast<int64_t>(valid.size());
+  m.test_count = static_cast<int64_t>(test.size());
+  SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kLabelsFile, labels.data(), labels.size() * 4));
+  SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kTrainFile, train.data(), train.size() * 8));
+  SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kValidFile, valid.data(), valid.size() * 8));
+  SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kTestFile, test.data(), test.size() * 8));
+  return w->Commit();
+}
+
+// A small deterministic 2-hop sampler over any neighbour provider: per node, `fanout` draws (with
+// replacement) chosen by a hash of (seed, node, draw). Enough to tell whether two graph views
+// return the same adjacency lists; the production sampler lives in the training core.
+template <typename NeighborsFn>
+Status TestSample(const NeighborsFn& neighbors, std::span<const int64_t> seeds, uint64_t seed,
+                  train::MiniBatch* batch) {
+  batch->seeds.assign(seeds.begin(), seeds.end());
+  batch->input_nodes.assign(seeds.begin(), seeds.end());
+  std::unordered_map<int64_t, int32_t> local;
+  for (size_t i = 0; i < seeds.size(); ++i) local.emplace(seeds[i], static_cast<int32_t>(i));
+  std::vector<int64_t> frontier(seeds.begin(), seeds.end());
+  std::vector<int64_t> indptr, nbrs;
+  for (int fanout : {4, 3}) {
+    SKIFF_RETURN_IF_ERROR(neighbors(frontier, &indptr, &nbrs));
+    std::vector<int64_t> next;
+    train::Block block;
+    block.num_dst = static_cast<int64_t>(frontier.size());
+    block.indptr.push_back(0);
+    for (size_t i = 0; i < frontier.size(); ++i) {
+      const int64_t degree = indptr[i + 1] - indptr[i];
+      for (int d = 0; d < fanout && degree > 0; ++d) {
+        const int64_t u =
+            nbrs[indptr[i] + static_cast<int64_t>(Mix(seed ^ Mix(frontier[i] * 31 + d)) % degree)];
+        auto [it, inserted] = local.emplace(u, static_cast<int32_t>(batch->input_nodes.size()));
+        if (inserted) {
+          batch->input_nodes.push_back(u);
+          next.push_back(u);
+        }
+        block.indices.push_back(it->second);
+      }
+      block.indptr.push_back(static_cast<int64_t>(block.indices.size()));
+    }
+    block.num_src = static_cast<int64_t>(batch->input_nodes.size());
+    batch->blocks.push_back(std::move(block));
+    frontier = std::move(next);
+  }
+  return Status::Ok();
+}
+
+struct Fixture {
+  testing::TempDir tmp;
+  std::unique_ptr<format::Dataset> dataset;
+  std::unique_ptr<storage::DatasetPartitionSource> source;
+  std::vector<int64_t> offsets, neighbors;
+  std::vector<float> features;
+  std::vector<std::vector<int64_t>> train_by_partition;
+
+  explicit Fixture(format::DType dtype = format::DType::kFloat32) {
+    REQUIRE(WriteGraph(tmp / "ds", dtype).ok());
+    auto ds = format::Dataset::Open(tmp / "ds");
+    REQUIRE(ds.ok());
+    dataset = std::move(ds).value();
+    auto src = storage::DatasetPartitionSource::Open(
+        dataset.get(), {.direct = true, .nodes_per_partition = kNodesPerPartition});
+    REQUIRE(src.ok());
+    source = std::move(src).value();
+    offsets = *dataset->LoadOffsets();
+    neighbors = *dataset->LoadNeighbors();
+    features = *dataset->LoadFeatures();
+    train_by_partition.resize(source->num_partitions());
+    const std::vector<int64_t> train = *dataset->LoadSplit(format::kTrainFile);
+    for (int64_t v : train) {
+      train_by_partition[source->partition_of(v)].push_back(v);
+    }
+  }
+
+  std::unique_ptr<storage::BufferPool> MakePool(
+      uint32_t slots, std::shared_ptr<storage::FaultInjector> faults = {}) {
+    storage::BufferPoolOptions opt;
+    opt.min_resident_partitions = 2;
+    opt.prefetch = false;
+    opt.engine.faults = std::move(faults);
+    opt.budget_bytes = storage::BufferPool::BudgetFor(*source, slots, opt);
+    auto pool = storage::BufferPool::Create(source.get(), opt);
+    REQUIRE(pool.ok());
+    REQUIRE(pool.value()->num_slots() == slots);
+    return std::move(pool).value();
+  }
+
+  Status MemoryNeighbors(std::span<const int64_t> nodes, std::vector<int64_t>* indptr,
+                         std::vector<int64_t>* out) const {
+    indptr->assign(1, 0);
+    out->clear();
+    for (int64_t v : nodes) {
+      out->insert(out->end(), neighbors.begin() + offsets[v], neighbors.begin() + offsets[v + 1]);
+      indptr->push_back(static_cast<int64_t>(out->size()));
+    }
+    return Status::Ok();
+  }
+};
+
+struct Recorded {
+  std::vector<int64_t> seeds, input_nodes;
+  std::vector<int32_t> indices;
+  std::vector<float> features;
+};
+
+// Runs one epoch of `plan` and records every batch as compute sees it.
+Result<EpochReport> RunAndRecord(BufferedGraph& graph, const EpochPlan& plan, uint64_t epoch,
+                                 std::vector<Recorded>* out, int sample_threads = 3) {
+  EpochRunner runner(&graph, {.batch_size = 16,
+                              .seed = 5,
+                              .epoch = epoch,
+                              .sample_threads = sample_threads,
+                              .gather_threads = 2});
+  auto sample = [](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t seed,
+                   train::MiniBatch* batch) {
+    return TestSample([&](auto nodes, auto* i, auto* n) { return view.Neighbors(nodes, i, n); },
+                      seeds, seed, batch);
+  };
+  out->clear();
+  auto compute = [&](PreparedBatch& b) -> Status {
+    if (b.index != static_cast<int64_t>(out->size())) return Status::Internal("out of order");
+    Recorded r{b.batch.seeds, b.batch.input_nodes, {}, b.features};
+    for (const auto& block : b.batch.blocks) {
+      r.indices.insert(r.indices.end(), block.indices.begin(), block.indices.end());
+    }
+    out->push_back(std::move(r));
+    return Status::Ok();
+  };
+  return runner.Run(plan, sample, compute);
+}
+
+EpochPlan Plan(const Fixture& f, uint32_t capacity, uint64_t epoch) {
+  auto plan = EpochPlan::Build(f.train_by_partition,
+                               {.buffer_capacity = capacity, .seed = 5, .epoch = epoch});
+  REQUIRE(plan.ok());
+  return std::move(plan).value();
+}
+
+}  // namespace
+
+TEST_CASE("ooc pipeline: a tiny budget gives the same batches as the in-memory graph (exact)") {
+  for (auto dtype : {format::DType::kFloat32, format::DType::kFloat16}) {
+    Fixture f(dtype);
+    const uint32_t k = f.source->num_partitions();
+    REQUIRE(k == 15);
+    auto pool = f.MakePool(3);  // 3 of 15 partitions: a plan of 2 resident + 1 loading
+    BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+    for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+      const EpochPlan plan = Plan(f, 2, epoch);
+      std::vector<Recorded> got;
+      auto report = RunAndRecord(graph, plan, epoch, &got);
+      REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+      // Every partition loaded (but the 3 still resident from the previous epoch), with evictions.
+      CHECK(report->io.partition_loads >= (epoch == 0 ? k : k - 3));
+      CHECK(report->io.evictions >= k - 3);
+      CHECK(report->io.fine_adjacency > 0);  // non-resident neighbours were read fine-grained
+      CHECK(report->io.read_amplification > 0);
+
+      // Reference: the same plan, sampled from the in-memory CSR, features from the array.
+      size_t index = 0;
+      std::multiset<int64_t> seen;
+      for (size_t s = 0; s < plan.states().size(); ++s) {
+        for (auto seeds : plan.Batches(s, 16)) {
+          REQUIRE(index < got.size());
+          train::MiniBatch expected;
+          REQUIRE(TestSample([&](auto n, auto* i, auto* o) { return f.MemoryNeighbors(n, i, o); },
+                             seeds, BatchSampleSeed(5, 0, epoch, static_cast<int64_t>(index)),
+                             &expected)
+                      .ok());
+          const Recorded& r = got[index];
+          CHECK(r.seeds == expected.seeds);
+          CHECK(r.input_nodes == expected.input_nodes);
+          std::vector<int32_t> indices;
+          for (const auto& block : expected.blocks) {
+            indices.insert(indices.end(), block.indices.begin(), block.indices.end());
+          }
+          CHECK(r.indices == indices);
+          REQUIRE(r.features.size() == expected.input_nodes.size() * kDim);
+          bool same = true;
+          for (size_t i = 0; i < expected.input_nodes.size(); ++i) {
+            for (int64_t d = 0; d < kDim; ++d) {
+              same &= r.features[i * kDim + d] == f.features[expected.input_nodes[i] * kDim + d];
+            }
+          }
+          CHECK(same);
+          seen.insert(r.seeds.begin(), r.seeds.end());
+          ++index;
+        }
+      }
+      CHECK(index == got.size());
+      // Every training node exactly once.
+      std::multiset<int64_t> train;
+      for (const auto& part : f.train_by_partition) train.insert(part.begin(), part.end());
+      CHECK(seen == train);
+    }
+  }
+}
+
+TEST_CASE("ooc pipeline: the result does not depend on the budget or on thread timing") {
+  Fixture f;
+  const uint32_t k = f.source->num_partitions();
+  const EpochPlan plan = Plan(f, 2, 3);
+  std::vector<Recorded> small, large;
+  {
+    auto pool = f.MakePool(3);
+    BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+    REQUIRE(RunAndRecord(graph, plan, 3, &small, 1).ok());
+  }
+  {
+    auto pool = f.MakePool(k);  // every partition fits (the plan still keeps 2 pinned at a time)
+    BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+    REQUIRE(RunAndRecord(graph, plan, 3, &large, 4).ok());
+  }
+  REQUIRE(small.size() == large.size());
+  for (size_t i = 0; i < small.size(); ++i) {
+    CHECK(small[i].input_nodes == large[i].input_nodes);
+    CHECK(small[i].indices == large[i].indices);
+    CHECK(small[i].features == large[i].features);
+  }
+}
+
+TEST_CASE("ooc pipeline: fully resident runs read nothing after the first epoch") {
+  Fixture f;
+  const uint32_t k = f.source->num_partitions();
+  auto pool = f.MakePool(k);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+  std::vector<Recorded> got;
+  auto first = RunAndRecord(graph, Plan(f, k, 0), 0, &got);
+  REQUIRE(first.ok());
+  CHECK(first->buffer_states == 1);
+  CHECK(first->io.partition_loads == k);
+  auto second = RunAndRecord(graph, Plan(f, k, 1), 1, &got);
+  REQUIRE(second.ok());
+  CHECK(second->io.bytes_read == 0);
+  CHECK(second->io.partition_loads == 0);
+  CHECK(second->ToJson().contains("stages"));
+  CHECK(second->Describe().find("read amplification") != std::string::npos);
+}
+
+TEST_CASE("ooc pipeline: in-buffer sampling never leaves the resident partitions") {
+  Fixture f;
+  auto pool = f.MakePool(4);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kInBuffer);
+  const EpochPlan plan = Plan(f, 3, 0);
+  std::vector<Recorded> got;
+  auto report = RunAndRecord(graph, plan, 0, &got);
+  REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+  CHECK(report->io.fine_bytes_read == 0);
+  CHECK(report->io.fine_rows == 0);
+  CHECK(report->io.fine_adjacency == 0);
+  size_t index = 0;
+  for (size_t s = 0; s < plan.states().size(); ++s) {
+    const auto& resident = plan.states()[s].resident;
+    for (size_t b = 0; b < plan.Batches(s, 16).size(); ++b, ++index) {
+      for (int64_t v : got[index].input_nodes) {
+        CHECK(std::binary_search(resident.begin(), resident.end(), f.source->partition_of(v)));
+      }
+    }
+  }
+}
+
+TEST_CASE("ooc pipeline: injected I/O faults surface as errors, never a hang") {
+  Fixture f;
+  struct Case {
+    storage::FaultKind kind;
+    uint64_t first_read;
+    StatusCode expected;
+  };
+  for (const Case& c : {Case{storage::FaultKind::kEio, 0, StatusCode::kIOError},
+                        Case{storage::FaultKind::kEio, 7, StatusCode::kIOError},
+                        Case{storage::FaultKind::kEio, 40, StatusCode::kIOError},
+                        Case{storage::FaultKind::kCorruptByte, 5, StatusCode::kCorruption}}) {
+    CAPTURE(c.first_read);
+    auto faults = std::make_shared<storage::FaultInjector>();
+    faults->AddRule({.kind = c.kind, .first_read = c.first_read, .count = 1000000});
+    auto pool = f.MakePool(3, faults);
+    BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+    std::vector<Recorded> got;
+    auto report = RunAndRecord(graph, Plan(f, 2, 0), 0, &got);
+    REQUIRE_FALSE(report.ok());
+    CHECK(report.status().code() == c.expected);
+    CHECK_MESSAGE(report.status().message().find(f.dataset->dir()) != std::string::npos,
+                  report.status().ToString());
+  }
+}
+
+TEST_CASE("ooc pipeline: an error in the compute callback stops the epoch cleanly") {
+  Fixture f;
+  auto pool = f.MakePool(3);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+  EpochRunner runner(&graph, {.batch_size = 8, .sample_threads = 2});
+  int calls = 0;
+  auto sample = [](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t seed,
+                   train::MiniBatch* batch) {
+    return TestSample([&](auto nodes, auto* i, auto* n) { return view.Neighbors(nodes, i, n); },
+                      seeds, seed, batch);
+  };
+  auto report = runner.Run(Plan(f, 2, 0), sample, [&](PreparedBatch&) -> Status {
+    return ++calls == 5 ? Status::Internal("loss is NaN") : Status::Ok();
+  });
+  REQUIRE_FALSE(report.ok());
+  CHECK(report.status().message().find("NaN") != std::string::npos);
+  CHECK(calls == 5);
+}
+
+TEST_CASE("ooc pipeline: OutOfCore plans the budget, refuses one too small, covers every split") {
+  Fixture f;
+  OutOfCoreOptions options;
+  options.batch_size = 16;
+  options.fanouts = {4, 3};
+  options.num_parameters = 1000;
+  options.max_layer_width = 16;
+  options.nodes_per_partition = kNodesPerPartition;
+  options.memory_bytes = 64 << 10;
+  auto refused = OutOfCore::Create(f.dataset.get(), options);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == StatusCode::kResourceExhausted);
+  CHECK(refused.status().message().find("needs at least") != std::string::npos);
+
+  // A budget for the fixed part and 4 slots: 3 resident + 1 loading.
+  options.memory_bytes = 256ull << 20;
+  auto big = OutOfCore::Create(f.dataset.get(), options);
+  REQUIRE(big.ok());
+  CHECK((*big)->plan_capacity() == 15);  // everything fits
+  const MemoryPlan& mp = (*big)->memory_plan();
+  options.memory_bytes = mp.fixed_bytes + storage::BufferPool::BudgetFor(*f.source, 4, {}) + 1;
+  auto ooc = OutOfCore::Create(f.dataset.get(), options);
+  REQUIRE_MESSAGE(ooc.ok(), ooc.status().ToString());
+  CHECK((*ooc)->pool().num_slots() == 4);
+  CHECK((*ooc)->plan_capacity() == 3);
+  CHECK((*ooc)->memory_plan().fixed_bytes + (*ooc)->pool().allocated_bytes() <=
+        options.memory_bytes);
+  CHECK((*ooc)->Describe().find("3 resident") != std::string::npos);
+
+  auto sample = [](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t seed,
+                   train::MiniBatch* batch) {
+    return TestSample([&](auto nodes, auto* i, auto* n) { return view.Neighbors(nodes, i, n); },
+                      seeds, seed, batch);
+  };
+  for (const char* file : {format::kTrainFile, format::kValidFile, format::kTestFile}) {
+    const std::vector<int64_t> nodes = *f.dataset->LoadSplit(file);
+    std::multiset<int64_t> seen;
+    auto report = (*ooc)->RunPass(nodes, {.batch_size = 16, .seed = 1, .stream = 3}, sample,
+                                  [&](PreparedBatch& b) -> Status {
+                                    seen.insert(b.batch.seeds.begin(), b.batch.seeds.end());
+                                    return Status::Ok();
+                                  });
+    REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+    CHECK(seen == std::multiset<int64_t>(nodes.begin(), nodes.end()));
+  }
+
+  // The disk sources read exactly what the dataset holds.
+  const DiskGraphSource disk_graph((*ooc)->exact_graph());
+  const DiskFeatureSource disk_features((*ooc)->exact_graph());
+  std::vector<int64_t> row;
+  for (int64_t v : {0, 97, 500, 899}) {
+    REQUIRE(disk_graph.Neighbors(v, &row).ok());
+    CHECK(row == std::vector<int64_t>(f.neighbors.begin() + f.offsets[v],
+                                      f.neighbors.begin() + f.offsets[v + 1]));
+    std::vector<float> x(kDim);
+    const int64_t node[1] = {v};
+    REQUIRE(disk_features.Gather(node, x.data()).ok());
+    CHECK(x ==
+          std::vector<float>(f.features.begin() + v * kDim, f.features.begin() + (v + 1) * kDim));
+  }
+}
+
+namespace {
+// SampleFn running the training core's NeighborSampler over the batch's ResidentGraphSource.
+SampleFn ProductionSampler(std::vector<int> fanouts, bool prepare_hops) {
+  return [fanouts, prepare_hops](const BatchGraph& view, std::span<const int64_t> seeds,
+                                 uint64_t seed, train::MiniBatch* batch) -> Status {
+    if (prepare_hops) {
+      ResidentGraphSource source(view.graph(), view.resident(), seeds,
+                                 static_cast<int>(fanouts.size()));
+      return sampler::NeighborSampler(source, fanouts).Sample(seeds, seed, batch);
+    }
+    ResidentGraphSource source(view.graph(), view.resident());
+    return sampler::NeighborSampler(source, fanouts).Sample(seeds, seed, batch);
+  };
+}
+}  // namespace
+
+TEST_CASE(
+    "ooc pipeline: the training core's sampler draws the same batches from disk as in memory") {
+  Fixture f;
+  auto memory_graph = sampler::InMemoryGraph::FromCsr(f.offsets, f.neighbors);
+  REQUIRE(memory_graph.ok());
+  const std::vector<int> fanouts{5, 3};
+  const sampler::NeighborSampler memory_sampler(**memory_graph, fanouts);
+  const EpochPlan plan = Plan(f, 2, 1);
+  for (bool prepare : {false, true}) {
+    auto pool = f.MakePool(3);
+    BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+    EpochRunner runner(&graph, {.batch_size = 16, .seed = 9, .epoch = 1, .sample_threads = 3});
+    std::vector<train::MiniBatch> got;
+    auto report = runner.Run(plan, ProductionSampler(fanouts, prepare), [&](PreparedBatch& b) {
+      got.push_back(b.batch);
+      return Status::Ok();
+    });
+    REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+    CHECK(report->io.fine_adjacency > 0);
+    size_t index = 0;
+    for (size_t s = 0; s < plan.states().size(); ++s) {
+      for (auto seeds : plan.Batches(s, 16)) {
+        train::MiniBatch expected;
+        REQUIRE(memory_sampler
+                    .Sample(seeds, BatchSampleSeed(9, 0, 1, static_cast<int64_t>(index)), &expected)
+                    .ok());
+        REQUIRE(index < got.size());
+        CHECK(got[index].input_nodes == expected.input_nodes);
+        REQUIRE(got[index].blocks.size() == expected.blocks.size());
+        for (size_t l = 0; l < expected.blocks.size(); ++l) {
+          CHECK(got[index].blocks[l].indptr == expected.blocks[l].indptr);
+          CHECK(got[index].blocks[l].indices == expected.blocks[l].indices);
+        }
+        ++index;
+      }
+    }
+    CHECK(index == got.size());
+  }
+}
+
+TEST_CASE("ooc pipeline: in-buffer sampling with the training core's sampler stays resident") {
+  Fixture f;
+  auto pool = f.MakePool(4);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kInBuffer);
+  const EpochPlan plan = Plan(f, 3, 0);
+  EpochRunner runner(&graph, {.batch_size = 16, .seed = 9, .sample_threads = 2});
+  std::vector<train::MiniBatch> got;
+  auto report = runner.Run(plan, ProductionSampler({5, 3}, false), [&](PreparedBatch& b) {
+    got.push_back(b.batch);
+    return Status::Ok();
+  });
+  REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+  CHECK(report->io.fine_bytes_read == 0);
+  size_t index = 0;
+  for (size_t s = 0; s < plan.states().size(); ++s) {
+    const auto& resident = plan.states()[s].resident;
+    for (size_t b = 0; b < plan.Batches(s, 16).size(); ++b, ++index) {
+      for (int64_t v : got[index].input_nodes) {
+        CHECK(std::binary_search(resident.begin(), resident.end(), f.source->partition_of(v)));
+      }
+    }
+  }
+}
