@@ -223,52 +223,7 @@ class CpuModel final : public Model {
   }
 
   Status ValidateBatch(const train::MiniBatch& batch, const float* x) const {
-    auto bad = [](const std::string& what) {
-      return Status::InvalidArgument("mini-batch: " + what);
-    };
-    if (static_cast<int>(batch.blocks.size()) != config_.num_layers) {
-      return bad("has " + std::to_string(batch.blocks.size()) + " blocks, the model has " +
-                 std::to_string(config_.num_layers) + " layers");
-    }
-    int64_t expected_src = static_cast<int64_t>(batch.input_nodes.size());
-    if (expected_src > 0 && x == nullptr) return bad("features are null");
-    for (size_t l = 0; l < batch.blocks.size(); ++l) {
-      const train::Block& b = batch.blocks[l];
-      const std::string where = "block " + std::to_string(l) + ": ";
-      if (b.num_src != expected_src) {
-        return bad(where + "num_src " + std::to_string(b.num_src) + ", expected " +
-                   std::to_string(expected_src));
-      }
-      if (b.num_dst < 0 || b.num_dst > b.num_src) {
-        return bad(where + "num_dst " + std::to_string(b.num_dst) + " not in [0, num_src]");
-      }
-      if (static_cast<int64_t>(b.indptr.size()) != b.num_dst + 1 || b.indptr[0] != 0) {
-        return bad(where + "indptr must have num_dst + 1 entries starting at 0");
-      }
-      for (int64_t d = 0; d < b.num_dst; ++d) {
-        if (b.indptr[static_cast<size_t>(d + 1)] < b.indptr[static_cast<size_t>(d)]) {
-          return bad(where + "indptr decreases at row " + std::to_string(d));
-        }
-      }
-      if (static_cast<int64_t>(b.indices.size()) != b.indptr.back()) {
-        return bad(where + "indices has " + std::to_string(b.indices.size()) +
-                   " entries, indptr says " + std::to_string(b.indptr.back()));
-      }
-      for (size_t e = 0; e < b.indices.size(); ++e) {
-        if (b.indices[e] < 0 || b.indices[e] >= b.num_src) {
-          return bad(where + "edge " + std::to_string(e) + " has source " +
-                     std::to_string(b.indices[e]) + " outside [0, " + std::to_string(b.num_src) +
-                     ")");
-        }
-      }
-      expected_src = b.num_dst;
-    }
-    if (batch.blocks.back().num_dst != static_cast<int64_t>(batch.seeds.size())) {
-      return bad("last block has " + std::to_string(batch.blocks.back().num_dst) +
-                 " destination rows but there are " + std::to_string(batch.seeds.size()) +
-                 " seeds");
-    }
-    return Status::Ok();
+    return ValidateMiniBatch(config_, batch, x);
   }
 
   std::vector<std::unique_ptr<Layer>> layers_;
@@ -281,6 +236,52 @@ class CpuModel final : public Model {
 };
 
 }  // namespace
+
+Status ValidateMiniBatch(const ModelConfig& config, const train::MiniBatch& batch, const float* x) {
+  auto bad = [](const std::string& what) { return Status::InvalidArgument("mini-batch: " + what); };
+  if (static_cast<int>(batch.blocks.size()) != config.num_layers) {
+    return bad("has " + std::to_string(batch.blocks.size()) + " blocks, the model has " +
+               std::to_string(config.num_layers) + " layers");
+  }
+  int64_t expected_src = static_cast<int64_t>(batch.input_nodes.size());
+  if (expected_src > 0 && x == nullptr) return bad("features are null");
+  for (size_t l = 0; l < batch.blocks.size(); ++l) {
+    const train::Block& b = batch.blocks[l];
+    const std::string where = "block " + std::to_string(l) + ": ";
+    if (b.num_src != expected_src) {
+      return bad(where + "num_src " + std::to_string(b.num_src) + ", expected " +
+                 std::to_string(expected_src));
+    }
+    if (b.num_dst < 0 || b.num_dst > b.num_src) {
+      return bad(where + "num_dst " + std::to_string(b.num_dst) + " not in [0, num_src]");
+    }
+    if (static_cast<int64_t>(b.indptr.size()) != b.num_dst + 1 || b.indptr[0] != 0) {
+      return bad(where + "indptr must have num_dst + 1 entries starting at 0");
+    }
+    for (int64_t d = 0; d < b.num_dst; ++d) {
+      if (b.indptr[static_cast<size_t>(d + 1)] < b.indptr[static_cast<size_t>(d)]) {
+        return bad(where + "indptr decreases at row " + std::to_string(d));
+      }
+    }
+    if (static_cast<int64_t>(b.indices.size()) != b.indptr.back()) {
+      return bad(where + "indices has " + std::to_string(b.indices.size()) +
+                 " entries, indptr says " + std::to_string(b.indptr.back()));
+    }
+    for (size_t e = 0; e < b.indices.size(); ++e) {
+      if (b.indices[e] < 0 || b.indices[e] >= b.num_src) {
+        return bad(where + "edge " + std::to_string(e) + " has source " +
+                   std::to_string(b.indices[e]) + " outside [0, " + std::to_string(b.num_src) +
+                   ")");
+      }
+    }
+    expected_src = b.num_dst;
+  }
+  if (batch.blocks.back().num_dst != static_cast<int64_t>(batch.seeds.size())) {
+    return bad("last block has " + std::to_string(batch.blocks.back().num_dst) +
+               " destination rows but there are " + std::to_string(batch.seeds.size()) + " seeds");
+  }
+  return Status::Ok();
+}
 
 Result<std::unique_ptr<Model>> Model::CreateCpu(const ModelConfig& config) {
   SKIFF_RETURN_IF_ERROR(ValidateConfig(config));

@@ -50,6 +50,11 @@ class Layer {
   virtual void AppendParameters(std::vector<Parameter>* params) = 0;
 };
 
+// InvalidArgument for a malformed batch for a model of this config (block count != layers,
+// num_src/num_dst chain broken, indptr/indices inconsistent or out of range, null features);
+// shared by the CPU and CUDA models.
+Status ValidateMiniBatch(const ModelConfig& config, const train::MiniBatch& batch, const float* x);
+
 std::unique_ptr<Layer> MakeSageLayer(int index, int64_t in_dim, int64_t out_dim,
                                      std::mt19937_64& rng);
 std::unique_ptr<Layer> MakeGcnLayer(int index, int64_t in_dim, int64_t out_dim,

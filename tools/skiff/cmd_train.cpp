@@ -35,6 +35,7 @@ struct TrainCliOptions {
   int threads = 0;
   int sampler_threads = 0;
   std::string optimizer = "adam";
+  std::string device = "cpu";  // compute stage: "cpu" or "cuda"
   std::string checkpoint, resume, metrics, export_dir;
   std::string config;
   std::string memory;              // out of core when set (docs/pipeline.md)
@@ -72,6 +73,13 @@ int ApplyConfig(CLI::App& app, const std::string& path) {
 }
 
 int RunTrain(const TrainCliOptions& o) {
+  train::ModelFactory factory = nullptr;  // Model::CreateCpu
+  if (o.device == "cuda") {
+    factory = model::Model::CreateCuda;
+  } else if (o.device != "cpu") {
+    return ReportStatus("train", Status::InvalidArgument("--device must be cpu or cuda (got \"" +
+                                                         o.device + "\")"));
+  }
   auto ds = format::Dataset::Open(o.dataset);
   if (!ds.ok()) return ReportStatus("train", ds.status());
   train::TrainOptions t;
@@ -147,7 +155,7 @@ int RunTrain(const TrainCliOptions& o) {
     LogInfo("out of core: " + out_of_core->ooc->Describe());
     LogInfo(out_of_core->ooc->memory_plan().Describe());
   }
-  auto trainer = train::Trainer::Create(*train_data, t);
+  auto trainer = train::Trainer::Create(*train_data, t, factory);
   if (!trainer.ok()) return ReportStatus("train", trainer.status());
   if (out_of_core) {
     (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(
@@ -201,6 +209,7 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--config", o->config, "Read options from a TOML file (keys: long option names)");
   app.add_option("dataset", o->dataset, "Dataset directory")->required();
   app.add_option("--model", o->model, "sage, gcn or gat")->capture_default_str();
+  app.add_option("--device", o->device, "Compute stage: cpu or cuda")->capture_default_str();
   app.add_option("--layers", o->layers, "Number of GNN layers")->capture_default_str();
   app.add_option("--hidden", o->hidden, "Hidden width")->capture_default_str();
   app.add_option("--fanouts", o->fanouts,

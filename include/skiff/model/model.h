@@ -70,6 +70,11 @@ class Model {
   virtual ~Model() = default;
   // Creates a CPU model with freshly initialised parameters. InvalidArgument on a bad config.
   static Result<std::unique_ptr<Model>> CreateCpu(const ModelConfig& config);
+  // Creates a CUDA model for the first CUDA device. InvalidArgument on a bad config (checked
+  // first, as CreateCpu does); Unavailable, with the reason, when Skiff was built without CUDA,
+  // or when no CUDA device is usable. Parameters() of a CUDA model expose host memory (the master
+  // copy; see kernels/cuda/cuda_model.cuh and docs/cuda.md, "GPU compute stage").
+  static Result<std::unique_ptr<Model>> CreateCuda(const ModelConfig& config);
 
   const ModelConfig& config() const { return config_; }
 
