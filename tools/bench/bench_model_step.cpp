@@ -1,7 +1,7 @@
 // Times one training step (forward, loss, backward, Adam) of a CPU model on a synthetic mini-batch
 // shaped like a sampled GraphSAGE batch: `batch` seeds, fanouts 15,10,5 over a graph of `nodes`
 // nodes (block sizes estimated from uniform sampling), random features and edges.
-// Not part of the build; compile by hand (see docs/bench-kernels.md):
+// Not part of the build; compile by hand (see BENCHMARKS.md, "CPU model step timings"):
 //   g++ -O2 -std=c++20 -Iinclude -I. tools/bench/bench_model_step.cpp build/libskiff_core.a \
 //       -lopenblas -lpthread -o build/bench_model_step
 //   build/bench_model_step MODEL THREADS [in_dim hidden classes batch nodes steps]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Out-of-core training benchmarks (results: docs/bench-pipeline.md).
+# Out-of-core training benchmarks (results: BENCHMARKS.md).
 #
 #   tools/bench/ooc_bench.sh SKIFF_EXE WORK_DIR [NODES]
 #
