@@ -122,9 +122,11 @@ Result<std::vector<int>> ParseFanouts(const std::string& text) {
     } catch (...) {
       used = 0;
     }
-    if (used == 0 || used != item.size() || (value <= 0 && value != -1)) {
+    // 0 samples no neighbours: with GraphSAGE's root weight that is an MLP on the node's own
+    // features, the baseline a GNN has to beat.
+    if (used == 0 || used != item.size() || value < -1) {
       return Status::InvalidArgument("fanouts \"" + text + "\": element " + std::to_string(index) +
-                                     " (\"" + item + "\") is not a positive integer or -1");
+                                     " (\"" + item + "\") is not a non-negative integer or -1");
     }
     fanouts.push_back(value);
     ++index;

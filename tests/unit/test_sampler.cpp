@@ -87,9 +87,28 @@ TEST_CASE("sampler: fanout parsing") {
   CHECK(*f == std::vector<int>{15, 10, 5});
   CHECK(ParseFanouts("-1,-1")->size() == 2);
   CHECK(!ParseFanouts("15,x").ok());
-  CHECK(!ParseFanouts("0").ok());
+  CHECK(*ParseFanouts("0,0") == std::vector<int>{0, 0});  // features only (an MLP for SAGE)
   CHECK(!ParseFanouts("").ok());
   CHECK(ParseFanouts("3,-2").status().message().find("element 1") != std::string::npos);
+}
+
+TEST_CASE("sampler: fanout 0 samples no neighbours") {
+  // A 3-node path 0-1-2: with fanouts 0,0 every block has its destinations and no edges.
+  std::vector<int64_t> offsets{0, 1, 3, 4};
+  std::vector<int64_t> neighbors{1, 0, 2, 1};
+  auto graph = InMemoryGraph::FromCsr(std::move(offsets), std::move(neighbors));
+  REQUIRE(graph.ok());
+  NeighborSampler sampler(**graph, {0, 0});
+  train::MiniBatch batch;
+  const std::vector<int64_t> seeds{1, 2};
+  REQUIRE(sampler.Sample(seeds, 7, &batch).ok());
+  CHECK(batch.input_nodes == std::vector<int64_t>{1, 2});
+  REQUIRE(batch.blocks.size() == 2);
+  for (const auto& block : batch.blocks) {
+    CHECK(block.num_dst == 2);
+    CHECK(block.num_src == 2);
+    CHECK(block.num_edges() == 0);
+  }
 }
 
 TEST_CASE("sampler: layout, fanout bounds, no duplicates, prefix property") {

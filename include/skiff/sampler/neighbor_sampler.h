@@ -29,7 +29,8 @@
 
 namespace skiff::sampler {
 
-// Parses "15,10,5" (each > 0 or -1). InvalidArgument names the bad element.
+// Parses "15,10,5" (each >= 0, or -1 = all neighbours; 0 = none, so GraphSAGE sees only the
+// node itself: an MLP baseline). InvalidArgument names the bad element.
 Result<std::vector<int>> ParseFanouts(const std::string& text);
 std::string FanoutsToString(const std::vector<int>& fanouts);
 
