@@ -46,6 +46,7 @@ int RunInfo(const InfoOptions& opt) {
     std::printf("size         %s in %zu files\n", FormatBytes(total).c_str(), m.files.size());
   }
   if (opt.verify) {
+    std::fflush(stdout);  // the summary above, before progress lines on stderr
     Progress progress("verify", m.files.size(), "files");
     for (const auto& [name, f] : m.files) {
       auto reader = (*ds)->File(name);
@@ -55,6 +56,7 @@ int RunInfo(const InfoOptions& opt) {
       progress.Add(1);
     }
     progress.Finish();
+    std::fflush(stderr);
     std::printf("verify       OK (every block of every file matches its checksum)\n");
   }
   return 0;
