@@ -34,7 +34,9 @@ cmp -s "$work/a/graph.neighbors" "$work/c/graph.neighbors" && fail "seed 7 gave 
 # Explicit sizes and float16 features.
 "$skiff" generate --nodes 5000 --avg-degree 6 --classes 3 --feature-dim 16 --homophily 0.9 \
   --feature-dtype float16 --split per-class:20,30 --out "$work/d" >"$work/d.log"
-"$skiff" info "$work/d" --verify | grep -q "features     16 x float16" || fail "float16 dataset"
+# Capture first: `grep -q` stops reading at the first match, which would cut info's pipe.
+info_d=$("$skiff" info "$work/d" --verify)
+grep -q "features     16 x float16" <<<"$info_d" || fail "float16 dataset"
 grep -q "splits       train 60 / valid 90 / test 4850" "$work/d.log" || fail "per-class split counts"
 
 # Bad input: non-zero exit, a message naming the option, no dataset left behind.

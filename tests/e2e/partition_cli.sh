@@ -28,7 +28,8 @@ awk -v g="$grem_cut" -v r="$random_cut" 'BEGIN { exit !(g * 5 < r) }'
 # In place: the dataset becomes partitioned, no temporary directory is left.
 cp -r ds inplace
 "$SKIFF" partition inplace -k 4 >/dev/null 2>&1
-"$SKIFF" info inplace --verify | grep -q "partitions   4 (grem)"
+info_inplace=$("$SKIFF" info inplace --verify)  # captured: grep -q would cut info's pipe
+grep -q "partitions   4 (grem)" <<<"$info_inplace"
 ! ls -d inplace.tmp-* 2>/dev/null
 
 # Bad input: k larger than N, an unknown algorithm, a flipped byte. Non-zero exit, clear message.
