@@ -90,9 +90,26 @@ void CsrAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* indpt
 }
 
 void GcnEdgeWeights(int64_t num_dst, int64_t num_src, const int64_t* indptr, const int32_t* indices,
-                    float* edge_weight, float* self_weight) {
+                    const int64_t* src_degree, float* edge_weight, float* self_weight) {
   SKIFF_CHECK(num_dst >= 0 && num_src >= 0);
   const int64_t nnz = indptr[num_dst];
+  if (src_degree != nullptr) {
+    SKIFF_CHECK_MSG(num_dst <= num_src, "destinations must be a prefix of the sources");
+    for (int64_t row = 0; row < num_dst; ++row) {
+      const int64_t sampled = indptr[row + 1] - indptr[row];
+      const double degree = static_cast<double>(src_degree[row]);
+      SKIFF_CHECK_MSG(sampled <= src_degree[row], "a row has more sampled edges than its degree");
+      self_weight[row] = static_cast<float>(1.0 / (degree + 1.0));
+      const double scale = sampled > 0 ? degree / static_cast<double>(sampled) : 0.0;
+      for (int64_t edge = indptr[row]; edge < indptr[row + 1]; ++edge) {
+        SKIFF_CHECK(indices[edge] >= 0 && indices[edge] < num_src);
+        const double neighbour_degree = static_cast<double>(src_degree[indices[edge]]);
+        edge_weight[edge] =
+            static_cast<float>(scale / std::sqrt((degree + 1.0) * (neighbour_degree + 1.0)));
+      }
+    }
+    return;
+  }
   std::vector<int32_t> out_degree(static_cast<size_t>(num_src), 0);
   for (int64_t edge = 0; edge < nnz; ++edge) {
     SKIFF_CHECK(indices[edge] >= 0 && indices[edge] < num_src);
@@ -102,9 +119,9 @@ void GcnEdgeWeights(int64_t num_dst, int64_t num_src, const int64_t* indptr, con
     const double in_degree = static_cast<double>(indptr[row + 1] - indptr[row]);
     self_weight[row] = static_cast<float>(1.0 / (in_degree + 1.0));
     for (int64_t edge = indptr[row]; edge < indptr[row + 1]; ++edge) {
-      const double src_degree = out_degree[static_cast<size_t>(indices[edge])];
+      const double src_degree_in_block = out_degree[static_cast<size_t>(indices[edge])];
       edge_weight[edge] =
-          static_cast<float>(1.0 / std::sqrt((in_degree + 1.0) * (src_degree + 1.0)));
+          static_cast<float>(1.0 / std::sqrt((in_degree + 1.0) * (src_degree_in_block + 1.0)));
     }
   }
 }

@@ -20,11 +20,21 @@ void CsrAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* indpt
                           const int32_t* indices, const float* edge_weight, AggregateMode mode,
                           const float* grad_out, int64_t dim, float* grad_x);
 
-// GCN symmetric normalisation with self-loops folded in by the caller: for edge e = (d, s),
-// w_e = 1 / sqrt((in_deg(d) + 1) * (out_deg_in_block(s) + 1)), where degrees are counted within the
-// block. Writes nnz weights; also writes self_weight[d] = 1 / (in_deg(d) + 1) for the self term.
-// CPU: allocates num_src degree counters (a once-per-batch preparation step, not a hot loop).
+// GCN symmetric normalisation with self-loops folded in by the caller. Writes nnz edge weights
+// and num_dst self weights. Two degree sources:
+//   src_degree == nullptr  degrees counted within the block: for edge e = (d, s),
+//                          w_e = 1 / sqrt((in_deg(d) + 1) * (out_deg_in_block(s) + 1)),
+//                          self_weight[d] = 1 / (in_deg(d) + 1).
+//   src_degree != nullptr  whole-graph degrees (size num_src; destinations are a prefix of the
+//                          sources, so src_degree[d] is also d's degree), as in full-graph GCN:
+//                          w_e = (deg(d) / k_d) / sqrt((deg(d) + 1) * (deg(s) + 1)) where k_d is
+//                          the number of sampled edges of row d, self_weight[d] = 1 / (deg(d) + 1).
+//                          The factor deg(d)/k_d makes the sampled sum an unbiased estimate of the
+//                          full one; with every neighbour taken it is 1 and the result is exactly
+//                          Kipf & Welling's D^-1/2 (A + I) D^-1/2. Requires k_d <= deg(d).
+// CPU: allocates num_src degree counters in the first form (a once-per-batch preparation step).
 void GcnEdgeWeights(int64_t num_dst, int64_t num_src, const int64_t* indptr,
-                    const int32_t* indices, float* edge_weight, float* self_weight);
+                    const int32_t* indices, const int64_t* src_degree, float* edge_weight,
+                    float* self_weight);
 
 }  // namespace skiff::cpu

@@ -36,8 +36,10 @@ Status CsrAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* ind
                             const int32_t* indices, const float* edge_weight, AggregateMode mode,
                             const float* grad_out, int64_t dim, float* grad_x, cudaStream_t stream);
 
-// Differs from the CPU signature by `src_degree_workspace` (num_src int32s of device memory, any
-// contents), where the block's per-source out-degrees are counted.
+// The within-block form of cpu::GcnEdgeWeights (src_degree == nullptr). Differs from the CPU
+// signature by `src_degree_workspace` (num_src int32s of device memory, any contents), where the
+// block's per-source out-degrees are counted. The CUDA model computes whole-graph-degree weights
+// on the host with cpu::GcnEdgeWeights (an O(edges) step it already does to add self-loops).
 Status GcnEdgeWeights(int64_t num_dst, int64_t num_src, const int64_t* indptr,
                       const int32_t* indices, float* edge_weight, float* self_weight,
                       int32_t* src_degree_workspace, cudaStream_t stream);

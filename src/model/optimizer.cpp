@@ -15,6 +15,10 @@ Status Optimizer::ValidateConfig(const Config& config) {
   if (!(config.weight_decay >= 0.0f) || !(config.momentum >= 0.0f)) {
     return Status::InvalidArgument("weight decay and momentum must be non-negative");
   }
+  if (config.decay_scope != "all" && config.decay_scope != "first-layer") {
+    return Status::InvalidArgument("weight decay scope '" + config.decay_scope +
+                                   "': expected all or first-layer");
+  }
   return Status::Ok();
 }
 
@@ -35,16 +39,18 @@ void Optimizer::Step() {
   SKIFF_CHECK(state_.size() == params.size() * (adam ? 2u : 1u));
   for (size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = params[i];
+    const bool decayed = config_.decay_scope == "all" || p.name.starts_with("layer0.");
+    const float weight_decay = decayed ? config_.weight_decay : 0.0f;
     if (adam) {
       cpu::AdamConfig adam_config;
       adam_config.lr = config_.lr;
-      adam_config.weight_decay = config_.weight_decay;
+      adam_config.weight_decay = weight_decay;
       SKIFF_CHECK(static_cast<int64_t>(state_[2 * i].size()) == p.size());
       cpu::AdamStep(p.size(), adam_config, step_, p.grad, p.data, state_[2 * i].data(),
                     state_[2 * i + 1].data());
     } else {
       SKIFF_CHECK(static_cast<int64_t>(state_[i].size()) == p.size());
-      cpu::SgdStep(p.size(), config_.lr, config_.momentum, config_.weight_decay, p.grad, p.data,
+      cpu::SgdStep(p.size(), config_.lr, config_.momentum, weight_decay, p.grad, p.data,
                    state_[i].data());
     }
   }

@@ -58,7 +58,7 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
 
 train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int32_t>* labels,
                                           std::vector<int> fanouts, std::vector<int> eval_fanouts,
-                                          uint64_t seed, bool print_reports) {
+                                          bool record_degrees, uint64_t seed, bool print_reports) {
   const int64_t budgeted_batch_size = ooc->options().batch_size;
   return
       [=](const train::PassSpec& pass, const std::function<Status(train::PreparedBatch&)>& consume,
@@ -68,7 +68,7 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
                           train::MiniBatch* batch) -> Status {
           ResidentGraphSource source(view.graph(), view.resident(), seeds,
                                      static_cast<int>(layer_fanouts.size()));
-          sampler::NeighborSampler sampler(source, layer_fanouts);
+          sampler::NeighborSampler sampler(source, layer_fanouts, record_degrees);
           SKIFF_RETURN_IF_ERROR(sampler.Sample(seeds, rng_seed, batch));
           batch->labels.resize(batch->seeds.size());
           for (size_t i = 0; i < batch->seeds.size(); ++i) {

@@ -154,8 +154,9 @@ uint64_t BatchSeed(uint64_t seed, uint64_t stream, uint64_t epoch, uint64_t batc
   return h;
 }
 
-NeighborSampler::NeighborSampler(const GraphSource& graph, std::vector<int> fanouts)
-    : graph_(graph), fanouts_(std::move(fanouts)) {
+NeighborSampler::NeighborSampler(const GraphSource& graph, std::vector<int> fanouts,
+                                 bool record_degrees)
+    : graph_(graph), fanouts_(std::move(fanouts)), record_degrees_(record_degrees) {
   SKIFF_CHECK_MSG(!fanouts_.empty(), "a sampler needs at least one layer");
 }
 
@@ -184,13 +185,14 @@ Status NeighborSampler::Sample(std::span<const int64_t> seeds, uint64_t rng_seed
   // Sampled adjacency (local IDs) of every node of hops 0 .. L-1, in local ID order.
   std::vector<int64_t> adj_ptr{0};
   std::vector<int32_t> adj;
-  std::vector<int64_t> positions, picked;
+  std::vector<int64_t> positions, picked, degrees;
   for (int hop = 0; hop < num_layers; ++hop) {
     const int fanout = fanouts_[num_layers - 1 - hop];
     const int64_t begin = hop_begin[hop], end = hop_begin[hop + 1];
     for (int64_t u = begin; u < end; ++u) {
       const int64_t v = nodes[u];
       const int64_t d = graph_.Degree(v);
+      if (record_degrees_) degrees.push_back(d);
       if (fanout < 0 || fanout >= d) {
         SKIFF_RETURN_IF_ERROR(graph_.Neighbors(v, &picked));
       } else {
@@ -208,6 +210,10 @@ Status NeighborSampler::Sample(std::span<const int64_t> seeds, uint64_t rng_seed
     }
     hop_begin.push_back(static_cast<int64_t>(nodes.size()));
   }
+  if (record_degrees_) {
+    // Nodes of the outermost hop were never expanded; ask for their degrees now.
+    for (size_t u = degrees.size(); u < nodes.size(); ++u) degrees.push_back(graph_.Degree(nodes[u]));
+  }
   out->blocks.resize(num_layers);
   for (int l = 0; l < num_layers; ++l) {
     train::Block& b = out->blocks[l];
@@ -215,6 +221,11 @@ Status NeighborSampler::Sample(std::span<const int64_t> seeds, uint64_t rng_seed
     b.num_src = hop_begin[num_layers - l + 1];
     b.indptr.assign(adj_ptr.begin(), adj_ptr.begin() + b.num_dst + 1);
     b.indices.assign(adj.begin(), adj.begin() + adj_ptr[b.num_dst]);
+    if (record_degrees_) {
+      b.src_degree.assign(degrees.begin(), degrees.begin() + b.num_src);
+    } else {
+      b.src_degree.clear();
+    }
   }
   return Status::Ok();
 }

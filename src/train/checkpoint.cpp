@@ -82,6 +82,7 @@ Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
   w.Put<uint64_t>(c.seed);
   w.Put<int64_t>(c.best_epoch);
   w.Put<double>(c.best_valid_acc);
+  w.Put<double>(c.best_valid_loss);
   w.Put<double>(c.best_test_acc);
   w.Put<uint64_t>(c.parameters.size());
   for (const auto& t : c.parameters) {
@@ -138,6 +139,7 @@ Result<Checkpoint> ReadCheckpoint(const std::string& path) {
   SKIFF_RETURN_IF_ERROR(r.Get(&c.seed, "seed"));
   SKIFF_RETURN_IF_ERROR(r.Get(&c.best_epoch, "best epoch"));
   SKIFF_RETURN_IF_ERROR(r.Get(&c.best_valid_acc, "best valid accuracy"));
+  SKIFF_RETURN_IF_ERROR(r.Get(&c.best_valid_loss, "best valid loss"));
   SKIFF_RETURN_IF_ERROR(r.Get(&c.best_test_acc, "best test accuracy"));
   uint64_t count = 0;
   SKIFF_RETURN_IF_ERROR(r.Get(&count, "parameter count"));

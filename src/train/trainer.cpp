@@ -58,6 +58,7 @@ std::string TrainOptions::ToJson() const {
   j["optimizer"] = optimizer.kind;
   j["lr"] = optimizer.lr;
   j["weight_decay"] = optimizer.weight_decay;
+  j["weight_decay_scope"] = optimizer.decay_scope;
   j["momentum"] = optimizer.momentum;
   j["fanouts"] = fanouts;
   j["eval_fanouts"] = eval_fanouts;
@@ -85,6 +86,7 @@ Result<TrainOptions> TrainOptions::FromJson(const std::string& text) {
     o.optimizer.kind = j.at("optimizer");
     o.optimizer.lr = j.at("lr");
     o.optimizer.weight_decay = j.at("weight_decay");
+    o.optimizer.decay_scope = j.value("weight_decay_scope", "all");
     o.optimizer.momentum = j.at("momentum");
     o.fanouts = j.at("fanouts").get<std::vector<int>>();
     o.eval_fanouts = j.at("eval_fanouts").get<std::vector<int>>();
@@ -106,6 +108,7 @@ std::string EpochMetrics::ToJson() const {
   j["loss"] = loss;
   j["train_acc"] = train_acc;
   j["valid_acc"] = valid_acc;
+  j["valid_loss"] = valid_loss;
   j["test_acc"] = test_acc;
   j["epoch_seconds"] = epoch_seconds;
   j["samples_per_second"] = samples_per_second;
@@ -140,6 +143,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainData& data, TrainOpt
   if (options.batch_size <= 0 || options.eval_batch_size <= 0 || options.epochs < 0) {
     return Status::InvalidArgument("batch sizes must be positive and epochs non-negative");
   }
+  SKIFF_RETURN_IF_ERROR(model::Optimizer::ValidateConfig(options.optimizer));
   options.model.in_dim = data.features->dim();
   options.model.num_classes = data.num_classes;
   options.model.seed = options.seed;
@@ -147,9 +151,11 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainData& data, TrainOpt
   if (!factory) factory = model::Model::CreateCpu;
   SKIFF_ASSIGN_OR_RETURN(t->model_, factory(t->options_.model));
   t->optimizer_ = std::make_unique<model::Optimizer>(*t->model_, t->options_.optimizer);
-  t->train_sampler_ = std::make_unique<sampler::NeighborSampler>(*data.graph, t->options_.fanouts);
+  const bool degrees = model::NeedsNodeDegrees(t->options_.model.kind);
+  t->train_sampler_ =
+      std::make_unique<sampler::NeighborSampler>(*data.graph, t->options_.fanouts, degrees);
   t->eval_sampler_ =
-      std::make_unique<sampler::NeighborSampler>(*data.graph, t->options_.eval_fanouts);
+      std::make_unique<sampler::NeighborSampler>(*data.graph, t->options_.eval_fanouts, degrees);
   return t;
 }
 
@@ -160,6 +166,7 @@ Checkpoint Trainer::MakeCheckpoint(int64_t epoch) {
   c.seed = options_.seed;
   c.best_epoch = best_epoch_;
   c.best_valid_acc = best_valid_acc_;
+  c.best_valid_loss = best_valid_loss_;
   c.best_test_acc = best_test_acc_;
   for (const auto& p : model_->Parameters()) {
     c.parameters.push_back({p.name, p.shape, std::vector<float>(p.data, p.data + p.size())});
@@ -200,6 +207,7 @@ Status Trainer::Restore(const Checkpoint& c) {
   next_epoch_ = c.epoch + 1;
   best_epoch_ = c.best_epoch;
   best_valid_acc_ = c.best_valid_acc;
+  best_valid_loss_ = c.best_valid_loss;
   best_test_acc_ = c.best_test_acc;
   return Status::Ok();
 }
@@ -279,17 +287,21 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   m.samples_per_second = train_seconds > 0 ? data_.train.size() / train_seconds : 0;
   const auto e0 = Clock::now();
   if (!data_.valid.empty()) {
-    SKIFF_ASSIGN_OR_RETURN(m.valid_acc, Evaluate(data_.valid, kValidStream));
+    SKIFF_ASSIGN_OR_RETURN(const Evaluation valid, Evaluate(data_.valid, kValidStream));
+    m.valid_acc = valid.accuracy;
+    m.valid_loss = valid.loss;
   }
   if (!data_.test.empty()) {
-    SKIFF_ASSIGN_OR_RETURN(m.test_acc, Evaluate(data_.test, kTestStream));
+    SKIFF_ASSIGN_OR_RETURN(const Evaluation test, Evaluate(data_.test, kTestStream));
+    m.test_acc = test.accuracy;
   }
   m.eval_seconds = Seconds(e0, Clock::now());
   m.epoch_seconds = Seconds(start, Clock::now());
   return m;
 }
 
-Result<double> Trainer::Evaluate(const std::vector<int64_t>& nodes, uint64_t stream_id) {
+Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
+                                              uint64_t stream_id) {
   BatchStreamOptions so;
   so.threads = options_.sampler_threads;
   so.capacity = options_.prefetch_batches;
@@ -297,15 +309,19 @@ Result<double> Trainer::Evaluate(const std::vector<int64_t>& nodes, uint64_t str
   so.stream = stream_id;
   std::vector<float> logits, grad;
   int64_t correct_total = 0, labelled_total = 0;
+  double loss_sum = 0;
   auto consume = [&](PreparedBatch& next) -> Status {
     const MiniBatch& b = next.batch;
     SKIFF_RETURN_IF_ERROR(model_->Forward(b, next.features.data(), false, 0, &logits));
     grad.resize(logits.size());
-    int64_t correct = 0;
-    cpu::SoftmaxCrossEntropy(static_cast<int64_t>(b.seeds.size()), data_.num_classes, logits.data(),
-                             b.labels.data(), grad.data(), &correct);
+    int64_t correct = 0, labelled = 0;
+    for (int32_t l : b.labels) labelled += (l >= 0);
+    const float loss =
+        cpu::SoftmaxCrossEntropy(static_cast<int64_t>(b.seeds.size()), data_.num_classes,
+                                 logits.data(), b.labels.data(), grad.data(), &correct);
     correct_total += correct;
-    for (int32_t l : b.labels) labelled_total += (l >= 0);
+    labelled_total += labelled;
+    loss_sum += static_cast<double>(loss) * labelled;
     return Status::Ok();
   };
   if (pass_runner_) {
@@ -320,7 +336,12 @@ Result<double> Trainer::Evaluate(const std::vector<int64_t>& nodes, uint64_t str
       SKIFF_RETURN_IF_ERROR(consume(*next));
     }
   }
-  return labelled_total > 0 ? static_cast<double>(correct_total) / labelled_total : 0.0;
+  Evaluation e;
+  if (labelled_total > 0) {
+    e.accuracy = static_cast<double>(correct_total) / labelled_total;
+    e.loss = loss_sum / labelled_total;
+  }
+  return e;
 }
 
 Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
@@ -370,9 +391,13 @@ Result<TrainSummary> Trainer::Run() {
   }
   for (int64_t epoch = next_epoch_; epoch < options_.epochs; ++epoch) {
     SKIFF_ASSIGN_OR_RETURN(EpochMetrics m, TrainEpoch(epoch));
-    const bool improved = m.valid_acc > best_valid_acc_;
+    // Best = highest validation accuracy; among equal accuracies (common on small validation
+    // sets), the lower validation loss.
+    const bool improved = m.valid_acc > best_valid_acc_ ||
+                          (m.valid_acc == best_valid_acc_ && m.valid_loss < best_valid_loss_);
     if (improved) {
       best_valid_acc_ = m.valid_acc;
+      best_valid_loss_ = m.valid_loss;
       best_test_acc_ = m.test_acc;
       best_epoch_ = epoch;
     }

@@ -182,8 +182,8 @@ TEST_CASE("GcnEdgeWeights matches the CPU") {
   for (const Block& b : AwkwardBlocks()) {
     CAPTURE(b.name);
     std::vector<float> w_cpu(b.nnz()), self_cpu(b.num_dst);
-    cpu::GcnEdgeWeights(b.num_dst, b.num_src, b.indptr.data(), b.indices.data(), w_cpu.data(),
-                        self_cpu.data());
+    cpu::GcnEdgeWeights(b.num_dst, b.num_src, b.indptr.data(), b.indices.data(), nullptr,
+                        w_cpu.data(), self_cpu.data());
     const DeviceBlock db(b, {}, s);
     DeviceBuffer<float> w(b.nnz()), self(b.num_dst);
     DeviceBuffer<int32_t> workspace(b.num_src);

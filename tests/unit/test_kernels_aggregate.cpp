@@ -93,11 +93,39 @@ TEST_CASE("kernels: GcnEdgeWeights uses block in/out degrees plus one") {
   block.indptr = {0, 2, 2, 3};
   block.indices = {0, 1, 1};
   std::vector<float> w(3), self(3);
-  cpu::GcnEdgeWeights(3, 3, block.indptr.data(), block.indices.data(), w.data(), self.data());
+  cpu::GcnEdgeWeights(3, 3, block.indptr.data(), block.indices.data(), nullptr, w.data(),
+                      self.data());
   CHECK(w[0] == doctest::Approx(1.0 / std::sqrt(3.0 * 2.0)));
   CHECK(w[1] == doctest::Approx(1.0 / std::sqrt(3.0 * 3.0)));
   CHECK(w[2] == doctest::Approx(1.0 / std::sqrt(2.0 * 3.0)));
   CHECK(self[0] == doctest::Approx(1.0 / 3.0));
   CHECK(self[1] == doctest::Approx(1.0));
   CHECK(self[2] == doctest::Approx(0.5));
+}
+
+TEST_CASE("kernels: GcnEdgeWeights with whole-graph degrees rescales sampled rows") {
+  // Same block; whole-graph degrees 4, 2, 1 (row 0 sampled 2 of 4, row 2 took its only edge).
+  const std::vector<int64_t> indptr{0, 2, 2, 3};
+  const std::vector<int32_t> indices{0, 1, 1};
+  const std::vector<int64_t> degree{4, 2, 1};
+  std::vector<float> w(3), self(3);
+  cpu::GcnEdgeWeights(3, 3, indptr.data(), indices.data(), degree.data(), w.data(), self.data());
+  CHECK(w[0] == doctest::Approx(2.0 / std::sqrt(5.0 * 5.0)));
+  CHECK(w[1] == doctest::Approx(2.0 / std::sqrt(5.0 * 3.0)));
+  CHECK(w[2] == doctest::Approx(1.0 / std::sqrt(2.0 * 3.0)));
+  CHECK(self[0] == doctest::Approx(1.0 / 5.0));
+  CHECK(self[1] == doctest::Approx(1.0 / 3.0));
+  CHECK(self[2] == doctest::Approx(0.5));
+}
+
+TEST_CASE("kernels: GcnEdgeWeights with full rows is the full-graph normalisation") {
+  // A path 0 - 1 - 2 with every neighbour taken: D^-1/2 (A + I) D^-1/2 with D = deg + 1.
+  const std::vector<int64_t> indptr{0, 1, 3, 4};
+  const std::vector<int32_t> indices{1, 0, 2, 1};
+  const std::vector<int64_t> degree{1, 2, 1};
+  std::vector<float> w(4), self(3);
+  cpu::GcnEdgeWeights(3, 3, indptr.data(), indices.data(), degree.data(), w.data(), self.data());
+  for (int e = 0; e < 4; ++e) CHECK(w[e] == doctest::Approx(1.0 / std::sqrt(6.0)));
+  CHECK(self[0] == doctest::Approx(0.5));
+  CHECK(self[1] == doctest::Approx(1.0 / 3.0));
 }

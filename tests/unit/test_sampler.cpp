@@ -148,6 +148,25 @@ TEST_CASE("sampler: deterministic for a seed, different for another") {
   CHECK(a.input_nodes != c.input_nodes);
 }
 
+TEST_CASE("sampler: record_degrees gives every block its sources' whole-graph degrees") {
+  auto g = RandomGraph(300, 40, 2);
+  NeighborSampler plain(*g, {10, 5});
+  NeighborSampler with(*g, {10, 5}, /*record_degrees=*/true);
+  std::vector<int64_t> seeds{1, 2, 3, 50, 60};
+  train::MiniBatch a, b;
+  REQUIRE(plain.Sample(seeds, 7, &a).ok());
+  REQUIRE(with.Sample(seeds, 7, &b).ok());
+  CHECK(a.input_nodes == b.input_nodes);  // recording does not change the picks
+  for (size_t l = 0; l < b.blocks.size(); ++l) {
+    CHECK(a.blocks[l].src_degree.empty());
+    const train::Block& block = b.blocks[l];
+    REQUIRE(static_cast<int64_t>(block.src_degree.size()) == block.num_src);
+    for (int64_t s = 0; s < block.num_src; ++s) {
+      CHECK(block.src_degree[s] == g->Degree(b.input_nodes[s]));
+    }
+  }
+}
+
 TEST_CASE("sampler: full-neighbourhood mode is exact") {
   auto g = RandomGraph(200, 12, 3);
   NeighborSampler s(*g, {-1, -1});

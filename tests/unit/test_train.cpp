@@ -168,6 +168,7 @@ TEST_CASE("checkpoint: round trip, and damaged files are rejected with a clear e
   c.seed = 99;
   c.best_epoch = 5;
   c.best_valid_acc = 0.8;
+  c.best_valid_loss = 0.625;
   c.best_test_acc = 0.75;
   c.parameters.push_back({"layer0.w", {2, 3}, {1, 2, 3, 4, 5, 6}});
   c.parameters.push_back({"layer0.b", {3}, {7, 8, 9}});
@@ -182,6 +183,7 @@ TEST_CASE("checkpoint: round trip, and damaged files are rejected with a clear e
   CHECK(r->seed == 99);
   CHECK(r->best_epoch == 5);
   CHECK(r->best_valid_acc == 0.8);
+  CHECK(r->best_valid_loss == 0.625);
   CHECK(r->parameters.size() == 2);
   CHECK(r->parameters[0].name == "layer0.w");
   CHECK(r->parameters[0].shape == std::vector<int64_t>{2, 3});

@@ -26,6 +26,7 @@ struct TrainCliOptions {
   int epochs = 10;
   float lr = 0.01f;
   float weight_decay = 5e-4f;
+  std::string weight_decay_scope = "all";
   float dropout = 0.5f;
   int heads = 4;
   std::string activation = "relu";
@@ -113,6 +114,7 @@ int RunTrain(const TrainCliOptions& o) {
     t.optimizer.kind = o.optimizer;
     t.optimizer.lr = o.lr;
     t.optimizer.weight_decay = o.weight_decay;
+    t.optimizer.decay_scope = o.weight_decay_scope;
     t.seed = o.seed;
     if (o.feature_norm != "none" && o.feature_norm != "row") {
       return ReportStatus("train", Status::InvalidArgument("--feature-norm must be none or row"));
@@ -160,7 +162,8 @@ int RunTrain(const TrainCliOptions& o) {
   if (out_of_core) {
     (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(
         out_of_core->ooc.get(), &out_of_core->data.labels, t.fanouts,
-        pipeline::EffectiveEvalFanouts(t), t.seed, t.show_progress));
+        pipeline::EffectiveEvalFanouts(t), model::NeedsNodeDegrees(t.model.kind), t.seed,
+        t.show_progress));
   }
   if (!o.resume.empty()) {
     auto ckpt = train::ReadCheckpoint(o.resume);
@@ -221,6 +224,9 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--epochs", o->epochs, "Epochs")->capture_default_str();
   app.add_option("--lr", o->lr, "Learning rate")->capture_default_str();
   app.add_option("--weight-decay", o->weight_decay, "L2 weight decay")->capture_default_str();
+  app.add_option("--weight-decay-scope", o->weight_decay_scope,
+                 "Parameters weight decay applies to: all or first-layer")
+      ->capture_default_str();
   app.add_option("--dropout", o->dropout, "Dropout probability")->capture_default_str();
   app.add_option("--heads", o->heads, "GAT attention heads")->capture_default_str();
   app.add_option("--activation", o->activation, "relu or elu")->capture_default_str();

@@ -34,6 +34,9 @@ namespace skiff::model {
 enum class ModelKind { kSage, kGcn, kGat };
 const char* ModelKindName(ModelKind kind);
 Result<ModelKind> ParseModelKind(const std::string& name);  // "sage", "gcn", "gat"
+// Whether the model's layers read train::Block::src_degree (GCN's normalisation), so the sampler
+// must record whole-graph degrees.
+inline bool NeedsNodeDegrees(ModelKind kind) { return kind == ModelKind::kGcn; }
 
 struct ModelConfig {
   ModelKind kind = ModelKind::kSage;
@@ -110,8 +113,12 @@ class Optimizer {
     float lr = 0.01f;
     float weight_decay = 5e-4f;
     float momentum = 0.0f;  // SGD only
+    // Which parameters weight decay applies to: "all", or "first-layer" (those named "layer0.*";
+    // Kipf & Welling's GCN recipe regularises only the first layer).
+    std::string decay_scope = "all";
   };
-  // InvalidArgument unless kind is "adam" or "sgd"; lr > 0; weight_decay, momentum >= 0.
+  // InvalidArgument unless kind is "adam" or "sgd"; lr > 0; weight_decay, momentum >= 0;
+  // decay_scope "all" or "first-layer".
   static Status ValidateConfig(const Config& config);
   // The config must be valid (checked: an invalid one is a programmer error).
   Optimizer(Model& model, Config config);

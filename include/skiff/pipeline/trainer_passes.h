@@ -47,9 +47,10 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
 // The evaluation fanouts the Trainer uses for `options` (its default when none are given).
 std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options);
 
-// `ooc` and `labels` (size num_nodes) must outlive the runner.
+// `ooc` and `labels` (size num_nodes) must outlive the runner. `record_degrees`: the sampler
+// fills Block::src_degree (model::NeedsNodeDegrees).
 train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int32_t>* labels,
                                           std::vector<int> fanouts, std::vector<int> eval_fanouts,
-                                          uint64_t seed, bool print_reports);
+                                          bool record_degrees, uint64_t seed, bool print_reports);
 
 }  // namespace skiff::pipeline

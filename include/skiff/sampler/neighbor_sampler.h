@@ -39,8 +39,10 @@ uint64_t BatchSeed(uint64_t seed, uint64_t stream, uint64_t epoch, uint64_t batc
 
 class NeighborSampler {
  public:
-  // `graph` must outlive the sampler. fanouts.size() is the number of layers (>= 1).
-  NeighborSampler(const GraphSource& graph, std::vector<int> fanouts);
+  // `graph` must outlive the sampler. fanouts.size() is the number of layers (>= 1). With
+  // `record_degrees`, every block's src_degree holds GraphSource::Degree of its source nodes (one
+  // more Degree call per node of the outermost hop; GCN needs the whole-graph degrees).
+  NeighborSampler(const GraphSource& graph, std::vector<int> fanouts, bool record_degrees = false);
 
   const std::vector<int>& fanouts() const { return fanouts_; }
   int num_layers() const { return static_cast<int>(fanouts_.size()); }
@@ -52,6 +54,7 @@ class NeighborSampler {
  private:
   const GraphSource& graph_;
   std::vector<int> fanouts_;
+  bool record_degrees_ = false;
 };
 
 }  // namespace skiff::sampler

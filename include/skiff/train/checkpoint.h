@@ -1,7 +1,7 @@
 // Training checkpoints: everything needed to continue a run exactly.
 //
 // File layout (little-endian):
-//   "SKIFFCKP" (8 bytes) | uint32 version (= 1) | uint32 0 | uint64 payload_bytes |
+//   "SKIFFCKP" (8 bytes) | uint32 version (= 2) | uint32 0 | uint64 payload_bytes |
 //   uint64 xxh64(payload) | payload
 // The payload holds the run configuration (JSON text), the completed epoch, the run seed (every
 // random stream -- batch order, sampling, dropout -- is derived from (seed, epoch, batch), so the
@@ -20,7 +20,7 @@
 
 namespace skiff::train {
 
-inline constexpr uint32_t kCheckpointVersion = 1;
+inline constexpr uint32_t kCheckpointVersion = 2;  // 2: best_valid_loss
 
 struct CheckpointTensor {
   std::string name;
@@ -34,6 +34,7 @@ struct Checkpoint {
   uint64_t seed = 0;
   int64_t best_epoch = -1;
   double best_valid_acc = 0;
+  double best_valid_loss = 0;  // validation loss at best_epoch (ties on accuracy go to lower loss)
   double best_test_acc = 0;
   std::vector<CheckpointTensor> parameters;
   int64_t optimizer_steps = 0;

@@ -21,6 +21,10 @@ struct Block {
   int64_t num_src = 0;
   std::vector<int64_t> indptr;   // size num_dst + 1
   std::vector<int32_t> indices;  // size indptr[num_dst]; local source IDs in [0, num_src)
+  // Degree of each source node in the whole graph (size num_src), filled only when the sampler
+  // records degrees (GCN's normalisation needs them); empty otherwise. Row d's sampled edge count
+  // indptr[d+1]-indptr[d] is <= src_degree[d] (destinations are a prefix of sources).
+  std::vector<int64_t> src_degree;
 
   int64_t num_edges() const { return indptr.empty() ? 0 : indptr.back(); }
 };

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +73,7 @@ struct TrainOptions {
 struct EpochMetrics {
   int64_t epoch = 0;
   double loss = 0, train_acc = 0, valid_acc = 0, test_acc = 0;
+  double valid_loss = 0;  // mean cross-entropy over the validation nodes
   double epoch_seconds = 0, samples_per_second = 0;
   double sample_seconds = 0, gather_seconds = 0, compute_seconds = 0, eval_seconds = 0;
   double compute_wait_seconds = 0;  // compute stage waiting for sampled batches
@@ -117,8 +119,12 @@ class Trainer {
   // Trains the remaining epochs (from the restored epoch + 1, or 0).
   Result<TrainSummary> Run();
 
-  // Accuracy over `nodes` with eval fanouts (model in inference mode).
-  Result<double> Evaluate(const std::vector<int64_t>& nodes, uint64_t stream);
+  // Accuracy and mean cross-entropy over the labelled nodes of `nodes`, with eval fanouts (model
+  // in inference mode).
+  struct Evaluation {
+    double accuracy = 0, loss = 0;
+  };
+  Result<Evaluation> Evaluate(const std::vector<int64_t>& nodes, uint64_t stream);
   // Predicted class and final-layer embedding (EmbeddingDim wide) of every node in `nodes`.
   Status Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                  std::vector<float>* embeddings);
@@ -144,6 +150,7 @@ class Trainer {
   int64_t next_epoch_ = 0;
   int64_t best_epoch_ = -1;
   double best_valid_acc_ = -1, best_test_acc_ = 0;
+  double best_valid_loss_ = std::numeric_limits<double>::infinity();
 };
 
 }  // namespace skiff::train
