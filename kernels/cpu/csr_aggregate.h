@@ -4,7 +4,8 @@
 //   kWeighted: w_e = edge_weight[e] (e.g. GCN's 1/sqrt(deg_d * deg_s), see GcnEdgeWeights)
 // Shapes: x is num_src x dim, out is num_dst x dim (overwritten), indptr num_dst+1, indices nnz,
 // edge_weight nnz (only read for kWeighted; may be null otherwise).
-// Backward: grad_x (num_src x dim) is *overwritten* with sum over edges e=(d,s) of w_e * grad_out[d].
+// Backward: grad_x (num_src x dim) is *overwritten* with sum over edges e=(d,s) of w_e *
+// grad_out[d].
 #pragma once
 #include <cstdint>
 
@@ -33,8 +34,7 @@ void CsrAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* indpt
 //                          full one; with every neighbour taken it is 1 and the result is exactly
 //                          Kipf & Welling's D^-1/2 (A + I) D^-1/2. Requires k_d <= deg(d).
 // CPU: allocates num_src degree counters in the first form (a once-per-batch preparation step).
-void GcnEdgeWeights(int64_t num_dst, int64_t num_src, const int64_t* indptr,
-                    const int32_t* indices, const int64_t* src_degree, float* edge_weight,
-                    float* self_weight);
+void GcnEdgeWeights(int64_t num_dst, int64_t num_src, const int64_t* indptr, const int32_t* indices,
+                    const int64_t* src_degree, float* edge_weight, float* self_weight);
 
 }  // namespace skiff::cpu

@@ -38,8 +38,7 @@ class GcnLayer final : public Layer {
     EnsureSize(self_weight_, nd);
     cpu::GcnEdgeWeights(nd, ns, block.indptr.data(), block.indices.data(),
                         block.src_degree.empty() ? nullptr : block.src_degree.data(),
-                        edge_weight_.data(),
-                        self_weight_.data());
+                        edge_weight_.data(), self_weight_.data());
     const int64_t aggregate_first_cost = (nnz + nd) * in_dim_ + nd * in_dim_ * out_dim_;
     const int64_t project_first_cost = ns * in_dim_ * out_dim_ + (nnz + nd) * out_dim_;
     project_first_ = project_first_cost < aggregate_first_cost;

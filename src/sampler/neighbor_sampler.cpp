@@ -212,7 +212,8 @@ Status NeighborSampler::Sample(std::span<const int64_t> seeds, uint64_t rng_seed
   }
   if (record_degrees_) {
     // Nodes of the outermost hop were never expanded; ask for their degrees now.
-    for (size_t u = degrees.size(); u < nodes.size(); ++u) degrees.push_back(graph_.Degree(nodes[u]));
+    for (size_t u = degrees.size(); u < nodes.size(); ++u)
+      degrees.push_back(graph_.Degree(nodes[u]));
   }
   out->blocks.resize(num_layers);
   for (int l = 0; l < num_layers; ++l) {

@@ -24,7 +24,7 @@ void JitterParameters(Model& m, std::mt19937_64& rng) {
 // Whole-model check: d loss / d parameter by central differences against Backward, for every
 // parameter tensor (all entries of these tiny models), with dropout active (fixed seed, so the
 // masks are part of a deterministic function).
-void CheckModelGradients(ModelConfig config) {
+void CheckModelGradients(ModelConfig config, bool whole_graph_degrees = false) {
   config.in_dim = 5;
   config.hidden_dim = 6;
   config.num_classes = 3;
@@ -38,6 +38,7 @@ void CheckModelGradients(ModelConfig config) {
   std::mt19937_64 rng(12);
   JitterParameters(m, rng);
   train::MiniBatch batch = testing::RandomMiniBatch({13, 7, 5}, 4, 3, rng);
+  if (whole_graph_degrees) testing::AddRandomDegrees(&batch, rng);
   auto x = testing::RandomVector(13 * config.in_dim, rng);
   const uint64_t dropout_seed = 99;
   std::vector<float> logits, grad(5 * 3);
@@ -70,6 +71,7 @@ TEST_CASE("model: GCN gradients match finite differences") {
   ModelConfig c;
   c.kind = ModelKind::kGcn;
   CheckModelGradients(c);
+  CheckModelGradients(c, /*whole_graph_degrees=*/true);
   c.norm = "layer";
   c.activation = "elu";
   CheckModelGradients(c);

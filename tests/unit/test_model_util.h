@@ -1,6 +1,7 @@
 // Tiny random mini-batches for the model tests.
 #pragma once
 
+#include <algorithm>
 #include <random>
 
 #include "skiff/train/minibatch.h"
@@ -23,6 +24,21 @@ inline train::MiniBatch RandomMiniBatch(const std::vector<int64_t>& layer_sizes,
     batch.labels.push_back(s + 1 == seeds && seeds > 1 ? -1 : static_cast<int32_t>(s % classes));
   }
   return batch;
+}
+
+// Fills every block's src_degree with whole-graph degrees consistent with the blocks: each node's
+// degree is at least its row length in any block where it is a destination, plus 0..3 (so some rows
+// look sampled).
+inline void AddRandomDegrees(train::MiniBatch* batch, std::mt19937_64& rng) {
+  std::vector<int64_t> degree(batch->input_nodes.size(), 0);
+  for (const train::Block& b : batch->blocks) {
+    for (int64_t d = 0; d < b.num_dst; ++d) {
+      degree[d] = std::max(degree[d], b.indptr[d + 1] - b.indptr[d]);
+    }
+  }
+  for (int64_t& d : degree) d += static_cast<int64_t>(rng() % 4);
+  for (train::Block& b : batch->blocks)
+    b.src_degree.assign(degree.begin(), degree.begin() + b.num_src);
 }
 
 }  // namespace skiff::testing

@@ -1,10 +1,10 @@
 // A sampled mini-batch: the multi-hop neighbourhood of a set of seed nodes as per-layer bipartite
 // CSR blocks with local IDs (the layout the kernels in kernels/cpu and kernels/cuda consume).
 //
-// Local ID convention (as in DGL's message-flow graphs): `input_nodes` lists the global IDs of every
-// node whose features the first layer reads. Layer l's block maps `num_src` source rows to `num_dst`
-// destination rows, and the destination nodes of every block are a *prefix* of its source nodes (a
-// node's own previous-layer representation is row d of the source matrix). So block 0 has
+// Local ID convention (as in DGL's message-flow graphs): `input_nodes` lists the global IDs of
+// every node whose features the first layer reads. Layer l's block maps `num_src` source rows to
+// `num_dst` destination rows, and the destination nodes of every block are a *prefix* of its source
+// nodes (a node's own previous-layer representation is row d of the source matrix). So block 0 has
 // num_src == input_nodes.size(), block l+1 has num_src == block l's num_dst, and the last block's
 // num_dst == seeds.size(), with seeds == input_nodes[0 .. seeds.size()).
 //
