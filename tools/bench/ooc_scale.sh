@@ -6,7 +6,7 @@
 #
 # Defaults: 8.5M nodes x 800 float32 features = 27.2 GB (25.3 GiB) of features, mean out-degree
 # 10, 8 classes, split 1% / 0.1% / 0.1%; GREM, 64 partitions; GraphSAGE 2 layers, fanouts 10,5,
-# hidden 128, batch 1024, one epoch, --memory 4GiB. Needs about 2.2x the feature bytes of free
+# hidden 128, batch 512, one epoch, --memory 4GiB. Needs about 2.2x the feature bytes of free
 # disk while partitioning (the unpartitioned copy is deleted afterwards). Prints the epoch time,
 # bytes read, per-stage busy time and the peak RSS (from /usr/bin/time -v).
 set -euo pipefail
@@ -16,6 +16,7 @@ NODES=${3:-8500000}
 DIM=${4:-800}
 MEMORY=${MEMORY:-4GiB}
 THREADS=${THREADS:-2}
+BATCH=${BATCH:-512}
 mkdir -p "$WORK"
 RAW="$WORK/scale-raw"
 DS="$WORK/scale-grem64"
@@ -31,7 +32,7 @@ if [ ! -d "$DS" ]; then
 fi
 du -sbL "$DS"/features.bin | awk '{printf "features.bin: %.1f GiB\n", $1 / 2^30}'
 /usr/bin/time -v "$SKIFF" train "$DS" --model sage --layers 2 --hidden 128 --fanouts 10,5 \
-  --eval-fanouts 10,5 --batch-size 1024 --epochs 1 --lr 0.003 --dropout 0.2 --seed 1 \
+  --eval-fanouts 10,5 --batch-size "$BATCH" --epochs 1 --lr 0.003 --dropout 0.2 --seed 1 \
   --threads "$THREADS" --memory "$MEMORY" --sampling exact --metrics "$WORK/scale.jsonl" \
   > "$WORK/scale-train.log" 2>&1 || { tail -20 "$WORK/scale-train.log"; exit 1; }
 grep -E "epoch 0|budget|stage|bound|trained" "$WORK/scale-train.log" | tail -12 || true
