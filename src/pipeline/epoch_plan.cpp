@@ -119,6 +119,27 @@ Result<EpochPlan> EpochPlan::Build(std::span<const std::vector<int64_t>> train_n
   return plan;
 }
 
+uint32_t RecommendedPartitionCount(uint32_t num_partitions, uint32_t resident) {
+  SKIFF_CHECK(resident >= 1);
+  if (resident >= num_partitions || resident >= kMinMixingResidentPartitions) {
+    return num_partitions;
+  }
+  const uint64_t wanted =
+      (uint64_t{num_partitions} * kMinMixingResidentPartitions + resident - 1) / resident;
+  return static_cast<uint32_t>(std::min<uint64_t>(wanted, ~0u));
+}
+
+std::string PartitionCountAdvice(uint32_t num_partitions, uint32_t resident) {
+  const uint32_t recommended = RecommendedPartitionCount(num_partitions, resident);
+  if (recommended == num_partitions) return "";
+  return "only " + std::to_string(resident) + " of " + std::to_string(num_partitions) +
+         " partitions fit in the buffer at once: every batch draws its seeds from those few, which "
+         "biases training when partitions follow the labels (accuracy can fall behind in-memory "
+         "training); repartition with -k " +
+         std::to_string(recommended) + " or more (same buffer fraction, at least " +
+         std::to_string(kMinMixingResidentPartitions) + " resident), or raise --memory";
+}
+
 std::vector<uint32_t> EpochPlan::PartitionAccessSequence() const {
   std::vector<uint32_t> sequence;
   sequence.reserve(num_partitions_);

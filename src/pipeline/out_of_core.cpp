@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "skiff/log.h"
+#include "skiff/pipeline/epoch_plan.h"
 
 namespace skiff::pipeline {
 
@@ -64,6 +65,9 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
 
   const uint32_t slots = ooc->memory_.pool_slots;
   ooc->plan_capacity_ = slots >= k ? k : slots - 1;
+  if (const std::string advice = PartitionCountAdvice(k, ooc->plan_capacity_); !advice.empty()) {
+    LogWarning("out of core: " + advice);
+  }
   pool_options.budget_bytes = storage::BufferPool::BudgetFor(source, slots, pool_options);
   SKIFF_ASSIGN_OR_RETURN(ooc->pool_, storage::BufferPool::Create(ooc->source_.get(), pool_options));
   ooc->graph_ =

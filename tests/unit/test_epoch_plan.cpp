@@ -179,3 +179,30 @@ TEST_CASE("epoch plan: several rounds reload partitions, still one swap and exac
   for (const auto& part : nodes) expected.insert(part.begin(), part.end());
   CHECK(seen == expected);
 }
+
+TEST_CASE(
+    "epoch plan: partition count advice keeps the buffer fraction, asks for enough resident") {
+  // Everything resident, or already enough resident partitions: no change, no advice.
+  CHECK(RecommendedPartitionCount(16, 16) == 16);
+  CHECK(RecommendedPartitionCount(16, 20) == 16);
+  CHECK(RecommendedPartitionCount(64, kMinMixingResidentPartitions) == 64);
+  CHECK(RecommendedPartitionCount(256, 69) == 256);
+  CHECK(PartitionCountAdvice(16, 16).empty());
+  CHECK(PartitionCountAdvice(64, 17).empty());
+  // 3 of 16 resident (a 25% buffer with one slot loading): ceil(16 * 16 / 3) = 86 keeps 3/16 of the
+  // partitions resident, which is 16.125 >= 16.
+  CHECK(RecommendedPartitionCount(16, 3) == 86);
+  CHECK(RecommendedPartitionCount(8, 1) == 8 * kMinMixingResidentPartitions);
+  CHECK(RecommendedPartitionCount(32, 8) == 64);
+  for (uint32_t k : {2u, 5u, 16u, 100u}) {
+    for (uint32_t c = 1; c < k; ++c) {
+      const uint32_t r = RecommendedPartitionCount(k, c);
+      CHECK(r >= k);
+      // The recommended count holds at least kMin.. partitions at the same buffer fraction.
+      if (c < kMinMixingResidentPartitions) CHECK(uint64_t{r} * c >= uint64_t{k} * 16);
+    }
+  }
+  const std::string advice = PartitionCountAdvice(16, 3);
+  CHECK(advice.find("3 of 16") != std::string::npos);
+  CHECK(advice.find("-k 86") != std::string::npos);
+}

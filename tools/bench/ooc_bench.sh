@@ -3,12 +3,13 @@
 #
 #   tools/bench/ooc_bench.sh SKIFF_EXE WORK_DIR [NODES]
 #
-# Generates one dataset (skiff generate), partitions it with GREM and with random partitions
-# (k = 16), then, side by side in one run:
+# Generates one dataset (skiff generate), partitions it with GREM, LDG, Fennel and random
+# partitions (k = 16) and with GREM into k = 64, then, side by side in one run:
 #   1. overhead: epoch time with --memory = 25% of the dataset vs the whole dataset in memory
 #      (same pipeline, exact sampling), alternating the two settings;
-#   2. accuracy: exact vs in-buffer sampling at 25%;
-#   3. I/O: bytes read per epoch with GREM vs random partitions at the same budget.
+#   2. accuracy: exact vs in-buffer sampling at 25%, and exact with 64 smaller partitions at the
+#      same budget in bytes (16 of 64 slots instead of 4 of 16);
+#   3. I/O: bytes read per epoch with GREM, LDG, Fennel and random partitions at the same budget.
 # Each run's metrics JSON lines are kept under WORK_DIR/runs/ and summarised at the end.
 set -euo pipefail
 SKIFF=${1:?usage: ooc_bench.sh SKIFF_EXE WORK_DIR [NODES]}
@@ -22,12 +23,14 @@ COMMON=(--model sage --layers 2 --hidden 128 --fanouts 10,5 --batch-size 1024 --
 
 mkdir -p "$WORK/runs"
 DS="$WORK/g$NODES"
-if [ ! -d "$DS-grem" ]; then
+if [ ! -d "$DS" ]; then
   "$SKIFF" generate --nodes "$NODES" --avg-degree 15 --classes 16 --feature-dim 128 \
     --split 0.3,0.1,0.1 --seed 1 --out "$DS" --overwrite
-  "$SKIFF" partition "$DS" -k 16 --algo grem -o "$DS-grem" --overwrite
-  "$SKIFF" partition "$DS" -k 16 --algo random -o "$DS-random" --overwrite
 fi
+for algo in grem ldg fennel random; do
+  [ -d "$DS-$algo" ] || "$SKIFF" partition "$DS" -k 16 --algo "$algo" -o "$DS-$algo" --overwrite
+done
+[ -d "$DS-grem64" ] || "$SKIFF" partition "$DS" -k 64 --algo grem -o "$DS-grem64" --overwrite
 # Budgets. The fixed part of the budget (model, in-flight batches, metadata) does not depend on the
 # dataset's size; what is left becomes partition slots. "25%" therefore means: the minimum the run
 # needs (2 slots) plus 2 more slots, i.e. 4 of the 16 partitions in the buffer (3 resident while
@@ -68,3 +71,7 @@ done
 # the same bytes would buy it more slots: give it 64 MiB less to compare at 4 slots as well.
 run "quarter-inbuf" "$DS-grem" "$((QUARTER - (64 << 20)))" in-buffer
 run "random-quarter" "$DS-random" "$QUARTER" exact
+run "ldg-quarter" "$DS-ldg" "$QUARTER" exact
+run "fennel-quarter" "$DS-fennel" "$QUARTER" exact
+# The same budget in bytes buys 16 slots of 64 smaller partitions (15 resident + 1 loading).
+run "grem64-quarter" "$DS-grem64" "$QUARTER" exact
