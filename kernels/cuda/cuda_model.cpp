@@ -327,9 +327,8 @@ class CudaModel final : public model::Model {
       if (config_.kind == ModelKind::kGcn) {
         edge_w.resize(static_cast<size_t>(db.nnz));
         self_w.resize(static_cast<size_t>(db.num_dst));
-        cpu::GcnEdgeWeights(b.num_dst, b.num_src, indptr, indices,
-                            b.src_degree.empty() ? nullptr : b.src_degree.data(), edge_w.data(),
-                            self_w.data());
+        cpu::GcnEdgeWeights(b.num_dst, b.num_src, indptr, indices, b.src_degree_or_null(),
+                            edge_w.data(), self_w.data());
       }
       aug_indptr_.resize(static_cast<size_t>(b.num_dst + 1));
       aug_indices_.resize(static_cast<size_t>(db.nnz + b.num_dst));

@@ -3,8 +3,8 @@
 // with w_e, self_weight from cpu::GcnEdgeWeights: symmetric normalisation over whole-graph degrees
 // (block.src_degree, recorded by the sampler) when the block carries them, so a full-neighbourhood
 // block computes exactly full-graph GCN and a sampled one an unbiased estimate of it; over degrees
-// within the block otherwise. Within-block degrees were the first design and cost several points
-// of accuracy: a source node adjacent to one seed looked like a degree-1 node.
+// within the block otherwise. Within-block degrees were the first design and cost about one point
+// of Cora accuracy: a source node adjacent to one seed looked like a degree-1 node.
 // As in the SAGE layer, the propagation is applied before or after the projection, whichever
 // takes fewer multiply-adds for the block.
 #include "kernels/cpu/csr_aggregate.h"
@@ -37,8 +37,7 @@ class GcnLayer final : public Layer {
     EnsureSize(edge_weight_, nnz);
     EnsureSize(self_weight_, nd);
     cpu::GcnEdgeWeights(nd, ns, block.indptr.data(), block.indices.data(),
-                        block.src_degree.empty() ? nullptr : block.src_degree.data(),
-                        edge_weight_.data(), self_weight_.data());
+                        block.src_degree_or_null(), edge_weight_.data(), self_weight_.data());
     const int64_t aggregate_first_cost = (nnz + nd) * in_dim_ + nd * in_dim_ * out_dim_;
     const int64_t project_first_cost = ns * in_dim_ * out_dim_ + (nnz + nd) * out_dim_;
     project_first_ = project_first_cost < aggregate_first_cost;

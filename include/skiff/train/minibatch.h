@@ -27,6 +27,11 @@ struct Block {
   std::vector<int64_t> src_degree;
 
   int64_t num_edges() const { return indptr.empty() ? 0 : indptr.back(); }
+  // src_degree's data, or nullptr when the sampler did not record degrees (the form
+  // cpu::GcnEdgeWeights takes).
+  const int64_t* src_degree_or_null() const {
+    return src_degree.empty() ? nullptr : src_degree.data();
+  }
 };
 
 struct MiniBatch {
