@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/multiversion.h"
 #include "kernels/cpu/parallel.h"
 #include "skiff/status.h"
 
@@ -31,6 +32,51 @@ int64_t RowsPerChunk(int64_t num_dst, int64_t nnz, int64_t dim) {
   return std::max<int64_t>(1, (int64_t{1} << 16) / work_per_row);
 }
 
+// out[row] = sum_e w_e x[src_e] for rows [row_begin, row_end), accumulated in float in CSR order
+// (an axpy per edge over the row, which stays in L1: the loop that vectorises).
+SKIFF_CPU_MULTIVERSION
+void AggregateRows(int64_t row_begin, int64_t row_end, int64_t num_src, const int64_t* indptr,
+                   const int32_t* indices, const float* edge_weight, AggregateMode mode,
+                   const float* x, int64_t dim, float* out) {
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const int64_t edge_begin = indptr[row], edge_end = indptr[row + 1];
+    const int64_t degree = edge_end - edge_begin;
+    float* __restrict out_row = out + row * dim;
+    std::fill_n(out_row, dim, 0.0f);
+    for (int64_t edge = edge_begin; edge < edge_end; ++edge) {
+      const int64_t src = indices[edge];
+      SKIFF_CHECK(src >= 0 && src < num_src);
+      const float w = EdgeWeight(mode, edge_weight, edge, degree);
+      const float* __restrict x_row = x + src * dim;
+      for (int64_t col = 0; col < dim; ++col) out_row[col] += w * x_row[col];
+    }
+  }
+}
+
+// grad_x[:, cols] = sum over edges (d, s) of w_e grad_out[d, cols], for one column range, edges in
+// CSR order.
+SKIFF_CPU_MULTIVERSION
+void ScatterColumns(int64_t col_begin, int64_t col_end, int64_t num_dst, int64_t num_src,
+                    const int64_t* indptr, const int32_t* indices, const float* edge_weight,
+                    AggregateMode mode, const float* grad_out, int64_t dim, float* grad_x) {
+  const int64_t width = col_end - col_begin;
+  for (int64_t src = 0; src < num_src; ++src) {
+    std::fill_n(grad_x + src * dim + col_begin, width, 0.0f);
+  }
+  for (int64_t row = 0; row < num_dst; ++row) {
+    const int64_t edge_begin = indptr[row], edge_end = indptr[row + 1];
+    const int64_t degree = edge_end - edge_begin;
+    const float* __restrict g_row = grad_out + row * dim + col_begin;
+    for (int64_t edge = edge_begin; edge < edge_end; ++edge) {
+      const int64_t src = indices[edge];
+      SKIFF_CHECK(src >= 0 && src < num_src);
+      const float w = EdgeWeight(mode, edge_weight, edge, degree);
+      float* __restrict gx_row = grad_x + src * dim + col_begin;
+      for (int64_t col = 0; col < width; ++col) gx_row[col] += w * g_row[col];
+    }
+  }
+}
+
 }  // namespace
 
 void CsrAggregateForward(int64_t num_dst, int64_t num_src, const int64_t* indptr,
@@ -40,25 +86,7 @@ void CsrAggregateForward(int64_t num_dst, int64_t num_src, const int64_t* indptr
   SKIFF_CHECK(mode != AggregateMode::kWeighted || edge_weight != nullptr || indptr[num_dst] == 0);
   const int64_t nnz = indptr[num_dst];
   ParallelFor(num_dst, RowsPerChunk(num_dst, nnz, dim), [&](int64_t row_begin, int64_t row_end) {
-    double acc[kAccumTile];
-    for (int64_t row = row_begin; row < row_end; ++row) {
-      const int64_t edge_begin = indptr[row], edge_end = indptr[row + 1];
-      const int64_t degree = edge_end - edge_begin;
-      float* out_row = out + row * dim;
-      for (int64_t col0 = 0; col0 < dim; col0 += kAccumTile) {
-        const int64_t width = std::min(kAccumTile, dim - col0);
-        std::fill(acc, acc + width, 0.0);
-        for (int64_t edge = edge_begin; edge < edge_end; ++edge) {
-          const int64_t src = indices[edge];
-          SKIFF_CHECK(src >= 0 && src < num_src);
-          const double w = EdgeWeight(mode, edge_weight, edge, degree);
-          const float* x_row = x + src * dim + col0;
-          for (int64_t col = 0; col < width; ++col) acc[col] += w * x_row[col];
-        }
-        for (int64_t col = 0; col < width; ++col)
-          out_row[col0 + col] = static_cast<float>(acc[col]);
-      }
-    }
+    AggregateRows(row_begin, row_end, num_src, indptr, indices, edge_weight, mode, x, dim, out);
   });
 }
 
@@ -70,22 +98,8 @@ void CsrAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* indpt
   // Scatter along edges. Threads own disjoint column ranges of grad_x, so there are no races and
   // every element sums its edges in CSR order: the result does not depend on the thread count.
   ParallelFor(dim, 16, [&](int64_t col_begin, int64_t col_end) {
-    const int64_t width = col_end - col_begin;
-    for (int64_t src = 0; src < num_src; ++src) {
-      std::fill_n(grad_x + src * dim + col_begin, width, 0.0f);
-    }
-    for (int64_t row = 0; row < num_dst; ++row) {
-      const int64_t edge_begin = indptr[row], edge_end = indptr[row + 1];
-      const int64_t degree = edge_end - edge_begin;
-      const float* g_row = grad_out + row * dim + col_begin;
-      for (int64_t edge = edge_begin; edge < edge_end; ++edge) {
-        const int64_t src = indices[edge];
-        SKIFF_CHECK(src >= 0 && src < num_src);
-        const float w = EdgeWeight(mode, edge_weight, edge, degree);
-        float* gx_row = grad_x + src * dim + col_begin;
-        for (int64_t col = 0; col < width; ++col) gx_row[col] += w * g_row[col];
-      }
-    }
+    ScatterColumns(col_begin, col_end, num_dst, num_src, indptr, indices, edge_weight, mode,
+                   grad_out, dim, grad_x);
   });
 }
 

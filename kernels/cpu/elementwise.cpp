@@ -1,8 +1,10 @@
 #include "kernels/cpu/elementwise.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
+#include "kernels/cpu/multiversion.h"
 #include "kernels/cpu/parallel.h"
 #include "skiff/status.h"
 
@@ -52,7 +54,12 @@ void ReluForward(int64_t n, const float* x, float* y) {
 
 void ReluBackward(int64_t n, const float* y, const float* grad_y, float* grad_x) {
   ParallelFor(n, kElementsPerChunk, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) grad_x[i] = y[i] > 0.0f ? grad_y[i] : 0.0f;
+    // Both operands read unconditionally so the select vectorises (a conditional load of
+    // grad_y, which may alias grad_x, kept this loop scalar and branchy: ~8% of a SAGE step).
+    for (int64_t i = begin; i < end; ++i) {
+      const float g = grad_y[i];
+      grad_x[i] = y[i] > 0.0f ? g : 0.0f;
+    }
   });
 }
 
@@ -70,15 +77,42 @@ void EluBackward(int64_t n, float alpha, const float* x, const float* grad_y, fl
   });
 }
 
+namespace {
+
+// Dropout over [begin, end): the mask is DropoutKeep's, with the key computed once per 2^32
+// elements instead of once per element. Branch-free, so it vectorises; x and y may be the same
+// array (each element is read before it is written, and by its own iteration only).
+SKIFF_CPU_MULTIVERSION
+void DropoutRange(int64_t begin, int64_t end, uint64_t seed, uint32_t threshold, float scale,
+                  const float* x, float* y) {
+  while (begin < end) {
+    const uint64_t high = static_cast<uint64_t>(begin) >> 32;
+    const int64_t stop = std::min<int64_t>(end, static_cast<int64_t>((high + 1) << 32));
+    const DropoutKey key = DropoutKeyOf(seed, high);
+    const uint32_t low = static_cast<uint32_t>(begin);
+    const float* xs = x + begin;
+    float* ys = y + begin;
+    const int64_t count = stop - begin;
+#pragma GCC ivdep
+    for (int64_t j = 0; j < count; ++j) {
+      // Select by bit mask rather than `keep ? x * scale : 0`, which GCC will not if-convert
+      // (the multiply could trap), so the loop vectorises.
+      const uint32_t keep =
+          (DropoutBits(key, low + static_cast<uint32_t>(j)) >> 8) >= threshold ? ~0u : 0u;
+      ys[j] = std::bit_cast<float>(std::bit_cast<uint32_t>(xs[j] * scale) & keep);
+    }
+    begin = stop;
+  }
+}
+
+}  // namespace
+
 void DropoutForward(int64_t n, float p, uint64_t seed, const float* x, float* y) {
   SKIFF_CHECK_MSG(p >= 0.0f && p < 1.0f, "dropout probability must lie in [0, 1)");
   const float scale = 1.0f / (1.0f - p);
+  const uint32_t threshold = DropoutThreshold(p);
   ParallelFor(n, kElementsPerChunk, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      // A zero stays zero whatever the mask, so sparse inputs (bag-of-words features) skip the
-      // hash: same result, much less work.
-      y[i] = x[i] != 0.0f && DropoutKeep(seed, static_cast<uint64_t>(i), p) ? x[i] * scale : 0.0f;
-    }
+    DropoutRange(begin, end, seed, threshold, scale, x, y);
   });
 }
 

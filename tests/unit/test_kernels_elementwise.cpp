@@ -85,8 +85,33 @@ TEST_CASE("kernels: dropout mask is deterministic, seed-dependent, scaled and sh
   // p == 0 keeps everything unscaled.
   cpu::DropoutForward(n, 0.0f, 42, x.data(), y3.data());
   CHECK(y3 == x);
-  // A fixed element of a fixed seed: guards the hash against accidental change (CPU/GPU parity).
+  // Fixed values: guard the hashes against accidental change (CPU/GPU parity, checkpoints).
   CHECK(cpu::DropoutHash(0, 0) == 0xE220A8397B1DCDAFull);
+  CHECK(cpu::DropoutBits(cpu::DropoutKeyOf(0, 0), 0) == 0x439DBC9Au);
+  CHECK(cpu::DropoutBits(cpu::DropoutKeyOf(1, 0), 12345) == 0xD2C5C38Eu);
+}
+
+TEST_CASE("kernels: dropout keep rate matches p and masks of different seeds are independent") {
+  const int64_t n = 200000;
+  std::vector<float> x(n, 1.0f), a(n), b(n);
+  for (float p : {0.1f, 0.5f, 0.8f}) {
+    cpu::DropoutForward(n, p, 7, x.data(), a.data());
+    cpu::DropoutForward(n, p, 8, x.data(), b.data());
+    int64_t kept_a = 0, both = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      kept_a += a[i] != 0.0f;
+      both += a[i] != 0.0f && b[i] != 0.0f;
+    }
+    const double q = 1.0 - p;  // keep probability
+    CHECK(static_cast<double>(kept_a) / n == doctest::Approx(q).epsilon(0.02));
+    // Independent masks keep an element in both with probability q^2 (a shifted or equal mask
+    // would give q).
+    CHECK(static_cast<double>(both) / n == doctest::Approx(q * q).epsilon(0.03));
+  }
+  // The integer threshold is ceil(p * 2^24): p = 0 keeps every hash, tiny p drops almost none.
+  CHECK(cpu::DropoutThreshold(0.0f) == 0u);
+  CHECK(cpu::DropoutThreshold(0.5f) == 1u << 23);
+  CHECK(cpu::DropoutThreshold(1e-9f) == 1u);
 }
 
 TEST_CASE("kernels: LayerNorm normalises rows and its backward matches finite differences") {
