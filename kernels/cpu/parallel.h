@@ -9,7 +9,7 @@
 // thread count (kernels that reduce across chunks say how they stay deterministic).
 //
 // Thread safety: ParallelFor may be called from several threads at once. SetNumThreads changes a
-// process-wide setting (also passed to OpenBLAS) and should be called once at start-up.
+// process-wide setting and should be called once at start-up.
 #pragma once
 
 #include <algorithm>
@@ -19,7 +19,7 @@
 
 namespace skiff::cpu {
 
-// Sets the number of threads CPU kernels (and OpenBLAS) use; values < 1 mean "all hardware
+// Sets the number of threads CPU kernels (including Gemm) use; values < 1 mean "all hardware
 // threads". Default: all hardware threads.
 void SetNumThreads(int threads);
 int NumThreads();

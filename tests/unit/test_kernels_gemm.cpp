@@ -1,9 +1,11 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/parallel.h"
 #include "tests/unit/test_kernels_util.h"
 
 using namespace skiff;
@@ -63,4 +65,46 @@ TEST_CASE("kernels: Gemm honours row strides larger than the width") {
   std::vector<float> c(6, -1.0f);
   cpu::Gemm(false, false, 2, 2, 2, 1.0f, a.data(), 4, b.data(), 2, 0.0f, c.data(), 3);
   CHECK(c == std::vector<float>{1, 2, -1, 3, 4, -1});
+}
+
+TEST_CASE("kernels: threaded Gemm splits (rows, inner dimension, columns) match plain loops") {
+  const int saved_threads = cpu::NumThreads();
+  cpu::SetNumThreads(3);
+  std::mt19937_64 rng(2);
+  // Each shape has enough work to be split, and selects one split: m large -> rows; m small and
+  // k large -> inner dimension (partial products); both small -> columns.
+  for (auto [m, n, k] :
+       {std::tuple<int64_t, int64_t, int64_t>{400, 48, 300}, {40, 64, 2000}, {40, 1800, 100}}) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        CAPTURE(m);
+        CAPTURE(ta);
+        CAPTURE(tb);
+        // Row strides wider than the matrices, so slice offsets must honour them.
+        const int64_t pad = 3;
+        const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k;
+        const int64_t b_rows = tb ? n : k, b_cols = tb ? k : n;
+        const int64_t lda = a_cols + pad, ldb = b_cols + pad, ldc = n + pad;
+        auto a_dense = testing::RandomVector(a_rows * a_cols, rng);
+        auto b_dense = testing::RandomVector(b_rows * b_cols, rng);
+        auto c_dense = testing::RandomVector(m * n, rng);
+        auto expected = NaiveGemm(ta, tb, m, n, k, 0.5f, a_dense, b_dense, 2.0f, c_dense);
+        std::vector<float> a(a_rows * lda, 9.0f), b(b_rows * ldb, 9.0f), c(m * ldc, 7.0f);
+        for (int64_t r = 0; r < a_rows; ++r)
+          std::copy_n(a_dense.begin() + r * a_cols, a_cols, a.begin() + r * lda);
+        for (int64_t r = 0; r < b_rows; ++r)
+          std::copy_n(b_dense.begin() + r * b_cols, b_cols, b.begin() + r * ldb);
+        for (int64_t r = 0; r < m; ++r)
+          std::copy_n(c_dense.begin() + r * n, n, c.begin() + r * ldc);
+        cpu::Gemm(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 2.0f, c.data(), ldc);
+        for (int64_t r = 0; r < m; ++r) {
+          for (int64_t col = 0; col < n; ++col) {
+            REQUIRE(c[r * ldc + col] == doctest::Approx(expected[r * n + col]).epsilon(1e-4));
+          }
+          for (int64_t col = n; col < ldc; ++col) REQUIRE(c[r * ldc + col] == 7.0f);  // padding
+        }
+      }
+    }
+  }
+  cpu::SetNumThreads(saved_threads);
 }

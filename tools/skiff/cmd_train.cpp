@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
@@ -175,7 +176,8 @@ int RunTrain(const TrainCliOptions& o) {
   LogInfo(std::string("training ") + model::ModelKindName(t.model.kind) + " on " + o.dataset +
           ": " + std::to_string(train_data->train.size()) + " training nodes, fanouts " +
           sampler::FanoutsToString(t.fanouts) + ", " +
-          std::to_string((*trainer)->model().NumParameters()) + " parameters");
+          std::to_string((*trainer)->model().NumParameters()) + " parameters, " +
+          (o.device == "cuda" ? std::string("CUDA") : cpu::BlasDescription()));
   auto summary = (*trainer)->Run();
   if (!summary.ok()) return ReportStatus("train", summary.status());
   double seconds = 0;
