@@ -137,7 +137,13 @@ void Progress::MaybePrint(bool final_line) {
   } else {
     line << " " << unit_;
   }
-  line << ", " << FormatCount(rate) << " " << unit_ << "/s";
+  if (rate < 10) {  // slow work (a few batches a second or less) would otherwise print "0"
+    char slow[32];
+    std::snprintf(slow, sizeof(slow), "%.2f", rate);
+    line << ", " << slow << " " << unit_ << "/s";
+  } else {
+    line << ", " << FormatCount(rate) << " " << unit_ << "/s";
+  }
   if (final_line) {
     line << ", " << FormatSeconds(elapsed);
   } else if (total_ > 0 && rate > 0 && done_ <= total_) {

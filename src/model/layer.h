@@ -32,7 +32,10 @@ struct Tensor {
   void GlorotUniform(int64_t fan_in, int64_t fan_out, std::mt19937_64& rng);
 };
 
-// Grows `buffer` to at least `size` elements (never shrinks) and returns its data.
+// Scratch buffers reused across batches: grows `buffer` to at least `size` elements (never shrinks)
+// and returns its data. The contents are unspecified after a call that grows it (they are not
+// copied over), and growth leaves 1/8 headroom, so that batches slightly larger than any before
+// do not each pay a reallocation, zero fill and fresh page faults.
 float* EnsureSize(std::vector<float>& buffer, int64_t size);
 
 class Layer {

@@ -32,7 +32,10 @@ void Tensor::GlorotUniform(int64_t fan_in, int64_t fan_out, std::mt19937_64& rng
 }
 
 float* EnsureSize(std::vector<float>& buffer, int64_t size) {
-  if (static_cast<int64_t>(buffer.size()) < size) buffer.resize(static_cast<size_t>(size));
+  if (static_cast<int64_t>(buffer.size()) < size) {
+    buffer = std::vector<float>();  // release first: the old contents are not kept
+    buffer.resize(static_cast<size_t>(size + size / 8));
+  }
   return buffer.data();
 }
 

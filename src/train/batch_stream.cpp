@@ -42,6 +42,13 @@ void BatchStream::Worker() {
       index = next_to_claim_++;
     }
     PreparedBatch prepared;
+    {
+      std::lock_guard lock(mu_);
+      if (!free_features_.empty()) {
+        prepared.features = std::move(free_features_.back());
+        free_features_.pop_back();
+      }
+    }
     prepared.index = index;
     const auto t0 = Clock::now();
     Status st = sampler_.Sample(
@@ -105,6 +112,13 @@ Result<std::optional<PreparedBatch>> BatchStream::Next() {
   lock.unlock();
   cv_.notify_all();
   return std::optional<PreparedBatch>(std::move(r).value());
+}
+
+void BatchStream::Recycle(PreparedBatch&& done) {
+  std::lock_guard lock(mu_);
+  if (free_features_.size() < options_.capacity && done.features.capacity() > 0) {
+    free_features_.push_back(std::move(done.features));
+  }
 }
 
 double BatchStream::sample_busy_seconds() const {

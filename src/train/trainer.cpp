@@ -271,6 +271,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
       SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
       if (!next.has_value()) break;
       SKIFF_RETURN_IF_ERROR(consume(*next));
+      stream.Recycle(std::move(*next));
     }
     sample_seconds = stream.sample_busy_seconds();
     gather_seconds = stream.gather_busy_seconds();
@@ -334,6 +335,7 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
       SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
       if (!next.has_value()) break;
       SKIFF_RETURN_IF_ERROR(consume(*next));
+      stream.Recycle(std::move(*next));
     }
   }
   Evaluation e;
@@ -377,6 +379,7 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
     std::copy(emb.begin(), emb.begin() + rows * h, embeddings->begin() + row * h);
     row += rows;
     progress.Add(1);
+    stream.Recycle(std::move(*next));
   }
   progress.Finish();
   return Status::Ok();

@@ -55,6 +55,10 @@ class BatchStream {
 
   // The next batch in order; nullopt after the last one. A worker's error is returned once.
   Result<std::optional<PreparedBatch>> Next();
+  // Hands a consumed batch's feature buffer back for reuse by a later batch (optional). A sampled
+  // batch's features are hundreds of MB on large graphs; reusing the buffer saves the kernel's
+  // page zeroing and faults of a fresh allocation per batch. At most `capacity` are kept.
+  void Recycle(PreparedBatch&& done);
 
   int64_t num_batches() const { return static_cast<int64_t>(batches_.size()); }
   double sample_busy_seconds() const;
@@ -76,6 +80,7 @@ class BatchStream {
   int64_t next_to_deliver_ = 0;                              // guarded by mu_
   bool stop_ = false;                                        // guarded by mu_
   std::vector<std::optional<Result<PreparedBatch>>> slots_;  // guarded by mu_; ring of capacity
+  std::vector<std::vector<float>> free_features_;            // guarded by mu_; recycled buffers
   double sample_ns_ = 0, gather_ns_ = 0;                     // guarded by mu_
   double consumer_wait_seconds_ = 0;
   std::vector<std::thread> workers_;
