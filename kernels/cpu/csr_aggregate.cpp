@@ -32,6 +32,9 @@ int64_t RowsPerChunk(int64_t num_dst, int64_t nnz, int64_t dim) {
   return std::max<int64_t>(1, (int64_t{1} << 16) / work_per_row);
 }
 
+// How many edges ahead AggregateRows prefetches source rows.
+constexpr int64_t kPrefetchEdges = 4;
+
 // out[row] = sum_e w_e x[src_e] for rows [row_begin, row_end), accumulated in float in CSR order
 // (an axpy per edge over the row, which stays in L1: the loop that vectorises).
 SKIFF_CPU_MULTIVERSION
@@ -46,6 +49,11 @@ void AggregateRows(int64_t row_begin, int64_t row_end, int64_t num_src, const in
     for (int64_t edge = edge_begin; edge < edge_end; ++edge) {
       const int64_t src = indices[edge];
       SKIFF_CHECK(src >= 0 && src < num_src);
+      // Sources are scattered over x: start fetching a row a few edges ahead of its use.
+      if (edge + kPrefetchEdges < indptr[row_end]) {
+        const float* ahead = x + static_cast<int64_t>(indices[edge + kPrefetchEdges]) * dim;
+        for (int64_t col = 0; col < dim; col += 16) __builtin_prefetch(ahead + col);
+      }
       const float w = EdgeWeight(mode, edge_weight, edge, degree);
       const float* __restrict x_row = x + src * dim;
       for (int64_t col = 0; col < dim; ++col) out_row[col] += w * x_row[col];

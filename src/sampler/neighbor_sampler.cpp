@@ -169,7 +169,16 @@ Status NeighborSampler::Sample(std::span<const int64_t> seeds, uint64_t rng_seed
   out->labels.clear();
   std::vector<int64_t>& nodes = out->input_nodes;
   nodes.clear();
-  LocalIds local(seeds.size() * 4);
+  // Size the ID map for the expected frontier (seeds times the running product of fanouts; at most
+  // the graph, and at most 2M nodes up front), so that a batch that reaches most of a large graph
+  // does not rehash ~8 times on the way.
+  double expected = static_cast<double>(seeds.size()), frontier = expected;
+  for (int fanout : fanouts_) {
+    frontier *= fanout < 0 ? 16.0 : static_cast<double>(fanout);
+    expected += frontier;
+  }
+  expected = std::min({expected, static_cast<double>(n), double{1 << 21}});
+  LocalIds local(static_cast<size_t>(expected));
   for (int64_t s : seeds) {
     if (s < 0 || s >= n) {
       return Status::InvalidArgument("seed node " + std::to_string(s) + " is not in [0, " +

@@ -61,7 +61,13 @@ void BatchStream::Worker() {
       for (size_t i = 0; i < b.seeds.size(); ++i) {
         b.labels[i] = labels_ != nullptr ? (*labels_)[b.seeds[i]] : -1;
       }
-      prepared.features.resize(b.input_nodes.size() * static_cast<size_t>(features_.dim()));
+      const size_t values = b.input_nodes.size() * static_cast<size_t>(features_.dim());
+      if (prepared.features.capacity() < values) {
+        // Too small to reuse: drop it rather than copy it over, and leave headroom.
+        prepared.features = std::vector<float>();
+        prepared.features.reserve(values + values / 8);
+      }
+      prepared.features.resize(values);
       st = features_.Gather(b.input_nodes, prepared.features.data());
     }
     const auto t2 = Clock::now();
