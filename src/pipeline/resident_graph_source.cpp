@@ -18,9 +18,8 @@ ResidentGraphSource::ResidentGraphSource(const BufferedGraph& graph, const Resid
 
 void ResidentGraphSource::Track(int64_t v, std::span<const int64_t> row) const {
   if (pending_by_hop_.empty()) return;
-  auto it = hop_of_.find(v);
-  if (it == hop_of_.end()) return;  // not reached through the sampler's hops: read on demand
-  const int hop = it->second + 1;
+  if (hop_of_.find(v) == hop_of_.end()) return;  // not reached through the sampler's hops
+  const int hop = hop_ + 1;
   const storage::DatasetPartitionSource& source = graph_.source();
   for (int64_t w : row) {
     if (!hop_of_.emplace(w, hop).second) continue;
@@ -37,8 +36,7 @@ Status ResidentGraphSource::FetchHopOf(int64_t v) const {
   if (it == hop_of_.end() || it->second >= expanded_hops_) return Status::Ok();
   std::vector<int64_t>& pending = pending_by_hop_[static_cast<size_t>(it->second)];
   if (pending.empty()) return Status::Ok();
-  // Rows of earlier hops are no longer needed: the sampler expands hops in order.
-  cache_.clear();
+  // Rows of earlier hops stay cached: every later hop asks for them again.
   std::vector<int64_t> indptr, rows;
   SKIFF_RETURN_IF_ERROR(graph_.Neighbors(resident_, pending, &indptr, &rows));
   for (size_t i = 0; i < pending.size(); ++i) {

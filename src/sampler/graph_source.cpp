@@ -50,7 +50,11 @@ Result<std::unique_ptr<InMemoryGraph>> InMemoryGraph::Load(const format::Dataset
 Status InMemoryGraph::NeighborsAt(int64_t v, std::span<const int64_t> positions,
                                   int64_t* out) const {
   const int64_t* row = neighbors_.data() + offsets_[v];
-  for (size_t i = 0; i < positions.size(); ++i) out[i] = row[positions[i]];
+  const int64_t degree = offsets_[v + 1] - offsets_[v];
+  for (size_t i = 0; i < positions.size(); ++i) {
+    SKIFF_CHECK(positions[i] >= 0 && positions[i] < degree);
+    out[i] = row[positions[i]];
+  }
   return Status::Ok();
 }
 

@@ -191,21 +191,52 @@ Status NeighborSampler::Sample(std::span<const int64_t> seeds, uint64_t rng_seed
   }
   // hop_begin[h]: first local ID of hop h; hop L+1's end is nodes.size().
   std::vector<int64_t> hop_begin{0, static_cast<int64_t>(nodes.size())};
-  // Sampled adjacency (local IDs) of every node of hops 0 .. L-1, in local ID order.
-  std::vector<int64_t> adj_ptr{0};
-  std::vector<int32_t> adj;
-  std::vector<int64_t> positions, picked, degrees;
+  // Per node (local ID order): its whole-graph degree, and one uniformly random *ordered* sample of
+  // row positions, drawn when the node is first expanded and long enough for every block the node
+  // is a destination of. Block l takes the first fanouts_[l] of it (a uniform subset of that size),
+  // so each node is sampled once and its picks in different layers are nested.
+  std::vector<int64_t> degree;
+  std::vector<int64_t> order_ptr{0}, order;
+  std::vector<int64_t> positions, picked;
+  out->blocks.resize(num_layers);
   for (int hop = 0; hop < num_layers; ++hop) {
-    const int fanout = fanouts_[num_layers - 1 - hop];
+    const int block_index = num_layers - 1 - hop;  // this hop builds the sources of this block
+    const int fanout = fanouts_[block_index];
+    // A node first expanded now is a destination of blocks 0 .. block_index. Blocks whose fanout
+    // is below the node's degree take a prefix of its ordered sample, so the sample is as long as
+    // the largest such fanout; the others (-1, or >= degree) take the whole row.
+    graph_.BeginHop(hop);
     const int64_t begin = hop_begin[hop], end = hop_begin[hop + 1];
     for (int64_t u = begin; u < end; ++u) {
+      const int64_t d = graph_.Degree(nodes[u]);
+      degree.push_back(d);
+      int64_t longest = 0;
+      for (int l = 0; l <= block_index; ++l) {
+        if (fanouts_[l] < d) longest = std::max<int64_t>(longest, fanouts_[l]);
+      }
+      if (longest > 0) {
+        // Floyd's uniform subset, then a Fisher-Yates shuffle: a uniformly ordered sample.
+        FloydSample(d, longest, rng, &positions);
+        for (int64_t i = longest - 1; i > 0; --i) {
+          std::swap(positions[i], positions[rng.Below(i + 1)]);
+        }
+        order.insert(order.end(), positions.begin(), positions.end());
+      }
+      order_ptr.push_back(static_cast<int64_t>(order.size()));
+    }
+    train::Block& block = out->blocks[block_index];
+    block.num_dst = end;
+    block.indptr.assign(1, 0);
+    block.indices.clear();
+    for (int64_t u = 0; u < end; ++u) {
       const int64_t v = nodes[u];
-      const int64_t d = graph_.Degree(v);
-      if (record_degrees_) degrees.push_back(d);
+      const int64_t d = degree[u];
       if (fanout < 0 || fanout >= d) {
         SKIFF_RETURN_IF_ERROR(graph_.Neighbors(v, &picked));
       } else {
-        FloydSample(d, fanout, rng, &positions);
+        // The first `fanout` of the node's ordered sample, in row order.
+        positions.assign(order.begin() + order_ptr[u], order.begin() + order_ptr[u] + fanout);
+        std::sort(positions.begin(), positions.end());
         picked.resize(positions.size());
         SKIFF_RETURN_IF_ERROR(graph_.NeighborsAt(v, positions, picked.data()));
       }
@@ -213,26 +244,21 @@ Status NeighborSampler::Sample(std::span<const int64_t> seeds, uint64_t rng_seed
         bool inserted = false;
         const int32_t id = local.FindOrInsert(w, static_cast<int32_t>(nodes.size()), &inserted);
         if (inserted) nodes.push_back(w);
-        adj.push_back(id);
+        block.indices.push_back(id);
       }
-      adj_ptr.push_back(static_cast<int64_t>(adj.size()));
+      block.indptr.push_back(static_cast<int64_t>(block.indices.size()));
     }
     hop_begin.push_back(static_cast<int64_t>(nodes.size()));
+    block.num_src = hop_begin.back();
   }
   if (record_degrees_) {
     // Nodes of the outermost hop were never expanded; ask for their degrees now.
-    for (size_t u = degrees.size(); u < nodes.size(); ++u)
-      degrees.push_back(graph_.Degree(nodes[u]));
+    for (size_t u = degree.size(); u < nodes.size(); ++u) degree.push_back(graph_.Degree(nodes[u]));
   }
-  out->blocks.resize(num_layers);
   for (int l = 0; l < num_layers; ++l) {
     train::Block& b = out->blocks[l];
-    b.num_dst = hop_begin[num_layers - l];
-    b.num_src = hop_begin[num_layers - l + 1];
-    b.indptr.assign(adj_ptr.begin(), adj_ptr.begin() + b.num_dst + 1);
-    b.indices.assign(adj.begin(), adj.begin() + adj_ptr[b.num_dst]);
     if (record_degrees_) {
-      b.src_degree.assign(degrees.begin(), degrees.begin() + b.num_src);
+      b.src_degree.assign(degree.begin(), degree.begin() + b.num_src);
     } else {
       b.src_degree.clear();
     }

@@ -65,16 +65,12 @@ void CheckLayout(const train::MiniBatch& mb, const GraphSource& g,
         CHECK(std::binary_search(row.begin(), row.end(), w));  // a real edge
         CHECK(seen.insert(w).second);                          // no duplicate neighbours
       }
+      // Every destination of block l has exactly min(fanouts[l], degree) edges (all for -1), as
+      // in DGL, whichever hop the node first appeared at.
       const int64_t count = b.indptr[d + 1] - b.indptr[d];
-      // Every node uses the fanout of the hop where it first appeared: at most max fanout, and
-      // exactly min(fanout, degree) for some layer's fanout.
-      bool matches = false;
-      for (int f : fanouts) {
-        const int64_t expect = f < 0 ? static_cast<int64_t>(row.size())
-                                     : std::min<int64_t>(f, static_cast<int64_t>(row.size()));
-        matches |= (count == expect);
-      }
-      CHECK(matches);
+      const int f = fanouts[l];
+      const int64_t degree = static_cast<int64_t>(row.size());
+      CHECK(count == (f < 0 ? degree : std::min<int64_t>(f, degree)));
     }
   }
 }
@@ -124,13 +120,17 @@ TEST_CASE("sampler: layout, fanout bounds, no duplicates, prefix property") {
   for (size_t i = 0; i < seeds.size(); ++i) {
     CHECK(last.indptr[i + 1] - last.indptr[i] == std::min<int64_t>(3, g->Degree(seeds[i])));
   }
-  // A node's edges are the same in every block where it is a destination.
+  // A node is sampled once: its picks in a block with a smaller fanout are a subset of its picks
+  // in a block with a larger one (here fanouts fall from block 0 to block 2).
   for (int l = 0; l + 1 < 3; ++l) {
-    const auto& a = mb.blocks[l];
-    const auto& b = mb.blocks[l + 1];
-    for (int64_t d = 0; d < b.num_dst; ++d) {
-      CHECK(std::equal(a.indices.begin() + a.indptr[d], a.indices.begin() + a.indptr[d + 1],
-                       b.indices.begin() + b.indptr[d], b.indices.begin() + b.indptr[d + 1]));
+    const auto& wide = mb.blocks[l];
+    const auto& narrow = mb.blocks[l + 1];
+    for (int64_t d = 0; d < narrow.num_dst; ++d) {
+      std::set<int32_t> wide_row(wide.indices.begin() + wide.indptr[d],
+                                 wide.indices.begin() + wide.indptr[d + 1]);
+      for (int64_t e = narrow.indptr[d]; e < narrow.indptr[d + 1]; ++e) {
+        CHECK(wide_row.count(narrow.indices[e]) == 1);
+      }
     }
   }
 }
@@ -222,6 +222,34 @@ TEST_CASE("sampler: uniform picks (every neighbour chosen with similar frequency
   for (auto [v, c] : counts) {
     CHECK(c > 800);
     CHECK(c < 1200);
+  }
+}
+
+TEST_CASE("sampler: nested picks stay uniform in every layer") {
+  // Star again, two layers: the seed takes 3 neighbours in the last block and 8 in the first; each
+  // block's picks must be a uniform subset of its size (a prefix of one ordered sample).
+  std::vector<int64_t> offsets{0, 20}, nbrs;
+  for (int i = 1; i <= 20; ++i) nbrs.push_back(i);
+  for (int i = 1; i <= 20; ++i) offsets.push_back(20);
+  auto g = InMemoryGraph::FromCsr(offsets, nbrs);
+  REQUIRE(g.ok());
+  NeighborSampler s(**g, {8, 3});
+  std::map<int64_t, int> narrow, wide;
+  std::vector<int64_t> seeds{0};
+  const int draws = 4000;
+  for (uint64_t r = 0; r < draws; ++r) {
+    train::MiniBatch mb;
+    REQUIRE(s.Sample(seeds, BatchSeed(0, 0, 0, r), &mb).ok());
+    REQUIRE(mb.blocks[1].indptr[1] == 3);
+    REQUIRE(mb.blocks[0].indptr[1] == 8);
+    for (int64_t e = 0; e < 3; ++e) narrow[mb.input_nodes[mb.blocks[1].indices[e]]]++;
+    for (int64_t e = 0; e < 8; ++e) wide[mb.input_nodes[mb.blocks[0].indices[e]]]++;
+  }
+  REQUIRE(narrow.size() == 20);
+  REQUIRE(wide.size() == 20);
+  for (int v = 1; v <= 20; ++v) {
+    CHECK(narrow[v] == doctest::Approx(draws * 3 / 20.0).epsilon(0.2));
+    CHECK(wide[v] == doctest::Approx(draws * 8 / 20.0).epsilon(0.1));
   }
 }
 

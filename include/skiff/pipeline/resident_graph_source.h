@@ -9,14 +9,15 @@
 //              non-resident node are read fine-grained (the bytes of the row's span only).
 //   in-buffer  Degree(v) and the rows are v's neighbours inside the resident partitions only
 //              (filtered lists, computed once per node and cached for the batch).
-// Batched fine-grained reads (exact mode): the sampler expands a batch hop by hop, asking for the
-// rows of hop h's nodes in turn, and hop h+1's nodes are exactly the new neighbours it was handed
-// while expanding hop h. So the source tracks the hop of every node it has returned; the first
-// time the sampler asks for a non-resident node of hop h, the rows of *all* non-resident nodes of
-// hop h it knows of are read in one BufferPool::ReadRanges (aligned, coalesced, at full queue
-// depth) instead of one synchronous read per node. Only hops below `expanded_hops` are fetched this
-// way (the outermost hop's nodes are never expanded). The data is the same; only the read
-// schedule changes. PrepareNodes(nodes) does the same for an explicit list.
+// Batched fine-grained reads (exact mode): the sampler builds a batch hop by hop (announced with
+// BeginHop), asking at hop h for the rows of every node of hops 0 .. h, and hop h+1's nodes are
+// exactly the new neighbours it was handed during hop h. So the source tracks the hop of every
+// node it has returned; the first time the sampler asks for a non-resident node of hop h, the rows
+// of *all* non-resident nodes of hop h it knows of are read in one BufferPool::ReadRanges
+// (aligned, coalesced, at full queue depth) instead of one synchronous read per node, and kept for
+// the rest of the batch (later hops ask for them again). Only hops below `expanded_hops` are
+// fetched this way (the outermost hop's nodes are never expanded). The data is the same; only the
+// read schedule changes. PrepareNodes(nodes) does the same for an explicit list.
 //
 // Thread safety: NOT shared between threads -- one object per batch, used by the one sampler
 // thread sampling that batch (it caches rows). Create it per batch; it is cheap.
@@ -45,6 +46,7 @@ class ResidentGraphSource final : public sampler::GraphSource {
   int64_t Degree(int64_t v) const override;
   Status NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const override;
   Status Neighbors(int64_t v, std::vector<int64_t>* out) const override;
+  void BeginHop(int hop) const override { hop_ = hop; }
 
   // Fetches (in one batch) and caches the rows of `nodes` that are not resident (exact mode), or
   // the filtered rows of all of them (in-buffer mode). OK or the read's error.
@@ -56,7 +58,8 @@ class ResidentGraphSource final : public sampler::GraphSource {
   // Loads v's row (full or filtered per mode) into the cache.
   Result<const std::vector<int64_t>*> Load(int64_t v) const;
 
-  // Records the nodes of `row` (the neighbours handed out for v) one hop below v.
+  // Records the nodes of `row` (the neighbours handed out for v) not seen before as nodes of the
+  // hop after the one being built.
   void Track(int64_t v, std::span<const int64_t> row) const;
   // Exact mode: when v is a non-resident node of a tracked hop, reads every non-resident node of
   // that hop not read yet.
@@ -67,6 +70,7 @@ class ResidentGraphSource final : public sampler::GraphSource {
   const int expanded_hops_ = 0;
   mutable std::unordered_map<int64_t, std::vector<int64_t>> cache_;
   mutable std::vector<int64_t> scratch_;
+  mutable int hop_ = 0;                                       // hop being built (BeginHop)
   mutable std::unordered_map<int64_t, int> hop_of_;           // node -> hop of first appearance
   mutable std::vector<std::vector<int64_t>> pending_by_hop_;  // non-resident, not yet read
 };

@@ -29,6 +29,11 @@ class GraphSource {
   virtual Status NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const = 0;
   // Writes v's whole row into *out (resized to Degree(v)).
   virtual Status Neighbors(int64_t v, std::vector<int64_t>* out) const;
+  // A hint from the sampler: it is about to build hop `hop` of a batch (0 = expanding the seeds),
+  // asking again for the rows of nodes of earlier hops, and nodes it is handed from now on that it
+  // has not seen before belong to hop `hop` + 1. Sources that batch their reads by hop use it; the
+  // default ignores it.
+  virtual void BeginHop(int hop) const { (void)hop; }
 };
 
 // The whole CSR in memory.
