@@ -12,10 +12,10 @@ rm -rf "$work"; mkdir -p "$work"; cd "$work"
 grep -q "best valid accuracy" train.log
 [[ $(wc -l < metrics.jsonl) -eq 4 ]] || { echo "expected 4 metrics lines"; exit 1; }
 grep -q '"samples_per_second"' metrics.jsonl
-# predictions: int32[2708] (128-byte header); embeddings: float32[2708, 64].
+# predictions: int32[2708] (128-byte header); embeddings: float32[2708, 256] (hidden 256).
 [[ $(stat -c %s out/predictions.npy) -eq $((128 + 2708 * 4)) ]]
-[[ $(stat -c %s out/embeddings.npy) -eq $((128 + 2708 * 64 * 4)) ]]
-head -c 80 out/embeddings.npy | grep -q "'shape': (2708, 64)"
+[[ $(stat -c %s out/embeddings.npy) -eq $((128 + 2708 * 256 * 4)) ]]
+head -c 80 out/embeddings.npy | grep -q "'shape': (2708, 256)"
 # Resume continues after the checkpoint's epoch.
 "$skiff" train cora --resume best.ckpt --epochs 6 --threads 2 > resume.log 2>&1
 grep -q "resuming after epoch" resume.log
