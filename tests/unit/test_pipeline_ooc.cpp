@@ -219,6 +219,21 @@ EpochPlan Plan(const Fixture& f, uint32_t capacity, uint64_t epoch) {
   return std::move(plan).value();
 }
 
+// Checks that every input node of every batch lies in its buffer state's resident partitions;
+// `inputs_of(i)` is batch i's input_nodes, batches in plan order (batch size 16).
+template <typename InputsOf>
+void CheckInputsResident(const Fixture& f, const EpochPlan& plan, InputsOf inputs_of) {
+  size_t index = 0;
+  for (size_t s = 0; s < plan.states().size(); ++s) {
+    const auto& resident = plan.states()[s].resident;
+    for (size_t b = 0; b < plan.Batches(s, 16).size(); ++b, ++index) {
+      for (int64_t v : inputs_of(index)) {
+        CHECK(std::binary_search(resident.begin(), resident.end(), f.source->partition_of(v)));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("ooc pipeline: a tiny budget gives the same batches as the in-memory graph (exact)") {
@@ -331,15 +346,8 @@ TEST_CASE("ooc pipeline: in-buffer sampling never leaves the resident partitions
   CHECK(report->io.fine_bytes_read == 0);
   CHECK(report->io.fine_rows == 0);
   CHECK(report->io.fine_adjacency == 0);
-  size_t index = 0;
-  for (size_t s = 0; s < plan.states().size(); ++s) {
-    const auto& resident = plan.states()[s].resident;
-    for (size_t b = 0; b < plan.Batches(s, 16).size(); ++b, ++index) {
-      for (int64_t v : got[index].input_nodes) {
-        CHECK(std::binary_search(resident.begin(), resident.end(), f.source->partition_of(v)));
-      }
-    }
-  }
+  CheckInputsResident(
+      f, plan, [&](size_t i) -> const auto& { return got[i].input_nodes; });
 }
 
 TEST_CASE("ooc pipeline: injected I/O faults surface as errors, never a hang") {
@@ -517,13 +525,6 @@ TEST_CASE("ooc pipeline: in-buffer sampling with the training core's sampler sta
   });
   REQUIRE_MESSAGE(report.ok(), report.status().ToString());
   CHECK(report->io.fine_bytes_read == 0);
-  size_t index = 0;
-  for (size_t s = 0; s < plan.states().size(); ++s) {
-    const auto& resident = plan.states()[s].resident;
-    for (size_t b = 0; b < plan.Batches(s, 16).size(); ++b, ++index) {
-      for (int64_t v : got[index].input_nodes) {
-        CHECK(std::binary_search(resident.begin(), resident.end(), f.source->partition_of(v)));
-      }
-    }
-  }
+  CheckInputsResident(
+      f, plan, [&](size_t i) -> const auto& { return got[i].input_nodes; });
 }
