@@ -8,14 +8,12 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 skiff="${1:-$root/build/skiff}"
 seeds="${2:-10}"
 work="${3:-$(mktemp -d)}"
-cora="$root/../shared/datasets/cora.npz"
-mkdir -p "$work"
+source "$root/tools/bench/cora_splits.sh"
+cora_splits "$skiff" "$work" "$seeds"
 for model in gcn gat sage; do
   : > "$work/$model.txt"
 done
 for ((s = 0; s < seeds; s++)); do
-  "$skiff" convert "$cora" "$work/cora-$s" --undirected --split per-class:20,30 --seed "$s" \
-    --overwrite > /dev/null 2>&1
   for model in gcn gat sage; do
     acc=$("$skiff" train "$work/cora-$s" --config "$root/data/cora-$model.toml" --seed "$s" \
       --threads 2 2> /dev/null | sed -n 's/.*test accuracy \([0-9.]*\)%.*/\1/p')

@@ -14,13 +14,8 @@ model="$1"
 skiff="${2:-$root/build/skiff}"
 seeds="${3:-10}"
 work="${4:-$(mktemp -d)}"
-cora="$root/../shared/datasets/cora.npz"
-mkdir -p "$work"
-for ((s = 0; s < seeds; s++)); do
-  [[ -f "$work/cora-$s/manifest.json" ]] ||
-    "$skiff" convert "$cora" "$work/cora-$s" --undirected --split per-class:20,30 --seed "$s" \
-      --overwrite > /dev/null 2>&1
-done
+source "$root/tools/bench/cora_splits.sh"
+cora_splits "$skiff" "$work" "$seeds"
 run_one() { # options seed -> "valid test"
   "$skiff" train "$work/cora-$2" --config "$root/data/cora-$model.toml" $1 --seed "$2" \
     --threads 1 2> /dev/null |
