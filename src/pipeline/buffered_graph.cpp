@@ -46,6 +46,17 @@ void BufferedGraph::CopyRow(const std::byte* row, float* dst) const {
   }
 }
 
+void BufferedGraph::NormalizeRows(size_t rows, float* dst) const {
+  for (size_t i = 0; i < rows; ++i) {
+    float* row = dst + i * static_cast<size_t>(feature_dim_);
+    double sum = 0;
+    for (int64_t k = 0; k < feature_dim_; ++k) sum += row[k];
+    if (sum == 0) continue;
+    const auto inv = static_cast<float>(1.0 / sum);
+    for (int64_t k = 0; k < feature_dim_; ++k) row[k] *= inv;
+  }
+}
+
 Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int64_t> nodes,
                                 std::vector<int64_t>* indptr,
                                 std::vector<int64_t>* neighbors) const {
@@ -154,6 +165,13 @@ Status BufferedGraph::Features(const ResidentSet& resident, std::span<const int6
   }
   resident_rows_.fetch_add(nodes.size() - fine.size(), std::memory_order_relaxed);
   bytes_used_.fetch_add(nodes.size() * row_bytes_, std::memory_order_relaxed);
+  SKIFF_RETURN_IF_ERROR(FineFeatures(nodes, fine, dst));
+  if (normalize_rows_) NormalizeRows(nodes.size(), dst);
+  return Status::Ok();
+}
+
+Status BufferedGraph::FineFeatures(std::span<const int64_t> nodes, std::span<const size_t> fine,
+                                   float* dst) const {
   if (fine.empty()) return Status::Ok();
 
   // Rows of non-resident nodes: float32 rows land in place; float16 rows go through a raw buffer.

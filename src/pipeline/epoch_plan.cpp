@@ -42,6 +42,20 @@ uint64_t MixSeed(uint64_t seed, uint64_t epoch) {
 
 }  // namespace
 
+Result<EpochPlan> EpochPlan::FullyResident(uint32_t k, std::vector<int64_t> nodes) {
+  if (k == 0) return Status::InvalidArgument("epoch plan: the dataset has no partitions");
+  EpochPlan plan;
+  plan.num_partitions_ = k;
+  plan.buffer_capacity_ = k;
+  plan.num_train_nodes_ = static_cast<int64_t>(nodes.size());
+  BufferState state;
+  state.resident.resize(k);
+  std::iota(state.resident.begin(), state.resident.end(), 0u);
+  state.train_nodes = std::move(nodes);
+  plan.states_.push_back(std::move(state));
+  return plan;
+}
+
 Result<EpochPlan> EpochPlan::Build(std::span<const std::vector<int64_t>> train_nodes_by_partition,
                                    const EpochPlanOptions& options) {
   const auto k = static_cast<uint32_t>(train_nodes_by_partition.size());

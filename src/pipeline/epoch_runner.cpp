@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "skiff/log.h"
 #include "skiff/pipeline/bounded_queue.h"
@@ -16,6 +17,7 @@ namespace {
 
 struct WorkItem {
   int64_t index = 0;
+  uint64_t reserved = 0;  // bytes the admission window holds for the batch
   std::span<const int64_t> seeds;
   std::shared_ptr<const ResidentSet> resident;
 };
@@ -26,23 +28,44 @@ struct SampledItem {
 };
 
 // Admits batch `index` into the pipeline only when fewer than `window` batches before it are still
-// unfinished, so the batches alive at once are bounded even though stages run in parallel and the
-// compute stage reorders.
+// unfinished and the bytes held by the batches in flight leave room for one more of the expected
+// size (`allowance` 0: no byte limit), so the batches alive at once are bounded in count and in
+// memory even though stages run in parallel and the compute stage reorders. A batch is always
+// admitted when none is in flight, so a batch larger than expected slows the pipeline but never
+// stops it. Each batch's reservation starts at `expected` and is corrected to its actual size once
+// it is sampled (Resize).
 class InFlightWindow {
  public:
-  explicit InFlightWindow(int64_t window) : window_(window) {}
-  // False when cancelled.
-  bool Admit(int64_t index, StageTimer* timer) {
+  InFlightWindow(int64_t window, uint64_t allowance, uint64_t expected)
+      : window_(window), allowance_(allowance), expected_(expected) {}
+  // Returns the bytes reserved for the batch, or nullopt when cancelled.
+  std::optional<uint64_t> Admit(int64_t index, StageTimer* timer) {
     std::unique_lock lock(mu_);
-    if (index >= done_ + window_ && !cancelled_) {
+    auto admissible = [&] {
+      return cancelled_ || (index < done_ + window_ && (allowance_ == 0 || in_flight_ == 0 ||
+                                                        bytes_ + expected_ <= allowance_));
+    };
+    if (!admissible()) {
       StallScope stall(timer);
-      cv_.wait(lock, [&] { return index < done_ + window_ || cancelled_; });
+      cv_.wait(lock, admissible);
     }
-    return !cancelled_;
+    if (cancelled_) return std::nullopt;
+    ++in_flight_;
+    Add(expected_);
+    return expected_;
   }
-  void Done() {
+  // Corrects a batch's reservation from `from` to `to` bytes.
+  void Resize(uint64_t from, uint64_t to) {
+    std::lock_guard lock(mu_);
+    bytes_ -= from;
+    Add(to);
+    if (to < from) cv_.notify_all();
+  }
+  void Done(uint64_t bytes) {
     std::lock_guard lock(mu_);
     ++done_;
+    --in_flight_;
+    bytes_ -= bytes;
     cv_.notify_all();
   }
   void Cancel() {
@@ -50,14 +73,43 @@ class InFlightWindow {
     cancelled_ = true;
     cv_.notify_all();
   }
+  uint64_t peak_bytes() const {
+    std::lock_guard lock(mu_);
+    return peak_bytes_;
+  }
+  int64_t peak_in_flight() const {
+    std::lock_guard lock(mu_);
+    return peak_in_flight_;
+  }
 
  private:
+  void Add(uint64_t bytes) {  // with mu_ held
+    bytes_ += bytes;
+    peak_bytes_ = std::max(peak_bytes_, bytes_);
+    peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
+  }
   const int64_t window_;
-  std::mutex mu_;
+  const uint64_t allowance_, expected_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
-  int64_t done_ = 0;        // guarded by mu_: batches computed (in order)
-  bool cancelled_ = false;  // guarded by mu_
+  int64_t done_ = 0;            // guarded by mu_: batches computed (in order)
+  int64_t in_flight_ = 0;       // guarded by mu_: admitted and not yet computed
+  uint64_t bytes_ = 0;          // guarded by mu_: reserved by the batches in flight
+  uint64_t peak_bytes_ = 0;     // guarded by mu_
+  int64_t peak_in_flight_ = 0;  // guarded by mu_
+  bool cancelled_ = false;      // guarded by mu_
 };
+
+// Bytes a sampled batch holds until it is computed: its MiniBatch and its float32 staging
+// (`feature_dim` per input node, allocated by the gather stage).
+uint64_t HeldBytes(const train::MiniBatch& b, int64_t feature_dim) {
+  uint64_t bytes = b.input_nodes.capacity() * 8 + b.seeds.capacity() * 8 + b.labels.capacity() * 4;
+  for (const train::Block& block : b.blocks) {
+    bytes += block.indptr.capacity() * 8 + block.indices.capacity() * 4 +
+             block.src_degree.capacity() * 8;
+  }
+  return bytes + b.input_nodes.size() * static_cast<uint64_t>(feature_dim) * 4;
+}
 
 }  // namespace
 
@@ -93,7 +145,7 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
   BoundedQueue<WorkItem> work("work", opt.work_queue_capacity);
   BoundedQueue<SampledItem> sampled("sampled", opt.sampled_queue_capacity);
   BoundedQueue<PreparedBatch> ready("ready", opt.ready_queue_capacity);
-  InFlightWindow window(opt.InFlightBatches());
+  InFlightWindow window(opt.InFlightBatches(), opt.batch_allowance_bytes, opt.expected_batch_bytes);
   const int64_t dim = graph_->feature_dim();
 
   Pipeline pipeline;
@@ -127,34 +179,35 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
 
   // plan: walks the buffer states; takes each admitted partition's pin from "loaded", drops its
   // reference to each evicted one, and emits the state's batches with a shared ResidentSet.
-  pipeline.AddStage("plan", 1,
-                    [&](StageContext& ctx) -> Status {
-                      std::vector<PinPtr> pins(k);
-                      int64_t index = 0;
-                      for (size_t s = 0; s < plan.states().size(); ++s) {
-                        const BufferState& state = plan.states()[s];
-                        if (state.evicted != kNoPartition) pins[state.evicted].reset();
-                        for (uint32_t p : state.resident) {
-                          if (pins[p] != nullptr) continue;
-                          auto pin = loaded.Pop(ctx.timer());
-                          if (!pin.has_value()) return Status::Aborted("cancelled");
-                          SKIFF_CHECK((*pin)->partition() == p);
-                          pins[p] = std::move(*pin);
-                        }
-                        auto resident = std::make_shared<const ResidentSet>(pins);
-                        for (std::span<const int64_t> seeds : plan.Batches(s, opt.batch_size)) {
-                          if (!window.Admit(index, ctx.timer()))
-                            return Status::Aborted("cancelled");
-                          if (!work.Push(WorkItem{index, seeds, resident}, ctx.timer())) {
-                            return Status::Aborted("cancelled");
-                          }
-                          ++index;
-                          ctx.AddItems(1);
-                        }
-                      }
-                      return Status::Ok();
-                    },
-                    {&work});
+  pipeline.AddStage(
+      "plan", 1,
+      [&](StageContext& ctx) -> Status {
+        std::vector<PinPtr> pins(k);
+        int64_t index = 0;
+        for (size_t s = 0; s < plan.states().size(); ++s) {
+          const BufferState& state = plan.states()[s];
+          if (state.evicted != kNoPartition) pins[state.evicted].reset();
+          for (uint32_t p : state.resident) {
+            if (pins[p] != nullptr) continue;
+            auto pin = loaded.Pop(ctx.timer());
+            if (!pin.has_value()) return Status::Aborted("cancelled");
+            SKIFF_CHECK((*pin)->partition() == p);
+            pins[p] = std::move(*pin);
+          }
+          auto resident = std::make_shared<const ResidentSet>(pins);
+          for (std::span<const int64_t> seeds : plan.Batches(s, opt.batch_size)) {
+            const std::optional<uint64_t> reserved = window.Admit(index, ctx.timer());
+            if (!reserved.has_value()) return Status::Aborted("cancelled");
+            if (!work.Push(WorkItem{index, *reserved, seeds, resident}, ctx.timer())) {
+              return Status::Aborted("cancelled");
+            }
+            ++index;
+            ctx.AddItems(1);
+          }
+        }
+        return Status::Ok();
+      },
+      {&work});
 
   pipeline.AddStage("sample", opt.sample_threads,
                     [&](StageContext& ctx) -> Status {
@@ -168,6 +221,8 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
                             sample(view, item->seeds, out.prepared.sample_seed, &out.prepared.batch)
                                 .WithContext("sampling batch " + std::to_string(item->index)));
                         out.resident = std::move(item->resident);
+                        out.prepared.held_bytes = HeldBytes(out.prepared.batch, dim);
+                        window.Resize(item->reserved, out.prepared.held_bytes);
                         if (!sampled.Push(std::move(out), ctx.timer()))
                           return Status::Aborted("cancelled");
                         ctx.AddItems(1);
@@ -203,10 +258,11 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
       while (!pending.empty() && pending.begin()->first == computed) {
         PreparedBatch& batch = pending.begin()->second;
         seeds_total += static_cast<int64_t>(batch.batch.seeds.size());  // compute may move it
+        const uint64_t held = batch.held_bytes;
         SKIFF_RETURN_IF_ERROR(compute(batch));
         pending.erase(pending.begin());
         ++computed;
-        window.Done();
+        window.Done(held);
         ctx.AddItems(1);
       }
     }
@@ -232,6 +288,8 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
   report.buffer_states = plan.states().size();
   report.wall_seconds = pipeline.wall_seconds();
   report.stages = pipeline.stats();
+  report.peak_batch_bytes = window.peak_bytes();
+  report.peak_batches_in_flight = window.peak_in_flight();
   const storage::BufferPoolStats pool_after = pool.stats();
   const GraphAccessCounters graph_after = graph_->counters();
   EpochIoStats& io = report.io;
@@ -271,6 +329,10 @@ std::string EpochReport::Describe() const {
                 static_cast<unsigned long long>(io.fine_adjacency),
                 FormatBytes(io.bytes_used).c_str(), io.read_amplification, io.pool_stall_seconds);
   out += line;
+  std::snprintf(line, sizeof(line), "  batches in flight: at most %lld, holding at most %s\n",
+                static_cast<long long>(peak_batches_in_flight),
+                FormatBytes(peak_batch_bytes).c_str());
+  out += line;
   return out;
 }
 
@@ -297,7 +359,9 @@ nlohmann::json EpochReport::ToJson() const {
           {"fine_adjacency_lists", io.fine_adjacency},
           {"bytes_used", io.bytes_used},
           {"read_amplification", io.read_amplification},
-          {"pool_stall_seconds", io.pool_stall_seconds}};
+          {"pool_stall_seconds", io.pool_stall_seconds},
+          {"peak_batches_in_flight", peak_batches_in_flight},
+          {"peak_batch_bytes", peak_batch_bytes}};
 }
 
 }  // namespace skiff::pipeline

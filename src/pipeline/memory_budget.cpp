@@ -1,6 +1,7 @@
 #include "skiff/pipeline/memory_budget.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "skiff/log.h"
@@ -8,89 +9,230 @@
 namespace skiff::pipeline {
 namespace {
 
-// Bytes per sampled node / edge of the sampler's structures: global id lists (input nodes, hop
-// frontiers), the dedup map (open addressing at <= 50% load: 2 slots of 16 B), CSR indptr; per
-// edge the local index and the global id drawn before dedup.
-constexpr uint64_t kSamplerBytesPerNode = 8 + 8 + 32 + 8;
-constexpr uint64_t kSamplerBytesPerEdge = 4 + 8;
-// Exact sampling reads adjacency lists of non-resident nodes in rounds of at most this much.
-constexpr uint64_t kFineAdjacencyBytesPerBatch = 8ull << 20;
-// Forward values a layer keeps for backward, per (node x width): input, aggregate, pre-activation
-// and dropout mask.
-constexpr uint64_t kActivationFloatsPerNodeWidth = 4;
+// Bytes per sampled node / edge of the sampler's transient structures: the ID map (open addressing
+// at <= 50% load: 2 slots of 16 B), the per-node degree and ordered sample offsets, and per edge
+// the drawn position and the global id before deduplication.
+constexpr uint64_t kSamplerBytesPerNode = 32 + 8 + 8;
+constexpr uint64_t kSamplerBytesPerEdge = 8 + 8;
+// EnsureSize grows model buffers with 1/8 headroom.
+constexpr double kActivationHeadroom = 9.0 / 8.0;
 
-int64_t SaturatingMul(int64_t a, int64_t b, int64_t cap) {
-  if (a == 0 || b == 0) return 0;
-  if (a > cap / b) return cap;
-  return std::min(a * b, cap);
+// Distinct nodes among `draws` uniform draws over `n` nodes.
+double Distinct(double draws, double n) {
+  if (n <= 0) return 0;
+  return n * (1.0 - std::exp(-draws / n));
 }
 
 }  // namespace
 
-void BatchBounds(const MemoryBudgetInputs& in, int64_t* max_nodes, int64_t* max_edges) {
-  const int64_t n = std::max<int64_t>(in.num_nodes, 1);
-  int64_t frontier = std::min(in.batch_size, n);
-  int64_t nodes = frontier;
-  int64_t edges = 0;
-  // Fanouts are given innermost-layer-last as on the command line ("15,10,5": 15 for the seeds'
-  // neighbours); the order does not change the bound's structure, only its value, so follow it.
-  for (int fanout : in.fanouts) {
-    const int64_t per_node = fanout > 0 ? fanout : std::max<int64_t>(in.max_degree, 1);
-    const int64_t hop_edges = SaturatingMul(frontier, per_node, int64_t{1} << 50);
-    edges = std::min<int64_t>(edges + hop_edges, int64_t{1} << 50);
-    frontier = std::min(hop_edges, n);
-    nodes = std::min(nodes + frontier, n);
+DegreeProfile DegreeProfile::Build(int64_t num_nodes,
+                                   const std::function<int64_t(int64_t)>& degree) {
+  DegreeProfile p;
+  p.num_nodes_ = num_nodes;
+  p.count_.assign(kExactDegrees, 0);
+  for (int64_t v = 0; v < num_nodes; ++v) {
+    const int64_t d = std::max<int64_t>(degree(v), 0);
+    if (d < kExactDegrees) {
+      ++p.count_[static_cast<size_t>(d)];
+    } else {
+      ++p.big_count_;
+      p.big_sum_ += static_cast<double>(d);
+      p.big_sum_sq_ += static_cast<double>(d) * static_cast<double>(d);
+    }
   }
-  *max_nodes = nodes;
-  *max_edges = edges;
+  return p;
 }
 
-Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in) {
+DegreeProfile DegreeProfile::Uniform(int64_t num_nodes, int64_t degree) {
+  DegreeProfile p;
+  p.num_nodes_ = num_nodes;
+  p.count_.assign(kExactDegrees, 0);
+  if (degree < kExactDegrees) {
+    p.count_[static_cast<size_t>(std::max<int64_t>(degree, 0))] = num_nodes;
+  } else {
+    p.big_count_ = num_nodes;
+    p.big_sum_ = static_cast<double>(num_nodes) * static_cast<double>(degree);
+    p.big_sum_sq_ = p.big_sum_ * static_cast<double>(degree);
+  }
+  return p;
+}
+
+double DegreeProfile::Mean(int fanout, bool edge_weighted) const {
+  double weight = 0, sum = 0;
+  for (int64_t d = 0; d < kExactDegrees; ++d) {
+    const auto c = static_cast<double>(count_[static_cast<size_t>(d)]);
+    if (c == 0) continue;
+    const double w = edge_weighted ? c * static_cast<double>(d) : c;
+    const double picks = fanout < 0 ? static_cast<double>(d) : std::min<double>(fanout, d);
+    weight += w;
+    sum += w * picks;
+  }
+  if (big_count_ > 0) {
+    // Every degree here is >= kExactDegrees: min(fanout, d) is the fanout unless it is larger.
+    const bool all = fanout < 0 || fanout >= kExactDegrees;
+    if (edge_weighted) {
+      weight += big_sum_;
+      sum += all ? big_sum_sq_ : static_cast<double>(fanout) * big_sum_;
+    } else {
+      weight += static_cast<double>(big_count_);
+      sum += all ? big_sum_ : static_cast<double>(fanout) * static_cast<double>(big_count_);
+    }
+  }
+  return weight > 0 ? sum / weight : 0.0;
+}
+
+double DegreeProfile::NodeMean(int fanout) const { return Mean(fanout, false); }
+double DegreeProfile::EdgeMean(int fanout) const { return Mean(fanout, true); }
+
+BatchShape EstimateBatch(const DegreeProfile& degrees, int64_t batch_size,
+                         const std::vector<int>& fanouts) {
+  const auto n = static_cast<double>(degrees.num_nodes());
+  const int layers = static_cast<int>(fanouts.size());
+  BatchShape shape;
+  shape.seeds = std::min<int64_t>(batch_size, degrees.num_nodes());
+  shape.dst.assign(layers, 0);
+  shape.src.assign(layers, 0);
+  shape.edges.assign(layers, 0);
+  const auto seeds = static_cast<double>(shape.seeds);
+  double known = seeds;       // nodes of hops 0 .. h
+  double previous_draws = 0;  // draws of the block built by the previous hop (nested in this one)
+  for (int hop = 0; hop < layers; ++hop) {
+    const int block = layers - 1 - hop;
+    const int fanout = fanouts[static_cast<size_t>(block)];
+    // Seeds are uniform nodes; every other node was reached along an edge.
+    const double draws =
+        seeds * degrees.NodeMean(fanout) + (known - seeds) * degrees.EdgeMean(fanout);
+    // Picks nest across blocks, so only the draws beyond the previous block's can be new nodes;
+    // those that land on the `known` nodes are not new either.
+    const double fresh = std::max(0.0, draws - previous_draws);
+    const double added = std::min(n - known, Distinct(fresh, n) * (1.0 - known / n));
+    shape.dst[static_cast<size_t>(block)] = static_cast<int64_t>(std::ceil(known));
+    shape.edges[static_cast<size_t>(block)] = static_cast<int64_t>(std::ceil(draws));
+    known += std::max(0.0, added);
+    shape.src[static_cast<size_t>(block)] = static_cast<int64_t>(std::ceil(known));
+    previous_draws = draws;
+  }
+  shape.input_nodes = layers > 0 ? shape.src[0] : shape.seeds;
+  return shape;
+}
+
+uint64_t BatchBytes(const BatchShape& shape, int64_t feature_dim) {
+  uint64_t bytes = static_cast<uint64_t>(shape.input_nodes) * 8 +  // input_nodes
+                   static_cast<uint64_t>(shape.seeds) * (8 + 4);   // seeds, labels
+  for (size_t l = 0; l < shape.dst.size(); ++l) {
+    bytes += static_cast<uint64_t>(shape.dst[l] + 1) * 8 +  // indptr
+             static_cast<uint64_t>(shape.edges[l]) * 4 +    // indices
+             static_cast<uint64_t>(shape.src[l]) * 8;       // src_degree (GCN)
+  }
+  bytes += static_cast<uint64_t>(shape.input_nodes) * static_cast<uint64_t>(feature_dim) * 4;
+  return bytes;
+}
+
+uint64_t SamplerScratchBytes(const BatchShape& shape) {
+  uint64_t edges = 0;
+  for (int64_t e : shape.edges) edges += static_cast<uint64_t>(e);
+  return static_cast<uint64_t>(shape.input_nodes) * kSamplerBytesPerNode +
+         edges * kSamplerBytesPerEdge;
+}
+
+uint64_t ActivationBytes(const BatchShape& shape, const ModelShape& model) {
+  const size_t layers = shape.dst.size();
+  double floats = 0;
+  for (size_t l = 0; l < layers; ++l) {
+    const double in = l == 0 ? static_cast<double>(model.in_dim)
+                             : static_cast<double>(model.hidden * std::max(model.heads, 1));
+    const double out = l + 1 == layers
+                           ? static_cast<double>(model.num_classes)
+                           : static_cast<double>(model.hidden * std::max(model.heads, 1));
+    const auto src = static_cast<double>(shape.src[l]);
+    const auto dst = static_cast<double>(shape.dst[l]);
+    const auto edges = static_cast<double>(shape.edges[l]);
+    // The input after dropout, and (above the input layer) the gradient of the input.
+    floats += src * in * (l == 0 ? 1 : 2);
+    // Projected-then-aggregated or aggregated-then-projected, forward and backward: the layer
+    // picks the cheaper order, so the smaller of the two.
+    floats += 2 * std::min(src * out, dst * in);
+    // Pre-activation, activation, their gradients.
+    floats += 4 * dst * out;
+    if (model.attention) floats += 2 * src * out + 5 * (edges + dst) * std::max(model.heads, 1);
+  }
+  return static_cast<uint64_t>(floats * 4 * kActivationHeadroom);
+}
+
+namespace {
+
+// The largest evaluation batch size <= `requested` whose batch and activations are no larger than
+// a training batch's (binary search; the sizes grow with the batch size).
+int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees,
+                      uint64_t train_batch, uint64_t train_activations) {
+  auto fits = [&](int64_t b) {
+    const BatchShape s = EstimateBatch(degrees, b, in.eval_fanouts);
+    return BatchBytes(s, in.feature_dim) + SamplerScratchBytes(s) <= train_batch &&
+           ActivationBytes(s, in.model) <= train_activations;
+  };
+  if (fits(in.eval_batch_size)) return in.eval_batch_size;
+  int64_t lo = 1, hi = in.eval_batch_size;  // fits(lo) assumed; !fits(hi)
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace
+
+Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile& degrees) {
   if (in.num_nodes <= 0 || in.num_partitions == 0 || in.partition_slot_bytes == 0 ||
-      in.batch_size <= 0 || in.in_flight_batches <= 0) {
+      in.batch_size <= 0 || in.max_in_flight_batches <= 0) {
     return Status::InvalidArgument("memory plan: empty dataset, batch or partition layout");
   }
   MemoryPlan plan;
   plan.budget_bytes = in.budget_bytes;
-  BatchBounds(in, &plan.max_batch_nodes, &plan.max_batch_edges);
-  const auto nodes = static_cast<uint64_t>(plan.max_batch_nodes);
-  const auto edges = static_cast<uint64_t>(plan.max_batch_edges);
-  const auto batches = static_cast<uint64_t>(in.in_flight_batches);
+  plan.train_batch = EstimateBatch(degrees, in.batch_size, in.fanouts);
+  plan.batch_bytes =
+      BatchBytes(plan.train_batch, in.feature_dim) + SamplerScratchBytes(plan.train_batch);
+  const uint64_t activations = ActivationBytes(plan.train_batch, in.model);
+  plan.eval_batch_size = in.eval_batch_size > 0 && !in.eval_fanouts.empty()
+                             ? EvalBatchSize(in, degrees, plan.batch_bytes, activations)
+                             : in.batch_size;
   const auto n = static_cast<uint64_t>(in.num_nodes);
-
   plan.items.push_back({"CSR offsets + labels + splits",
                         8 * (n + 1) + 4 * n + 8 * static_cast<uint64_t>(in.split_nodes)});
   plan.items.push_back({"model parameters, gradients, optimiser moments",
-                        16 * static_cast<uint64_t>(in.num_parameters)});
-  plan.items.push_back({"sampler scratch (" + std::to_string(batches) + " batches in flight)",
-                        batches * (nodes * kSamplerBytesPerNode + edges * kSamplerBytesPerEdge)});
-  plan.items.push_back({"feature staging (" + std::to_string(batches) + " batches in flight)",
-                        batches * nodes * static_cast<uint64_t>(in.feature_dim) * 4});
-  if (in.exact_sampling) {
-    plan.items.push_back(
-        {"fine-grained adjacency reads (exact sampling)", batches * kFineAdjacencyBytesPerBatch});
-  }
-  const uint64_t layers = std::max<uint64_t>(in.fanouts.size(), 1);
-  plan.items.push_back({"activations of the batch in compute",
-                        layers * nodes * static_cast<uint64_t>(in.max_layer_width) * 4 *
-                            kActivationFloatsPerNodeWidth});
-  for (const MemoryItem& item : plan.items) plan.fixed_bytes += item.bytes;
+                        16 * static_cast<uint64_t>(in.model.num_parameters)});
+  plan.items.push_back({"activations of the batch in compute (expected)", activations});
+  uint64_t fixed = 0;
+  for (const MemoryItem& item : plan.items) fixed += item.bytes;
 
   const uint32_t min_slots = std::min(in.min_resident_partitions, in.num_partitions);
-  const uint64_t minimum =
-      plan.fixed_bytes + in.pool_fixed_bytes + uint64_t{min_slots} * in.partition_slot_bytes;
+  const uint64_t pool_minimum = in.pool_fixed_bytes + uint64_t{min_slots} * in.partition_slot_bytes;
+  const uint64_t minimum = fixed + plan.batch_bytes + pool_minimum;
   if (in.budget_bytes < minimum) {
     std::string detail;
     for (const MemoryItem& item : plan.items) {
       detail += "; " + item.name + " " + FormatBytes(item.bytes);
     }
     return Status::ResourceExhausted(
-        "--memory " + FormatBytes(in.budget_bytes) + " is too small: this run needs at least " +
-        FormatBytes(minimum) + " (" + std::to_string(min_slots) + " partition slots of " +
-        FormatBytes(in.partition_slot_bytes) + " + pool scratch " +
+        "--memory " + FormatBytes(in.budget_bytes) +
+        " is too small for one batch of this configuration: it needs at least " +
+        FormatBytes(minimum) + " (one batch of ~" + std::to_string(plan.train_batch.input_nodes) +
+        " sampled nodes " + FormatBytes(plan.batch_bytes) + "; " + std::to_string(min_slots) +
+        " partition slots of " + FormatBytes(in.partition_slot_bytes) + " + pool scratch " +
         FormatBytes(in.pool_fixed_bytes) + detail +
-        "); raise --memory, lower --batch-size or --fanouts, or use more partitions");
+        "); raise --memory, or lower --batch-size or --fanouts");
   }
+  // Batches in flight get at most half of what the minimum leaves (at least one batch); the rest,
+  // and what the batches do not use, goes to partition slots.
+  const uint64_t discretionary = in.budget_bytes - minimum + plan.batch_bytes;
+  const uint64_t by_half = discretionary / 2 / std::max<uint64_t>(plan.batch_bytes, 1);
+  plan.planned_in_flight = static_cast<int>(
+      std::clamp<uint64_t>(by_half, 1, static_cast<uint64_t>(in.max_in_flight_batches)));
+  plan.batch_allowance = plan.batch_bytes * static_cast<uint64_t>(plan.planned_in_flight);
+  plan.items.push_back({"batches in flight (" + std::to_string(plan.planned_in_flight) + " x ~" +
+                            std::to_string(plan.train_batch.input_nodes) + " nodes)",
+                        plan.batch_allowance});
+  plan.fixed_bytes = fixed + plan.batch_allowance;
+
   const uint64_t for_slots = in.budget_bytes - plan.fixed_bytes - in.pool_fixed_bytes;
   plan.pool_slots = static_cast<uint32_t>(
       std::min<uint64_t>(for_slots / in.partition_slot_bytes, in.num_partitions));
@@ -115,6 +257,9 @@ std::string MemoryPlan::Describe() const {
   out += line;
   std::snprintf(line, sizeof(line), "  %-52s %12s\n", "fixed overhead outside the budget",
                 FormatBytes(kFixedOverheadBytes).c_str());
+  out += line;
+  std::snprintf(line, sizeof(line), "  evaluation batches of at most %lld seeds\n",
+                static_cast<long long>(eval_batch_size));
   out += line;
   return out;
 }

@@ -29,9 +29,6 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   const uint64_t pool_fixed = storage::BufferPool::BudgetFor(source, 0, pool_options);
   const uint64_t slot_bytes = storage::BufferPool::BudgetFor(source, 1, pool_options) - pool_fixed;
 
-  int64_t max_degree = 0;
-  for (int64_t v = 0; v < m.num_nodes; ++v) max_degree = std::max(max_degree, source.degree(v));
-
   MemoryBudgetInputs in;
   in.budget_bytes = options.memory_bytes;
   in.num_nodes = m.num_nodes;
@@ -41,27 +38,19 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   in.pool_fixed_bytes = pool_fixed;
   in.num_partitions = k;
   in.min_resident_partitions = pool_options.min_resident_partitions;
-  in.num_parameters = options.num_parameters;
-  in.max_layer_width = std::max<int64_t>(options.max_layer_width, m.feature_dim);
+  in.model = options.model;
+  if (in.model.in_dim == 0) in.model.in_dim = m.feature_dim;
+  if (in.model.num_classes == 0) in.model.num_classes = std::max<int64_t>(m.num_classes, 1);
   in.batch_size = options.batch_size;
   in.fanouts = options.fanouts;
-  in.max_degree = max_degree;
-  if (options.eval_batch_size > 0 && !options.eval_fanouts.empty()) {
-    // Budget for whichever pass has the larger worst-case batch.
-    MemoryBudgetInputs eval = in;
-    eval.batch_size = options.eval_batch_size;
-    eval.fanouts = options.eval_fanouts;
-    int64_t train_nodes = 0, eval_nodes = 0, edges = 0;
-    BatchBounds(in, &train_nodes, &edges);
-    BatchBounds(eval, &eval_nodes, &edges);
-    if (eval_nodes > train_nodes) in = eval;
-  }
-  EpochRunnerOptions runner_options;
-  runner_options.sample_threads = options.sample_threads;
-  runner_options.gather_threads = options.gather_threads;
-  in.in_flight_batches = runner_options.InFlightBatches();
-  in.exact_sampling = options.sampling == SamplingMode::kExact;
-  SKIFF_ASSIGN_OR_RETURN(ooc->memory_, PlanMemory(in));
+  in.eval_batch_size = options.eval_batch_size;
+  in.eval_fanouts = options.eval_fanouts;
+  in.max_in_flight_batches = EpochRunnerOptions{.sample_threads = options.sample_threads,
+                                                .gather_threads = options.gather_threads}
+                                 .InFlightBatches();
+  const DegreeProfile degrees =
+      DegreeProfile::Build(m.num_nodes, [&source](int64_t v) { return source.degree(v); });
+  SKIFF_ASSIGN_OR_RETURN(ooc->memory_, PlanMemory(in, degrees));
 
   const uint32_t slots = ooc->memory_.pool_slots;
   ooc->plan_capacity_ = slots >= k ? k : slots - 1;
@@ -75,6 +64,8 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
 
   ooc->exact_graph_ =
       std::make_unique<BufferedGraph>(ooc->source_.get(), ooc->pool_.get(), SamplingMode::kExact);
+  ooc->graph_->set_normalize_rows(options.normalize_rows);
+  ooc->exact_graph_->set_normalize_rows(options.normalize_rows);
   return ooc;
 }
 
@@ -90,17 +81,21 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
     by_partition[source_->partition_of(v)].push_back(v);
   }
   const uint64_t plan_seed = pass.seed ^ (pass.stream * 0x9E3779B97F4A7C15ull);
-  SKIFF_ASSIGN_OR_RETURN(EpochPlan plan,
-                         EpochPlan::Build(by_partition, {.buffer_capacity = plan_capacity_,
-                                                         .seed = plan_seed,
-                                                         .epoch = pass.epoch,
-                                                         .rounds = options_.plan_rounds}));
+  const EpochPlanOptions plan_options{.buffer_capacity = plan_capacity_,
+                                      .seed = plan_seed,
+                                      .epoch = pass.epoch,
+                                      .rounds = options_.plan_rounds};
+  SKIFF_ASSIGN_OR_RETURN(EpochPlan plan, fully_resident() && !pass.resident_order.empty()
+                                             ? EpochPlan::FullyResident(k, pass.resident_order)
+                                             : EpochPlan::Build(by_partition, plan_options));
   EpochRunner runner(graph_.get(), {.batch_size = pass.batch_size,
                                     .seed = pass.seed,
                                     .stream = pass.stream,
                                     .epoch = pass.epoch,
                                     .sample_threads = options_.sample_threads,
-                                    .gather_threads = options_.gather_threads});
+                                    .gather_threads = options_.gather_threads,
+                                    .batch_allowance_bytes = memory_.batch_allowance,
+                                    .expected_batch_bytes = memory_.batch_bytes});
   return runner.Run(plan, sample, compute);
 }
 

@@ -5,6 +5,7 @@
 #include "skiff/log.h"
 #include "skiff/pipeline/resident_graph_source.h"
 #include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/train/batch_plan.h"
 
 namespace skiff::pipeline {
 
@@ -30,15 +31,16 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
   o.sampling = sampling;
   o.batch_size = options.batch_size;
   o.fanouts = options.fanouts;
-  // Evaluation passes run with the training batch size here (see MakeOutOfCorePassRunner), so
-  // the budget is not sized for the trainer's larger evaluation batches.
-  o.eval_batch_size = options.batch_size;
+  // The budget may cut evaluation batches so that they need no more than a training batch.
+  o.eval_batch_size = options.eval_batch_size;
   o.eval_fanouts = EffectiveEvalFanouts(options);
-  o.num_parameters = sizing->NumParameters();
-  o.max_layer_width = std::max(
-      {m.feature_dim,
-       config.hidden_dim * (config.kind == model::ModelKind::kGat ? std::max(config.heads, 1) : 1),
-       m.num_classes});
+  o.model = {.in_dim = m.feature_dim,
+             .hidden = config.hidden_dim,
+             .num_classes = m.num_classes,
+             .heads = config.kind == model::ModelKind::kGat ? std::max(config.heads, 1) : 1,
+             .attention = config.kind == model::ModelKind::kGat,
+             .num_parameters = sizing->NumParameters()};
+  o.normalize_rows = options.feature_norm == "row";
   o.sample_threads = std::max(1, threads);
   o.gather_threads = 1;
   auto out = std::make_unique<OutOfCoreTraining>();
@@ -59,42 +61,49 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
 train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int32_t>* labels,
                                           std::vector<int> fanouts, std::vector<int> eval_fanouts,
                                           bool record_degrees, uint64_t seed, bool print_reports) {
-  const int64_t budgeted_batch_size = ooc->options().batch_size;
-  return
-      [=](const train::PassSpec& pass, const std::function<Status(train::PreparedBatch&)>& consume,
-          std::string* report_json) -> Status {
-        const std::vector<int>& layer_fanouts = pass.training ? fanouts : eval_fanouts;
-        auto sample = [&](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t rng_seed,
-                          train::MiniBatch* batch) -> Status {
-          ResidentGraphSource source(view.graph(), view.resident(), seeds,
-                                     static_cast<int>(layer_fanouts.size()));
-          sampler::NeighborSampler sampler(source, layer_fanouts, record_degrees);
-          SKIFF_RETURN_IF_ERROR(sampler.Sample(seeds, rng_seed, batch));
-          batch->labels.resize(batch->seeds.size());
-          for (size_t i = 0; i < batch->seeds.size(); ++i) {
-            batch->labels[i] = labels != nullptr ? (*labels)[batch->seeds[i]] : -1;
-          }
-          return Status::Ok();
-        };
-        auto compute = [&](PreparedBatch& prepared) -> Status {
-          train::PreparedBatch batch;
-          batch.index = prepared.index;
-          batch.batch = std::move(prepared.batch);
-          batch.features = std::move(prepared.features);
-          return consume(batch);
-        };
-        SKIFF_ASSIGN_OR_RETURN(
-            EpochReport report,
-            ooc->RunPass(*pass.nodes,
-                         {.batch_size = std::min(pass.batch_size, budgeted_batch_size),
-                          .seed = seed,
-                          .stream = pass.stream,
-                          .epoch = static_cast<uint64_t>(pass.epoch)},
-                         sample, compute));
-        if (report_json != nullptr) *report_json = report.ToJson().dump();
-        if (print_reports && pass.training) LogInfo(report.Describe());
-        return Status::Ok();
-      };
+  const int64_t eval_batch_size = ooc->eval_batch_size();
+  return [=](const train::PassSpec& pass,
+             const std::function<Status(train::PreparedBatch&)>& consume,
+             std::string* report_json) -> Status {
+    const std::vector<int>& layer_fanouts = pass.training ? fanouts : eval_fanouts;
+    auto sample = [&](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t rng_seed,
+                      train::MiniBatch* batch) -> Status {
+      ResidentGraphSource source(view.graph(), view.resident(), seeds,
+                                 static_cast<int>(layer_fanouts.size()));
+      sampler::NeighborSampler sampler(source, layer_fanouts, record_degrees);
+      SKIFF_RETURN_IF_ERROR(sampler.Sample(seeds, rng_seed, batch));
+      batch->labels.resize(batch->seeds.size());
+      for (size_t i = 0; i < batch->seeds.size(); ++i) {
+        batch->labels[i] = labels != nullptr ? (*labels)[batch->seeds[i]] : -1;
+      }
+      return Status::Ok();
+    };
+    auto compute = [&](PreparedBatch& prepared) -> Status {
+      train::PreparedBatch batch;
+      batch.index = prepared.index;
+      batch.batch = std::move(prepared.batch);
+      batch.features = std::move(prepared.features);
+      return consume(batch);
+    };
+    PassOptions options{
+        .batch_size = pass.training ? pass.batch_size : std::min(pass.batch_size, eval_batch_size),
+        .seed = seed,
+        .stream = pass.stream,
+        .epoch = static_cast<uint64_t>(pass.epoch),
+        .resident_order = {}};
+    if (ooc->fully_resident()) {
+      // The in-memory batch order (train::BatchStream's), so that the same seed draws the
+      // same batches whether or not the run is out of core.
+      for (const auto& batch : train::PlanBatches(*pass.nodes, options.batch_size, pass.training,
+                                                  seed, static_cast<uint64_t>(pass.epoch))) {
+        options.resident_order.insert(options.resident_order.end(), batch.begin(), batch.end());
+      }
+    }
+    SKIFF_ASSIGN_OR_RETURN(EpochReport report, ooc->RunPass(*pass.nodes, options, sample, compute));
+    if (report_json != nullptr) *report_json = report.ToJson().dump();
+    if (print_reports && pass.training) LogInfo(report.Describe());
+    return Status::Ok();
+  };
 }
 
 }  // namespace skiff::pipeline

@@ -326,7 +326,9 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
     return Status::Ok();
   };
   if (pass_runner_) {
-    const PassSpec pass{&nodes, false, stream_id, next_epoch_, options_.eval_batch_size};
+    // Epoch 0 for every evaluation, as the BatchStream below: evaluation draws the same
+    // neighbours every epoch.
+    const PassSpec pass{&nodes, false, stream_id, 0, options_.eval_batch_size};
     SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, nullptr));
   } else {
     BatchStream stream(*eval_sampler_, *data_.features, &data_.labels,

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "skiff/pipeline/memory_budget.h"
 
 using namespace skiff;
@@ -14,65 +16,121 @@ MemoryBudgetInputs Inputs() {
   in.partition_slot_bytes = 4 << 20;
   in.pool_fixed_bytes = 4 << 20;
   in.num_partitions = 16;
-  in.num_parameters = 50000;
-  in.max_layer_width = 128;
+  in.model = {.in_dim = 64, .hidden = 128, .num_classes = 8, .num_parameters = 50000};
   in.batch_size = 256;
   in.fanouts = {10, 5};
-  in.in_flight_batches = 4;
+  in.max_in_flight_batches = 4;
   return in;
 }
 }  // namespace
 
-TEST_CASE("memory budget: batch bounds follow the fanouts and are capped by the node count") {
-  MemoryBudgetInputs in = Inputs();
-  int64_t nodes = 0, edges = 0;
-  BatchBounds(in, &nodes, &edges);
-  CHECK(nodes == 256 + 2560 + 12800);
-  CHECK(edges == 2560 + 12800);
-  in.num_nodes = 1000;
-  BatchBounds(in, &nodes, &edges);
-  CHECK(nodes == 1000);
-  in.fanouts = {-1};
-  in.max_degree = 7;
-  in.num_nodes = 100000;
-  BatchBounds(in, &nodes, &edges);
-  CHECK(edges == 256 * 7);
+TEST_CASE("memory budget: degree profile means cap at the fanout and weight by degree") {
+  // Half the nodes have degree 2, half degree 20.
+  const DegreeProfile p = DegreeProfile::Build(10, [](int64_t v) { return v % 2 ? 20 : 2; });
+  CHECK(p.NodeMean(-1) == doctest::Approx(11.0));
+  CHECK(p.NodeMean(5) == doctest::Approx(3.5));  // (2 + 5) / 2
+  // Edge-weighted: a node of degree 20 is reached 10x as often as one of degree 2.
+  CHECK(p.EdgeMean(-1) == doctest::Approx((2.0 * 2 + 20.0 * 20) / 22));
+  CHECK(p.EdgeMean(5) == doctest::Approx((2.0 * 2 + 20.0 * 5) / 22));
+  // Degrees above the exact histogram still cap at the fanout.
+  const DegreeProfile big = DegreeProfile::Uniform(4, 10000);
+  CHECK(big.NodeMean(15) == doctest::Approx(15.0));
+  CHECK(big.EdgeMean(-1) == doctest::Approx(10000.0));
 }
 
-TEST_CASE("memory budget: slots are what is left, capped at the partition count") {
+TEST_CASE("memory budget: the expected batch follows the fanouts and deduplicates") {
+  // A huge graph: hardly any duplicates, so the batch is close to the product of fanouts.
+  const DegreeProfile huge = DegreeProfile::Uniform(int64_t{1} << 40, 50);
+  BatchShape s = EstimateBatch(huge, 256, {10, 5});
+  CHECK(s.seeds == 256);
+  CHECK(s.dst[1] == 256);        // the seeds
+  CHECK(s.edges[1] == 256 * 5);  // 5 each
+  CHECK(s.src[1] == doctest::Approx(256 + 1280).epsilon(0.001));
+  CHECK(s.dst[0] == s.src[1]);             // destinations are a prefix of sources
+  CHECK(s.edges[0] == (256 + 1280) * 10);  // every node of hops 0..1 draws 10
+  // New at hop 2: the draws beyond the 5 each node already drew for block 1.
+  CHECK(s.input_nodes == doctest::Approx(256 + 1280 + (15360 - 1280)).epsilon(0.001));
+  // A small graph saturates: never more nodes than it has.
+  const DegreeProfile small = DegreeProfile::Uniform(1000, 50);
+  s = EstimateBatch(small, 256, {10, 5});
+  CHECK(s.input_nodes <= 1000);
+  CHECK(s.input_nodes > 900);
+  // Degrees below the fanout cap the draws.
+  s = EstimateBatch(DegreeProfile::Uniform(int64_t{1} << 40, 3), 100, {10, 5});
+  CHECK(s.edges[1] == 300);
+  // Fanout 0 samples nothing: an MLP batch is its seeds.
+  s = EstimateBatch(huge, 100, {0});
+  CHECK(s.input_nodes == 100);
+}
+
+TEST_CASE("memory budget: slots are what is left after the expected batches, capped at k") {
   MemoryBudgetInputs in = Inputs();
+  const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);
   in.budget_bytes = 1ull << 30;
-  auto plan = PlanMemory(in);
+  auto plan = PlanMemory(in, degrees);
   REQUIRE(plan.ok());
   CHECK(plan->pool_slots == 16);
   CHECK(plan->fully_resident);
+  CHECK(plan->planned_in_flight == 4);  // plenty of room: the pipeline's full capacity
   CHECK(plan->fixed_bytes + plan->pool_bytes <= in.budget_bytes);
+  CHECK(plan->batch_allowance == 4 * plan->batch_bytes);
 
-  // Just enough for the fixed part plus 5 slots.
-  in.budget_bytes = plan->fixed_bytes + in.pool_fixed_bytes + 5 * in.partition_slot_bytes + 100;
-  plan = PlanMemory(in);
+  // Tight: fewer batches in flight, never fewer than one; the budget still holds.
+  const uint64_t one_batch = plan->batch_bytes;
+  const uint64_t fixed_without_batches = plan->fixed_bytes - plan->batch_allowance;
+  in.budget_bytes =
+      fixed_without_batches + one_batch + in.pool_fixed_bytes + 5 * in.partition_slot_bytes + 100;
+  plan = PlanMemory(in, degrees);
   REQUIRE(plan.ok());
+  CHECK(plan->planned_in_flight == 1);
   CHECK(plan->pool_slots == 5);
   CHECK_FALSE(plan->fully_resident);
   CHECK(plan->fixed_bytes + plan->pool_bytes <= in.budget_bytes);
   CHECK(plan->Describe().find("5 partition slots") != std::string::npos);
 }
 
-TEST_CASE("memory budget: a budget too small is refused with the minimum it needs") {
+TEST_CASE("memory budget: refused only when one batch and two slots cannot fit") {
   MemoryBudgetInputs in = Inputs();
+  const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);
   in.budget_bytes = 1 << 20;
-  auto plan = PlanMemory(in);
+  auto plan = PlanMemory(in, degrees);
   REQUIRE_FALSE(plan.ok());
   CHECK(plan.status().code() == StatusCode::kResourceExhausted);
   CHECK(plan.status().message().find("needs at least") != std::string::npos);
-  // The minimum it names is enough.
+  CHECK(plan.status().message().find("--batch-size") != std::string::npos);
+  // The minimum it names is enough, and one byte less is not.
   in.budget_bytes = 1ull << 30;
-  auto big = PlanMemory(in);
+  auto big = PlanMemory(in, degrees);
   REQUIRE(big.ok());
-  in.budget_bytes = big->fixed_bytes + in.pool_fixed_bytes + 2 * in.partition_slot_bytes;
-  auto exact = PlanMemory(in);
+  in.budget_bytes = big->fixed_bytes - big->batch_allowance + big->batch_bytes +
+                    in.pool_fixed_bytes + 2 * in.partition_slot_bytes;
+  auto exact = PlanMemory(in, degrees);
   REQUIRE(exact.ok());
   CHECK(exact->pool_slots == 2);
+  CHECK(exact->planned_in_flight == 1);
   in.budget_bytes -= 1;
-  CHECK_FALSE(PlanMemory(in).ok());
+  CHECK_FALSE(PlanMemory(in, degrees).ok());
+}
+
+TEST_CASE("memory budget: evaluation batches are cut to need no more than a training batch") {
+  MemoryBudgetInputs in = Inputs();
+  const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);
+  in.budget_bytes = 1ull << 30;
+  in.eval_batch_size = 4096;
+  in.eval_fanouts = {-1, -1};  // every neighbour: a larger batch per seed
+  auto plan = PlanMemory(in, degrees);
+  REQUIRE(plan.ok());
+  CHECK(plan->eval_batch_size < 4096);
+  CHECK(plan->eval_batch_size >= 1);
+  const BatchShape eval = EstimateBatch(degrees, plan->eval_batch_size, in.eval_fanouts);
+  CHECK(BatchBytes(eval, in.feature_dim) + SamplerScratchBytes(eval) <= plan->batch_bytes);
+  const BatchShape bigger = EstimateBatch(degrees, plan->eval_batch_size + 1, in.eval_fanouts);
+  CHECK((BatchBytes(bigger, in.feature_dim) + SamplerScratchBytes(bigger) > plan->batch_bytes ||
+         ActivationBytes(bigger, in.model) > ActivationBytes(plan->train_batch, in.model)));
+  // Evaluation no larger than training keeps the requested size.
+  in.eval_batch_size = 200;
+  in.eval_fanouts = {5, 5};
+  plan = PlanMemory(in, degrees);
+  REQUIRE(plan.ok());
+  CHECK(plan->eval_batch_size == 200);
 }

@@ -188,12 +188,15 @@ struct Recorded {
 
 // Runs one epoch of `plan` and records every batch as compute sees it.
 Result<EpochReport> RunAndRecord(BufferedGraph& graph, const EpochPlan& plan, uint64_t epoch,
-                                 std::vector<Recorded>* out, int sample_threads = 3) {
+                                 std::vector<Recorded>* out, int sample_threads = 3,
+                                 uint64_t batch_allowance = 0, uint64_t expected_batch = 0) {
   EpochRunner runner(&graph, {.batch_size = 16,
                               .seed = 5,
                               .epoch = epoch,
                               .sample_threads = sample_threads,
-                              .gather_threads = 2});
+                              .gather_threads = 2,
+                              .batch_allowance_bytes = batch_allowance,
+                              .expected_batch_bytes = expected_batch});
   auto sample = [](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t seed,
                    train::MiniBatch* batch) {
     return TestSample([&](auto nodes, auto* i, auto* n) { return view.Neighbors(nodes, i, n); },
@@ -317,6 +320,36 @@ TEST_CASE("ooc pipeline: the result does not depend on the budget or on thread t
   }
 }
 
+TEST_CASE("ooc pipeline: a byte allowance bounds the batches in flight (backpressure)") {
+  Fixture f;
+  const EpochPlan plan = Plan(f, 3, 2);
+  auto pool = f.MakePool(4);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+  std::vector<Recorded> free_run, one_at_a_time, bounded;
+  auto unlimited = RunAndRecord(graph, plan, 2, &free_run, 3);
+  REQUIRE(unlimited.ok());
+  // An allowance smaller than any batch: one batch at a time, never a refusal.
+  auto tight = RunAndRecord(graph, plan, 2, &one_at_a_time, 3, /*allowance=*/1, /*expected=*/1);
+  REQUIRE_MESSAGE(tight.ok(), tight.status().ToString());
+  CHECK(tight->peak_batches_in_flight == 1);
+  // Room for two of the largest batch (what one batch at a time peaked at): the bytes held never
+  // exceed it.
+  const uint64_t largest = tight->peak_batch_bytes;
+  CHECK(largest > 0);
+  auto two = RunAndRecord(graph, plan, 2, &bounded, 3, 2 * largest, largest);
+  REQUIRE(two.ok());
+  CHECK(two->peak_batch_bytes <= 2 * largest);
+  CHECK(two->peak_batches_in_flight <= 2);
+  // Backpressure changes timing, never the batches.
+  REQUIRE(free_run.size() == one_at_a_time.size());
+  REQUIRE(free_run.size() == bounded.size());
+  for (size_t i = 0; i < free_run.size(); ++i) {
+    CHECK(free_run[i].input_nodes == one_at_a_time[i].input_nodes);
+    CHECK(free_run[i].features == one_at_a_time[i].features);
+    CHECK(free_run[i].features == bounded[i].features);
+  }
+}
+
 TEST_CASE("ooc pipeline: fully resident runs read nothing after the first epoch") {
   Fixture f;
   const uint32_t k = f.source->num_partitions();
@@ -399,8 +432,7 @@ TEST_CASE("ooc pipeline: OutOfCore plans the budget, refuses one too small, cove
   OutOfCoreOptions options;
   options.batch_size = 16;
   options.fanouts = {4, 3};
-  options.num_parameters = 1000;
-  options.max_layer_width = 16;
+  options.model = {.in_dim = kDim, .hidden = 16, .num_classes = 3, .num_parameters = 1000};
   options.nodes_per_partition = kNodesPerPartition;
   options.memory_bytes = 64 << 10;
   auto refused = OutOfCore::Create(f.dataset.get(), options);
@@ -414,7 +446,8 @@ TEST_CASE("ooc pipeline: OutOfCore plans the budget, refuses one too small, cove
   REQUIRE(big.ok());
   CHECK((*big)->plan_capacity() == 15);  // everything fits
   const MemoryPlan& mp = (*big)->memory_plan();
-  options.memory_bytes = mp.fixed_bytes + storage::BufferPool::BudgetFor(*f.source, 4, {}) + 1;
+  options.memory_bytes = mp.fixed_bytes - mp.batch_allowance + mp.batch_bytes +
+                         storage::BufferPool::BudgetFor(*f.source, 4, {}) + 1;
   auto ooc = OutOfCore::Create(f.dataset.get(), options);
   REQUIRE_MESSAGE(ooc.ok(), ooc.status().ToString());
   CHECK((*ooc)->pool().num_slots() == 4);
@@ -431,11 +464,12 @@ TEST_CASE("ooc pipeline: OutOfCore plans the budget, refuses one too small, cove
   for (const char* file : {format::kTrainFile, format::kValidFile, format::kTestFile}) {
     const std::vector<int64_t> nodes = *f.dataset->LoadSplit(file);
     std::multiset<int64_t> seen;
-    auto report = (*ooc)->RunPass(nodes, {.batch_size = 16, .seed = 1, .stream = 3}, sample,
-                                  [&](PreparedBatch& b) -> Status {
-                                    seen.insert(b.batch.seeds.begin(), b.batch.seeds.end());
-                                    return Status::Ok();
-                                  });
+    auto report = (*ooc)->RunPass(
+        nodes, {.batch_size = 16, .seed = 1, .stream = 3, .epoch = 0, .resident_order = {}}, sample,
+        [&](PreparedBatch& b) -> Status {
+          seen.insert(b.batch.seeds.begin(), b.batch.seeds.end());
+          return Status::Ok();
+        });
     REQUIRE_MESSAGE(report.ok(), report.status().ToString());
     CHECK(seen == std::multiset<int64_t>(nodes.begin(), nodes.end()));
   }

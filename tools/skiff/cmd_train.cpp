@@ -139,10 +139,6 @@ int RunTrain(const TrainCliOptions& o) {
     if (t.feature_norm == "row") in_memory->features->NormalizeRows();
     train_data = &in_memory->data;
   } else {
-    if (t.feature_norm == "row") {
-      return ReportStatus("train", Status::InvalidArgument(
-                                       "--feature-norm row is not supported with --memory yet"));
-    }
     uint64_t memory_bytes = 0;
     if (!ParseBytes(o.memory, &memory_bytes) || memory_bytes == 0) {
       return ReportStatus("train", Status::InvalidArgument("--memory '" + o.memory +

@@ -74,6 +74,11 @@ class BufferedGraph {
   BufferedGraph(const storage::DatasetPartitionSource* source, storage::BufferPool* pool,
                 SamplingMode mode);
 
+  // With row normalisation on, Features() scales every row to sum 1 (rows summing to 0 are left
+  // alone), as sampler::InMemoryFeatures::NormalizeRows does in memory (`--feature-norm row`).
+  // Set before use; not thread-safe against concurrent Features() calls.
+  void set_normalize_rows(bool on) { normalize_rows_ = on; }
+
   SamplingMode mode() const { return mode_; }
   const storage::DatasetPartitionSource& source() const { return *source_; }
   storage::BufferPool& pool() const { return *pool_; }
@@ -92,6 +97,10 @@ class BufferedGraph {
 
  private:
   void CopyRow(const std::byte* row, float* dst) const;
+  void NormalizeRows(size_t rows, float* dst) const;
+  // Reads the rows nodes[fine[j]] fine-grained into dst.
+  Status FineFeatures(std::span<const int64_t> nodes, std::span<const size_t> fine,
+                      float* dst) const;
 
   // Constant after construction.
   const storage::DatasetPartitionSource* const source_;
@@ -101,6 +110,7 @@ class BufferedGraph {
   int64_t feature_dim_ = 0;
   uint64_t row_bytes_ = 0;
   bool half_features_ = false;
+  bool normalize_rows_ = false;
 
   mutable std::atomic<uint64_t> bytes_used_{0};
   mutable std::atomic<uint64_t> fine_requests_{0};

@@ -89,6 +89,11 @@ class EpochPlan {
   static Result<EpochPlan> Build(std::span<const std::vector<int64_t>> train_nodes_by_partition,
                                  const EpochPlanOptions& options);
 
+  // The plan of a buffer that holds all k partitions: one state, its nodes in exactly the given
+  // order (the in-memory batch order, so the pass cuts the same batches). InvalidArgument when
+  // k == 0.
+  static Result<EpochPlan> FullyResident(uint32_t k, std::vector<int64_t> nodes);
+
   uint32_t num_partitions() const { return num_partitions_; }
   uint32_t buffer_capacity() const { return buffer_capacity_; }
   bool fully_resident() const { return buffer_capacity_ >= num_partitions_; }

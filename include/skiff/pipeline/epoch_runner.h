@@ -18,9 +18,11 @@
 //            batch's pins -- compute never touches the buffer pool.
 //   compute  receives the batches strictly in plan order (a reorder buffer absorbs the parallel
 //            stages' jitter) and runs the model step (the ComputeFn).
-// Each queue has a named capacity (EpochRunnerOptions); InFlightBatches() is what the memory budget
-// counts. The first error of any stage (an I/O error, a checksum failure, an error returned by a
-// callback) stops every stage and is returned by Run(); nothing is left blocked.
+// Each queue has a named capacity (EpochRunnerOptions), and the batches in flight share a byte
+// allowance (backpressure: the plan stage admits a batch only while the batches in flight, counted
+// at their actual size once sampled, leave room for one more). The first error of any stage (an I/O
+// error, a checksum failure, an error returned by a callback) stops every stage and is returned by
+// Run(); nothing is left blocked.
 //
 // The same runner serves the fully resident case (every partition pinned for the one state) and
 // evaluation passes (a plan over valid/test nodes and a forward-only ComputeFn).
@@ -69,6 +71,7 @@ struct PreparedBatch {
   uint64_t sample_seed = 0;  // the seed its sampler call got
   train::MiniBatch batch;
   std::vector<float> features;  // batch.input_nodes.size() x feature_dim, row-major
+  uint64_t held_bytes = 0;      // what the batch counts against the batch allowance
 };
 
 using SampleFn = std::function<Status(const BatchGraph& graph, std::span<const int64_t> seeds,
@@ -85,9 +88,14 @@ struct EpochRunnerOptions {
   size_t work_queue_capacity = 8;     // "work": seed lists waiting for a sampler (small items)
   size_t sampled_queue_capacity = 2;  // "sampled": sampled batches waiting for gather
   size_t ready_queue_capacity = 2;    // "ready": gathered batches waiting for compute
+  // Bytes the batches in flight may hold together (0: no limit), and the size a batch is assumed
+  // to have until it is sampled (MemoryPlan::batch_allowance / batch_bytes). The plan stage waits
+  // while admitting another batch would exceed the allowance, unless no batch is in flight.
+  uint64_t batch_allowance_bytes = 0;
+  uint64_t expected_batch_bytes = 0;
 
   // Upper bound on sampled batches alive at once (sampling, queued, gathering, reordering,
-  // computing): what the memory budget multiplies the per-batch bound by.
+  // computing), whatever the byte allowance.
   int InFlightBatches() const;
 };
 
@@ -117,6 +125,8 @@ struct EpochReport {
   size_t buffer_states = 0;
   double wall_seconds = 0;
   std::vector<StageStats> stages;
+  int64_t peak_batches_in_flight = 0;  // most batches admitted and not yet computed
+  uint64_t peak_batch_bytes = 0;       // most bytes they held together (actual once sampled)
   EpochIoStats io;
 
   std::string Describe() const;  // multi-line summary for the end of an epoch

@@ -1,29 +1,40 @@
-// MemoryBudget: splits one `--memory` budget among everything out-of-core training holds, once, at
-// start-up, and refuses a budget that cannot hold a working set -- naming the minimum it needs.
+// MemoryBudget: splits one `--memory` budget among everything out-of-core training holds, at
+// start-up, from the *expected* size of a batch on this dataset -- not from worst cases -- and
+// refuses a budget only when one batch of the requested configuration cannot fit alone, naming
+// the option to change.
 //
-// What is counted (every term is an upper bound, computed from the dataset, the model and the
-// pipeline's queue capacities, not measured):
-//   resident metadata   CSR offsets (8 B/node, the sampler's index into the neighbour file),
-//                       labels (4 B/node) and the split node lists (8 B/node listed);
+// Start-up terms (MemoryPlan::items):
+//   resident metadata   CSR offsets (8 B/node), labels (4 B/node), split node lists (8 B/node);
 //   model               parameters, gradients and optimiser moments (4 floats per parameter);
-//   per in-flight batch (x in_flight_batches)
-//     sampler scratch   node lists, CSR blocks and the dedup map of the worst-case batch;
-//     staging           the batch's gathered input features (float32);
-//     fine reads        rows and adjacency lists of non-resident nodes (exact mode);
-//   activations         forward values kept for backward, for the one batch in compute;
+//   activations         the model's forward/backward buffers for one expected batch;
+//   batches in flight   n x the expected batch: sampled structure, float32 feature staging and the
+//                       sampler's scratch; n = the pipeline's in-flight capacity when the budget
+//                       allows, fewer when it is tight (never fewer than one);
 //   buffer pool         what is left, as whole partition slots plus the pool's fixed scratch.
-// The worst-case batch has min(N, B * prod(1 + f_i)) nodes for batch size B and fanouts f_i: a
-// batch never holds more nodes than that, so the staging and scratch terms are never exceeded.
+// Run time: the batches' term is not a count but a byte allowance. The EpochRunner admits a batch
+// only while the bytes of the batches in flight -- each counted at its actual size once sampled --
+// stay within it (backpressure: fewer batches in flight, never a failure); one batch is always
+// admitted when nothing else is in flight, so a batch larger than expected slows the pipeline
+// instead of stopping it.
+//
+// The expected batch (EstimateBatch) follows the sampler's structure (neighbor_sampler.h): block l
+// has the nodes of hops 0 .. L-1-l as destinations, each drawing min(fanout, degree) neighbours;
+// degrees come from the dataset's own distribution (DegreeProfile: seeds are uniform nodes,
+// neighbours are reached along edges, so their degrees are edge-biased), and the new nodes of a hop
+// are the distinct ones among its draws over N nodes (N (1 - exp(-draws / N))). It is an
+// expectation for uniformly random neighbours, which over-estimates clustered graphs (more
+// duplicates), so it errs on the side of the budget.
 //
 // Not counted, and documented as the fixed overhead (kFixedOverheadBytes): the executable and its
 // shared libraries (OpenBLAS, RocksDB code -- no RocksDB database is opened during training), the
 // thread stacks actually touched, and allocator slack. The promise is
 //   peak RSS <= budget_bytes + kFixedOverheadBytes.
 //
-// Thread safety: plain functions over values.
+// Thread safety: plain functions over values; DegreeProfile is immutable once built.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +43,58 @@
 namespace skiff::pipeline {
 
 inline constexpr uint64_t kFixedOverheadBytes = 96ull << 20;
+
+// The degree distribution of a graph, as the batch estimate needs it.
+class DegreeProfile {
+ public:
+  // `degree(v)` for v in [0, num_nodes).
+  static DegreeProfile Build(int64_t num_nodes, const std::function<int64_t(int64_t)>& degree);
+  // A profile where every node has degree `degree` (tests, and callers without a graph).
+  static DegreeProfile Uniform(int64_t num_nodes, int64_t degree);
+
+  int64_t num_nodes() const { return num_nodes_; }
+  // E[min(fanout, deg)] over nodes (fanout < 0: E[deg]).
+  double NodeMean(int fanout) const;
+  // The same over edge endpoints, i.e. weighted by degree: the nodes a sampler reaches.
+  double EdgeMean(int fanout) const;
+
+ private:
+  static constexpr int64_t kExactDegrees = 4096;  // degrees above share one bucket
+  double Mean(int fanout, bool edge_weighted) const;
+  int64_t num_nodes_ = 0;
+  std::vector<int64_t> count_;  // count_[d]: nodes of degree d < kExactDegrees
+  int64_t big_count_ = 0;       // nodes of degree >= kExactDegrees, their degree sum and squares
+  double big_sum_ = 0, big_sum_sq_ = 0;
+};
+
+// Expected shape of one sampled batch.
+struct BatchShape {
+  int64_t seeds = 0;
+  int64_t input_nodes = 0;     // block 0's sources
+  std::vector<int64_t> dst;    // per block (input layer first)
+  std::vector<int64_t> src;    // per block
+  std::vector<int64_t> edges;  // per block
+};
+
+// `fanouts` input layer first (the sampler's order).
+BatchShape EstimateBatch(const DegreeProfile& degrees, int64_t batch_size,
+                         const std::vector<int>& fanouts);
+
+// Model widths, for the activation estimate.
+struct ModelShape {
+  int64_t in_dim = 0, hidden = 0, num_classes = 0;
+  int heads = 1;           // GAT attention heads (1 otherwise)
+  bool attention = false;  // GAT: per-edge attention buffers
+  int64_t num_parameters = 0;
+};
+
+// Bytes a batch of `shape` holds from sampling to compute: its MiniBatch (node lists, CSR blocks,
+// degrees when recorded) and the float32 features of its input nodes.
+uint64_t BatchBytes(const BatchShape& shape, int64_t feature_dim);
+// The sampler's transient scratch for a batch of `shape` (ID map, per-node samples).
+uint64_t SamplerScratchBytes(const BatchShape& shape);
+// The model's forward and backward buffers for a batch of `shape` (with EnsureSize's headroom).
+uint64_t ActivationBytes(const BatchShape& shape, const ModelShape& model);
 
 struct MemoryBudgetInputs {
   uint64_t budget_bytes = 0;
@@ -46,13 +109,12 @@ struct MemoryBudgetInputs {
   uint32_t num_partitions = 0;
   uint32_t min_resident_partitions = 2;
   // Model and batches.
-  int64_t num_parameters = 0;
-  int64_t max_layer_width = 0;  // max(in_dim, hidden * heads, num_classes)
+  ModelShape model;
   int64_t batch_size = 0;
-  std::vector<int> fanouts;   // per layer; <= 0 means the whole neighbourhood
-  int64_t max_degree = 0;     // used for whole-neighbourhood layers
-  int in_flight_batches = 1;  // batches alive at once across the sample/gather/compute stages
-  bool exact_sampling = true;
+  std::vector<int> fanouts;       // per layer, input layer first; < 0 means every neighbour
+  int64_t eval_batch_size = 0;    // 0: no evaluation passes to plan for
+  std::vector<int> eval_fanouts;  // per layer
+  int max_in_flight_batches = 1;  // the pipeline's capacity (EpochRunnerOptions::InFlightBatches)
 };
 
 struct MemoryItem {
@@ -67,19 +129,20 @@ struct MemoryPlan {
   uint32_t pool_slots = 0;        // partition slots the pool gets (<= num_partitions)
   uint64_t pool_bytes = 0;        // pool_slots * slot + pool_fixed_bytes
   bool fully_resident = false;    // pool_slots == num_partitions
-  int64_t max_batch_nodes = 0;    // worst-case sampled nodes per batch
-  int64_t max_batch_edges = 0;    // worst-case sampled edges per batch
+  BatchShape train_batch;         // expected shapes
+  uint64_t batch_bytes = 0;       // expected bytes of one training batch in flight
+  uint64_t batch_allowance = 0;   // bytes the batches in flight may hold together (run time)
+  int planned_in_flight = 0;      // batch_allowance / batch_bytes
+  int64_t eval_batch_size = 0;    // evaluation batches no larger than a training batch
 
   // A table, one line per item, for the start-up log.
   std::string Describe() const;
 };
 
-// Worst-case nodes and edges of one sampled batch (see the header comment).
-void BatchBounds(const MemoryBudgetInputs& in, int64_t* max_nodes, int64_t* max_edges);
-
-// Splits the budget. ResourceExhausted -- "--memory 64MiB is too small: this run needs at least
-// 212MiB (...)" -- when fewer than min_resident_partitions slots fit; InvalidArgument for
-// inconsistent inputs.
-Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in);
+// Splits the budget. ResourceExhausted -- "--memory 64MiB is too small for one batch of this
+// configuration: ... needs at least 212MiB; raise --memory or lower --batch-size or --fanouts" --
+// when metadata, the model, one expected batch and min_resident_partitions slots do not fit;
+// InvalidArgument for inconsistent inputs.
+Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile& degrees);
 
 }  // namespace skiff::pipeline

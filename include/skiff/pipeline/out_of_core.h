@@ -12,7 +12,7 @@
 // c = s - 1 partitions resident per state, the last slot receiving the next partition while the
 // current state trains.
 //
-// Thread safety: one thread calls RunEpoch at a time; the callbacks follow EpochRunner's rules.
+// Thread safety: one thread calls RunPass at a time; the callbacks follow EpochRunner's rules.
 #pragma once
 
 #include <cstdint>
@@ -37,17 +37,18 @@ struct OutOfCoreOptions {
   SamplingMode sampling = SamplingMode::kExact;
   int64_t batch_size = 1024;
   std::vector<int> fanouts;  // as given to the sampler
-  // Evaluation passes (their batches may be larger: the budget covers the larger of the two).
+  // Evaluation passes: the largest batch size wanted (the budget may lower it so that an
+  // evaluation batch needs no more memory than a training batch: eval_batch_size()).
   int64_t eval_batch_size = 0;
   std::vector<int> eval_fanouts;
-  int64_t num_parameters = 0;  // of the model (for the budget)
-  int64_t max_layer_width = 0;
+  ModelShape model;  // widths and parameter count (for the budget)
   // Random partition orders walked per pass (EpochPlanOptions::rounds): more rounds mix the
   // partitions seen by consecutive batches more, at the cost of reloading partitions.
   uint32_t plan_rounds = 4;
   int sample_threads = 2;
   int gather_threads = 1;
-  bool direct_io = true;  // O_DIRECT
+  bool direct_io = true;        // O_DIRECT
+  bool normalize_rows = false;  // `--feature-norm row`: feature rows scaled to sum 1 at gather
   storage::IoEngineKind io_engine = storage::IoEngineKind::kAuto;
   // Unpartitioned datasets are split into ranges of this many nodes (0: 16 ranges).
   int64_t nodes_per_partition = 0;
@@ -59,6 +60,10 @@ struct PassOptions {
   uint64_t seed = 0;
   uint64_t stream = 0;  // distinguishes training from evaluation passes
   uint64_t epoch = 0;
+  // When every partition is resident the plan has one state, and its nodes are in this order (the
+  // training core's batch order, so the pass draws the same batches as train::BatchStream); empty:
+  // the plan's own shuffle.
+  std::vector<int64_t> resident_order;
 };
 
 class OutOfCore {
@@ -74,6 +79,9 @@ class OutOfCore {
                               const SampleFn& sample, const ComputeFn& compute);
 
   const MemoryPlan& memory_plan() const { return memory_; }
+  // The evaluation batch size the budget allows (<= OutOfCoreOptions::eval_batch_size).
+  int64_t eval_batch_size() const { return memory_.eval_batch_size; }
+  bool fully_resident() const { return plan_capacity_ >= source_->num_partitions(); }
   const OutOfCoreOptions& options() const { return options_; }
   uint32_t plan_capacity() const { return plan_capacity_; }
   uint32_t num_partitions() const { return source_->num_partitions(); }

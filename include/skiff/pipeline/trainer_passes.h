@@ -4,9 +4,11 @@
 // a training epoch or an evaluation over valid/test nodes -- through OutOfCore::RunPass: batches
 // are sampled by the training core's NeighborSampler over the batch's ResidentGraphSource (training
 // or evaluation fanouts), labelled, gathered, and handed to the Trainer's compute step in order.
-// Evaluation passes are cut into batches of at most the training batch size (the size the memory
-// budget was planned for; the trainer's larger evaluation batches would multiply the staging and
-// activation memory), which changes how nodes are grouped, not what is computed for each node.
+// Evaluation passes are cut into batches no larger than the budget allows (OutOfCore::
+// eval_batch_size: an evaluation batch needs no more memory than a training batch), which changes
+// how nodes are grouped, not what is computed for each node. When every partition is resident the
+// passes keep the training core's batch order (train::PlanBatches), so a run with the whole
+// dataset in the buffer draws exactly the batches of the in-memory BatchStream.
 // Each pass's EpochReport becomes the JSON object the Trainer writes into its metrics under
 // "pipeline", and training passes print their report (stage busy/stall, bytes read, read
 // amplification) at the end of the epoch.
