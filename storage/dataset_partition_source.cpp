@@ -89,6 +89,27 @@ void DatasetPartitionSource::NeighborsFromPin(const PartitionPin& pin, int64_t n
   }
 }
 
+void DatasetPartitionSource::NeighborsAtFromPin(const PartitionPin& pin, int64_t node,
+                                                std::span<const int64_t> positions,
+                                                int64_t* out) const {
+  const uint32_t p = pin.partition();
+  SKIFF_CHECK(node >= boundaries_[p] && node < boundaries_[p + 1]);
+  const int64_t degree = offsets_[node + 1] - offsets_[node];
+  const std::byte* row = pin.extent(kNeighborExtent).data() +
+                         (offsets_[node] - offsets_[boundaries_[p]]) * neighbor_bytes_;
+  for (size_t i = 0; i < positions.size(); ++i) {
+    SKIFF_CHECK(positions[i] >= 0 && positions[i] < degree);
+    const std::byte* at = row + positions[i] * neighbor_bytes_;
+    if (neighbor_bytes_ == 4) {
+      int32_t v;
+      std::memcpy(&v, at, 4);
+      out[i] = v;
+    } else {
+      std::memcpy(&out[i], at, 8);
+    }
+  }
+}
+
 FineRead DatasetPartitionSource::FeatureRowRead(int64_t node, void* dst) const {
   return FineRead{kFeatureFile, dataset_->FeatureRowOffset(node), manifest().feature_row_bytes(),
                   dst};

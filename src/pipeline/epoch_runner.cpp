@@ -57,7 +57,7 @@ class InFlightWindow {
   // Corrects a batch's reservation from `from` to `to` bytes.
   void Resize(uint64_t from, uint64_t to) {
     std::lock_guard lock(mu_);
-    bytes_ -= from;
+    bytes_ -= std::min(bytes_, from);
     Add(to);
     if (to < from) cv_.notify_all();
   }
@@ -65,7 +65,7 @@ class InFlightWindow {
     std::lock_guard lock(mu_);
     ++done_;
     --in_flight_;
-    bytes_ -= bytes;
+    bytes_ -= std::min(bytes_, bytes);
     cv_.notify_all();
   }
   void Cancel() {
@@ -98,6 +98,33 @@ class InFlightWindow {
   uint64_t peak_bytes_ = 0;     // guarded by mu_
   int64_t peak_in_flight_ = 0;  // guarded by mu_
   bool cancelled_ = false;      // guarded by mu_
+};
+
+// One feature staging buffer handed from the compute stage back to the gather stage, so that a
+// batch reuses the previous batch's buffer instead of paying a fresh allocation's page faults and
+// zero fill (tens of MB per batch). While it waits, the admission window counts its bytes.
+class RecycledStaging {
+ public:
+  // Keeps `buffer` if none is kept yet; returns the bytes kept (they move from the batch's count
+  // to this one's: the caller releases the batch's other bytes only).
+  uint64_t Put(std::vector<float>* buffer) {
+    if (buffer->capacity() == 0) return 0;
+    std::lock_guard lock(mu_);
+    if (!free_.empty() || free_.capacity() > 0) return 0;  // keep one: the caller frees the rest
+    free_.swap(*buffer);
+    return free_.capacity() * 4;
+  }
+  void TakeInto(std::vector<float>* buffer, InFlightWindow* window) {
+    std::lock_guard lock(mu_);
+    if (free_.capacity() == 0) return;
+    window->Resize(free_.capacity() * 4, 0);
+    buffer->swap(free_);
+    std::vector<float>().swap(free_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<float> free_;  // guarded by mu_
 };
 
 // Bytes a sampled batch holds until it is computed: its MiniBatch and its float32 staging
@@ -145,6 +172,7 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
   BoundedQueue<WorkItem> work("work", opt.work_queue_capacity);
   BoundedQueue<SampledItem> sampled("sampled", opt.sampled_queue_capacity);
   BoundedQueue<PreparedBatch> ready("ready", opt.ready_queue_capacity);
+  RecycledStaging recycled;
   InFlightWindow window(opt.InFlightBatches(), opt.batch_allowance_bytes, opt.expected_batch_bytes);
   const int64_t dim = graph_->feature_dim();
 
@@ -237,7 +265,13 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
         while (auto item = sampled.Pop(ctx.timer())) {
           PreparedBatch& prepared = item->prepared;
           const auto& nodes = prepared.batch.input_nodes;
+          recycled.TakeInto(&prepared.features, &window);
           prepared.features.resize(nodes.size() * static_cast<size_t>(dim));
+          // A recycled buffer may be larger than this batch needs: count what it holds.
+          const uint64_t held =
+              prepared.held_bytes + (prepared.features.capacity() - prepared.features.size()) * 4;
+          window.Resize(prepared.held_bytes, held);
+          prepared.held_bytes = held;
           SKIFF_RETURN_IF_ERROR(
               graph_->Features(*item->resident, nodes, prepared.features.data())
                   .WithContext("gathering features of batch " + std::to_string(prepared.index)));
@@ -260,9 +294,11 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
         seeds_total += static_cast<int64_t>(batch.batch.seeds.size());  // compute may move it
         const uint64_t held = batch.held_bytes;
         SKIFF_RETURN_IF_ERROR(compute(batch));
+        // Keep the staging buffer for a later batch (the window counts it while it waits).
+        const uint64_t kept = recycled.Put(&batch.features);
         pending.erase(pending.begin());
         ++computed;
-        window.Done(held);
+        window.Done(held - std::min(held, kept));
         ctx.AddItems(1);
       }
     }

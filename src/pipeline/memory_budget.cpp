@@ -242,7 +242,8 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
 }
 
 std::string MemoryPlan::Describe() const {
-  std::string out = "memory budget " + FormatBytes(budget_bytes) + ":\n";
+  std::string out = budget_bytes > 0 ? "memory budget " + FormatBytes(budget_bytes) + ":\n"
+                                     : std::string("memory (no budget):\n");
   char line[256];
   for (const MemoryItem& item : items) {
     std::snprintf(line, sizeof(line), "  %-52s %12s\n", item.name.c_str(),

@@ -6,27 +6,28 @@ ResidentGraphSource::ResidentGraphSource(const BufferedGraph& graph, const Resid
                                          std::span<const int64_t> seeds, int expanded_hops)
     : graph_(graph), resident_(resident), expanded_hops_(expanded_hops) {
   if (graph_.mode() != SamplingMode::kExact || expanded_hops_ <= 0) return;
+  // Every partition resident: nothing is ever read fine-grained, so nothing to track.
+  if (resident_.num_resident() == graph_.source().num_partitions()) return;
   pending_by_hop_.resize(static_cast<size_t>(expanded_hops_));
   hop_of_.reserve(seeds.size() * 8);
   const storage::DatasetPartitionSource& source = graph_.source();
   for (int64_t s : seeds) {
-    if (hop_of_.emplace(s, 0).second && !resident_.contains(source.partition_of(s))) {
+    if (!resident_.contains(source.partition_of(s)) && hop_of_.emplace(s, 0).second) {
       pending_by_hop_[0].push_back(s);
     }
   }
 }
 
-void ResidentGraphSource::Track(int64_t v, std::span<const int64_t> row) const {
+void ResidentGraphSource::Track(std::span<const int64_t> row) const {
   if (pending_by_hop_.empty()) return;
-  if (hop_of_.find(v) == hop_of_.end()) return;  // not reached through the sampler's hops
   const int hop = hop_ + 1;
+  if (hop >= expanded_hops_) return;  // the outermost hop's nodes are never expanded
   const storage::DatasetPartitionSource& source = graph_.source();
   for (int64_t w : row) {
+    // Only non-resident nodes are tracked: resident rows are read from pinned memory.
+    if (resident_.contains(source.partition_of(w))) continue;
     if (!hop_of_.emplace(w, hop).second) continue;
-    if (hop < expanded_hops_ && !resident_.contains(source.partition_of(w)) &&
-        cache_.count(w) == 0) {
-      pending_by_hop_[static_cast<size_t>(hop)].push_back(w);
-    }
+    if (cache_.count(w) == 0) pending_by_hop_[static_cast<size_t>(hop)].push_back(w);
   }
 }
 
@@ -75,8 +76,9 @@ Status ResidentGraphSource::NeighborsAt(int64_t v, std::span<const int64_t> posi
     const storage::DatasetPartitionSource& source = graph_.source();
     const uint32_t p = source.partition_of(v);
     if (graph_.mode() == SamplingMode::kExact && resident_.contains(p)) {
-      source.NeighborsFromPin(resident_.pin(p), v, &scratch_);
-      row = &scratch_;
+      source.NeighborsAtFromPin(resident_.pin(p), v, positions, out);
+      Track(std::span<const int64_t>(out, positions.size()));
+      return Status::Ok();
     } else {
       SKIFF_RETURN_IF_ERROR(FetchHopOf(v));
       SKIFF_ASSIGN_OR_RETURN(row, Load(v));
@@ -86,7 +88,7 @@ Status ResidentGraphSource::NeighborsAt(int64_t v, std::span<const int64_t> posi
     SKIFF_CHECK(positions[i] >= 0 && positions[i] < static_cast<int64_t>(row->size()));
     out[i] = (*row)[positions[i]];
   }
-  Track(v, std::span<const int64_t>(out, positions.size()));
+  Track(std::span<const int64_t>(out, positions.size()));
   return Status::Ok();
 }
 
@@ -104,7 +106,7 @@ Status ResidentGraphSource::Neighbors(int64_t v, std::vector<int64_t>* out) cons
       *out = *row;
     }
   }
-  Track(v, *out);
+  Track(*out);
   return Status::Ok();
 }
 

@@ -83,7 +83,9 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
       batch.index = prepared.index;
       batch.batch = std::move(prepared.batch);
       batch.features = std::move(prepared.features);
-      return consume(batch);
+      const Status status = consume(batch);
+      prepared.features = std::move(batch.features);  // back to the pipeline for reuse
+      return status;
     };
     PassOptions options{
         .batch_size = pass.training ? pass.batch_size : std::min(pass.batch_size, eval_batch_size),

@@ -354,21 +354,25 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
   const int64_t h = model_->EmbeddingDim();
   classes->assign(nodes.size(), -1);
   embeddings->assign(nodes.size() * static_cast<size_t>(h), 0.0f);
-  BatchStreamOptions so;
-  so.threads = options_.sampler_threads;
-  so.capacity = options_.prefetch_batches;
-  so.seed = options_.seed;
-  so.stream = kPredictStream;
-  BatchStream stream(*eval_sampler_, *data_.features, nullptr,
-                     PlanBatches(nodes, options_.eval_batch_size, false, 0, 0), so);
-  Progress progress("predict", static_cast<uint64_t>(stream.num_batches()), "batches");
+  // A pass runner may hand batches over in another order than `nodes` (out of core, grouped by
+  // buffer state): results go to each seed's position.
+  std::vector<int64_t> position(data_.labels.size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i] < 0 || nodes[i] >= static_cast<int64_t>(position.size())) {
+      return Status::InvalidArgument("predict: node " + std::to_string(nodes[i]) +
+                                     " is not in the dataset");
+    }
+    position[nodes[i]] = static_cast<int64_t>(i);
+  }
+  const int64_t batch_size = options_.eval_batch_size;
+  // A pass runner may cut batches differently: no total then.
+  const auto num_batches =
+      static_cast<uint64_t>((static_cast<int64_t>(nodes.size()) + batch_size - 1) / batch_size);
+  Progress progress("predict", pass_runner_ ? 0 : num_batches, "batches");
   std::vector<float> logits, emb;
-  int64_t row = 0;
-  while (true) {
-    SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
-    if (!next.has_value()) break;
-    const MiniBatch& b = next->batch;
-    SKIFF_RETURN_IF_ERROR(model_->Forward(b, next->features.data(), false, 0, &logits, &emb));
+  auto consume = [&](PreparedBatch& next) -> Status {
+    const MiniBatch& b = next.batch;
+    SKIFF_RETURN_IF_ERROR(model_->Forward(b, next.features.data(), false, 0, &logits, &emb));
     const int64_t rows = static_cast<int64_t>(b.seeds.size());
     for (int64_t i = 0; i < rows; ++i) {
       const float* l = logits.data() + i * c;
@@ -376,12 +380,30 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
       for (int64_t k = 1; k < c; ++k) {
         if (l[k] > l[best]) best = static_cast<int32_t>(k);
       }
-      (*classes)[row + i] = best;
+      const int64_t row = position[b.seeds[i]];
+      (*classes)[row] = best;
+      std::copy(emb.begin() + i * h, emb.begin() + (i + 1) * h, embeddings->begin() + row * h);
     }
-    std::copy(emb.begin(), emb.begin() + rows * h, embeddings->begin() + row * h);
-    row += rows;
     progress.Add(1);
-    stream.Recycle(std::move(*next));
+    return Status::Ok();
+  };
+  if (pass_runner_) {
+    const PassSpec pass{&nodes, false, kPredictStream, 0, batch_size};
+    SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, nullptr));
+  } else {
+    BatchStreamOptions so;
+    so.threads = options_.sampler_threads;
+    so.capacity = options_.prefetch_batches;
+    so.seed = options_.seed;
+    so.stream = kPredictStream;
+    BatchStream stream(*eval_sampler_, *data_.features, nullptr,
+                       PlanBatches(nodes, batch_size, false, 0, 0), so);
+    while (true) {
+      SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
+      if (!next.has_value()) break;
+      SKIFF_RETURN_IF_ERROR(consume(*next));
+      stream.Recycle(std::move(*next));
+    }
   }
   progress.Finish();
   return Status::Ok();

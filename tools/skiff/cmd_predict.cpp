@@ -4,6 +4,7 @@
 #include "kernels/cpu/parallel.h"
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
+#include "skiff/pipeline/trainer_passes.h"
 #include "skiff/train/export.h"
 #include "skiff/train/trainer.h"
 #include "tools/skiff/command.h"
@@ -13,6 +14,7 @@ namespace {
 
 struct PredictOptions {
   std::string dataset, checkpoint, out;
+  std::string memory;  // within this budget (out of core); empty: every partition resident
   int threads = 0;
 };
 
@@ -25,18 +27,27 @@ int RunPredict(const PredictOptions& o) {
   if (!t.ok()) return ReportStatus("predict", t.status().WithContext(o.checkpoint));
   cpu::SetNumThreads(o.threads);
   t->sampler_threads = std::max(1, cpu::NumThreads());
-  auto data = train::LoadInMemory(**ds);
-  if (!data.ok()) return ReportStatus("predict", data.status());
-  if (t->feature_norm == "row") (*data)->features->NormalizeRows();
-  if ((*data)->data.features->dim() != t->model.in_dim ||
-      (*data)->data.num_classes != t->model.num_classes) {
+  if ((*ds)->manifest().feature_dim != t->model.in_dim ||
+      (*ds)->manifest().num_classes != t->model.num_classes) {
     return ReportStatus("predict",
                         Status::InvalidArgument(
                             "checkpoint " + o.checkpoint +
                             " was trained on features/classes of another shape than " + o.dataset));
   }
-  auto trainer = train::Trainer::Create((*data)->data, *t);
+  // The training pipeline (docs/pipeline.md): every partition resident, or within --memory.
+  uint64_t memory_bytes = 0;
+  if (!o.memory.empty() && (!ParseBytes(o.memory, &memory_bytes) || memory_bytes == 0)) {
+    return ReportStatus("predict", Status::InvalidArgument("--memory '" + o.memory +
+                                                           "': expected a size such as 4GiB"));
+  }
+  auto engine = pipeline::OpenOutOfCoreTraining(ds->get(), *t, memory_bytes,
+                                                pipeline::SamplingMode::kExact, t->sampler_threads);
+  if (!engine.ok()) return ReportStatus("predict", engine.status());
+  auto trainer = train::Trainer::Create((*engine)->data, *t);
   if (!trainer.ok()) return ReportStatus("predict", trainer.status());
+  (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(
+      (*engine)->ooc.get(), &(*engine)->data.labels, t->fanouts, pipeline::EffectiveEvalFanouts(*t),
+      model::NeedsNodeDegrees(t->model.kind), t->seed, false));
   Status st = (*trainer)->Restore(*ckpt);
   if (!st.ok()) return ReportStatus("predict", st.WithContext(o.checkpoint));
   st = train::ExportPredictions(**ds, **trainer, o.out);
@@ -53,6 +64,8 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--checkpoint", o->checkpoint, "Checkpoint written by skiff train")->required();
   app.add_option("--out", o->out, "Output directory")->required();
   app.add_option("--threads", o->threads, "Threads (0 = all)");
+  app.add_option("--memory", o->memory,
+                 "Predict out of core within this memory budget (e.g. 4GiB; see docs/pipeline.md)");
   return [o] { return RunPredict(*o); };
 }
 

@@ -127,41 +127,28 @@ int RunTrain(const TrainCliOptions& o) {
   t.checkpoint_path = o.checkpoint;
   t.metrics_path = o.metrics;
 
-  // Without --memory the whole dataset is loaded; with it, training runs out of core through the
-  // pipeline (partition buffer within the budget, fine-grained reads for the rest).
-  std::unique_ptr<train::InMemoryData> in_memory;
-  std::unique_ptr<pipeline::OutOfCoreTraining> out_of_core;
-  const train::TrainData* train_data = nullptr;
-  if (o.memory.empty()) {
-    auto data = train::LoadInMemory(**ds);
-    if (!data.ok()) return ReportStatus("train", data.status());
-    in_memory = std::move(data).value();
-    if (t.feature_norm == "row") in_memory->features->NormalizeRows();
-    train_data = &in_memory->data;
-  } else {
-    uint64_t memory_bytes = 0;
-    if (!ParseBytes(o.memory, &memory_bytes) || memory_bytes == 0) {
-      return ReportStatus("train", Status::InvalidArgument("--memory '" + o.memory +
-                                                           "': expected a size such as 4GiB"));
-    }
-    auto sampling = pipeline::ParseSamplingMode(o.sampling);
-    if (!sampling.ok()) return ReportStatus("train", sampling.status());
-    auto opened =
-        pipeline::OpenOutOfCoreTraining(ds->get(), t, memory_bytes, *sampling, t.sampler_threads);
-    if (!opened.ok()) return ReportStatus("train", opened.status());
-    out_of_core = std::move(opened).value();
-    train_data = &out_of_core->data;
-    LogInfo("out of core: " + out_of_core->ooc->Describe());
-    LogInfo(out_of_core->ooc->memory_plan().Describe());
+  // One batch engine: the pipeline (docs/pipeline.md). Without --memory every partition is
+  // resident (the in-memory run); with it, a partition buffer within the budget and fine-grained
+  // reads for the rest.
+  uint64_t memory_bytes = 0;
+  if (!o.memory.empty() && (!ParseBytes(o.memory, &memory_bytes) || memory_bytes == 0)) {
+    return ReportStatus("train", Status::InvalidArgument("--memory '" + o.memory +
+                                                         "': expected a size such as 4GiB"));
   }
+  auto sampling = pipeline::ParseSamplingMode(o.sampling);
+  if (!sampling.ok()) return ReportStatus("train", sampling.status());
+  auto opened =
+      pipeline::OpenOutOfCoreTraining(ds->get(), t, memory_bytes, *sampling, t.sampler_threads);
+  if (!opened.ok()) return ReportStatus("train", opened.status());
+  std::unique_ptr<pipeline::OutOfCoreTraining> engine = std::move(opened).value();
+  const train::TrainData* train_data = &engine->data;
+  LogInfo((memory_bytes > 0 ? "out of core: " : "in memory: ") + engine->ooc->Describe());
+  if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
   auto trainer = train::Trainer::Create(*train_data, t, factory);
   if (!trainer.ok()) return ReportStatus("train", trainer.status());
-  if (out_of_core) {
-    (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(
-        out_of_core->ooc.get(), &out_of_core->data.labels, t.fanouts,
-        pipeline::EffectiveEvalFanouts(t), model::NeedsNodeDegrees(t.model.kind), t.seed,
-        t.show_progress));
-  }
+  (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(
+      engine->ooc.get(), &engine->data.labels, t.fanouts, pipeline::EffectiveEvalFanouts(t),
+      model::NeedsNodeDegrees(t.model.kind), t.seed, t.show_progress && memory_bytes > 0));
   if (!o.resume.empty()) {
     auto ckpt = train::ReadCheckpoint(o.resume);
     if (!ckpt.ok()) return ReportStatus("train", ckpt.status());
@@ -184,11 +171,12 @@ int RunTrain(const TrainCliOptions& o) {
       summary->epochs.size(), FormatSeconds(seconds).c_str(), 100 * summary->best_valid_acc,
       static_cast<long long>(summary->best_epoch), 100 * summary->best_test_acc);
   if (!o.checkpoint.empty()) std::printf("best model: %s\n", o.checkpoint.c_str());
-  if (out_of_core) {
+  if (memory_bytes > 0) {
     std::printf("peak RSS %s (budget %s + fixed overhead %s)\n",
-                FormatBytes(PeakRssBytes()).c_str(),
-                FormatBytes(out_of_core->ooc->memory_plan().budget_bytes).c_str(),
+                FormatBytes(PeakRssBytes()).c_str(), FormatBytes(memory_bytes).c_str(),
                 FormatBytes(pipeline::kFixedOverheadBytes).c_str());
+  } else {
+    std::printf("peak RSS %s\n", FormatBytes(PeakRssBytes()).c_str());
   }
   if (!o.export_dir.empty()) {
     if (!o.checkpoint.empty() && std::filesystem::exists(o.checkpoint)) {
@@ -242,7 +230,8 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--memory", o->memory,
                  "Train out of core within this memory budget (e.g. 4GiB; see docs/pipeline.md)");
   app.add_option("--sampling", o->sampling,
-                 "Out of core: exact (read non-resident neighbours) or in-buffer")
+                 "Out of core: exact (read non-resident neighbours) or in-buffer "
+                 "(neighbours outside the buffer are dropped: approximate, no fine reads)")
       ->capture_default_str();
   CLI::App* app_ptr = &app;
   return [o, app_ptr] {

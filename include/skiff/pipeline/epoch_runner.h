@@ -126,7 +126,10 @@ struct EpochReport {
   double wall_seconds = 0;
   std::vector<StageStats> stages;
   int64_t peak_batches_in_flight = 0;  // most batches admitted and not yet computed
-  uint64_t peak_batch_bytes = 0;       // most bytes they held together (actual once sampled)
+  // Most bytes counted for them together (actual once sampled), with the one staging buffer kept
+  // for reuse; that buffer is counted twice between the sampling and the gathering of the batch
+  // that takes it, so this errs high by at most one staging buffer.
+  uint64_t peak_batch_bytes = 0;
   EpochIoStats io;
 
   std::string Describe() const;  // multi-line summary for the end of an epoch

@@ -33,7 +33,7 @@
 namespace skiff::pipeline {
 
 struct OutOfCoreOptions {
-  uint64_t memory_bytes = 0;  // --memory
+  uint64_t memory_bytes = 0;  // --memory; 0: no budget, every partition resident (in memory)
   SamplingMode sampling = SamplingMode::kExact;
   int64_t batch_size = 1024;
   std::vector<int> fanouts;  // as given to the sampler

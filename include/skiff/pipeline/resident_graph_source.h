@@ -16,7 +16,8 @@
 // of *all* non-resident nodes of hop h it knows of are read in one BufferPool::ReadRanges
 // (aligned, coalesced, at full queue depth) instead of one synchronous read per node, and kept for
 // the rest of the batch (later hops ask for them again). Only hops below `expanded_hops` are
-// fetched this way (the outermost hop's nodes are never expanded). The data is the same; only the
+// fetched this way (the outermost hop's nodes are never expanded), only non-resident nodes are
+// tracked, and nothing is when every partition is resident. The data is the same; only the
 // read schedule changes. PrepareNodes(nodes) does the same for an explicit list.
 //
 // Thread safety: NOT shared between threads -- one object per batch, used by the one sampler
@@ -58,9 +59,9 @@ class ResidentGraphSource final : public sampler::GraphSource {
   // Loads v's row (full or filtered per mode) into the cache.
   Result<const std::vector<int64_t>*> Load(int64_t v) const;
 
-  // Records the nodes of `row` (the neighbours handed out for v) not seen before as nodes of the
-  // hop after the one being built.
-  void Track(int64_t v, std::span<const int64_t> row) const;
+  // Records the non-resident nodes of `row` (neighbours handed out during the hop being built) not
+  // seen before as nodes of the next hop.
+  void Track(std::span<const int64_t> row) const;
   // Exact mode: when v is a non-resident node of a tracked hop, reads every non-resident node of
   // that hop not read yet.
   Status FetchHopOf(int64_t v) const;
@@ -69,9 +70,8 @@ class ResidentGraphSource final : public sampler::GraphSource {
   const ResidentSet& resident_;
   const int expanded_hops_ = 0;
   mutable std::unordered_map<int64_t, std::vector<int64_t>> cache_;
-  mutable std::vector<int64_t> scratch_;
-  mutable int hop_ = 0;                                       // hop being built (BeginHop)
-  mutable std::unordered_map<int64_t, int> hop_of_;           // node -> hop of first appearance
+  mutable int hop_ = 0;                              // hop being built (BeginHop)
+  mutable std::unordered_map<int64_t, int> hop_of_;  // non-resident node -> hop of first appearance
   mutable std::vector<std::vector<int64_t>> pending_by_hop_;  // non-resident, not yet read
 };
 

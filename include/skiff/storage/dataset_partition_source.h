@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "skiff/format/dataset.h"
@@ -56,6 +57,10 @@ class DatasetPartitionSource final : public PartitionSource {
   int64_t degree(int64_t node) const { return offsets_[node + 1] - offsets_[node]; }
   // Neighbour ids of `node` read from a pinned partition's neighbour extent (widened to int64).
   void NeighborsFromPin(const PartitionPin& pin, int64_t node, std::vector<int64_t>* out) const;
+  // The neighbours of `node` at `positions` (each in [0, degree)) from a pinned partition: only
+  // those entries are decoded (the sampler's hot path).
+  void NeighborsAtFromPin(const PartitionPin& pin, int64_t node, std::span<const int64_t> positions,
+                          int64_t* out) const;
   // Fine-grained reads of one feature row / one adjacency list (raw neighbour dtype) into dst.
   FineRead FeatureRowRead(int64_t node, void* dst) const;
   FineRead AdjacencyRead(int64_t node, void* dst) const;

@@ -125,7 +125,8 @@ class Trainer {
     double accuracy = 0, loss = 0;
   };
   Result<Evaluation> Evaluate(const std::vector<int64_t>& nodes, uint64_t stream);
-  // Predicted class and final-layer embedding (EmbeddingDim wide) of every node in `nodes`.
+  // Predicted class and final-layer embedding (EmbeddingDim wide) of every node in `nodes`
+  // (distinct ids), in the order of `nodes`, through the pass runner when one is set.
   Status Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                  std::vector<float>* embeddings);
 
