@@ -149,12 +149,18 @@ Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int
 Status BufferedGraph::Features(const ResidentSet& resident, std::span<const int64_t> nodes,
                                float* dst) const {
   std::vector<size_t> fine;
+  uint64_t cached = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const int64_t node = nodes[i];
     const uint32_t p = source_->partition_of(node);
     if (!resident.contains(p)) {
       SKIFF_CHECK_MSG(mode_ == SamplingMode::kExact,
                       "in-buffer sampling gathered a node outside the resident partitions");
+      if (const std::byte* row = row_cache_ != nullptr ? row_cache_->Find(node) : nullptr) {
+        CopyRow(row, dst + i * feature_dim_);
+        ++cached;
+        continue;
+      }
       fine.push_back(i);
       continue;
     }
@@ -163,7 +169,8 @@ Status BufferedGraph::Features(const ResidentSet& resident, std::span<const int6
     SKIFF_CHECK(offset + row_bytes_ <= extent.size());
     CopyRow(extent.data() + offset, dst + i * feature_dim_);
   }
-  resident_rows_.fetch_add(nodes.size() - fine.size(), std::memory_order_relaxed);
+  resident_rows_.fetch_add(nodes.size() - fine.size() - cached, std::memory_order_relaxed);
+  cached_rows_.fetch_add(cached, std::memory_order_relaxed);
   bytes_used_.fetch_add(nodes.size() * row_bytes_, std::memory_order_relaxed);
   SKIFF_RETURN_IF_ERROR(FineFeatures(nodes, fine, dst));
   if (normalize_rows_) NormalizeRows(nodes.size(), dst);
@@ -205,6 +212,7 @@ GraphAccessCounters BufferedGraph::counters() const {
   c.bytes_used = bytes_used_.load();
   c.fine_requests = fine_requests_.load();
   c.fine_rows = fine_rows_.load();
+  c.cached_rows = cached_rows_.load();
   c.fine_adjacency = fine_adjacency_.load();
   c.resident_rows = resident_rows_.load();
   c.resident_adjacency = resident_adjacency_.load();

@@ -42,14 +42,18 @@ uint64_t MixSeed(uint64_t seed, uint64_t epoch) {
 
 }  // namespace
 
-Result<EpochPlan> EpochPlan::FullyResident(uint32_t k, std::vector<int64_t> nodes) {
+Result<EpochPlan> EpochPlan::SingleState(uint32_t k, uint32_t resident,
+                                         std::vector<int64_t> nodes) {
   if (k == 0) return Status::InvalidArgument("epoch plan: the dataset has no partitions");
+  if (resident == 0) {
+    return Status::InvalidArgument("epoch plan: the buffer must hold at least one partition");
+  }
   EpochPlan plan;
   plan.num_partitions_ = k;
-  plan.buffer_capacity_ = k;
+  plan.buffer_capacity_ = std::min(resident, k);
   plan.num_train_nodes_ = static_cast<int64_t>(nodes.size());
   BufferState state;
-  state.resident.resize(k);
+  state.resident.resize(plan.buffer_capacity_);
   std::iota(state.resident.begin(), state.resident.end(), 0u);
   state.train_nodes = std::move(nodes);
   plan.states_.push_back(std::move(state));
@@ -147,11 +151,12 @@ std::string PartitionCountAdvice(uint32_t num_partitions, uint32_t resident) {
   const uint32_t recommended = RecommendedPartitionCount(num_partitions, resident);
   if (recommended == num_partitions) return "";
   return "only " + std::to_string(resident) + " of " + std::to_string(num_partitions) +
-         " partitions fit in the buffer at once: every batch draws its seeds from those few, which "
-         "biases training when partitions follow the labels (accuracy can fall behind in-memory "
-         "training); repartition with -k " +
+         " partitions fit in the buffer at once: too few for batches drawn from the buffer to mix "
+         "the labels, so training draws its seeds uniformly, as in memory, and reads what is not "
+         "resident fine-grained (exact, but slow); repartition with -k " +
          std::to_string(recommended) + " or more (same buffer fraction, at least " +
-         std::to_string(kMinMixingResidentPartitions) + " resident), or raise --memory";
+         std::to_string(kMinMixingResidentPartitions) +
+         " resident) to train from the buffer, or raise --memory";
 }
 
 std::vector<uint32_t> EpochPlan::PartitionAccessSequence() const {

@@ -338,6 +338,7 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
   io.pin_misses = pool_after.misses - pool_before.misses;
   io.pool_stall_seconds = static_cast<double>(pool_after.stall_ns - pool_before.stall_ns) * 1e-9;
   io.fine_rows = graph_after.fine_rows - graph_before.fine_rows;
+  io.cached_rows = graph_after.cached_rows - graph_before.cached_rows;
   io.fine_adjacency = graph_after.fine_adjacency - graph_before.fine_adjacency;
   io.bytes_used = graph_after.bytes_used - graph_before.bytes_used;
   io.read_amplification =
@@ -365,9 +366,12 @@ std::string EpochReport::Describe() const {
                 static_cast<unsigned long long>(io.fine_adjacency),
                 FormatBytes(io.bytes_used).c_str(), io.read_amplification, io.pool_stall_seconds);
   out += line;
-  std::snprintf(line, sizeof(line), "  batches in flight: at most %lld, holding at most %s\n",
+  std::snprintf(line, sizeof(line),
+                "  batches in flight: at most %lld, holding at most %s; %llu non-resident rows "
+                "from the hot row cache\n",
                 static_cast<long long>(peak_batches_in_flight),
-                FormatBytes(peak_batch_bytes).c_str());
+                FormatBytes(peak_batch_bytes).c_str(),
+                static_cast<unsigned long long>(io.cached_rows));
   out += line;
   return out;
 }
@@ -392,6 +396,7 @@ nlohmann::json EpochReport::ToJson() const {
           {"pin_hits", io.pin_hits},
           {"pin_misses", io.pin_misses},
           {"fine_rows", io.fine_rows},
+          {"cached_rows", io.cached_rows},
           {"fine_adjacency_lists", io.fine_adjacency},
           {"bytes_used", io.bytes_used},
           {"read_amplification", io.read_amplification},

@@ -233,7 +233,22 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
                         plan.batch_allowance});
   plan.fixed_bytes = fixed + plan.batch_allowance;
 
-  const uint64_t for_slots = in.budget_bytes - plan.fixed_bytes - in.pool_fixed_bytes;
+  uint64_t for_slots = in.budget_bytes - plan.fixed_bytes - in.pool_fixed_bytes;
+  const uint64_t all_slots = uint64_t{in.num_partitions} * in.partition_slot_bytes;
+  if (in.cache_row_bytes > 0 && for_slots < all_slots) {
+    const uint64_t spare = for_slots - uint64_t{min_slots} * in.partition_slot_bytes;
+    const uint64_t all_rows = static_cast<uint64_t>(in.num_nodes) * in.cache_row_bytes;
+    plan.row_cache_bytes = std::min({for_slots / 2, spare, all_rows});
+    if (plan.row_cache_bytes < in.cache_row_bytes) plan.row_cache_bytes = 0;
+    if (plan.row_cache_bytes > 0) {
+      plan.items.push_back({"hot row cache (~" +
+                                std::to_string(plan.row_cache_bytes / in.cache_row_bytes) +
+                                " highest-degree rows)",
+                            plan.row_cache_bytes});
+      plan.fixed_bytes += plan.row_cache_bytes;
+      for_slots -= plan.row_cache_bytes;
+    }
+  }
   plan.pool_slots = static_cast<uint32_t>(
       std::min<uint64_t>(for_slots / in.partition_slot_bytes, in.num_partitions));
   plan.pool_bytes = uint64_t{plan.pool_slots} * in.partition_slot_bytes + in.pool_fixed_bytes;

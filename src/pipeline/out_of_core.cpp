@@ -49,6 +49,9 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   in.max_in_flight_batches = EpochRunnerOptions{.sample_threads = options.sample_threads,
                                                 .gather_threads = options.gather_threads}
                                  .InFlightBatches();
+  if (options.sampling == SamplingMode::kExact) {
+    in.cache_row_bytes = HotRowCache::BytesFor(1, m.feature_row_bytes(), 0);
+  }
   const DegreeProfile degrees =
       DegreeProfile::Build(m.num_nodes, [&source](int64_t v) { return source.degree(v); });
   SKIFF_ASSIGN_OR_RETURN(ooc->memory_, PlanMemory(in, degrees));
@@ -66,6 +69,12 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
 
   ooc->exact_graph_ =
       std::make_unique<BufferedGraph>(ooc->source_.get(), ooc->pool_.get(), SamplingMode::kExact);
+  if (ooc->memory_.row_cache_bytes > 0) {
+    SKIFF_ASSIGN_OR_RETURN(ooc->row_cache_,
+                           HotRowCache::Build(source, *ooc->pool_, ooc->memory_.row_cache_bytes));
+    ooc->graph_->set_row_cache(&ooc->row_cache_);
+    ooc->exact_graph_->set_row_cache(&ooc->row_cache_);
+  }
   ooc->graph_->set_normalize_rows(options.normalize_rows);
   ooc->exact_graph_->set_normalize_rows(options.normalize_rows);
   return ooc;
@@ -87,9 +96,10 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
                                       .seed = plan_seed,
                                       .epoch = pass.epoch,
                                       .rounds = options_.plan_rounds};
-  SKIFF_ASSIGN_OR_RETURN(EpochPlan plan, fully_resident() && !pass.resident_order.empty()
-                                             ? EpochPlan::FullyResident(k, pass.resident_order)
-                                             : EpochPlan::Build(by_partition, plan_options));
+  SKIFF_ASSIGN_OR_RETURN(EpochPlan plan,
+                         !pass.resident_order.empty()
+                             ? EpochPlan::SingleState(k, plan_capacity_, pass.resident_order)
+                             : EpochPlan::Build(by_partition, plan_options));
   EpochRunner runner(graph_.get(), {.batch_size = pass.batch_size,
                                     .seed = pass.seed,
                                     .stream = pass.stream,
@@ -109,6 +119,9 @@ std::string OutOfCore::Describe() const {
     out += " (every partition resident)";
   } else {
     out += " (" + std::to_string(plan_capacity_) + " resident + 1 loading)";
+  }
+  if (row_cache_.num_rows() > 0) {
+    out += ", hot row cache of " + std::to_string(row_cache_.num_rows()) + " rows";
   }
   out += ", " + std::string(SamplingModeName(graph_->mode())) + " sampling, " +
          pool_->engine().Describe() +

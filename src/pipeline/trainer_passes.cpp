@@ -93,9 +93,10 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
         .stream = pass.stream,
         .epoch = static_cast<uint64_t>(pass.epoch),
         .resident_order = {}};
-    if (ooc->fully_resident()) {
+    if (ooc->fully_resident() || (pass.training && ooc->uniform_training_order())) {
       // The in-memory batch order (train::BatchStream's), so that the same seed draws the
-      // same batches whether or not the run is out of core.
+      // same batches whether or not the run is out of core. Evaluation out of core keeps
+      // the plan's states: it does not train, and they read less.
       for (const auto& batch : train::PlanBatches(*pass.nodes, options.batch_size, pass.training,
                                                   seed, static_cast<uint64_t>(pass.epoch))) {
         options.resident_order.insert(options.resident_order.end(), batch.begin(), batch.end());

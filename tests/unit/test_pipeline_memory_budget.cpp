@@ -87,6 +87,22 @@ TEST_CASE("memory budget: slots are what is left after the expected batches, cap
   CHECK_FALSE(plan->fully_resident);
   CHECK(plan->fixed_bytes + plan->pool_bytes <= in.budget_bytes);
   CHECK(plan->Describe().find("5 partition slots") != std::string::npos);
+  CHECK(plan->row_cache_bytes == 0);  // no cache asked for
+
+  // With a row cache: half of what the batches leave goes to it, two slots at least remain.
+  in.cache_row_bytes = 64 * 4 + 8;
+  plan = PlanMemory(in, degrees);
+  REQUIRE(plan.ok());
+  CHECK(plan->row_cache_bytes > 0);
+  CHECK(plan->pool_slots >= 2);
+  CHECK(plan->pool_slots < 5);
+  CHECK(plan->fixed_bytes + plan->pool_bytes <= in.budget_bytes);
+  // Every partition fits: no cache.
+  in.budget_bytes = 1ull << 30;
+  plan = PlanMemory(in, degrees);
+  REQUIRE(plan.ok());
+  CHECK(plan->fully_resident);
+  CHECK(plan->row_cache_bytes == 0);
 }
 
 TEST_CASE("memory budget: refused only when one batch and two slots cannot fit") {

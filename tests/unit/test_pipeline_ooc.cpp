@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
@@ -13,6 +15,7 @@
 #include "skiff/pipeline/disk_sources.h"
 #include "skiff/pipeline/epoch_plan.h"
 #include "skiff/pipeline/epoch_runner.h"
+#include "skiff/pipeline/hot_row_cache.h"
 #include "skiff/pipeline/out_of_core.h"
 #include "skiff/pipeline/resident_graph_source.h"
 #include "skiff/sampler/neighbor_sampler.h"
@@ -368,6 +371,55 @@ TEST_CASE("ooc pipeline: fully resident runs read nothing after the first epoch"
   CHECK(second->Describe().find("read amplification") != std::string::npos);
 }
 
+TEST_CASE("ooc pipeline: the hot row cache holds the highest-degree rows and serves them exactly") {
+  Fixture f;
+  auto pool = f.MakePool(3);
+  const uint64_t row_bytes = kDim * 4;
+  auto cache = HotRowCache::Build(*f.source, *pool, HotRowCache::BytesFor(12, row_bytes, kNodes));
+  REQUIRE_MESSAGE(cache.ok(), cache.status().ToString());
+  REQUIRE(cache->num_rows() == 12);
+  CHECK(cache->bytes() <= HotRowCache::BytesFor(12, row_bytes, kNodes));
+  // The 12 cached nodes have the highest degrees: none outside has a higher one.
+  int64_t lowest_cached = INT64_MAX, highest_other = 0;
+  for (int64_t v = 0; v < kNodes; ++v) {
+    const int64_t d = f.offsets[v + 1] - f.offsets[v];
+    if (const std::byte* row = cache->Find(v)) {
+      lowest_cached = std::min(lowest_cached, d);
+      std::vector<float> got(kDim);
+      std::memcpy(got.data(), row, row_bytes);
+      CHECK(std::equal(got.begin(), got.end(), f.features.begin() + v * kDim));
+    } else {
+      highest_other = std::max(highest_other, d);
+    }
+  }
+  CHECK(lowest_cached >= highest_other);
+  for (int64_t v = 0; v < kNodes; v += 97) CHECK(cache->Find(v) != nullptr);  // the hubs
+
+  // Gathering through the cache gives the same features, with fewer fine-grained rows.
+  const EpochPlan plan = Plan(f, 2, 1);
+  std::vector<Recorded> plain, cached;
+  uint64_t plain_fine = 0, cached_fine = 0;
+  {
+    BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+    auto report = RunAndRecord(graph, plan, 1, &plain);
+    REQUIRE(report.ok());
+    plain_fine = report->io.fine_rows;
+    CHECK(report->io.cached_rows == 0);
+  }
+  {
+    BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+    graph.set_row_cache(&*cache);
+    auto report = RunAndRecord(graph, plan, 1, &cached);
+    REQUIRE(report.ok());
+    cached_fine = report->io.fine_rows;
+    CHECK(report->io.cached_rows > 0);
+    CHECK(cached_fine + report->io.cached_rows == plain_fine);
+  }
+  CHECK(cached_fine < plain_fine);
+  REQUIRE(plain.size() == cached.size());
+  for (size_t i = 0; i < plain.size(); ++i) CHECK(plain[i].features == cached[i].features);
+}
+
 TEST_CASE("ooc pipeline: in-buffer sampling never leaves the resident partitions") {
   Fixture f;
   auto pool = f.MakePool(4);
@@ -440,7 +492,8 @@ TEST_CASE("ooc pipeline: OutOfCore plans the budget, refuses one too small, cove
   CHECK(refused.status().code() == StatusCode::kResourceExhausted);
   CHECK(refused.status().message().find("needs at least") != std::string::npos);
 
-  // A budget for the fixed part and 4 slots: 3 resident + 1 loading.
+  // A budget for the fixed part and 4 slots' worth: half of it becomes the hot row cache, the rest
+  // 2 slots (1 resident + 1 loading).
   options.memory_bytes = 256ull << 20;
   auto big = OutOfCore::Create(f.dataset.get(), options);
   REQUIRE(big.ok());
@@ -450,11 +503,14 @@ TEST_CASE("ooc pipeline: OutOfCore plans the budget, refuses one too small, cove
                          storage::BufferPool::BudgetFor(*f.source, 4, {}) + 1;
   auto ooc = OutOfCore::Create(f.dataset.get(), options);
   REQUIRE_MESSAGE(ooc.ok(), ooc.status().ToString());
-  CHECK((*ooc)->pool().num_slots() == 4);
-  CHECK((*ooc)->plan_capacity() == 3);
+  CHECK((*ooc)->pool().num_slots() == 2);
+  CHECK((*ooc)->plan_capacity() == 1);
+  CHECK((*ooc)->row_cache().num_rows() > 0);
+  CHECK((*ooc)->row_cache().bytes() <= (*ooc)->memory_plan().row_cache_bytes);
   CHECK((*ooc)->memory_plan().fixed_bytes + (*ooc)->pool().allocated_bytes() <=
         options.memory_bytes);
-  CHECK((*ooc)->Describe().find("3 resident") != std::string::npos);
+  CHECK((*ooc)->Describe().find("1 resident") != std::string::npos);
+  CHECK((*ooc)->Describe().find("hot row cache") != std::string::npos);
 
   auto sample = [](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t seed,
                    train::MiniBatch* batch) {

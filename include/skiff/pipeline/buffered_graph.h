@@ -18,7 +18,8 @@
 // Every byte handed out has passed the dataset's checksums (the pool verifies what it reads).
 //
 // Counters: bytes_used (bytes of adjacency lists and feature rows the callers asked for, the
-// denominator of read amplification), fine-grained requests and the rows / lists they served.
+// denominator of read amplification), fine-grained requests and the rows / lists they served, and
+// the non-resident rows a HotRowCache served instead.
 //
 // Thread safety: Neighbors and Features may be called from many threads at once (sampler and
 // gather threads); the pool serialises its fine-grained reads. ResidentSet is immutable once built.
@@ -31,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "skiff/pipeline/hot_row_cache.h"
 #include "skiff/status.h"
 #include "skiff/storage/buffer_pool.h"
 #include "skiff/storage/dataset_partition_source.h"
@@ -60,6 +62,7 @@ struct GraphAccessCounters {
   uint64_t bytes_used = 0;          // adjacency + feature bytes callers asked for
   uint64_t fine_requests = 0;       // ReadRanges calls
   uint64_t fine_rows = 0;           // feature rows read fine-grained
+  uint64_t cached_rows = 0;         // non-resident feature rows served by the hot row cache
   uint64_t fine_adjacency = 0;      // adjacency lists read fine-grained
   uint64_t resident_rows = 0;       // feature rows served from pinned partitions
   uint64_t resident_adjacency = 0;  // adjacency lists served from pinned partitions
@@ -78,6 +81,9 @@ class BufferedGraph {
   // alone), as sampler::InMemoryFeatures::NormalizeRows does in memory (`--feature-norm row`).
   // Set before use; not thread-safe against concurrent Features() calls.
   void set_normalize_rows(bool on) { normalize_rows_ = on; }
+  // Rows of non-resident nodes found in `cache` are copied from it instead of read fine-grained
+  // (exact mode). The cache must outlive this object; set before use.
+  void set_row_cache(const HotRowCache* cache) { row_cache_ = cache; }
 
   SamplingMode mode() const { return mode_; }
   const storage::DatasetPartitionSource& source() const { return *source_; }
@@ -111,10 +117,12 @@ class BufferedGraph {
   uint64_t row_bytes_ = 0;
   bool half_features_ = false;
   bool normalize_rows_ = false;
+  const HotRowCache* row_cache_ = nullptr;
 
   mutable std::atomic<uint64_t> bytes_used_{0};
   mutable std::atomic<uint64_t> fine_requests_{0};
   mutable std::atomic<uint64_t> fine_rows_{0};
+  mutable std::atomic<uint64_t> cached_rows_{0};
   mutable std::atomic<uint64_t> fine_adjacency_{0};
   mutable std::atomic<uint64_t> resident_rows_{0};
   mutable std::atomic<uint64_t> resident_adjacency_{0};

@@ -89,10 +89,12 @@ class EpochPlan {
   static Result<EpochPlan> Build(std::span<const std::vector<int64_t>> train_nodes_by_partition,
                                  const EpochPlanOptions& options);
 
-  // The plan of a buffer that holds all k partitions: one state, its nodes in exactly the given
-  // order (the in-memory batch order, so the pass cuts the same batches). InvalidArgument when
-  // k == 0.
-  static Result<EpochPlan> FullyResident(uint32_t k, std::vector<int64_t> nodes);
+  // A plan of one buffer state holding partitions 0 .. min(resident, k) - 1, its nodes in exactly
+  // the given order. With resident >= k it is the plan of a buffer that holds everything; with
+  // fewer, the order need not follow residency (seeds drawn uniformly, as in memory: what is not
+  // resident is read fine-grained). Either way the pass cuts the batches of that order.
+  // InvalidArgument when k == 0 or resident == 0.
+  static Result<EpochPlan> SingleState(uint32_t k, uint32_t resident, std::vector<int64_t> nodes);
 
   uint32_t num_partitions() const { return num_partitions_; }
   uint32_t buffer_capacity() const { return buffer_capacity_; }

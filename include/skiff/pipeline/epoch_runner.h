@@ -112,6 +112,7 @@ struct EpochIoStats {
   uint64_t pin_hits = 0;
   uint64_t pin_misses = 0;
   uint64_t fine_rows = 0;         // feature rows read fine-grained
+  uint64_t cached_rows = 0;       // non-resident feature rows served by the hot row cache
   uint64_t fine_adjacency = 0;    // adjacency lists read fine-grained
   uint64_t bytes_used = 0;        // adjacency + feature bytes the batches asked for
   double read_amplification = 0;  // bytes_read / bytes_used

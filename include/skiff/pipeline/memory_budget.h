@@ -10,6 +10,10 @@
 //   batches in flight   n x the expected batch: sampled structure, float32 feature staging and the
 //                       sampler's scratch; n = the pipeline's in-flight capacity when the budget
 //                       allows, fewer when it is tight (never fewer than one);
+//   hot row cache       when not every partition fits (exact sampling): half of what the batches
+//                       leave, as long as two partition slots remain -- extra slots barely cut
+//                       fine reads (seeds come from resident partitions either way), cached
+//                       high-degree rows do (hot_row_cache.h);
 //   buffer pool         what is left, as whole partition slots plus the pool's fixed scratch.
 // Run time: the batches' term is not a count but a byte allowance. The EpochRunner admits a batch
 // only while the bytes of the batches in flight -- each counted at its actual size once sampled --
@@ -115,6 +119,8 @@ struct MemoryBudgetInputs {
   int64_t eval_batch_size = 0;    // 0: no evaluation passes to plan for
   std::vector<int> eval_fanouts;  // per layer
   int max_in_flight_batches = 1;  // the pipeline's capacity (EpochRunnerOptions::InFlightBatches)
+  // A hot row cache (exact sampling): bytes per cached row, including its index; 0: no cache.
+  uint64_t cache_row_bytes = 0;
 };
 
 struct MemoryItem {
@@ -134,6 +140,7 @@ struct MemoryPlan {
   uint64_t batch_allowance = 0;   // bytes the batches in flight may hold together (run time)
   int planned_in_flight = 0;      // batch_allowance / batch_bytes
   int64_t eval_batch_size = 0;    // evaluation batches no larger than a training batch
+  uint64_t row_cache_bytes = 0;   // for HotRowCache (0 when every partition is resident)
 
   // A table, one line per item, for the start-up log.
   std::string Describe() const;

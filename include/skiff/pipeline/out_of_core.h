@@ -25,6 +25,7 @@
 #include "skiff/pipeline/buffered_graph.h"
 #include "skiff/pipeline/epoch_plan.h"
 #include "skiff/pipeline/epoch_runner.h"
+#include "skiff/pipeline/hot_row_cache.h"
 #include "skiff/pipeline/memory_budget.h"
 #include "skiff/status.h"
 #include "skiff/storage/buffer_pool.h"
@@ -60,9 +61,10 @@ struct PassOptions {
   uint64_t seed = 0;
   uint64_t stream = 0;  // distinguishes training from evaluation passes
   uint64_t epoch = 0;
-  // When every partition is resident the plan has one state, and its nodes are in this order (the
-  // training core's batch order, so the pass draws the same batches as train::BatchStream); empty:
-  // the plan's own shuffle.
+  // When not empty, the pass runs as one buffer state whose nodes are in this order
+  // (EpochPlan::SingleState: the training core's batch order, so the pass draws the same batches
+  // as train::BatchStream) -- with every partition resident, or with the buffer's partitions
+  // resident and the rest read fine-grained (uniform seeds). Empty: the plan's own states.
   std::vector<int64_t> resident_order;
 };
 
@@ -82,6 +84,14 @@ class OutOfCore {
   // The evaluation batch size the budget allows (<= OutOfCoreOptions::eval_batch_size).
   int64_t eval_batch_size() const { return memory_.eval_batch_size; }
   bool fully_resident() const { return plan_capacity_ >= source_->num_partitions(); }
+  // True when training should draw its seeds uniformly (in-memory order) rather than from the
+  // buffer states: every partition is resident, or too few are to mix the labels
+  // (< kMinMixingResidentPartitions; see docs/pipeline.md) and exact sampling reads the rest.
+  // In-buffer sampling never leaves the buffer, so it always follows the buffer states.
+  bool uniform_training_order() const {
+    return fully_resident() || (options_.sampling == SamplingMode::kExact &&
+                                plan_capacity_ < kMinMixingResidentPartitions);
+  }
   const OutOfCoreOptions& options() const { return options_; }
   uint32_t plan_capacity() const { return plan_capacity_; }
   uint32_t num_partitions() const { return source_->num_partitions(); }
@@ -89,6 +99,7 @@ class OutOfCore {
   // The same view in exact mode whatever the sampling mode (for DiskGraphSource and friends).
   const BufferedGraph& exact_graph() const { return *exact_graph_; }
   storage::BufferPool& pool() { return *pool_; }
+  const HotRowCache& row_cache() const { return row_cache_; }
   // "16 partitions, 5 slots (4 resident + 1 loading), exact sampling, io_uring ..."
   std::string Describe() const;
 
@@ -101,6 +112,7 @@ class OutOfCore {
   std::unique_ptr<BufferedGraph> graph_;
   std::unique_ptr<BufferedGraph> exact_graph_;  // for the disk sources, whatever the mode
   MemoryPlan memory_;
+  HotRowCache row_cache_;  // filled at Create when the plan gives it bytes
   uint32_t plan_capacity_ = 0;
 };
 
