@@ -441,7 +441,8 @@ Status BufferPool::ReadRanges(std::span<const FineRead> reads) {
     if (r.length == 0) continue;
     const uint64_t lo = AlignDown(r.offset, a), hi = AlignUp(r.offset + r.length, a);
     if (!chunks.empty() && chunks.back().file == r.file && lo >= chunks.back().lo &&
-        lo <= chunks.back().hi && std::max(hi, chunks.back().hi) - chunks.back().lo <= scratch) {
+        lo <= chunks.back().hi + options_.fine_read_merge_gap &&
+        std::max(hi, chunks.back().hi) - chunks.back().lo <= scratch) {
       chunks.back().hi = std::max(chunks.back().hi, hi);
       chunks.back().last = k + 1;
       continue;

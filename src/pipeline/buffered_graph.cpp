@@ -182,8 +182,12 @@ Status BufferedGraph::FineFeatures(std::span<const int64_t> nodes, std::span<con
   if (fine.empty()) return Status::Ok();
 
   // Rows of non-resident nodes: float32 rows land in place; float16 rows go through a raw buffer.
+  // float32 rows land in place, so a round is bounded only by its request list: large rounds let
+  // the pool sort and merge the batch's rows across the whole file. float16 rows go through a raw
+  // buffer of at most kAdjacencyRoundBytes.
   const size_t rows_per_round =
-      std::max<size_t>(1, static_cast<size_t>(kAdjacencyRoundBytes / row_bytes_));
+      half_features_ ? std::max<size_t>(1, static_cast<size_t>(kAdjacencyRoundBytes / row_bytes_))
+                     : kFeatureRowsPerRound;
   std::vector<std::byte> raw;
   std::vector<FineRead> reads;
   for (size_t begin = 0; begin < fine.size(); begin += rows_per_round) {

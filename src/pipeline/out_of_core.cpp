@@ -21,9 +21,14 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   const uint32_t k = source.num_partitions();
 
   storage::BufferPoolOptions pool_options;
-  pool_options.min_resident_partitions = std::min<uint32_t>(2, k);
+  // Two slots let one partition load while another is in use. Exact sampling can do with one: with
+  // so few partitions resident it trains in the in-memory order from one static state
+  // (uniform_training_order), and evaluation waits for each load instead of overlapping it.
+  pool_options.min_resident_partitions =
+      std::min<uint32_t>(options.sampling == SamplingMode::kExact ? 1 : 2, k);
   // The io stage pins one partition ahead itself (docs/pipeline.md): the pool's prefetch is off.
   pool_options.prefetch = false;
+  pool_options.fine_read_scratch_bytes = kFineReadScratchBytes;
   pool_options.engine.kind = options.io_engine;
   pool_options.engine.faults = options.faults;
   const uint64_t pool_fixed = storage::BufferPool::BudgetFor(source, 0, pool_options);
@@ -58,7 +63,7 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   if (options.memory_bytes == 0) ooc->memory_.budget_bytes = 0;
 
   const uint32_t slots = ooc->memory_.pool_slots;
-  ooc->plan_capacity_ = slots >= k ? k : slots - 1;
+  ooc->plan_capacity_ = slots >= k ? k : std::max<uint32_t>(slots - 1, 1);
   if (const std::string advice = PartitionCountAdvice(k, ooc->plan_capacity_); !advice.empty()) {
     LogWarning("out of core: " + advice);
   }
@@ -118,7 +123,8 @@ std::string OutOfCore::Describe() const {
   if (plan_capacity_ >= k) {
     out += " (every partition resident)";
   } else {
-    out += " (" + std::to_string(plan_capacity_) + " resident + 1 loading)";
+    out += " (" + std::to_string(plan_capacity_) + " resident" +
+           (pool_->num_slots() > plan_capacity_ ? " + 1 loading)" : ")");
   }
   if (row_cache_.num_rows() > 0) {
     out += ", hot row cache of " + std::to_string(row_cache_.num_rows()) + " rows";

@@ -28,6 +28,13 @@ using namespace skiff::pipeline;
 
 namespace {
 
+// The pool options OutOfCore uses (its fine-read scratch), for budgets computed by hand.
+storage::BufferPoolOptions OutOfCorePoolOptions() {
+  storage::BufferPoolOptions o;
+  o.fine_read_scratch_bytes = OutOfCore::kFineReadScratchBytes;
+  return o;
+}
+
 constexpr int64_t kNodes = 900;
 constexpr int64_t kDim = 12;
 constexpr int64_t kNodesPerPartition = 60;  // 15 partitions
@@ -500,7 +507,7 @@ TEST_CASE("ooc pipeline: OutOfCore plans the budget, refuses one too small, cove
   CHECK((*big)->plan_capacity() == 15);  // everything fits
   const MemoryPlan& mp = (*big)->memory_plan();
   options.memory_bytes = mp.fixed_bytes - mp.batch_allowance + mp.batch_bytes +
-                         storage::BufferPool::BudgetFor(*f.source, 4, {}) + 1;
+                         storage::BufferPool::BudgetFor(*f.source, 4, OutOfCorePoolOptions()) + 1;
   auto ooc = OutOfCore::Create(f.dataset.get(), options);
   REQUIRE_MESSAGE(ooc.ok(), ooc.status().ToString());
   CHECK((*ooc)->pool().num_slots() == 2);

@@ -12,6 +12,13 @@ using namespace skiff;
 
 namespace {
 
+// The pool options OutOfCore uses (its fine-read scratch), for budgets computed by hand.
+storage::BufferPoolOptions OutOfCorePoolOptions() {
+  storage::BufferPoolOptions o;
+  o.fine_read_scratch_bytes = pipeline::OutOfCore::kFineReadScratchBytes;
+  return o;
+}
+
 std::unique_ptr<format::Dataset> Generated(const std::string& dir) {
   generate::GenerateOptions o;
   o.output = dir;
@@ -99,9 +106,10 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
       pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30, pipeline::SamplingMode::kExact, 2);
   REQUIRE(ooc.ok());
   const pipeline::MemoryPlan& big = (*ooc)->ooc->memory_plan();
-  const uint64_t tight = big.fixed_bytes - big.batch_allowance + big.batch_bytes +
-                         storage::BufferPool::BudgetFor(
-                             *storage::DatasetPartitionSource::Open(ds.get(), {}).value(), 3, {});
+  const uint64_t tight =
+      big.fixed_bytes - big.batch_allowance + big.batch_bytes +
+      storage::BufferPool::BudgetFor(*storage::DatasetPartitionSource::Open(ds.get(), {}).value(),
+                                     3, OutOfCorePoolOptions());
   auto small =
       pipeline::OpenOutOfCoreTraining(ds.get(), t, tight, pipeline::SamplingMode::kExact, 2);
   REQUIRE_MESSAGE(small.ok(), small.status().ToString());

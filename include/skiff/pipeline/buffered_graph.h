@@ -72,6 +72,8 @@ class BufferedGraph {
  public:
   // Largest adjacency bytes read in one fine-grained round (a longer list is read alone).
   static constexpr uint64_t kAdjacencyRoundBytes = 8ull << 20;
+  // Most float32 feature rows read fine-grained in one round (their request list: 32 B a row).
+  static constexpr size_t kFeatureRowsPerRound = 131072;
 
   // `source` and `pool` must outlive this object.
   BufferedGraph(const storage::DatasetPartitionSource* source, storage::BufferPool* pool,
