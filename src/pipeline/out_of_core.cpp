@@ -7,6 +7,12 @@
 
 namespace skiff::pipeline {
 
+uint64_t OutOfCore::FineReadScratchBytes(const format::Manifest& manifest) {
+  const uint64_t features =
+      static_cast<uint64_t>(manifest.num_nodes) * manifest.feature_row_bytes();
+  return std::clamp<uint64_t>(features / 64, 4ull << 20, 16ull << 20);
+}
+
 Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* dataset,
                                                      const OutOfCoreOptions& options) {
   std::unique_ptr<OutOfCore> ooc(new OutOfCore());
@@ -28,7 +34,7 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
       std::min<uint32_t>(options.sampling == SamplingMode::kExact ? 1 : 2, k);
   // The io stage pins one partition ahead itself (docs/pipeline.md): the pool's prefetch is off.
   pool_options.prefetch = false;
-  pool_options.fine_read_scratch_bytes = kFineReadScratchBytes;
+  pool_options.fine_read_scratch_bytes = FineReadScratchBytes(dataset->manifest());
   pool_options.engine.kind = options.io_engine;
   pool_options.engine.faults = options.faults;
   const uint64_t pool_fixed = storage::BufferPool::BudgetFor(source, 0, pool_options);

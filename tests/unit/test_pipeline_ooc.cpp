@@ -29,9 +29,9 @@ using namespace skiff::pipeline;
 namespace {
 
 // The pool options OutOfCore uses (its fine-read scratch), for budgets computed by hand.
-storage::BufferPoolOptions OutOfCorePoolOptions() {
+storage::BufferPoolOptions OutOfCorePoolOptions(const format::Manifest& manifest) {
   storage::BufferPoolOptions o;
-  o.fine_read_scratch_bytes = OutOfCore::kFineReadScratchBytes;
+  o.fine_read_scratch_bytes = OutOfCore::FineReadScratchBytes(manifest);
   return o;
 }
 
@@ -506,8 +506,9 @@ TEST_CASE("ooc pipeline: OutOfCore plans the budget, refuses one too small, cove
   REQUIRE(big.ok());
   CHECK((*big)->plan_capacity() == 15);  // everything fits
   const MemoryPlan& mp = (*big)->memory_plan();
-  options.memory_bytes = mp.fixed_bytes - mp.batch_allowance + mp.batch_bytes +
-                         storage::BufferPool::BudgetFor(*f.source, 4, OutOfCorePoolOptions()) + 1;
+  options.memory_bytes =
+      mp.fixed_bytes - mp.batch_allowance + mp.batch_bytes +
+      storage::BufferPool::BudgetFor(*f.source, 4, OutOfCorePoolOptions(f.dataset->manifest())) + 1;
   auto ooc = OutOfCore::Create(f.dataset.get(), options);
   REQUIRE_MESSAGE(ooc.ok(), ooc.status().ToString());
   CHECK((*ooc)->pool().num_slots() == 2);

@@ -13,9 +13,9 @@ using namespace skiff;
 namespace {
 
 // The pool options OutOfCore uses (its fine-read scratch), for budgets computed by hand.
-storage::BufferPoolOptions OutOfCorePoolOptions() {
+storage::BufferPoolOptions OutOfCorePoolOptions(const format::Manifest& manifest) {
   storage::BufferPoolOptions o;
-  o.fine_read_scratch_bytes = pipeline::OutOfCore::kFineReadScratchBytes;
+  o.fine_read_scratch_bytes = pipeline::OutOfCore::FineReadScratchBytes(manifest);
   return o;
 }
 
@@ -109,7 +109,7 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
   const uint64_t tight =
       big.fixed_bytes - big.batch_allowance + big.batch_bytes +
       storage::BufferPool::BudgetFor(*storage::DatasetPartitionSource::Open(ds.get(), {}).value(),
-                                     3, OutOfCorePoolOptions());
+                                     3, OutOfCorePoolOptions(ds->manifest()));
   auto small =
       pipeline::OpenOutOfCoreTraining(ds.get(), t, tight, pipeline::SamplingMode::kExact, 2);
   REQUIRE_MESSAGE(small.ok(), small.status().ToString());

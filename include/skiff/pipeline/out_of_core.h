@@ -70,10 +70,11 @@ struct PassOptions {
 
 class OutOfCore {
  public:
-  // The pool's fine-read scratch: fine reads merge across small gaps into long runs
-  // (BufferPoolOptions::fine_read_merge_gap); this much keeps enough of them in flight to stream at
-  // the disk's sequential rate (2M-node benchmark: 78 s -> 73 s per training pass vs 4 MiB).
-  static constexpr uint64_t kFineReadScratchBytes = 16ull << 20;
+  // The pool's fine-read scratch for a dataset: fine reads merge across small gaps into long runs
+  // (BufferPoolOptions::fine_read_merge_gap), and up to 16 MiB keeps enough of them in flight to
+  // stream at the disk's sequential rate (2M-node benchmark: 78 s -> 73 s per training pass vs
+  // 4 MiB); 1/64 of the feature bytes, at least 4 MiB, so small datasets keep small budgets.
+  static uint64_t FineReadScratchBytes(const format::Manifest& manifest);
 
   // `dataset` must outlive the object. ResourceExhausted (with the minimum) when the budget cannot
   // hold a working set; NotFound / IOError from opening the files.
