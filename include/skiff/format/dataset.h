@@ -84,6 +84,9 @@ inline constexpr const char* kTrainFile = "train.idx";
 inline constexpr const char* kValidFile = "valid.idx";
 inline constexpr const char* kTestFile = "test.idx";
 inline constexpr const char* kIdMapDir = "idmap";
+// Written by partitioning: int64[N], the node ID before the first partitioning of each node
+// (raw IDs are idmap(old_ids[v]); see partition/partition_dataset.h).
+inline constexpr const char* kRelabelOldIdsFile = "relabel.old_ids";
 
 // Writes a new dataset into a temporary directory; Commit() makes it visible atomically.
 class DatasetWriter {

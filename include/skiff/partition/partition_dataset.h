@@ -31,7 +31,7 @@
 
 namespace skiff::partition {
 
-inline constexpr const char* kRelabelOldIdsFile = "relabel.old_ids";
+using format::kRelabelOldIdsFile;
 inline constexpr const char* kEdgeBucketsFile = "edge_buckets.bin";
 inline constexpr const char* kEdgeBucketsIndexFile = "edge_buckets.idx";
 
