@@ -1,5 +1,7 @@
 #include "kernels/cpu/optimizer.h"
 
+#include <cmath>
+
 #include "skiff/model/model.h"
 
 namespace skiff::model {
@@ -8,12 +10,13 @@ Status Optimizer::ValidateConfig(const Config& config) {
   if (config.kind != "adam" && config.kind != "sgd") {
     return Status::InvalidArgument("optimizer '" + config.kind + "': expected adam or sgd");
   }
-  if (!(config.lr > 0.0f)) {
-    return Status::InvalidArgument("learning rate must be positive (got " +
+  if (!(config.lr > 0.0f) || !std::isfinite(config.lr)) {
+    return Status::InvalidArgument("learning rate must be positive and finite (got " +
                                    std::to_string(config.lr) + ")");
   }
-  if (!(config.weight_decay >= 0.0f) || !(config.momentum >= 0.0f)) {
-    return Status::InvalidArgument("weight decay and momentum must be non-negative");
+  if (!(config.weight_decay >= 0.0f) || !(config.momentum >= 0.0f) ||
+      !std::isfinite(config.weight_decay) || !std::isfinite(config.momentum)) {
+    return Status::InvalidArgument("weight decay and momentum must be non-negative and finite");
   }
   if (config.decay_scope != "all" && config.decay_scope != "first-layer") {
     return Status::InvalidArgument("weight decay scope '" + config.decay_scope +

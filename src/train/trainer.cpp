@@ -418,6 +418,14 @@ Result<TrainSummary> Trainer::Run() {
   }
   for (int64_t epoch = next_epoch_; epoch < options_.epochs; ++epoch) {
     SKIFF_ASSIGN_OR_RETURN(EpochMetrics m, TrainEpoch(epoch));
+    if (!std::isfinite(m.loss) || !std::isfinite(m.valid_loss)) {
+      // Diverged (a learning rate too high) or non-finite input: nothing after this is a model.
+      return Status::InvalidArgument(
+          "epoch " + std::to_string(epoch) + ": the " +
+          (std::isfinite(m.loss) ? "validation" : "training") + " loss is " +
+          std::to_string(std::isfinite(m.loss) ? m.valid_loss : m.loss) +
+          ": training diverged; lower --lr, or check the features for NaN or Inf values");
+    }
     // Best = highest validation accuracy; among equal accuracies (common on small validation
     // sets), the lower validation loss.
     const bool improved = m.valid_acc > best_valid_acc_ ||

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -149,6 +151,30 @@ TEST_CASE("trainer: every training node is visited exactly once per epoch") {
   // Different epochs see different orders.
   CHECK(
       !std::equal(recorder->seen.begin(), recorder->seen.begin() + n, recorder->seen.begin() + n));
+}
+
+TEST_CASE("trainer: a non-finite loss stops training with an error, never a 'best' epoch") {
+  auto s = MakeSynthetic(200, 4, 5);
+  TrainOptions o = SmallOptions();
+  o.epochs = 2;
+  // An Inf in one feature row makes the loss NaN.
+  const int64_t n = s->features->num_nodes(), dim = s->features->dim();
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), int64_t{0});
+  std::vector<float> x(static_cast<size_t>(n * dim));
+  REQUIRE(s->features->Gather(all, x.data()).ok());
+  x[static_cast<size_t>(s->data.train[0] * dim)] = std::numeric_limits<float>::infinity();
+  s->features = std::move(sampler::InMemoryFeatures::FromMatrix(x, dim)).value();
+  s->data.features = s->features.get();
+  auto t = Trainer::Create(s->data, o);
+  REQUIRE(t.ok());
+  auto summary = (*t)->Run();
+  REQUIRE_FALSE(summary.ok());
+  CHECK(summary.status().message().find("epoch 0") != std::string::npos);
+  CHECK(summary.status().message().find("--lr") != std::string::npos);
+  // A non-finite learning rate is refused up front.
+  o.optimizer.lr = std::numeric_limits<float>::infinity();
+  CHECK_FALSE(Trainer::Create(s->data, o).ok());
 }
 
 TEST_CASE("trainer: rejects fanouts that do not match the layers") {

@@ -116,7 +116,9 @@ class Trainer {
   // Restores parameters, optimiser state, epoch and best result. InvalidArgument when the
   // checkpoint's parameters do not match this model.
   Status Restore(const Checkpoint& checkpoint);
-  // Trains the remaining epochs (from the restored epoch + 1, or 0).
+  // Trains the remaining epochs (from the restored epoch + 1, or 0). InvalidArgument, naming the
+  // epoch, when a training or validation loss is not finite (diverged, or NaN/Inf features): no
+  // checkpoint or metrics line is written for that epoch.
   Result<TrainSummary> Run();
 
   // Accuracy and mean cross-entropy over the labelled nodes of `nodes`, with eval fanouts (model
