@@ -78,6 +78,11 @@ wait "$pid" 2>/dev/null || true
 "$SKIFF" train ds --resume ck.bin --epochs 5 --memory "$min_bytes" --threads 2 \
   --metrics resumed.jsonl > resumed.log 2>&1 || { echo "FAIL: resume"; cat resumed.log; exit 1; }
 grep -q "resuming after epoch" resumed.log || { echo "FAIL: did not resume"; exit 1; }
+# Options that define the run are taken from the checkpoint, and saying otherwise is not silent.
+"$SKIFF" train ds --resume ck.bin --epochs 5 --hidden 7 --memory "$min_bytes" --threads 2 \
+  > resumed2.log 2>&1 || { echo "FAIL: resume with --hidden"; cat resumed2.log; exit 1; }
+grep -q -- "--hidden is ignored with --resume" resumed2.log || {
+  echo "FAIL: --hidden with --resume was ignored silently"; cat resumed2.log; exit 1; }
 
 after=$(cd ds && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)
 [ "$before" = "$after" ] || { echo "FAIL: training modified the dataset"; exit 1; }

@@ -1,5 +1,6 @@
 // `skiff train DATASET [options]`: mini-batch GNN training (see docs/training.md).
 // Options may also come from a TOML file: `--config run.toml` (keys are the long option names).
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -42,7 +43,22 @@ struct TrainCliOptions {
   std::string config;
   std::string memory;              // out of core when set (docs/pipeline.md)
   std::string sampling = "exact";  // out of core: exact or in-buffer
+  std::vector<std::string> given;  // long names of the options given (command line or --config)
 };
+
+// Options that define the model and its training run: a resumed run takes them from the
+// checkpoint.
+constexpr const char* kRunDefiningOptions[] = {
+    "--model",    "--layers",       "--hidden",
+    "--fanouts",  "--eval-fanouts", "--batch-size",
+    "--lr",       "--weight-decay", "--weight-decay-scope",
+    "--dropout",  "--heads",        "--activation",
+    "--norm",     "--feature-norm", "--seed",
+    "--optimizer"};
+
+bool Given(const TrainCliOptions& o, const std::string& name) {
+  return std::find(o.given.begin(), o.given.end(), name) != o.given.end();
+}
 
 // Applies a TOML config file to the options not given on the command line (so the command line
 // wins). Errors name the file and the unknown key.
@@ -91,7 +107,16 @@ int RunTrain(const TrainCliOptions& o) {
     auto saved = train::TrainOptions::FromJson(ckpt->config_json);
     if (!saved.ok()) return ReportStatus("train", saved.status().WithContext(o.resume));
     t = *saved;
-    t.epochs = o.epochs;  // a resumed run may be extended
+    // A resumed run may be extended with --epochs; without it, it keeps its own count.
+    if (Given(o, "--epochs")) t.epochs = o.epochs;
+    for (const char* name : kRunDefiningOptions) {
+      if (Given(o, name)) {
+        LogWarning(std::string(name) +
+                   " is ignored with --resume: the run continues with the "
+                   "value saved in " +
+                   o.resume + " (start a new run to change it)");
+      }
+    }
   } else {
     auto kind = model::ParseModelKind(o.model);
     if (!kind.ok()) return ReportStatus("train", kind.status());
@@ -237,6 +262,9 @@ RunFn Setup(CLI::App& app) {
   return [o, app_ptr] {
     if (!o->config.empty()) {
       if (int rc = ApplyConfig(*app_ptr, o->config); rc != 0) return rc;
+    }
+    for (const CLI::Option* opt : app_ptr->get_options()) {
+      if (opt->count() > 0) o->given.push_back(opt->get_name());
     }
     return RunTrain(*o);
   };
