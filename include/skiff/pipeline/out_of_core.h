@@ -1,16 +1,18 @@
-// OutOfCore: everything `skiff train --memory` needs to run epochs from disk, set up in one call.
+// OutOfCore: everything `skiff train` needs to run passes through the pipeline, with or without a
+// memory budget, set up in one call.
 //
 // Create() opens the dataset's partitions for direct I/O (DatasetPartitionSource), plans the memory
-// budget (PlanMemory: metadata, model, in-flight batches, and what is left as partition slots),
-// creates the buffer pool with exactly that many slots, and groups the split nodes by partition.
-// RunPass() then builds the plan of one pass over a node set (the training nodes, or valid/test
-// nodes for evaluation) and runs it through the EpochRunner with the caller's sampler and compute
-// step.
+// budget (PlanMemory: metadata, model, activations, the batches' byte allowance, a hot row cache,
+// and what is left as partition slots; no budget: room for everything), creates the buffer pool
+// with exactly that many slots, and fills the hot row cache. RunPass() then builds the plan of one
+// pass over a node set (the training nodes, or valid/test nodes for evaluation) and runs it
+// through the EpochRunner with the caller's sampler and compute step.
 //
 // Slots and plan: when every partition fits, the pool holds all k and the plan has one state (the
-// in-memory case, through the same code). Otherwise the pool has s >= 2 slots and the plan keeps
-// c = s - 1 partitions resident per state, the last slot receiving the next partition while the
-// current state trains.
+// in-memory case, through the same code). Otherwise the pool has s >= 1 slots and the buffer-state
+// plan keeps c = max(s - 1, 1) partitions resident per state, the last slot receiving the next
+// partition while the current state trains. With exact sampling and c < 16, training passes are
+// one state in the in-memory batch order instead (uniform_training_order; docs/pipeline.md).
 //
 // Thread safety: one thread calls RunPass at a time; the callbacks follow EpochRunner's rules.
 #pragma once
