@@ -7,6 +7,7 @@
 #include "skiff/log.h"
 #include "skiff/partition/partition_dataset.h"
 #include "tools/skiff/command.h"
+#include "tools/skiff/output_paths.h"
 
 namespace skiff::cli {
 namespace {
@@ -38,6 +39,9 @@ int Usage(const std::string& message) {
 }
 
 int RunConvert(const ConvertFlags& f) {
+  if (Status st = CheckOutputSparesInput(f.output, {f.input, f.features, f.labels}); !st.ok()) {
+    return ReportStatus("convert", st);
+  }
   convert::ConvertOptions opt;
   opt.input = f.input;
   opt.output = f.output;

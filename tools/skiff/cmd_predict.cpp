@@ -8,6 +8,7 @@
 #include "skiff/train/export.h"
 #include "skiff/train/trainer.h"
 #include "tools/skiff/command.h"
+#include "tools/skiff/output_paths.h"
 
 namespace skiff::cli {
 namespace {
@@ -19,6 +20,9 @@ struct PredictOptions {
 };
 
 int RunPredict(const PredictOptions& o) {
+  if (Status st = CheckNotInside("--out", o.out, o.dataset); !st.ok()) {
+    return ReportStatus("predict", st);
+  }
   auto ds = format::Dataset::Open(o.dataset);
   if (!ds.ok()) return ReportStatus("predict", ds.status());
   auto ckpt = train::ReadCheckpoint(o.checkpoint);

@@ -13,6 +13,7 @@
 #include "skiff/train/export.h"
 #include "skiff/train/trainer.h"
 #include "tools/skiff/command.h"
+#include "tools/skiff/output_paths.h"
 
 namespace skiff::cli {
 namespace {
@@ -97,6 +98,14 @@ int RunTrain(const TrainCliOptions& o) {
   } else if (o.device != "cpu") {
     return ReportStatus("train", Status::InvalidArgument("--device must be cpu or cuda (got \"" +
                                                          o.device + "\")"));
+  }
+  for (const auto& [option, path] :
+       {std::pair<const char*, const std::string&>{"--metrics", o.metrics},
+        {"--checkpoint", o.checkpoint},
+        {"--export", o.export_dir}}) {
+    if (Status st = CheckNotInside(option, path, o.dataset); !st.ok()) {
+      return ReportStatus("train", st);
+    }
   }
   auto ds = format::Dataset::Open(o.dataset);
   if (!ds.ok()) return ReportStatus("train", ds.status());
