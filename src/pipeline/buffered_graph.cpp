@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "skiff/format/dataset.h"
+#include "skiff/sampler/feature_source.h"
 
 namespace skiff::pipeline {
 
@@ -43,17 +44,6 @@ void BufferedGraph::CopyRow(const std::byte* row, float* dst) const {
     uint16_t h;
     std::memcpy(&h, row + 2 * d, 2);
     dst[d] = format::HalfToFloat(h);
-  }
-}
-
-void BufferedGraph::NormalizeRows(size_t rows, float* dst) const {
-  for (size_t i = 0; i < rows; ++i) {
-    float* row = dst + i * static_cast<size_t>(feature_dim_);
-    double sum = 0;
-    for (int64_t k = 0; k < feature_dim_; ++k) sum += row[k];
-    if (sum == 0) continue;
-    const auto inv = static_cast<float>(1.0 / sum);
-    for (int64_t k = 0; k < feature_dim_; ++k) row[k] *= inv;
   }
 }
 
@@ -173,7 +163,9 @@ Status BufferedGraph::Features(const ResidentSet& resident, std::span<const int6
   cached_rows_.fetch_add(cached, std::memory_order_relaxed);
   bytes_used_.fetch_add(nodes.size() * row_bytes_, std::memory_order_relaxed);
   SKIFF_RETURN_IF_ERROR(FineFeatures(nodes, fine, dst));
-  if (normalize_rows_) NormalizeRows(nodes.size(), dst);
+  if (normalize_rows_) {
+    sampler::NormalizeRowsToSumOne(dst, static_cast<int64_t>(nodes.size()), feature_dim_);
+  }
   return Status::Ok();
 }
 
@@ -181,10 +173,9 @@ Status BufferedGraph::FineFeatures(std::span<const int64_t> nodes, std::span<con
                                    float* dst) const {
   if (fine.empty()) return Status::Ok();
 
-  // Rows of non-resident nodes: float32 rows land in place; float16 rows go through a raw buffer.
-  // float32 rows land in place, so a round is bounded only by its request list: large rounds let
-  // the pool sort and merge the batch's rows across the whole file. float16 rows go through a raw
-  // buffer of at most kAdjacencyRoundBytes.
+  // Rows of non-resident nodes: float32 rows land in place, so a round is bounded only by its
+  // request list: large rounds let the pool sort and merge the batch's rows across the whole file.
+  // float16 rows go through a raw buffer of at most kAdjacencyRoundBytes.
   const size_t rows_per_round =
       half_features_ ? std::max<size_t>(1, static_cast<size_t>(kAdjacencyRoundBytes / row_bytes_))
                      : kFeatureRowsPerRound;

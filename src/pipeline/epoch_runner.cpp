@@ -110,7 +110,7 @@ class RecycledStaging {
   uint64_t Put(std::vector<float>* buffer) {
     if (buffer->capacity() == 0) return 0;
     std::lock_guard lock(mu_);
-    if (!free_.empty() || free_.capacity() > 0) return 0;  // keep one: the caller frees the rest
+    if (free_.capacity() > 0) return 0;  // keep one: the caller frees the rest
     free_.swap(*buffer);
     return free_.capacity() * 4;
   }

@@ -29,14 +29,14 @@ Status InMemoryFeatures::Gather(std::span<const int64_t> nodes, float* out) cons
   return Status::Ok();
 }
 
-void InMemoryFeatures::NormalizeRows() {
-  for (int64_t v = 0; v < num_nodes_; ++v) {
-    float* row = features_.data() + v * dim_;
+void NormalizeRowsToSumOne(float* rows, int64_t count, int64_t dim) {
+  for (int64_t v = 0; v < count; ++v) {
+    float* row = rows + v * dim;
     double sum = 0;
-    for (int64_t k = 0; k < dim_; ++k) sum += row[k];
+    for (int64_t k = 0; k < dim; ++k) sum += row[k];
     if (sum == 0) continue;
     const float inv = static_cast<float>(1.0 / sum);
-    for (int64_t k = 0; k < dim_; ++k) row[k] *= inv;
+    for (int64_t k = 0; k < dim; ++k) row[k] *= inv;
   }
 }
 

@@ -79,8 +79,8 @@ class BufferedGraph {
   BufferedGraph(const storage::DatasetPartitionSource* source, storage::BufferPool* pool,
                 SamplingMode mode);
 
-  // With row normalisation on, Features() scales every row to sum 1 (rows summing to 0 are left
-  // alone), as sampler::InMemoryFeatures::NormalizeRows does in memory (`--feature-norm row`).
+  // With row normalisation on, Features() scales every row with sampler::NormalizeRowsToSumOne,
+  // as InMemoryFeatures::NormalizeRows does in memory (`--feature-norm row`).
   // Set before use; not thread-safe against concurrent Features() calls.
   void set_normalize_rows(bool on) { normalize_rows_ = on; }
   // Rows of non-resident nodes found in `cache` are copied from it instead of read fine-grained
@@ -105,7 +105,6 @@ class BufferedGraph {
 
  private:
   void CopyRow(const std::byte* row, float* dst) const;
-  void NormalizeRows(size_t rows, float* dst) const;
   // Reads the rows nodes[fine[j]] fine-grained into dst.
   Status FineFeatures(std::span<const int64_t> nodes, std::span<const size_t> fine,
                       float* dst) const;

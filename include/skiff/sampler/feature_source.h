@@ -27,6 +27,10 @@ class FeatureSource {
   virtual Status Gather(std::span<const int64_t> nodes, float* out) const = 0;
 };
 
+// Scales each of `rows` rows of `dim` floats to sum 1 (a row summing to 0 is left alone; the sum
+// is taken in double): `--feature-norm row`, the usual preprocessing of bag-of-words features.
+void NormalizeRowsToSumOne(float* rows, int64_t count, int64_t dim);
+
 class InMemoryFeatures final : public FeatureSource {
  public:
   // `features` is num_nodes x dim, row-major. InvalidArgument if the size does not match.
@@ -38,9 +42,8 @@ class InMemoryFeatures final : public FeatureSource {
   int64_t num_nodes() const override { return num_nodes_; }
   int64_t dim() const override { return dim_; }
   Status Gather(std::span<const int64_t> nodes, float* out) const override;
-  // Scales every row to sum 1 (rows summing to 0 are left alone): the usual preprocessing of
-  // bag-of-words features.
-  void NormalizeRows();
+  // NormalizeRowsToSumOne over every row.
+  void NormalizeRows() { NormalizeRowsToSumOne(features_.data(), num_nodes_, dim_); }
 
  private:
   InMemoryFeatures(std::vector<float> f, int64_t dim)
