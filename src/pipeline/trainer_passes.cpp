@@ -109,4 +109,11 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
   };
 }
 
+train::PassRunner MakeOutOfCorePassRunner(OutOfCoreTraining* training,
+                                          const train::TrainOptions& options, bool print_reports) {
+  return MakeOutOfCorePassRunner(
+      training->ooc.get(), &training->data.labels, options.fanouts, EffectiveEvalFanouts(options),
+      model::NeedsNodeDegrees(options.model.kind), options.seed, print_reports);
+}
+
 }  // namespace skiff::pipeline

@@ -73,8 +73,7 @@ TEST_CASE("trainer passes: every partition resident reproduces the in-memory run
     REQUIRE((*ooc)->ooc->fully_resident());
     auto trainer = train::Trainer::Create((*ooc)->data, t);
     REQUIRE(trainer.ok());
-    (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(
-        (*ooc)->ooc.get(), &(*ooc)->data.labels, t.fanouts, t.eval_fanouts, false, t.seed, false));
+    (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(ooc->get(), t, false));
     auto pipelined = (*trainer)->Run();
     REQUIRE_MESSAGE(pipelined.ok(), pipelined.status().ToString());
 
@@ -117,9 +116,7 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
   CHECK((*small)->ooc->memory_plan().planned_in_flight == 1);
   auto trainer = train::Trainer::Create((*small)->data, t);
   REQUIRE(trainer.ok());
-  (*trainer)->SetPassRunner(
-      pipeline::MakeOutOfCorePassRunner((*small)->ooc.get(), &(*small)->data.labels, t.fanouts,
-                                        t.eval_fanouts, false, t.seed, false));
+  (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(small->get(), t, false));
   auto summary = (*trainer)->Run();
   REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
   CHECK(summary->best_test_acc > 0.3);

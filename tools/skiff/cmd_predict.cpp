@@ -39,19 +39,14 @@ int RunPredict(const PredictOptions& o) {
                             " was trained on features/classes of another shape than " + o.dataset));
   }
   // The training pipeline (docs/pipeline.md): every partition resident, or within --memory.
-  uint64_t memory_bytes = 0;
-  if (!o.memory.empty() && (!ParseBytes(o.memory, &memory_bytes) || memory_bytes == 0)) {
-    return ReportStatus("predict", Status::InvalidArgument("--memory '" + o.memory +
-                                                           "': expected a size such as 4GiB"));
-  }
-  auto engine = pipeline::OpenOutOfCoreTraining(ds->get(), *t, memory_bytes,
+  const Result<uint64_t> memory_bytes = ParseMemoryOption(o.memory);
+  if (!memory_bytes.ok()) return ReportStatus("predict", memory_bytes.status());
+  auto engine = pipeline::OpenOutOfCoreTraining(ds->get(), *t, *memory_bytes,
                                                 pipeline::SamplingMode::kExact, t->sampler_threads);
   if (!engine.ok()) return ReportStatus("predict", engine.status());
   auto trainer = train::Trainer::Create((*engine)->data, *t);
   if (!trainer.ok()) return ReportStatus("predict", trainer.status());
-  (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(
-      (*engine)->ooc.get(), &(*engine)->data.labels, t->fanouts, pipeline::EffectiveEvalFanouts(*t),
-      model::NeedsNodeDegrees(t->model.kind), t->seed, false));
+  (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine->get(), *t, false));
   Status st = (*trainer)->Restore(*ckpt);
   if (!st.ok()) return ReportStatus("predict", st.WithContext(o.checkpoint));
   st = train::ExportPredictions(**ds, **trainer, o.out);

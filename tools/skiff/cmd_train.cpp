@@ -164,11 +164,9 @@ int RunTrain(const TrainCliOptions& o) {
   // One batch engine: the pipeline (docs/pipeline.md). Without --memory every partition is
   // resident (the in-memory run); with it, a partition buffer within the budget and fine-grained
   // reads for the rest.
-  uint64_t memory_bytes = 0;
-  if (!o.memory.empty() && (!ParseBytes(o.memory, &memory_bytes) || memory_bytes == 0)) {
-    return ReportStatus("train", Status::InvalidArgument("--memory '" + o.memory +
-                                                         "': expected a size such as 4GiB"));
-  }
+  const Result<uint64_t> memory = ParseMemoryOption(o.memory);
+  if (!memory.ok()) return ReportStatus("train", memory.status());
+  const uint64_t memory_bytes = *memory;
   auto sampling = pipeline::ParseSamplingMode(o.sampling);
   if (!sampling.ok()) return ReportStatus("train", sampling.status());
   auto opened =
@@ -180,9 +178,8 @@ int RunTrain(const TrainCliOptions& o) {
   if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
   auto trainer = train::Trainer::Create(*train_data, t, factory);
   if (!trainer.ok()) return ReportStatus("train", trainer.status());
-  (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(
-      engine->ooc.get(), &engine->data.labels, t.fanouts, pipeline::EffectiveEvalFanouts(t),
-      model::NeedsNodeDegrees(t.model.kind), t.seed, t.show_progress && memory_bytes > 0));
+  (*trainer)->SetPassRunner(
+      pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress && memory_bytes > 0));
   if (!o.resume.empty()) {
     auto ckpt = train::ReadCheckpoint(o.resume);
     if (!ckpt.ok()) return ReportStatus("train", ckpt.status());

@@ -31,6 +31,10 @@ bool Register(std::string name, int order, SetupFn setup);
 // Prints "skiff <command>: <status>" to stderr and returns exit code 1 (or 0 when OK).
 int ReportStatus(const std::string& command, const Status& status);
 
+// The value of a `--memory` option of train and predict: 0 when empty (no budget: every partition
+// resident); InvalidArgument naming the text unless it is a positive size ("4GiB").
+Result<uint64_t> ParseMemoryOption(const std::string& text);
+
 }  // namespace skiff::cli
 
 #define SKIFF_REGISTER_COMMAND(name, order, setup) \

@@ -25,6 +25,14 @@ int ReportStatus(const std::string& command, const Status& status) {
   return 1;
 }
 
+Result<uint64_t> ParseMemoryOption(const std::string& text) {
+  uint64_t bytes = 0;
+  if (!text.empty() && (!ParseBytes(text, &bytes) || bytes == 0)) {
+    return Status::InvalidArgument("--memory '" + text + "': expected a size such as 4GiB");
+  }
+  return bytes;
+}
+
 }  // namespace skiff::cli
 
 int main(int argc, char** argv) {

@@ -51,6 +51,12 @@ std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options);
 
 // `ooc` and `labels` (size num_nodes) must outlive the runner. `record_degrees`: the sampler
 // fills Block::src_degree (model::NeedsNodeDegrees).
+// MakeOutOfCorePassRunner (below) for a Trainer created with `options` over `training->data`: its
+// training and evaluation fanouts, node degrees when the model needs them, its seed. `training`
+// must outlive the runner.
+train::PassRunner MakeOutOfCorePassRunner(OutOfCoreTraining* training,
+                                          const train::TrainOptions& options, bool print_reports);
+
 train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int32_t>* labels,
                                           std::vector<int> fanouts, std::vector<int> eval_fanouts,
                                           bool record_degrees, uint64_t seed, bool print_reports);
