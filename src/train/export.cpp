@@ -40,7 +40,6 @@ Status ExportPredictions(const format::Dataset& dataset, Trainer& trainer,
   }
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), int64_t{0});
-  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return base[a] < base[b]; });
   std::vector<std::string> raw;
   bool integer_ids = true;
   std::vector<int64_t> raw_int;
@@ -61,6 +60,8 @@ Status ExportPredictions(const format::Dataset& dataset, Trainer& trainer,
     } else {
       std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return raw[a] < raw[b]; });
     }
+  } else {
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return base[a] < base[b]; });
   }
   std::vector<int32_t> classes;
   std::vector<float> embeddings;
