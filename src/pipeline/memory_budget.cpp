@@ -190,6 +190,8 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
   }
   MemoryPlan plan;
   plan.budget_bytes = in.budget_bytes;
+  // No budget: room for everything (every partition resident, the pipeline's full capacity).
+  const uint64_t budget = in.budget_bytes > 0 ? in.budget_bytes : ~uint64_t{0} / 4;
   plan.train_batch = EstimateBatch(degrees, in.batch_size, in.fanouts);
   plan.batch_bytes =
       BatchBytes(plan.train_batch, in.feature_dim) + SamplerScratchBytes(plan.train_batch);
@@ -209,7 +211,7 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
   const uint32_t min_slots = std::min(in.min_resident_partitions, in.num_partitions);
   const uint64_t pool_minimum = in.pool_fixed_bytes + uint64_t{min_slots} * in.partition_slot_bytes;
   const uint64_t minimum = fixed + plan.batch_bytes + pool_minimum;
-  if (in.budget_bytes < minimum) {
+  if (budget < minimum) {
     std::string detail;
     for (const MemoryItem& item : plan.items) {
       detail += "; " + item.name + " " + FormatBytes(item.bytes);
@@ -225,7 +227,7 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
   }
   // Batches in flight get at most half of what the minimum leaves (at least one batch); the rest,
   // and what the batches do not use, goes to partition slots.
-  const uint64_t discretionary = in.budget_bytes - minimum + plan.batch_bytes;
+  const uint64_t discretionary = budget - minimum + plan.batch_bytes;
   const uint64_t by_half = discretionary / 2 / std::max<uint64_t>(plan.batch_bytes, 1);
   plan.planned_in_flight = static_cast<int>(
       std::clamp<uint64_t>(by_half, 1, static_cast<uint64_t>(in.max_in_flight_batches)));
@@ -235,7 +237,7 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
                         plan.batch_allowance});
   plan.fixed_bytes = fixed + plan.batch_allowance;
 
-  uint64_t for_slots = in.budget_bytes - plan.fixed_bytes - in.pool_fixed_bytes;
+  uint64_t for_slots = budget - plan.fixed_bytes - in.pool_fixed_bytes;
   const uint64_t all_slots = uint64_t{in.num_partitions} * in.partition_slot_bytes;
   if (in.cache_row_bytes > 0 && for_slots < all_slots) {
     const uint64_t spare = for_slots - uint64_t{min_slots} * in.partition_slot_bytes;

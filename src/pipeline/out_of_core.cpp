@@ -41,8 +41,7 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   const uint64_t slot_bytes = storage::BufferPool::BudgetFor(source, 1, pool_options) - pool_fixed;
 
   MemoryBudgetInputs in;
-  // No budget: room for everything, so every partition is resident (the in-memory run).
-  in.budget_bytes = options.memory_bytes > 0 ? options.memory_bytes : ~uint64_t{0} / 4;
+  in.budget_bytes = options.memory_bytes;  // 0: every partition resident (the in-memory run)
   in.num_nodes = m.num_nodes;
   in.split_nodes = m.train_count + m.valid_count + m.test_count;
   in.feature_dim = m.feature_dim;
@@ -66,7 +65,6 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   const DegreeProfile degrees =
       DegreeProfile::Build(m.num_nodes, [&source](int64_t v) { return source.degree(v); });
   SKIFF_ASSIGN_OR_RETURN(ooc->memory_, PlanMemory(in, degrees));
-  if (options.memory_bytes == 0) ooc->memory_.budget_bytes = 0;
 
   const uint32_t slots = ooc->memory_.pool_slots;
   ooc->plan_capacity_ = slots >= k ? k : std::max<uint32_t>(slots - 1, 1);

@@ -101,7 +101,7 @@ uint64_t SamplerScratchBytes(const BatchShape& shape);
 uint64_t ActivationBytes(const BatchShape& shape, const ModelShape& model);
 
 struct MemoryBudgetInputs {
-  uint64_t budget_bytes = 0;
+  uint64_t budget_bytes = 0;  // 0: no budget (every partition resident)
   // Dataset.
   int64_t num_nodes = 0;
   int64_t split_nodes = 0;  // train + valid + test node ids held in memory
@@ -129,7 +129,7 @@ struct MemoryItem {
 };
 
 struct MemoryPlan {
-  uint64_t budget_bytes = 0;
+  uint64_t budget_bytes = 0;      // as asked; 0: no budget
   std::vector<MemoryItem> items;  // everything except the buffer pool
   uint64_t fixed_bytes = 0;       // sum of items
   uint32_t pool_slots = 0;        // partition slots the pool gets (<= num_partitions)
