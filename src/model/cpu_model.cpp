@@ -89,63 +89,27 @@ class CpuModel final : public Model {
                  std::vector<float>* embeddings) override {
     ready_for_backward_ = false;
     SKIFF_RETURN_IF_ERROR(ValidateBatch(batch, x));
-    SKIFF_CHECK(logits != nullptr);
-    batch_ = &batch;
-    training_ = training;
-    dropout_seed_ = dropout_seed;
-    const int num_layers = config_.num_layers;
-    const float* h = x;
-    int64_t h_dim = config_.in_dim;
-    for (int l = 0; l < num_layers; ++l) {
-      const train::Block& block = batch.blocks[static_cast<size_t>(l)];
-      Layer& layer = *layers_[static_cast<size_t>(l)];
-      LayerState& st = states_[static_cast<size_t>(l)];
-      const bool last = l == num_layers - 1;
-      if (last && embeddings != nullptr) {
-        embeddings->resize(static_cast<size_t>(block.num_dst * h_dim));
-        if (block.num_dst > 0) {
-          std::memcpy(embeddings->data(), h,
-                      sizeof(float) * static_cast<size_t>(block.num_dst * h_dim));
-        }
-      }
-      const float* layer_in = h;
-      const float p = InputDropout(l);
-      if (training && p > 0.0f) {
-        float* dropped = EnsureSize(st.input_dropped, block.num_src * h_dim);
-        cpu::DropoutForward(block.num_src * h_dim, p, LayerSeed(dropout_seed, l, 0), h, dropped);
-        layer_in = dropped;
-      }
-      const int64_t out_dim = layer.out_dim();
-      float* out;
-      if (last) {
-        logits->resize(static_cast<size_t>(block.num_dst * out_dim));
-        out = logits->data();
-      } else {
-        out = EnsureSize(st.pre_activation, block.num_dst * out_dim);
-      }
-      layer.Forward(block, layer_in, training, LayerSeed(dropout_seed, l, 1), out);
-      if (last) break;
-      const int64_t n = block.num_dst * out_dim;
-      const float* act_in = out;
-      if (st.gamma != nullptr) {
-        float* normed = EnsureSize(st.normed, n);
-        cpu::LayerNormForward(block.num_dst, out_dim, out, st.gamma->data.data(),
-                              st.beta->data.data(), kLayerNormEps, normed,
-                              EnsureSize(st.norm_mean, block.num_dst),
-                              EnsureSize(st.norm_rstd, block.num_dst));
-        act_in = normed;
-      }
-      float* act = EnsureSize(st.activated, n);
-      if (config_.activation == "elu") {
-        cpu::EluForward(n, kEluAlpha, act_in, act);
-      } else {
-        cpu::ReluForward(n, act_in, act);
-      }
-      h = act;
-      h_dim = out_dim;
+    return Run(batch, {x, nullptr}, training, dropout_seed, logits, embeddings);
+  }
+
+  Status ForwardAggregated(const train::MiniBatch& batch, const float* dst_rows,
+                           const float* aggregated, bool training, uint64_t dropout_seed,
+                           std::vector<float>* logits, std::vector<float>* embeddings) override {
+    ready_for_backward_ = false;
+    if (!accepts_aggregated_input()) {
+      return Model::ForwardAggregated(batch, dst_rows, aggregated, training, dropout_seed, logits,
+                                      embeddings);
     }
-    ready_for_backward_ = true;
-    return Status::Ok();
+    // The first block's sources are not handed over: validate with a stand-in pointer.
+    SKIFF_RETURN_IF_ERROR(ValidateBatch(batch, dst_rows != nullptr ? dst_rows : aggregated));
+    if (batch.blocks[0].num_dst > 0 && (dst_rows == nullptr || aggregated == nullptr)) {
+      return Status::InvalidArgument("mini-batch: aggregated input is null");
+    }
+    return Run(batch, {dst_rows, aggregated}, training, dropout_seed, logits, embeddings);
+  }
+
+  bool accepts_aggregated_input() const override {
+    return InputAggregationOf(config_) == InputAggregation::kMean;
   }
 
   Status Backward(const float* grad_logits) override {
@@ -207,6 +171,79 @@ class CpuModel final : public Model {
   }
 
  private:
+  // The first layer's input: every source row (`rows`), or aggregated (`aggregated` non-null:
+  // `rows` are then block 0's destination rows).
+  struct FirstInput {
+    const float* rows;
+    const float* aggregated;
+  };
+
+  Status Run(const train::MiniBatch& batch, FirstInput input, bool training, uint64_t dropout_seed,
+             std::vector<float>* logits, std::vector<float>* embeddings) {
+    SKIFF_CHECK(logits != nullptr);
+    batch_ = &batch;
+    training_ = training;
+    dropout_seed_ = dropout_seed;
+    const int num_layers = config_.num_layers;
+    const float* h = input.rows;
+    int64_t h_dim = config_.in_dim;
+    for (int l = 0; l < num_layers; ++l) {
+      const train::Block& block = batch.blocks[static_cast<size_t>(l)];
+      Layer& layer = *layers_[static_cast<size_t>(l)];
+      LayerState& st = states_[static_cast<size_t>(l)];
+      const bool last = l == num_layers - 1;
+      if (last && embeddings != nullptr) {
+        embeddings->resize(static_cast<size_t>(block.num_dst * h_dim));
+        if (block.num_dst > 0) {
+          std::memcpy(embeddings->data(), h,
+                      sizeof(float) * static_cast<size_t>(block.num_dst * h_dim));
+        }
+      }
+      const float* layer_in = h;
+      const float p = InputDropout(l);
+      const bool aggregated = l == 0 && input.aggregated != nullptr;  // dropout already applied
+      if (training && p > 0.0f && !aggregated) {
+        float* dropped = EnsureSize(st.input_dropped, block.num_src * h_dim);
+        cpu::DropoutForward(block.num_src * h_dim, p, LayerSeed(dropout_seed, l, 0), h, dropped);
+        layer_in = dropped;
+      }
+      const int64_t out_dim = layer.out_dim();
+      float* out;
+      if (last) {
+        logits->resize(static_cast<size_t>(block.num_dst * out_dim));
+        out = logits->data();
+      } else {
+        out = EnsureSize(st.pre_activation, block.num_dst * out_dim);
+      }
+      if (aggregated) {
+        SKIFF_CHECK(layer.ForwardAggregated(block, layer_in, input.aggregated, out));
+      } else {
+        layer.Forward(block, layer_in, training, LayerSeed(dropout_seed, l, 1), out);
+      }
+      if (last) break;
+      const int64_t n = block.num_dst * out_dim;
+      const float* act_in = out;
+      if (st.gamma != nullptr) {
+        float* normed = EnsureSize(st.normed, n);
+        cpu::LayerNormForward(block.num_dst, out_dim, out, st.gamma->data.data(),
+                              st.beta->data.data(), kLayerNormEps, normed,
+                              EnsureSize(st.norm_mean, block.num_dst),
+                              EnsureSize(st.norm_rstd, block.num_dst));
+        act_in = normed;
+      }
+      float* act = EnsureSize(st.activated, n);
+      if (config_.activation == "elu") {
+        cpu::EluForward(n, kEluAlpha, act_in, act);
+      } else {
+        cpu::ReluForward(n, act_in, act);
+      }
+      h = act;
+      h_dim = out_dim;
+    }
+    ready_for_backward_ = true;
+    return Status::Ok();
+  }
+
   // Per-layer normalisation parameters and activation buffers (reused across batches).
   struct LayerState {
     std::unique_ptr<Tensor> gamma, beta;  // LayerNorm on hidden layers when config.norm == "layer"

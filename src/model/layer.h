@@ -47,6 +47,13 @@ class Layer {
   // enables the layer's own dropout (GAT attention), seeded by `dropout_seed`.
   virtual void Forward(const train::Block& block, const float* x_src, bool training,
                        uint64_t dropout_seed, float* out) = 0;
+  // Forward from the first layer's aggregated input (model::AggregateFirstLayerInput: num_dst x
+  // in_dim own rows and neighbour means), for layers whose aggregation is kMean. Backward must then
+  // get grad_x_src == nullptr (the input is not trained). Returns false when the layer cannot.
+  virtual bool ForwardAggregated(const train::Block& /*block*/, const float* /*dst_rows*/,
+                                 const float* /*aggregated*/, float* /*out*/) {
+    return false;
+  }
   // grad_out: block.num_dst x out_dim. Accumulates parameter gradients; when grad_x_src is
   // non-null, overwrites it (block.num_src x in_dim) with the gradient of the layer's input.
   virtual void Backward(const train::Block& block, const float* grad_out, float* grad_x_src) = 0;

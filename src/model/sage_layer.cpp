@@ -45,13 +45,21 @@ class SageLayer final : public Layer {
       float* agg = EnsureSize(aggregated_, nd * in_dim_);
       cpu::CsrAggregateForward(nd, ns, block.indptr.data(), block.indices.data(), nullptr,
                                AggregateMode::kMean, x_src, in_dim_, agg);
-      cpu::Gemm(false, false, nd, out_dim_, in_dim_, 1.0f, agg, in_dim_, weight_neigh_.data.data(),
-                out_dim_, 0.0f, out, out_dim_);
+      ProjectAggregated(nd, x_src, agg, out);
+      return;
     }
     // Self term: destination rows are the first nd source rows.
     cpu::Gemm(false, false, nd, out_dim_, in_dim_, 1.0f, x_src, in_dim_, weight_self_.data.data(),
               out_dim_, 1.0f, out, out_dim_);
     cpu::BiasAdd(nd, out_dim_, bias_.data.data(), out);
+  }
+
+  bool ForwardAggregated(const train::Block& block, const float* dst_rows, const float* aggregated,
+                         float* out) override {
+    x_src_ = dst_rows;  // Backward reads only the first num_dst rows of the input
+    project_first_ = false;
+    ProjectAggregated(block.num_dst, dst_rows, aggregated, out);
+    return true;
   }
 
   void Backward(const train::Block& block, const float* grad_out, float* grad_x_src) override {
@@ -70,7 +78,7 @@ class SageLayer final : public Layer {
                   weight_neigh_.data.data(), out_dim_, 0.0f, grad_x_src, in_dim_);
       }
     } else {
-      cpu::Gemm(true, false, in_dim_, out_dim_, nd, 1.0f, aggregated_.data(), in_dim_, grad_out,
+      cpu::Gemm(true, false, in_dim_, out_dim_, nd, 1.0f, aggregated_input_, in_dim_, grad_out,
                 out_dim_, 1.0f, weight_neigh_.grad.data(), out_dim_);
       if (grad_x_src != nullptr) {
         float* grad_agg = EnsureSize(grad_aggregated_, nd * in_dim_);
@@ -93,11 +101,22 @@ class SageLayer final : public Layer {
   }
 
  private:
+  // out = aggregated W_neigh + dst_rows W_self + b (the aggregate-first order).
+  void ProjectAggregated(int64_t nd, const float* dst_rows, const float* aggregated, float* out) {
+    aggregated_input_ = aggregated;
+    cpu::Gemm(false, false, nd, out_dim_, in_dim_, 1.0f, aggregated, in_dim_,
+              weight_neigh_.data.data(), out_dim_, 0.0f, out, out_dim_);
+    cpu::Gemm(false, false, nd, out_dim_, in_dim_, 1.0f, dst_rows, in_dim_,
+              weight_self_.data.data(), out_dim_, 1.0f, out, out_dim_);
+    cpu::BiasAdd(nd, out_dim_, bias_.data.data(), out);
+  }
+
   const int64_t in_dim_, out_dim_;
   Tensor weight_self_, weight_neigh_, bias_;
   // Per-batch state, kept for Backward.
   const float* x_src_ = nullptr;
   bool project_first_ = false;
+  const float* aggregated_input_ = nullptr;  // aggregated_ or the caller's aggregated rows
   std::vector<float> aggregated_, projected_, grad_aggregated_, grad_projected_;
 };
 

@@ -38,6 +38,14 @@ Result<ModelKind> ParseModelKind(const std::string& name);  // "sage", "gcn", "g
 // must record whole-graph degrees.
 inline bool NeedsNodeDegrees(ModelKind kind) { return kind == ModelKind::kGcn; }
 
+// How a model's first layer combines the rows of its input when that is a fixed linear map of the
+// (dropped-out) rows, involving no parameter -- so whoever gathers the rows can apply it while
+// reading them, and hand the model num_dst rows instead of num_src (out of core:
+// pipeline/input_aggregator.h):
+//   kNone  the first layer needs every source row (GCN and GAT: not offered);
+//   kMean  GraphSAGE: each destination's own row, and the mean of its sampled neighbours' rows.
+enum class InputAggregation { kNone, kMean };
+
 struct ModelConfig {
   ModelKind kind = ModelKind::kSage;
   int64_t in_dim = 0;
@@ -54,6 +62,23 @@ struct ModelConfig {
   std::string norm = "none";        // "none" or "layer" (LayerNorm on hidden layers)
   uint64_t seed = 0;                // parameter initialisation (Glorot uniform) and dropout
 };
+
+InputAggregation InputAggregationOf(const ModelConfig& config);
+// The dropout probability on the first layer's input (input_dropout, or dropout when < 0).
+float FirstLayerDropout(const ModelConfig& config);
+// The seed of the first layer's input dropout mask for a Forward given `dropout_seed`: element
+// (s, j) of the num_src x in_dim input is kept iff
+// cpu::DropoutKeep(FirstLayerDropoutSeed(dropout_seed), s * in_dim + j, p), as on the GPU.
+uint64_t FirstLayerDropoutSeed(uint64_t dropout_seed);
+// The aggregated first-layer input of kMean, computed from every source row (`rows`: block.num_src
+// x dim): dst_rows[d] = drop(rows)[d] and aggregated[d] = sum over d's edges e, in CSR order, of
+// drop(rows)[indices[e]] / deg(d) (0 for a row without edges), where drop applies the first
+// layer's dropout (probability `dropout`, mask seed FirstLayerDropoutSeed(dropout_seed)) when
+// `training`. Both outputs are num_dst x dim. The reference for what a streaming gatherer must
+// produce (it may add the terms in another order).
+void AggregateFirstLayerInput(const train::Block& block, const float* rows, int64_t dim,
+                              float dropout, bool training, uint64_t dropout_seed, float* dst_rows,
+                              float* aggregated);
 
 // One parameter tensor. `data` and `grad` point into storage owned by the model.
 struct Parameter {
@@ -91,6 +116,17 @@ class Model {
   virtual Status Forward(const train::MiniBatch& batch, const float* x, bool training,
                          uint64_t dropout_seed, std::vector<float>* logits,
                          std::vector<float>* embeddings = nullptr) = 0;
+  // Forward from aggregated first-layer input (InputAggregationOf(config()) != kNone):
+  // `dst_rows` and `aggregated` hold block 0's num_dst x in_dim rows as AggregateFirstLayerInput
+  // computes them for the same `training` and `dropout_seed` (the first layer's input dropout is
+  // already applied; later layers' dropout is applied here). Otherwise as Forward; with one layer,
+  // `embeddings` are the (dropped-out when training) seed rows. Unavailable when the model does not
+  // take aggregated input (accepts_aggregated_input()).
+  virtual Status ForwardAggregated(const train::MiniBatch& batch, const float* dst_rows,
+                                   const float* aggregated, bool training, uint64_t dropout_seed,
+                                   std::vector<float>* logits,
+                                   std::vector<float>* embeddings = nullptr);
+  virtual bool accepts_aggregated_input() const { return false; }
   // grad_logits: seeds x num_classes. Accumulates into every Parameter::grad. Returns
   // InvalidArgument when not preceded by a Forward (or called twice for one Forward).
   virtual Status Backward(const float* grad_logits) = 0;
