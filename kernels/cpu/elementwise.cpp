@@ -81,17 +81,19 @@ namespace {
 
 // Dropout over [begin, end): the mask is DropoutKeep's, with the key computed once per 2^32
 // elements instead of once per element. Branch-free, so it vectorises; x and y may be the same
-// array (each element is read before it is written, and by its own iteration only).
+// array (each element is read before it is written, and by its own iteration only). x and y point
+// at element `begin`.
 SKIFF_CPU_MULTIVERSION
 void DropoutRange(int64_t begin, int64_t end, uint64_t seed, uint32_t threshold, float scale,
                   const float* x, float* y) {
+  const int64_t first = begin;
   while (begin < end) {
     const uint64_t high = static_cast<uint64_t>(begin) >> 32;
     const int64_t stop = std::min<int64_t>(end, static_cast<int64_t>((high + 1) << 32));
     const DropoutKey key = DropoutKeyOf(seed, high);
     const uint32_t low = static_cast<uint32_t>(begin);
-    const float* xs = x + begin;
-    float* ys = y + begin;
+    const float* xs = x + (begin - first);
+    float* ys = y + (begin - first);
     const int64_t count = stop - begin;
 #pragma GCC ivdep
     for (int64_t j = 0; j < count; ++j) {
@@ -112,8 +114,13 @@ void DropoutForward(int64_t n, float p, uint64_t seed, const float* x, float* y)
   const float scale = 1.0f / (1.0f - p);
   const uint32_t threshold = DropoutThreshold(p);
   ParallelFor(n, kElementsPerChunk, [&](int64_t begin, int64_t end) {
-    DropoutRange(begin, end, seed, threshold, scale, x, y);
+    DropoutRange(begin, end, seed, threshold, scale, x + begin, y + begin);
   });
+}
+
+void DropoutForwardAt(int64_t first, int64_t n, float p, uint64_t seed, const float* x, float* y) {
+  SKIFF_CHECK_MSG(p >= 0.0f && p < 1.0f, "dropout probability must lie in [0, 1)");
+  DropoutRange(first, first + n, seed, DropoutThreshold(p), 1.0f / (1.0f - p), x, y);
 }
 
 void DropoutBackward(int64_t n, float p, uint64_t seed, const float* grad_y, float* grad_x) {

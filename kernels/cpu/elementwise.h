@@ -19,6 +19,9 @@ void EluForward(int64_t n, float alpha, const float* x, float* y);
 void EluBackward(int64_t n, float alpha, const float* x, const float* grad_y, float* grad_x);
 void DropoutForward(int64_t n, float p, uint64_t seed, const float* x, float* y);
 void DropoutBackward(int64_t n, float p, uint64_t seed, const float* grad_y, float* grad_x);
+// Elements [first, first + n) of DropoutForward over a larger tensor: x and y hold just those n
+// elements (single-threaded; for a row at a time).
+void DropoutForwardAt(int64_t first, int64_t n, float p, uint64_t seed, const float* x, float* y);
 
 // Counter-based hash (SplitMix64 of seed ^ index * golden ratio): deterministic, stateless, and
 // the same expression compiles for CUDA device code. Used to derive per-layer seeds and the

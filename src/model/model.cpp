@@ -67,7 +67,7 @@ Status Model::ForwardAggregated(const train::MiniBatch& /*batch*/, const float* 
                                 uint64_t /*dropout_seed*/, std::vector<float>* /*logits*/,
                                 std::vector<float>* /*embeddings*/) {
   return Status::Unavailable(std::string(ModelKindName(config_.kind)) +
-                               " model on this device does not take aggregated input");
+                             " model on this device does not take aggregated input");
 }
 
 void Model::ZeroGrad() {

@@ -17,19 +17,24 @@ namespace {
 
 struct WorkItem {
   int64_t index = 0;
+  int64_t group_first = 0;  // the batch's gather group: [group_first, group_first + group_size)
+  int group_size = 1;
   uint64_t reserved = 0;  // bytes the admission window holds for the batch
   std::span<const int64_t> seeds;
   std::shared_ptr<const ResidentSet> resident;
 };
 
 struct SampledItem {
+  int64_t group_first = 0;
+  int group_size = 1;
   PreparedBatch prepared;
   std::shared_ptr<const ResidentSet> resident;
 };
 
-// Admits batch `index` into the pipeline only when fewer than `window` batches before it are still
-// unfinished and the bytes held by the batches in flight leave room for one more of the expected
-// size (`allowance` 0: no byte limit), so the batches alive at once are bounded in count and in
+// Admits batches [index, index + count) into the pipeline (a gather group, together) only when
+// fewer than `window` batches before the last are still unfinished and the bytes held by the
+// batches in flight leave room for `count` more of the expected size (`allowance` 0: no byte
+// limit), so the batches alive at once are bounded in count and in
 // memory even though stages run in parallel and the compute stage reorders. A batch is always
 // admitted when none is in flight, so a batch larger than expected slows the pipeline but never
 // stops it. Each batch's reservation starts at `expected` and is corrected to its actual size once
@@ -38,20 +43,21 @@ class InFlightWindow {
  public:
   InFlightWindow(int64_t window, uint64_t allowance, uint64_t expected)
       : window_(window), allowance_(allowance), expected_(expected) {}
-  // Returns the bytes reserved for the batch, or nullopt when cancelled.
-  std::optional<uint64_t> Admit(int64_t index, StageTimer* timer) {
+  // Returns the bytes reserved for each batch, or nullopt when cancelled.
+  std::optional<uint64_t> Admit(int64_t index, int64_t count, StageTimer* timer) {
     std::unique_lock lock(mu_);
     auto admissible = [&] {
-      return cancelled_ || (index < done_ + window_ && (allowance_ == 0 || in_flight_ == 0 ||
-                                                        bytes_ + expected_ <= allowance_));
+      return cancelled_ || (index + count - 1 < done_ + window_ &&
+                            (allowance_ == 0 || in_flight_ == 0 ||
+                             bytes_ + static_cast<uint64_t>(count) * expected_ <= allowance_));
     };
     if (!admissible()) {
       StallScope stall(timer);
       cv_.wait(lock, admissible);
     }
     if (cancelled_) return std::nullopt;
-    ++in_flight_;
-    Add(expected_);
+    in_flight_ += count;
+    Add(static_cast<uint64_t>(count) * expected_);
     return expected_;
   }
   // Corrects a batch's reservation from `from` to `to` bytes.
@@ -128,12 +134,17 @@ class RecycledStaging {
 };
 
 // Bytes a sampled batch holds until it is computed: its MiniBatch and its float32 staging
-// (`feature_dim` per input node, allocated by the gather stage).
-uint64_t HeldBytes(const train::MiniBatch& b, int64_t feature_dim) {
+// (`feature_dim` per input node, allocated by the gather stage; when `aggregated`, two rows per
+// block-0 destination, and the aggregation's transient state per input row).
+uint64_t HeldBytes(const train::MiniBatch& b, int64_t feature_dim, bool aggregated) {
   uint64_t bytes = b.input_nodes.capacity() * 8 + b.seeds.capacity() * 8 + b.labels.capacity() * 4;
   for (const train::Block& block : b.blocks) {
     bytes += block.indptr.capacity() * 8 + block.indices.capacity() * 4 +
              block.src_degree.capacity() * 8;
+  }
+  if (aggregated && !b.blocks.empty()) {
+    return bytes + static_cast<uint64_t>(b.blocks[0].num_dst) * 2 * feature_dim * 4 +
+           b.input_nodes.size() * kAggregationBytesPerRow;
   }
   return bytes + b.input_nodes.size() * static_cast<uint64_t>(feature_dim) * 4;
 }
@@ -141,8 +152,9 @@ uint64_t HeldBytes(const train::MiniBatch& b, int64_t feature_dim) {
 }  // namespace
 
 int EpochRunnerOptions::InFlightBatches() const {
+  // A gather group waits whole in the gather stage while the next one is sampled.
   return sample_threads + gather_threads + static_cast<int>(sampled_queue_capacity) +
-         static_cast<int>(ready_queue_capacity) + 1;
+         static_cast<int>(ready_queue_capacity) + 1 + 2 * (std::max(gather_group, 1) - 1);
 }
 
 uint64_t BatchSampleSeed(uint64_t seed, uint64_t stream, uint64_t epoch, int64_t index) {
@@ -153,6 +165,14 @@ EpochRunner::EpochRunner(BufferedGraph* graph, EpochRunnerOptions options)
     : graph_(graph), options_(std::move(options)) {
   SKIFF_CHECK(options_.batch_size > 0);
   SKIFF_CHECK(options_.sample_threads >= 1 && options_.gather_threads >= 1);
+  SKIFF_CHECK(options_.gather_group >= 1);
+  // Groups are gathered in order by one thread (each needs the whole group sampled), and handed
+  // to compute whole: the ready queue takes a group, so gathering the next overlaps computing it.
+  if (options_.aggregation.has_value()) {
+    options_.gather_threads = 1;
+    options_.ready_queue_capacity =
+        std::max(options_.ready_queue_capacity, static_cast<size_t>(options_.gather_group));
+  }
 }
 
 Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& sample,
@@ -175,6 +195,7 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
   RecycledStaging recycled;
   InFlightWindow window(opt.InFlightBatches(), opt.batch_allowance_bytes, opt.expected_batch_bytes);
   const int64_t dim = graph_->feature_dim();
+  const bool aggregate = opt.aggregation.has_value();
 
   Pipeline pipeline;
   pipeline.AddQueue(&work);
@@ -223,14 +244,22 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
             pins[p] = std::move(*pin);
           }
           auto resident = std::make_shared<const ResidentSet>(pins);
-          for (std::span<const int64_t> seeds : plan.Batches(s, opt.batch_size)) {
-            const std::optional<uint64_t> reserved = window.Admit(index, ctx.timer());
+          const auto batches = plan.Batches(s, opt.batch_size);
+          const auto group = static_cast<size_t>(aggregate ? opt.gather_group : 1);
+          for (size_t first = 0; first < batches.size(); first += group) {
+            const auto size = static_cast<int>(std::min(group, batches.size() - first));
+            const int64_t group_first = index;
+            const std::optional<uint64_t> reserved = window.Admit(index, size, ctx.timer());
             if (!reserved.has_value()) return Status::Aborted("cancelled");
-            if (!work.Push(WorkItem{index, *reserved, seeds, resident}, ctx.timer())) {
-              return Status::Aborted("cancelled");
+            for (int b = 0; b < size; ++b) {
+              if (!work.Push(
+                      WorkItem{index, group_first, size, *reserved, batches[first + b], resident},
+                      ctx.timer())) {
+                return Status::Aborted("cancelled");
+              }
+              ++index;
+              ctx.AddItems(1);
             }
-            ++index;
-            ctx.AddItems(1);
           }
         }
         return Status::Ok();
@@ -241,6 +270,8 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
                     [&](StageContext& ctx) -> Status {
                       while (auto item = work.Pop(ctx.timer())) {
                         SampledItem out;
+                        out.group_first = item->group_first;
+                        out.group_size = item->group_size;
                         out.prepared.index = item->index;
                         out.prepared.sample_seed =
                             BatchSampleSeed(opt.seed, opt.stream, opt.epoch, item->index);
@@ -249,7 +280,7 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
                             sample(view, item->seeds, out.prepared.sample_seed, &out.prepared.batch)
                                 .WithContext("sampling batch " + std::to_string(item->index)));
                         out.resident = std::move(item->resident);
-                        out.prepared.held_bytes = HeldBytes(out.prepared.batch, dim);
+                        out.prepared.held_bytes = HeldBytes(out.prepared.batch, dim, aggregate);
                         window.Resize(item->reserved, out.prepared.held_bytes);
                         if (!sampled.Push(std::move(out), ctx.timer()))
                           return Status::Aborted("cancelled");
@@ -259,29 +290,83 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
                     },
                     {&sampled});
 
-  pipeline.AddStage(
-      "gather", opt.gather_threads,
-      [&](StageContext& ctx) -> Status {
-        while (auto item = sampled.Pop(ctx.timer())) {
-          PreparedBatch& prepared = item->prepared;
-          const auto& nodes = prepared.batch.input_nodes;
-          recycled.TakeInto(&prepared.features, &window);
-          prepared.features.resize(nodes.size() * static_cast<size_t>(dim));
-          // A recycled buffer may be larger than this batch needs: count what it holds.
-          const uint64_t held =
-              prepared.held_bytes + (prepared.features.capacity() - prepared.features.size()) * 4;
-          window.Resize(prepared.held_bytes, held);
-          prepared.held_bytes = held;
-          SKIFF_RETURN_IF_ERROR(
-              graph_->Features(*item->resident, nodes, prepared.features.data())
-                  .WithContext("gathering features of batch " + std::to_string(prepared.index)));
-          item->resident.reset();  // unpin: compute needs only the staged features
-          if (!ready.Push(std::move(prepared), ctx.timer())) return Status::Aborted("cancelled");
-          ctx.AddItems(1);
-        }
-        return Status::Ok();
-      },
-      {&ready});
+  // Gives `prepared` a staging buffer of `floats` (the recycled one when there is one), counting
+  // any spare capacity it brings against the window.
+  auto stage = [&](PreparedBatch& prepared, size_t floats) {
+    recycled.TakeInto(&prepared.features, &window);
+    prepared.features.resize(floats);
+    const uint64_t held =
+        prepared.held_bytes + (prepared.features.capacity() - prepared.features.size()) * 4;
+    window.Resize(prepared.held_bytes, held);
+    prepared.held_bytes = held;
+  };
+  if (!aggregate) {
+    pipeline.AddStage(
+        "gather", opt.gather_threads,
+        [&](StageContext& ctx) -> Status {
+          while (auto item = sampled.Pop(ctx.timer())) {
+            PreparedBatch& prepared = item->prepared;
+            const auto& nodes = prepared.batch.input_nodes;
+            stage(prepared, nodes.size() * static_cast<size_t>(dim));
+            SKIFF_RETURN_IF_ERROR(
+                graph_->Features(*item->resident, nodes, prepared.features.data())
+                    .WithContext("gathering features of batch " + std::to_string(prepared.index)));
+            item->resident.reset();  // unpin: compute needs only the staged features
+            if (!ready.Push(std::move(prepared), ctx.timer())) return Status::Aborted("cancelled");
+            ctx.AddItems(1);
+          }
+          return Status::Ok();
+        },
+        {&ready});
+  } else {
+    pipeline.AddStage(
+        "gather", 1,
+        [&](StageContext& ctx) -> Status {
+          std::map<int64_t, SampledItem> pending;  // sampled, waiting for the rest of their group
+          int64_t next = 0;                        // the first batch of the next group
+          std::vector<AggregationTarget> targets;
+          while (auto item = sampled.Pop(ctx.timer())) {
+            pending.emplace(item->prepared.index, std::move(*item));
+            while (pending.count(next) > 0) {
+              const int size = pending.at(next).group_size;
+              SKIFF_CHECK(pending.at(next).group_first == next);
+              bool whole = true;  // the group's batches may arrive in any order
+              for (int64_t i = next; i < next + size && whole; ++i) whole = pending.count(i) > 0;
+              if (!whole) break;
+              targets.clear();
+              for (int64_t i = next; i < next + size; ++i) {
+                PreparedBatch& prepared = pending.at(i).prepared;
+                const auto nd = static_cast<size_t>(prepared.batch.blocks.at(0).num_dst);
+                stage(prepared, 2 * nd * static_cast<size_t>(dim));
+                prepared.aggregated = true;
+                float* rows = prepared.features.data();
+                targets.push_back({&prepared.batch, rows, rows + nd * static_cast<size_t>(dim),
+                                   opt.dropout_seed ? opt.dropout_seed(i) : 0});
+              }
+              SKIFF_RETURN_IF_ERROR(
+                  GatherAggregated(*graph_, *pending.at(next).resident, targets, *opt.aggregation)
+                      .WithContext("gathering features of batches " + std::to_string(next) + ".." +
+                                   std::to_string(next + size - 1)));
+              for (int64_t i = next; i < next + size; ++i) {
+                auto node = pending.extract(i);
+                node.mapped().resident.reset();  // unpin
+                if (!ready.Push(std::move(node.mapped().prepared), ctx.timer())) {
+                  return Status::Aborted("cancelled");
+                }
+                ctx.AddItems(1);
+              }
+              next += size;
+            }
+          }
+          if (!pending.empty()) {
+            return Status::Internal("gather stage ended with " + std::to_string(pending.size()) +
+                                    " batches of an incomplete group (next " +
+                                    std::to_string(next) + ")");
+          }
+          return Status::Ok();
+        },
+        {&ready});
+  }
 
   int64_t seeds_total = 0;
   int64_t computed = 0;

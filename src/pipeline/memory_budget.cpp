@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "skiff/log.h"
+#include "skiff/pipeline/input_aggregator.h"
 
 namespace skiff::pipeline {
 namespace {
@@ -128,6 +129,15 @@ uint64_t BatchBytes(const BatchShape& shape, int64_t feature_dim) {
   return bytes;
 }
 
+uint64_t AggregatedBatchBytes(const BatchShape& shape, int64_t feature_dim) {
+  const uint64_t rows_staging =
+      static_cast<uint64_t>(shape.input_nodes) * static_cast<uint64_t>(feature_dim) * 4;
+  const uint64_t dst = shape.dst.empty() ? 0 : static_cast<uint64_t>(shape.dst[0]);
+  return BatchBytes(shape, feature_dim) - rows_staging +
+         dst * 2 * static_cast<uint64_t>(feature_dim) * 4 +
+         static_cast<uint64_t>(shape.input_nodes) * kAggregationBytesPerRow;
+}
+
 uint64_t SamplerScratchBytes(const BatchShape& shape) {
   uint64_t edges = 0;
   for (int64_t e : shape.edges) edges += static_cast<uint64_t>(e);
@@ -135,7 +145,7 @@ uint64_t SamplerScratchBytes(const BatchShape& shape) {
          edges * kSamplerBytesPerEdge;
 }
 
-uint64_t ActivationBytes(const BatchShape& shape, const ModelShape& model) {
+uint64_t ActivationBytes(const BatchShape& shape, const ModelShape& model, bool aggregated_input) {
   const size_t layers = shape.dst.size();
   double floats = 0;
   for (size_t l = 0; l < layers; ++l) {
@@ -147,6 +157,13 @@ uint64_t ActivationBytes(const BatchShape& shape, const ModelShape& model) {
     const auto src = static_cast<double>(shape.src[l]);
     const auto dst = static_cast<double>(shape.dst[l]);
     const auto edges = static_cast<double>(shape.edges[l]);
+    if (l == 0 && aggregated_input) {
+      // The input arrives dropped out and aggregated (counted with the batch); the layer projects
+      // it into the pre-activation, then the activation, and their gradients (counted again
+      // under the next layer: the slack covers buffers not modelled here, as below).
+      floats += 4 * dst * out;
+      continue;
+    }
     // The input after dropout, and (above the input layer) the gradient of the input.
     floats += src * in * (l == 0 ? 1 : 2);
     // Projected-then-aggregated or aggregated-then-projected, forward and backward: the layer
@@ -165,12 +182,13 @@ namespace {
 
 // The largest evaluation batch size <= `requested` whose batch and activations are no larger than
 // a training batch's (binary search; the sizes grow with the batch size).
-int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees,
+int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees, bool aggregated,
                       uint64_t train_batch, uint64_t train_activations) {
   auto fits = [&](int64_t b) {
     const BatchShape s = EstimateBatch(degrees, b, in.eval_fanouts);
-    return BatchBytes(s, in.feature_dim) + SamplerScratchBytes(s) <= train_batch &&
-           ActivationBytes(s, in.model) <= train_activations;
+    const uint64_t bytes = aggregated ? AggregatedBatchBytes(s, in.feature_dim)
+                                      : BatchBytes(s, in.feature_dim) + SamplerScratchBytes(s);
+    return bytes <= train_batch && ActivationBytes(s, in.model, aggregated) <= train_activations;
   };
   if (fits(in.eval_batch_size)) return in.eval_batch_size;
   int64_t lo = 1, hi = in.eval_batch_size;  // fits(lo) assumed; !fits(hi)
@@ -181,23 +199,21 @@ int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees
   return lo;
 }
 
-}  // namespace
-
-Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile& degrees) {
-  if (in.num_nodes <= 0 || in.num_partitions == 0 || in.partition_slot_bytes == 0 ||
-      in.batch_size <= 0 || in.max_in_flight_batches <= 0) {
-    return Status::InvalidArgument("memory plan: empty dataset, batch or partition layout");
-  }
+// The plan with batches gathered as rows, or aggregated (see the header).
+Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degrees,
+                        bool aggregated) {
   MemoryPlan plan;
+  plan.aggregated_input = aggregated;
   plan.budget_bytes = in.budget_bytes;
   // No budget: room for everything (every partition resident, the pipeline's full capacity).
   const uint64_t budget = in.budget_bytes > 0 ? in.budget_bytes : ~uint64_t{0} / 4;
   plan.train_batch = EstimateBatch(degrees, in.batch_size, in.fanouts);
-  plan.batch_bytes =
-      BatchBytes(plan.train_batch, in.feature_dim) + SamplerScratchBytes(plan.train_batch);
-  const uint64_t activations = ActivationBytes(plan.train_batch, in.model);
+  plan.batch_bytes = aggregated ? AggregatedBatchBytes(plan.train_batch, in.feature_dim)
+                                : BatchBytes(plan.train_batch, in.feature_dim) +
+                                      SamplerScratchBytes(plan.train_batch);
+  const uint64_t activations = ActivationBytes(plan.train_batch, in.model, aggregated);
   plan.eval_batch_size = in.eval_batch_size > 0 && !in.eval_fanouts.empty()
-                             ? EvalBatchSize(in, degrees, plan.batch_bytes, activations)
+                             ? EvalBatchSize(in, degrees, aggregated, plan.batch_bytes, activations)
                              : in.batch_size;
   const auto n = static_cast<uint64_t>(in.num_nodes);
   plan.items.push_back({"CSR offsets + labels + splits",
@@ -205,6 +221,14 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
   plan.items.push_back({"model parameters, gradients, optimiser moments",
                         16 * static_cast<uint64_t>(in.model.num_parameters)});
   plan.items.push_back({"activations of the batch in compute (expected)", activations});
+  if (aggregated) {
+    plan.items.push_back({"sampler scratch (" + std::to_string(in.sample_threads) + " threads)",
+                          static_cast<uint64_t>(std::max(in.sample_threads, 1)) *
+                              SamplerScratchBytes(plan.train_batch)});
+    plan.aggregation_chunk_rows = AggregationChunkRows(in.num_nodes);
+    plan.items.push_back({"aggregation read buffer",
+                          plan.aggregation_chunk_rows * static_cast<uint64_t>(in.feature_dim) * 4});
+  }
   uint64_t fixed = 0;
   for (const MemoryItem& item : plan.items) fixed += item.bytes;
 
@@ -225,21 +249,31 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
         FormatBytes(in.pool_fixed_bytes) + detail +
         "); raise --memory, or lower --batch-size or --fanouts");
   }
-  // Batches in flight get at most half of what the minimum leaves (at least one batch); the rest,
-  // and what the batches do not use, goes to partition slots.
+  // Batches in flight get at most half of what the minimum leaves (aggregated: 3/4; at least one
+  // batch); the rest, and what the batches do not use, goes to partition slots.
   const uint64_t discretionary = budget - minimum + plan.batch_bytes;
-  const uint64_t by_half = discretionary / 2 / std::max<uint64_t>(plan.batch_bytes, 1);
-  plan.planned_in_flight = static_cast<int>(
-      std::clamp<uint64_t>(by_half, 1, static_cast<uint64_t>(in.max_in_flight_batches)));
+  const uint64_t share = aggregated ? discretionary / 4 * 3 : discretionary / 2;
+  const uint64_t fit = share / std::max<uint64_t>(plan.batch_bytes, 1);
+  if (aggregated) {
+    // Two groups in flight: one gathered while the other computes.
+    plan.gather_group =
+        static_cast<int>(std::clamp<uint64_t>(fit / 2, 1, static_cast<uint64_t>(kMaxGatherGroup)));
+    plan.planned_in_flight = fit >= 2 ? 2 * plan.gather_group : 1;
+  } else {
+    plan.planned_in_flight = static_cast<int>(
+        std::clamp<uint64_t>(fit, 1, static_cast<uint64_t>(in.max_in_flight_batches)));
+  }
   plan.batch_allowance = plan.batch_bytes * static_cast<uint64_t>(plan.planned_in_flight);
-  plan.items.push_back({"batches in flight (" + std::to_string(plan.planned_in_flight) + " x ~" +
-                            std::to_string(plan.train_batch.input_nodes) + " nodes)",
-                        plan.batch_allowance});
+  plan.items.push_back(
+      {"batches in flight (" + std::to_string(plan.planned_in_flight) + " x ~" +
+           std::to_string(plan.train_batch.input_nodes) + " nodes" +
+           (aggregated ? ", aggregated, groups of " + std::to_string(plan.gather_group) : "") + ")",
+       plan.batch_allowance});
   plan.fixed_bytes = fixed + plan.batch_allowance;
 
   uint64_t for_slots = budget - plan.fixed_bytes - in.pool_fixed_bytes;
   const uint64_t all_slots = uint64_t{in.num_partitions} * in.partition_slot_bytes;
-  if (in.cache_row_bytes > 0 && for_slots < all_slots) {
+  if (in.cache_row_bytes > 0 && !aggregated && for_slots < all_slots) {
     const uint64_t spare = for_slots - uint64_t{min_slots} * in.partition_slot_bytes;
     const uint64_t all_rows = static_cast<uint64_t>(in.num_nodes) * in.cache_row_bytes;
     plan.row_cache_bytes = std::min({for_slots / 2, spare, all_rows});
@@ -258,6 +292,20 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
   plan.pool_bytes = uint64_t{plan.pool_slots} * in.partition_slot_bytes + in.pool_fixed_bytes;
   plan.fully_resident = plan.pool_slots == in.num_partitions;
   return plan;
+}
+
+}  // namespace
+
+Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile& degrees) {
+  if (in.num_nodes <= 0 || in.num_partitions == 0 || in.partition_slot_bytes == 0 ||
+      in.batch_size <= 0 || in.max_in_flight_batches <= 0) {
+    return Status::InvalidArgument("memory plan: empty dataset, batch or partition layout");
+  }
+  // Rows while every partition fits (the in-memory run's batches, bit for bit); otherwise
+  // aggregated when the model allows, which may then accept a budget the rows plan refuses.
+  Result<MemoryPlan> rows = Plan(in, degrees, false);
+  if (!in.aggregated_input || (rows.ok() && rows->fully_resident)) return rows;
+  return Plan(in, degrees, true);
 }
 
 std::string MemoryPlan::Describe() const {

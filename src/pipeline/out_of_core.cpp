@@ -53,6 +53,8 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   if (in.model.in_dim == 0) in.model.in_dim = m.feature_dim;
   if (in.model.num_classes == 0) in.model.num_classes = std::max<int64_t>(m.num_classes, 1);
   in.batch_size = options.batch_size;
+  in.aggregated_input = options.aggregated_input;
+  in.sample_threads = options.sample_threads;
   in.fanouts = options.fanouts;
   in.eval_batch_size = options.eval_batch_size;
   in.eval_fanouts = options.eval_fanouts;
@@ -109,14 +111,21 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
                          !pass.resident_order.empty()
                              ? EpochPlan::SingleState(k, plan_capacity_, pass.resident_order)
                              : EpochPlan::Build(by_partition, plan_options));
-  EpochRunner runner(graph_.get(), {.batch_size = pass.batch_size,
+  EpochRunnerOptions runner_options{.batch_size = pass.batch_size,
                                     .seed = pass.seed,
                                     .stream = pass.stream,
                                     .epoch = pass.epoch,
                                     .sample_threads = options_.sample_threads,
                                     .gather_threads = options_.gather_threads,
                                     .batch_allowance_bytes = memory_.batch_allowance,
-                                    .expected_batch_bytes = memory_.batch_bytes});
+                                    .expected_batch_bytes = memory_.batch_bytes};
+  if (memory_.aggregated_input && pass.aggregation.has_value()) {
+    runner_options.aggregation = pass.aggregation;
+    runner_options.aggregation->chunk_rows = memory_.aggregation_chunk_rows;
+    runner_options.gather_group = memory_.gather_group;
+    runner_options.dropout_seed = pass.dropout_seed;
+  }
+  EpochRunner runner(graph_.get(), std::move(runner_options));
   return runner.Run(plan, sample, compute);
 }
 

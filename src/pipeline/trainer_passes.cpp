@@ -17,8 +17,8 @@ std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options) {
 Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::Dataset* dataset,
                                                                  const train::TrainOptions& options,
                                                                  uint64_t memory_bytes,
-                                                                 SamplingMode sampling,
-                                                                 int threads) {
+                                                                 SamplingMode sampling, int threads,
+                                                                 bool aggregated_input) {
   const format::Manifest& m = dataset->manifest();
   // Size the model to budget its parameters, gradients and optimiser state.
   model::ModelConfig config = options.model;
@@ -41,6 +41,9 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
              .attention = config.kind == model::ModelKind::kGat,
              .num_parameters = sizing->NumParameters()};
   o.normalize_rows = options.feature_norm == "row";
+  // In-buffer sampling follows the buffer states, which aggregated gathering does not need.
+  o.aggregated_input = aggregated_input && sampling == SamplingMode::kExact &&
+                       model::InputAggregationOf(config) != model::InputAggregation::kNone;
   o.sample_threads = std::max(1, threads);
   o.gather_threads = 1;
   auto out = std::make_unique<OutOfCoreTraining>();
@@ -83,6 +86,7 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
       batch.index = prepared.index;
       batch.batch = std::move(prepared.batch);
       batch.features = std::move(prepared.features);
+      batch.aggregated = prepared.aggregated;
       const Status status = consume(batch);
       prepared.features = std::move(batch.features);  // back to the pipeline for reuse
       return status;
@@ -92,11 +96,21 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
         .seed = seed,
         .stream = pass.stream,
         .epoch = static_cast<uint64_t>(pass.epoch),
-        .resident_order = {}};
-    if (ooc->fully_resident() || (pass.training && ooc->uniform_training_order())) {
+        .resident_order = {},
+        .aggregation = std::nullopt,
+        .dropout_seed = nullptr};
+    if (pass.aggregation != model::InputAggregation::kNone) {
+      options.aggregation = AggregationOptions{
+          .kind = pass.aggregation, .dropout = pass.input_dropout, .training = pass.training};
+      if (pass.training) options.dropout_seed = pass.dropout_seed;
+    }
+    const bool aggregated = ooc->aggregated_input() && options.aggregation.has_value();
+    if (ooc->fully_resident() || (pass.training && ooc->uniform_training_order()) || aggregated) {
       // The in-memory batch order (train::BatchStream's), so that the same seed draws the
       // same batches whether or not the run is out of core. Evaluation out of core keeps
-      // the plan's states: it does not train, and they read less.
+      // the plan's states -- it does not train, and they read less -- unless it gathers
+      // aggregated: then consecutive batches share reads whatever their partitions, and
+      // the plan's states would only cut the groups short.
       for (const auto& batch : train::PlanBatches(*pass.nodes, options.batch_size, pass.training,
                                                   seed, static_cast<uint64_t>(pass.epoch))) {
         options.resident_order.insert(options.resident_order.end(), batch.begin(), batch.end());

@@ -212,6 +212,29 @@ Status Trainer::Restore(const Checkpoint& c) {
   return Status::Ok();
 }
 
+PassSpec Trainer::MakePassSpec(const std::vector<int64_t>* nodes, bool training, uint64_t stream,
+                               int64_t epoch, int64_t batch_size) const {
+  PassSpec pass{nodes, training, stream, epoch, batch_size};
+  if (model_->accepts_aggregated_input()) {
+    pass.aggregation = model::InputAggregationOf(model_->config());
+    pass.input_dropout = model::FirstLayerDropout(model_->config());
+  }
+  return pass;
+}
+
+Status Trainer::ForwardBatch(const PreparedBatch& next, bool training, uint64_t dropout_seed,
+                             std::vector<float>* logits, std::vector<float>* embeddings) {
+  if (!next.aggregated) {
+    return model_->Forward(next.batch, next.features.data(), training, dropout_seed, logits,
+                           embeddings);
+  }
+  SKIFF_CHECK(!next.batch.blocks.empty());
+  const auto rows = static_cast<size_t>(next.batch.blocks[0].num_dst * model_->config().in_dim);
+  SKIFF_CHECK(next.features.size() == 2 * rows);
+  return model_->ForwardAggregated(next.batch, next.features.data(), next.features.data() + rows,
+                                   training, dropout_seed, logits, embeddings);
+}
+
 Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   EpochMetrics m;
   m.epoch = epoch;
@@ -238,9 +261,10 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   auto consume = [&](PreparedBatch& next) -> Status {
     const auto c0 = Clock::now();
     const MiniBatch& b = next.batch;
-    SKIFF_RETURN_IF_ERROR(model_->Forward(
-        b, next.features.data(), /*training=*/true,
-        sampler::BatchSeed(options_.seed, kDropoutStream, epoch, next.index), &logits));
+    SKIFF_RETURN_IF_ERROR(ForwardBatch(
+        next, /*training=*/true,
+        sampler::BatchSeed(options_.seed, kDropoutStream, epoch, static_cast<uint64_t>(next.index)),
+        &logits, nullptr));
     const int64_t rows = static_cast<int64_t>(b.seeds.size());
     grad.resize(logits.size());
     int64_t correct = 0;
@@ -260,7 +284,10 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   };
   double sample_seconds = 0, gather_seconds = 0, wait_seconds = 0;
   if (pass_runner_) {
-    const PassSpec pass{&data_.train, true, kTrainStream, epoch, options_.batch_size};
+    PassSpec pass = MakePassSpec(&data_.train, true, kTrainStream, epoch, options_.batch_size);
+    pass.dropout_seed = [this, epoch](int64_t index) {
+      return sampler::BatchSeed(options_.seed, kDropoutStream, epoch, static_cast<uint64_t>(index));
+    };
     SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, &m.pipeline_json));
   } else {
     BatchStream stream(*train_sampler_, *data_.features, &data_.labels,
@@ -313,7 +340,7 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
   double loss_sum = 0;
   auto consume = [&](PreparedBatch& next) -> Status {
     const MiniBatch& b = next.batch;
-    SKIFF_RETURN_IF_ERROR(model_->Forward(b, next.features.data(), false, 0, &logits));
+    SKIFF_RETURN_IF_ERROR(ForwardBatch(next, false, 0, &logits, nullptr));
     grad.resize(logits.size());
     int64_t correct = 0, labelled = 0;
     for (int32_t l : b.labels) labelled += (l >= 0);
@@ -328,7 +355,7 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
   if (pass_runner_) {
     // Epoch 0 for every evaluation, as the BatchStream below: evaluation draws the same
     // neighbours every epoch.
-    const PassSpec pass{&nodes, false, stream_id, 0, options_.eval_batch_size};
+    const PassSpec pass = MakePassSpec(&nodes, false, stream_id, 0, options_.eval_batch_size);
     SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, nullptr));
   } else {
     BatchStream stream(*eval_sampler_, *data_.features, &data_.labels,
@@ -372,7 +399,7 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
   std::vector<float> logits, emb;
   auto consume = [&](PreparedBatch& next) -> Status {
     const MiniBatch& b = next.batch;
-    SKIFF_RETURN_IF_ERROR(model_->Forward(b, next.features.data(), false, 0, &logits, &emb));
+    SKIFF_RETURN_IF_ERROR(ForwardBatch(next, false, 0, &logits, &emb));
     const int64_t rows = static_cast<int64_t>(b.seeds.size());
     for (int64_t i = 0; i < rows; ++i) {
       const float* l = logits.data() + i * c;
@@ -388,7 +415,7 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
     return Status::Ok();
   };
   if (pass_runner_) {
-    const PassSpec pass{&nodes, false, kPredictStream, 0, batch_size};
+    const PassSpec pass = MakePassSpec(&nodes, false, kPredictStream, 0, batch_size);
     SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, nullptr));
   } else {
     BatchStreamOptions so;

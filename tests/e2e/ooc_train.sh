@@ -11,7 +11,7 @@ WORK=$3
 rm -rf "$WORK" && mkdir -p "$WORK"
 cd "$WORK"
 
-"$SKIFF" generate --nodes 6000 --avg-degree 8 --classes 4 --feature-dim 32 --split 0.5,0.2,0.3 \
+"$SKIFF" generate --nodes 30000 --avg-degree 8 --classes 4 --feature-dim 64 --split 0.5,0.2,0.3 \
   --seed 3 --out raw > /dev/null 2>&1
 "$SKIFF" partition raw -k 12 --algo grem -o ds > /dev/null 2>&1
 before=$(cd ds && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)

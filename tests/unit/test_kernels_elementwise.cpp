@@ -152,3 +152,23 @@ TEST_CASE("kernels: LayerNorm normalises rows and its backward matches finite di
     testing::CheckGradient("grad_beta", beta, grad_beta, loss, 1e-3);
   }
 }
+
+TEST_CASE("kernels: DropoutForwardAt is a window of DropoutForward, across the 2^32 key boundary") {
+  std::mt19937_64 rng(3);
+  const std::vector<float> x = testing::RandomVector(4096, rng);
+  std::vector<float> whole(x.size());
+  cpu::DropoutForward(static_cast<int64_t>(x.size()), 0.4f, 17, x.data(), whole.data());
+  for (const int64_t first : {int64_t{0}, int64_t{5}, int64_t{1000}}) {
+    std::vector<float> part(300);
+    cpu::DropoutForwardAt(first, 300, 0.4f, 17, x.data() + first, part.data());
+    for (int64_t i = 0; i < 300; ++i) CHECK(part[i] == whole[first + i]);
+  }
+  // A window that straddles element 2^32 uses both keys, as DropoutKeep does per element.
+  const int64_t first = (int64_t{1} << 32) - 7;
+  std::vector<float> ones(16, 1.0f), part(16);
+  cpu::DropoutForwardAt(first, 16, 0.4f, 17, ones.data(), part.data());
+  for (int64_t i = 0; i < 16; ++i) {
+    const bool keep = cpu::DropoutKeep(17, static_cast<uint64_t>(first + i), 0.4f);
+    CHECK(part[i] == (keep ? 1.0f / 0.6f : 0.0f));
+  }
+}

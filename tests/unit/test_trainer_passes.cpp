@@ -2,9 +2,13 @@
 // with every partition resident the two must compute the same thing, epoch by epoch.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "skiff/format/dataset.h"
 #include "skiff/generate/generator.h"
+#include "skiff/pipeline/input_aggregator.h"
 #include "skiff/pipeline/trainer_passes.h"
+#include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/train/trainer.h"
 #include "tests/unit/test_util.h"
 
@@ -67,8 +71,8 @@ TEST_CASE("trainer passes: every partition resident reproduces the in-memory run
     auto reference = (*in_memory)->Run();
     REQUIRE(reference.ok());
 
-    auto ooc =
-        pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30, pipeline::SamplingMode::kExact, 2);
+    auto ooc = pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30,
+                                               pipeline::SamplingMode::kExact, 2, true);
     REQUIRE_MESSAGE(ooc.ok(), ooc.status().ToString());
     REQUIRE((*ooc)->ooc->fully_resident());
     auto trainer = train::Trainer::Create((*ooc)->data, t);
@@ -91,52 +95,127 @@ TEST_CASE("trainer passes: every partition resident reproduces the in-memory run
 }
 
 TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memory run too") {
+  // Rows: the in-memory run bit for bit. Aggregated input (SAGE on the CPU): the same batches and
+  // masks, each neighbour mean summed in node order rather than CSR order, so equal to rounding.
+  for (const bool aggregated : {false, true}) {
+    CAPTURE(aggregated);
+    testing::TempDir dir;
+    auto ds = Generated(dir / "g");
+    train::TrainOptions t = Options("none");
+    t.epochs = 2;
+    // Find the smallest accepted budget from the refusal, then train there (every stage bounded).
+    auto refused = pipeline::OpenOutOfCoreTraining(ds.get(), t, 64 << 10,
+                                                   pipeline::SamplingMode::kExact, 2, aggregated);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == StatusCode::kResourceExhausted);
+    CHECK(refused.status().message().find("--batch-size") != std::string::npos);
+    auto ooc = pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30,
+                                               pipeline::SamplingMode::kExact, 2, aggregated);
+    REQUIRE(ooc.ok());
+    CHECK_FALSE((*ooc)->ooc->aggregated_input());  // every partition fits: rows
+    const pipeline::MemoryPlan& big = (*ooc)->ooc->memory_plan();
+    const uint64_t tight =
+        big.fixed_bytes - big.batch_allowance + big.batch_bytes +
+        storage::BufferPool::BudgetFor(*storage::DatasetPartitionSource::Open(ds.get(), {}).value(),
+                                       3, OutOfCorePoolOptions(ds->manifest()));
+    // Aggregated batches are smaller but add a read buffer: step up to the first accepted budget.
+    Result<std::unique_ptr<pipeline::OutOfCoreTraining>> small = Status::Internal("unset");
+    for (uint64_t budget = tight; budget < tight + (4ull << 20); budget += 16 << 10) {
+      small = pipeline::OpenOutOfCoreTraining(ds.get(), t, budget, pipeline::SamplingMode::kExact,
+                                              2, aggregated);
+      if (small.ok() || !aggregated) break;
+    }
+    REQUIRE_MESSAGE(small.ok(), small.status().ToString());
+    CHECK_FALSE((*small)->ooc->fully_resident());
+    CHECK((*small)->ooc->aggregated_input() == aggregated);
+    if (!aggregated) CHECK((*small)->ooc->memory_plan().planned_in_flight == 1);
+    auto trainer = train::Trainer::Create((*small)->data, t);
+    REQUIRE(trainer.ok());
+    (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(small->get(), t, false));
+    auto summary = (*trainer)->Run();
+    REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
+    CHECK(summary->best_test_acc > 0.3);
+    // Too few partitions resident to mix labels: training draws the in-memory batches (exact
+    // sampling reads the rest), so the run is the in-memory one; evaluation takes every
+    // neighbour, so its accuracy does not depend on how the plan groups nodes either.
+    CHECK((*small)->ooc->uniform_training_order());
+    auto memory = train::LoadInMemory(*ds);
+    REQUIRE(memory.ok());
+    auto in_memory = train::Trainer::Create((*memory)->data, t);
+    REQUIRE(in_memory.ok());
+    auto reference = (*in_memory)->Run();
+    REQUIRE(reference.ok());
+    REQUIRE(summary->epochs.size() == reference->epochs.size());
+    for (size_t e = 0; e < reference->epochs.size(); ++e) {
+      CAPTURE(e);
+      const train::EpochMetrics& got = summary->epochs[e];
+      const train::EpochMetrics& want = reference->epochs[e];
+      if (aggregated) {
+        CHECK(got.loss == doctest::Approx(want.loss).epsilon(1e-4));
+        CHECK(got.valid_acc == doctest::Approx(want.valid_acc).epsilon(0.01));
+        CHECK(got.test_acc == doctest::Approx(want.test_acc).epsilon(0.01));
+      } else {
+        CHECK(got.loss == want.loss);
+        CHECK(got.valid_acc == want.valid_acc);
+        CHECK(got.test_acc == want.test_acc);
+      }
+      CHECK(got.pipeline_json.find("\"fine_bytes_read\":0,") == std::string::npos);  // it read
+    }
+  }
+}
+
+TEST_CASE("input aggregator: grouped, chunked reads from disk give each batch its own aggregate") {
   testing::TempDir dir;
   auto ds = Generated(dir / "g");
-  train::TrainOptions t = Options("none");
-  t.epochs = 2;
-  // Find the smallest accepted budget from the refusal, then train there (every stage bounded).
-  auto refused =
-      pipeline::OpenOutOfCoreTraining(ds.get(), t, 64 << 10, pipeline::SamplingMode::kExact, 2);
-  REQUIRE_FALSE(refused.ok());
-  CHECK(refused.status().code() == StatusCode::kResourceExhausted);
-  CHECK(refused.status().message().find("--batch-size") != std::string::npos);
-  auto ooc =
-      pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30, pipeline::SamplingMode::kExact, 2);
-  REQUIRE(ooc.ok());
-  const pipeline::MemoryPlan& big = (*ooc)->ooc->memory_plan();
-  const uint64_t tight =
-      big.fixed_bytes - big.batch_allowance + big.batch_bytes +
-      storage::BufferPool::BudgetFor(*storage::DatasetPartitionSource::Open(ds.get(), {}).value(),
-                                     3, OutOfCorePoolOptions(ds->manifest()));
-  auto small =
-      pipeline::OpenOutOfCoreTraining(ds.get(), t, tight, pipeline::SamplingMode::kExact, 2);
-  REQUIRE_MESSAGE(small.ok(), small.status().ToString());
-  CHECK_FALSE((*small)->ooc->fully_resident());
-  CHECK((*small)->ooc->memory_plan().planned_in_flight == 1);
-  auto trainer = train::Trainer::Create((*small)->data, t);
-  REQUIRE(trainer.ok());
-  (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(small->get(), t, false));
-  auto summary = (*trainer)->Run();
-  REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
-  CHECK(summary->best_test_acc > 0.3);
-  // Too few partitions resident to mix labels: training draws the in-memory batches (exact
-  // sampling reads the rest), so the run is the in-memory one; evaluation takes every neighbour,
-  // so its accuracy does not depend on how the plan groups nodes either.
-  CHECK((*small)->ooc->uniform_training_order());
   auto memory = train::LoadInMemory(*ds);
   REQUIRE(memory.ok());
-  auto in_memory = train::Trainer::Create((*memory)->data, t);
-  REQUIRE(in_memory.ok());
-  auto reference = (*in_memory)->Run();
-  REQUIRE(reference.ok());
-  REQUIRE(summary->epochs.size() == reference->epochs.size());
-  for (size_t e = 0; e < reference->epochs.size(); ++e) {
-    CAPTURE(e);
-    CHECK(summary->epochs[e].loss == reference->epochs[e].loss);
-    CHECK(summary->epochs[e].valid_acc == reference->epochs[e].valid_acc);
-    CHECK(summary->epochs[e].test_acc == reference->epochs[e].test_acc);
-    const std::string pipeline = summary->epochs[e].pipeline_json;
-    CHECK(pipeline.find("\"fine_bytes_read\":0,") == std::string::npos);  // it did read
+  pipeline::OutOfCoreOptions o;
+  o.memory_bytes = 0;  // the pool holds every partition; the ResidentSet below pins none
+  o.fanouts = {5, 3};
+  o.batch_size = 64;
+  auto ooc = pipeline::OutOfCore::Create(ds.get(), o);
+  REQUIRE_MESSAGE(ooc.ok(), ooc.status().ToString());
+  const pipeline::ResidentSet nothing_resident(
+      std::vector<std::shared_ptr<const storage::PartitionPin>>((*ooc)->num_partitions()));
+
+  const sampler::NeighborSampler sampler(*(*memory)->graph, {5, 3});
+  const int64_t dim = ds->manifest().feature_dim;
+  for (const bool training : {false, true}) {
+    CAPTURE(training);
+    std::vector<train::MiniBatch> batches(4);
+    std::vector<std::vector<float>> dst_rows(4), aggregated(4);
+    std::vector<pipeline::AggregationTarget> targets;
+    for (int b = 0; b < 4; ++b) {
+      std::vector<int64_t> seeds;
+      for (int64_t v = 0; v < 64; ++v) seeds.push_back((b * 997 + v * 31) % 3000);
+      std::sort(seeds.begin(), seeds.end());
+      seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
+      REQUIRE(sampler.Sample(seeds, 100 + b, &batches[b]).ok());
+      const auto nd = static_cast<size_t>(batches[b].blocks[0].num_dst);
+      dst_rows[b].assign(nd * dim, -7.0f);
+      aggregated[b].assign(nd * dim, -7.0f);
+      targets.push_back({&batches[b], dst_rows[b].data(), aggregated[b].data(), 40u + b});
+    }
+    // 7 distinct rows per read: many rounds, and a node's entries never straddle two.
+    const pipeline::AggregationOptions options{.kind = model::InputAggregation::kMean,
+                                               .dropout = 0.4f,
+                                               .training = training,
+                                               .chunk_rows = 7};
+    REQUIRE(pipeline::GatherAggregated((*ooc)->graph(), nothing_resident, targets, options).ok());
+    CHECK((*ooc)->graph().counters().fine_rows > 0);  // it read from disk
+    for (int b = 0; b < 4; ++b) {
+      CAPTURE(b);
+      const train::MiniBatch& batch = batches[b];
+      std::vector<float> rows(batch.input_nodes.size() * dim);
+      REQUIRE((*memory)->features->Gather(batch.input_nodes, rows.data()).ok());
+      std::vector<float> want_dst(dst_rows[b].size()), want_agg(aggregated[b].size());
+      model::AggregateFirstLayerInput(batch.blocks[0], rows.data(), dim, 0.4f, training, 40u + b,
+                                      want_dst.data(), want_agg.data());
+      for (size_t i = 0; i < want_dst.size(); ++i) {
+        REQUIRE(dst_rows[b][i] == want_dst[i]);  // copied, same mask: exact
+        // The same terms summed in another order: equal to rounding.
+        REQUIRE(aggregated[b][i] == doctest::Approx(want_agg[i]).epsilon(1e-5));
+      }
+    }
   }
 }

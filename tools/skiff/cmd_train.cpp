@@ -170,7 +170,8 @@ int RunTrain(const TrainCliOptions& o) {
   auto sampling = pipeline::ParseSamplingMode(o.sampling);
   if (!sampling.ok()) return ReportStatus("train", sampling.status());
   auto opened =
-      pipeline::OpenOutOfCoreTraining(ds->get(), t, memory_bytes, *sampling, t.sampler_threads);
+      pipeline::OpenOutOfCoreTraining(ds->get(), t, memory_bytes, *sampling, t.sampler_threads,
+                                      /*aggregated_input=*/o.device == "cpu");
   if (!opened.ok()) return ReportStatus("train", opened.status());
   std::unique_ptr<pipeline::OutOfCoreTraining> engine = std::move(opened).value();
   const train::TrainData* train_data = &engine->data;

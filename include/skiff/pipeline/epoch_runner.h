@@ -15,7 +15,10 @@
 //            sampled in parallel; each gets its own seed from (seed, stream, epoch, batch index),
 //            so the result does not depend on thread timing or on the memory budget.
 //   gather   copies the batch's input features into its staging buffer (float32), then drops the
-//            batch's pins -- compute never touches the buffer pool.
+//            batch's pins -- compute never touches the buffer pool. With aggregated gathering
+//            (EpochRunnerOptions::aggregation) it takes groups of up to gather_group consecutive
+//            batches of one buffer state, reads the union of their rows once, sorted, and leaves
+//            each batch its first layer's input aggregated (input_aggregator.h).
 //   compute  receives the batches strictly in plan order (a reorder buffer absorbs the parallel
 //            stages' jitter) and runs the model step (the ComputeFn).
 // Each queue has a named capacity (EpochRunnerOptions), and the batches in flight share a byte
@@ -34,6 +37,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,6 +46,7 @@
 
 #include "skiff/pipeline/buffered_graph.h"
 #include "skiff/pipeline/epoch_plan.h"
+#include "skiff/pipeline/input_aggregator.h"
 #include "skiff/pipeline/stage_stats.h"
 #include "skiff/status.h"
 #include "skiff/train/minibatch.h"
@@ -70,8 +75,11 @@ struct PreparedBatch {
   int64_t index = 0;         // position in the epoch (0, 1, ...)
   uint64_t sample_seed = 0;  // the seed its sampler call got
   train::MiniBatch batch;
-  std::vector<float> features;  // batch.input_nodes.size() x feature_dim, row-major
-  uint64_t held_bytes = 0;      // what the batch counts against the batch allowance
+  // batch.input_nodes.size() x feature_dim, row-major; when `aggregated`, block 0's num_dst own
+  // rows then its num_dst aggregated rows (model::AggregateFirstLayerInput).
+  std::vector<float> features;
+  bool aggregated = false;
+  uint64_t held_bytes = 0;  // what the batch counts against the batch allowance
 };
 
 using SampleFn = std::function<Status(const BatchGraph& graph, std::span<const int64_t> seeds,
@@ -93,6 +101,11 @@ struct EpochRunnerOptions {
   // while admitting another batch would exceed the allowance, unless no batch is in flight.
   uint64_t batch_allowance_bytes = 0;
   uint64_t expected_batch_bytes = 0;
+  // Aggregated gathering when set: groups of up to `gather_group` batches share one sorted read,
+  // and `dropout_seed(index)` is the Forward dropout seed of batch `index` (training passes).
+  std::optional<AggregationOptions> aggregation;
+  int gather_group = 1;
+  std::function<uint64_t(int64_t index)> dropout_seed;
 
   // Upper bound on sampled batches alive at once (sampling, queued, gathering, reordering,
   // computing), whatever the byte allowance.

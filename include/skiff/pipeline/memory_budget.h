@@ -15,6 +15,12 @@
 //                       fine reads (seeds come from resident partitions either way), cached
 //                       high-degree rows do (hot_row_cache.h);
 //   buffer pool         what is left, as whole partition slots plus the pool's fixed scratch.
+// Aggregated input (MemoryBudgetInputs::aggregated_input, a kMean first layer on the CPU) when not
+// every partition fits: a batch holds two rows per block-0 destination instead of a row per input
+// node (input_aggregator.h), the sampler's scratch is counted once per sampling thread, the
+// batches may take up to 3/4 of what the minimum leaves, and they are gathered in groups of
+// gather_group (half of the batches that fit, at most kMaxGatherGroup) that share one read; the
+// rest goes to partition slots (a hot row cache saves nothing when a group reads most of the file).
 // Run time: the batches' term is not a count but a byte allowance. The EpochRunner admits a batch
 // only while the bytes of the batches in flight -- each counted at its actual size once sampled --
 // stay within it (backpressure: fewer batches in flight, never a failure); one batch is always
@@ -47,6 +53,7 @@
 namespace skiff::pipeline {
 
 inline constexpr uint64_t kFixedOverheadBytes = 96ull << 20;
+inline constexpr int kMaxGatherGroup = 16;
 
 // The degree distribution of a graph, as the batch estimate needs it.
 class DegreeProfile {
@@ -97,8 +104,14 @@ struct ModelShape {
 uint64_t BatchBytes(const BatchShape& shape, int64_t feature_dim);
 // The sampler's transient scratch for a batch of `shape` (ID map, per-node samples).
 uint64_t SamplerScratchBytes(const BatchShape& shape);
-// The model's forward and backward buffers for a batch of `shape` (with EnsureSize's headroom).
-uint64_t ActivationBytes(const BatchShape& shape, const ModelShape& model);
+// Bytes of a batch whose first layer's input is gathered aggregated: its MiniBatch, two float32
+// rows per block-0 destination, and the aggregation's transient state per input row.
+uint64_t AggregatedBatchBytes(const BatchShape& shape, int64_t feature_dim);
+// The model's forward and backward buffers for a batch of `shape` (with EnsureSize's headroom);
+// `aggregated_input`: the first layer gets its input aggregated (no dropped-out copy of the input
+// rows, no aggregation buffer).
+uint64_t ActivationBytes(const BatchShape& shape, const ModelShape& model,
+                         bool aggregated_input = false);
 
 struct MemoryBudgetInputs {
   uint64_t budget_bytes = 0;  // 0: no budget (every partition resident)
@@ -121,6 +134,9 @@ struct MemoryBudgetInputs {
   int max_in_flight_batches = 1;  // the pipeline's capacity (EpochRunnerOptions::InFlightBatches)
   // A hot row cache (exact sampling): bytes per cached row, including its index; 0: no cache.
   uint64_t cache_row_bytes = 0;
+  // The model's first layer can take aggregated input (see above), and the sampling threads.
+  bool aggregated_input = false;
+  int sample_threads = 2;
 };
 
 struct MemoryItem {
@@ -141,6 +157,9 @@ struct MemoryPlan {
   int planned_in_flight = 0;      // batch_allowance / batch_bytes
   int64_t eval_batch_size = 0;    // evaluation batches no larger than a training batch
   uint64_t row_cache_bytes = 0;   // for HotRowCache (0 when every partition is resident)
+  bool aggregated_input = false;  // batches gathered aggregated, in groups of gather_group
+  int gather_group = 1;
+  size_t aggregation_chunk_rows = 0;  // rows per read round (AggregationChunkRows)
 
   // A table, one line per item, for the start-up log.
   std::string Describe() const;

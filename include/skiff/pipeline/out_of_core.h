@@ -18,7 +18,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,6 +54,9 @@ struct OutOfCoreOptions {
   int gather_threads = 1;
   bool direct_io = true;        // O_DIRECT
   bool normalize_rows = false;  // `--feature-norm row`: feature rows scaled to sum 1 at gather
+  // The compute step takes the first layer's input aggregated (a kMean model on the CPU): when not
+  // every partition fits, passes that ask for it (PassOptions::aggregation) gather aggregated.
+  bool aggregated_input = false;
   storage::IoEngineKind io_engine = storage::IoEngineKind::kAuto;
   // Unpartitioned datasets are split into ranges of this many nodes (0: 16 ranges).
   int64_t nodes_per_partition = 0;
@@ -68,6 +73,10 @@ struct PassOptions {
   // as train::BatchStream) -- with every partition resident, or with the buffer's partitions
   // resident and the rest read fine-grained (uniform seeds). Empty: the plan's own states.
   std::vector<int64_t> resident_order;
+  // Gather the first layer's input aggregated, when the plan chose to (OutOfCore::
+  // aggregated_input()); `dropout_seed(index)`: the Forward dropout seed of batch `index`.
+  std::optional<AggregationOptions> aggregation;
+  std::function<uint64_t(int64_t index)> dropout_seed;
 };
 
 class OutOfCore {
@@ -92,6 +101,8 @@ class OutOfCore {
   // The evaluation batch size the budget allows (<= OutOfCoreOptions::eval_batch_size).
   int64_t eval_batch_size() const { return memory_.eval_batch_size; }
   bool fully_resident() const { return plan_capacity_ >= source_->num_partitions(); }
+  // Whether passes gather aggregated input in groups (MemoryPlan::aggregated_input).
+  bool aggregated_input() const { return memory_.aggregated_input; }
   // True when training should draw its seeds uniformly (in-memory order) rather than from the
   // buffer states: every partition is resident, or too few are to mix the labels
   // (< kMinMixingResidentPartitions; see docs/pipeline.md) and exact sampling reads the rest.

@@ -33,6 +33,9 @@ struct PreparedBatch {
   int64_t index = 0;
   MiniBatch batch;
   std::vector<float> features;  // batch.input_nodes.size() x FeatureSource::dim()
+  // `features` holds block 0's num_dst own rows then its num_dst aggregated rows instead
+  // (model::AggregateFirstLayerInput; only from a pass runner, when PassSpec::aggregation asks).
+  bool aggregated = false;
 };
 
 struct BatchStreamOptions {

@@ -94,6 +94,12 @@ struct PassSpec {
   uint64_t stream = 0;    // the random stream of the pass (training, valid, test)
   int64_t epoch = 0;
   int64_t batch_size = 0;
+  // The model takes its first layer's input aggregated: a runner may hand batches over in that
+  // form (PreparedBatch::aggregated), with the first layer's input dropout (`input_dropout`,
+  // training passes) masked from `dropout_seed(index)`, the seed the batch's Forward gets.
+  model::InputAggregation aggregation = model::InputAggregation::kNone;
+  float input_dropout = 0;
+  std::function<uint64_t(int64_t index)> dropout_seed;
 };
 // Runs a pass: hands every batch -- sampled, labelled, features gathered -- to `consume` in
 // batch order, and returns the first error (its own or consume's). May describe the pass as a
@@ -143,6 +149,12 @@ class Trainer {
   Trainer(const TrainData& data, TrainOptions options)
       : data_(data), options_(std::move(options)) {}
   Result<EpochMetrics> TrainEpoch(int64_t epoch);
+  // A pass over `nodes`, offering aggregated input when the model takes it.
+  PassSpec MakePassSpec(const std::vector<int64_t>* nodes, bool training, uint64_t stream,
+                        int64_t epoch, int64_t batch_size) const;
+  // The model's Forward on a prepared batch, from rows or aggregated input.
+  Status ForwardBatch(const PreparedBatch& next, bool training, uint64_t dropout_seed,
+                      std::vector<float>* logits, std::vector<float>* embeddings);
 
   const TrainData& data_;
   TrainOptions options_;

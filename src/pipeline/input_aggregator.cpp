@@ -1,0 +1,123 @@
+#include "skiff/pipeline/input_aggregator.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cpu/elementwise.h"
+#include "skiff/log.h"
+
+namespace skiff::pipeline {
+namespace {
+
+// One input row of one target: sorted by node, so each row is read once for the whole group.
+struct Entry {
+  int64_t node;
+  uint32_t target;
+  int32_t src;  // local source ID in the target's block 0
+};
+static_assert(sizeof(Entry) == 16);
+
+// Block 0 transposed: the destinations of each source, and each destination's mean weight.
+struct Transposed {
+  std::vector<int32_t> offsets;  // num_src + 1
+  std::vector<int32_t> dst;      // edges, grouped by source
+  std::vector<float> weight;     // per destination: 1 / degree (as cpu::CsrAggregateForward)
+};
+
+void Transpose(const train::Block& block, Transposed* t) {
+  t->offsets.assign(static_cast<size_t>(block.num_src) + 1, 0);
+  for (const int32_t s : block.indices) ++t->offsets[static_cast<size_t>(s) + 1];
+  for (size_t s = 0; s < static_cast<size_t>(block.num_src); ++s) {
+    t->offsets[s + 1] += t->offsets[s];
+  }
+  t->dst.resize(block.indices.size());
+  std::vector<int32_t> cursor(t->offsets.begin(), t->offsets.end() - 1);
+  t->weight.resize(static_cast<size_t>(block.num_dst));
+  for (int64_t d = 0; d < block.num_dst; ++d) {
+    const int64_t begin = block.indptr[static_cast<size_t>(d)];
+    const int64_t end = block.indptr[static_cast<size_t>(d + 1)];
+    t->weight[static_cast<size_t>(d)] = end > begin ? 1.0f / static_cast<float>(end - begin) : 0;
+    for (int64_t e = begin; e < end; ++e) {
+      t->dst[static_cast<size_t>(cursor[static_cast<size_t>(block.indices[e])]++)] =
+          static_cast<int32_t>(d);
+    }
+  }
+}
+
+// Adds one (dropped-out) source row to the target's outputs.
+void Apply(const AggregationTarget& target, const Transposed& t, int32_t src, const float* row,
+           int64_t dim) {
+  const int64_t num_dst = target.batch->blocks[0].num_dst;
+  if (src < num_dst) std::copy(row, row + dim, target.dst_rows + src * dim);
+  for (int32_t e = t.offsets[static_cast<size_t>(src)]; e < t.offsets[static_cast<size_t>(src) + 1];
+       ++e) {
+    const int32_t d = t.dst[static_cast<size_t>(e)];
+    const float w = t.weight[static_cast<size_t>(d)];
+    float* __restrict out = target.aggregated + static_cast<int64_t>(d) * dim;
+    for (int64_t j = 0; j < dim; ++j) out[j] += w * row[j];
+  }
+}
+
+}  // namespace
+
+Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
+                        std::span<const AggregationTarget> targets,
+                        const AggregationOptions& options) {
+  SKIFF_CHECK(options.kind == model::InputAggregation::kMean && options.chunk_rows > 0);
+  const int64_t dim = graph.feature_dim();
+  std::vector<Transposed> transposed(targets.size());
+  std::vector<Entry> entries;
+  for (size_t t = 0; t < targets.size(); ++t) {
+    const train::MiniBatch& batch = *targets[t].batch;
+    SKIFF_CHECK(!batch.blocks.empty());
+    const train::Block& block = batch.blocks[0];
+    SKIFF_CHECK(block.num_src == static_cast<int64_t>(batch.input_nodes.size()));
+    Transpose(block, &transposed[t]);
+    std::fill_n(targets[t].aggregated, block.num_dst * dim, 0.0f);
+    for (int64_t s = 0; s < block.num_src; ++s) {
+      entries.push_back({batch.input_nodes[static_cast<size_t>(s)], static_cast<uint32_t>(t),
+                         static_cast<int32_t>(s)});
+    }
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.node != b.node ? a.node < b.node : a.target < b.target;
+  });
+
+  const bool drop = options.training && options.dropout > 0.0f;
+  std::vector<uint64_t> mask_seeds(targets.size());
+  for (size_t t = 0; t < targets.size(); ++t) {
+    mask_seeds[t] = model::FirstLayerDropoutSeed(targets[t].dropout_seed);
+  }
+  std::vector<int64_t> nodes;
+  std::vector<float> rows(options.chunk_rows * static_cast<size_t>(dim));
+  std::vector<float> dropped(static_cast<size_t>(dim));
+  for (size_t begin = 0; begin < entries.size();) {
+    // The next chunk: up to chunk_rows distinct nodes, with every entry of each.
+    nodes.clear();
+    size_t end = begin;
+    for (; end < entries.size(); ++end) {
+      const int64_t node = entries[end].node;
+      if (nodes.empty() || node != nodes.back()) {
+        if (nodes.size() == options.chunk_rows) break;
+        nodes.push_back(node);
+      }
+    }
+    SKIFF_RETURN_IF_ERROR(graph.Features(resident, nodes, rows.data()));
+    size_t row = 0;
+    for (size_t i = begin; i < end; ++i) {
+      if (i > begin && entries[i].node != entries[i - 1].node) ++row;
+      const Entry& e = entries[i];
+      const float* x = rows.data() + row * static_cast<size_t>(dim);
+      if (drop) {
+        cpu::DropoutForwardAt(static_cast<int64_t>(e.src) * dim, dim, options.dropout,
+                              mask_seeds[e.target], x, dropped.data());
+        x = dropped.data();
+      }
+      Apply(targets[e.target], transposed[e.target], e.src, x, dim);
+    }
+    begin = end;
+  }
+  return Status::Ok();
+}
+
+}  // namespace skiff::pipeline
