@@ -1,6 +1,7 @@
 #include "skiff/pipeline/input_aggregator.h"
 
 #include <algorithm>
+#include <future>
 #include <vector>
 
 #include "kernels/cpu/elementwise.h"
@@ -42,6 +43,24 @@ void Transpose(const train::Block& block, Transposed* t) {
           static_cast<int32_t>(d);
     }
   }
+}
+
+// Entries [begin, end) and their distinct nodes (at most `limit`), from `begin`.
+struct Round {
+  size_t begin = 0, end = 0;
+  std::vector<int64_t> nodes;
+};
+
+Round NextRound(const std::vector<Entry>& entries, size_t begin, size_t limit) {
+  Round round{begin, begin, {}};
+  for (; round.end < entries.size(); ++round.end) {
+    const int64_t node = entries[round.end].node;
+    if (round.nodes.empty() || node != round.nodes.back()) {
+      if (round.nodes.size() == limit) break;
+      round.nodes.push_back(node);
+    }
+  }
+  return round;
 }
 
 // Adds one (dropped-out) source row to the target's outputs.
@@ -88,26 +107,26 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
   for (size_t t = 0; t < targets.size(); ++t) {
     mask_seeds[t] = model::FirstLayerDropoutSeed(targets[t].dropout_seed);
   }
-  std::vector<int64_t> nodes;
-  std::vector<float> rows(options.chunk_rows * static_cast<size_t>(dim));
+  // Rounds of up to chunk_rows distinct nodes; the next round is read while this one is applied.
+  const size_t round_floats = options.chunk_rows * static_cast<size_t>(dim);
+  std::vector<float> rows[2] = {std::vector<float>(round_floats), std::vector<float>(round_floats)};
   std::vector<float> dropped(static_cast<size_t>(dim));
-  for (size_t begin = 0; begin < entries.size();) {
-    // The next chunk: up to chunk_rows distinct nodes, with every entry of each.
-    nodes.clear();
-    size_t end = begin;
-    for (; end < entries.size(); ++end) {
-      const int64_t node = entries[end].node;
-      if (nodes.empty() || node != nodes.back()) {
-        if (nodes.size() == options.chunk_rows) break;
-        nodes.push_back(node);
-      }
+  Round current = NextRound(entries, 0, options.chunk_rows);
+  Status read = graph.Features(resident, current.nodes, rows[0].data());
+  for (int buffer = 0; !current.nodes.empty(); buffer = 1 - buffer) {
+    SKIFF_RETURN_IF_ERROR(read);
+    Round next = NextRound(entries, current.end, options.chunk_rows);
+    std::future<Status> reading;
+    if (!next.nodes.empty()) {
+      reading = std::async(std::launch::async, [&graph, &resident, &next, &rows, buffer] {
+        return graph.Features(resident, next.nodes, rows[1 - buffer].data());
+      });
     }
-    SKIFF_RETURN_IF_ERROR(graph.Features(resident, nodes, rows.data()));
     size_t row = 0;
-    for (size_t i = begin; i < end; ++i) {
-      if (i > begin && entries[i].node != entries[i - 1].node) ++row;
+    for (size_t i = current.begin; i < current.end; ++i) {
+      if (i > current.begin && entries[i].node != entries[i - 1].node) ++row;
       const Entry& e = entries[i];
-      const float* x = rows.data() + row * static_cast<size_t>(dim);
+      const float* x = rows[buffer].data() + row * static_cast<size_t>(dim);
       if (drop) {
         cpu::DropoutForwardAt(static_cast<int64_t>(e.src) * dim, dim, options.dropout,
                               mask_seeds[e.target], x, dropped.data());
@@ -115,7 +134,8 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
       }
       Apply(targets[e.target], transposed[e.target], e.src, x, dim);
     }
-    begin = end;
+    read = reading.valid() ? reading.get() : Status::Ok();
+    current = std::move(next);
   }
   return Status::Ok();
 }

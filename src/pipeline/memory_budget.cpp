@@ -226,8 +226,9 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
                           static_cast<uint64_t>(std::max(in.sample_threads, 1)) *
                               SamplerScratchBytes(plan.train_batch)});
     plan.aggregation_chunk_rows = AggregationChunkRows(in.num_nodes);
-    plan.items.push_back({"aggregation read buffer",
-                          plan.aggregation_chunk_rows * static_cast<uint64_t>(in.feature_dim) * 4});
+    plan.items.push_back(
+        {"aggregation read buffers",
+         2 * plan.aggregation_chunk_rows * static_cast<uint64_t>(in.feature_dim) * 4});
   }
   uint64_t fixed = 0;
   for (const MemoryItem& item : plan.items) fixed += item.bytes;
@@ -249,10 +250,11 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
         FormatBytes(in.pool_fixed_bytes) + detail +
         "); raise --memory, or lower --batch-size or --fanouts");
   }
-  // Batches in flight get at most half of what the minimum leaves (aggregated: 3/4; at least one
+  // Batches in flight get at most half of what the minimum leaves (aggregated: all; at least one
   // batch); the rest, and what the batches do not use, goes to partition slots.
   const uint64_t discretionary = budget - minimum + plan.batch_bytes;
-  const uint64_t share = aggregated ? discretionary / 4 * 3 : discretionary / 2;
+  // Aggregated groups read most of the file whatever is resident: the batches take it all.
+  const uint64_t share = aggregated ? discretionary : discretionary / 2;
   const uint64_t fit = share / std::max<uint64_t>(plan.batch_bytes, 1);
   if (aggregated) {
     // Two groups in flight: one gathered while the other computes.

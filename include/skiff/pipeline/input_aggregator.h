@@ -14,7 +14,8 @@
 // result depends neither on how batches are grouped nor on the budget or thread timing.
 //
 // Memory while a group is gathered: per batch, block 0 transposed ((num_src + 1 + edges) x 4 B) and
-// one entry per input row (kEntryBytes); one chunk of rows (chunk_rows x dim float32) at a time.
+// one entry per input row (kAggregationBytesPerRow); two rounds of rows (2 x chunk_rows x dim
+// float32): the next round is read, on a helper thread, while this one is added up.
 //
 // Thread safety: a plain function; concurrent calls must use distinct targets.
 #pragma once
@@ -30,7 +31,8 @@
 
 namespace skiff::pipeline {
 
-// Distinct rows read per round by default (their float32 buffer: 8 MiB at 128 features).
+// Distinct rows read per round by default (their float32 buffer: 8 MiB at 128 features; two are
+// held).
 inline constexpr size_t kAggregationChunkRows = 16384;
 // The round for a graph of `num_nodes`: 1/64 of the nodes within [1024, kAggregationChunkRows],
 // so that small datasets keep small budgets.

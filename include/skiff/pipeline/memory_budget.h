@@ -18,7 +18,7 @@
 // Aggregated input (MemoryBudgetInputs::aggregated_input, a kMean first layer on the CPU) when not
 // every partition fits: a batch holds two rows per block-0 destination instead of a row per input
 // node (input_aggregator.h), the sampler's scratch is counted once per sampling thread, the
-// batches may take up to 3/4 of what the minimum leaves, and they are gathered in groups of
+// batches may take all that the minimum leaves, and they are gathered in groups of
 // gather_group (half of the batches that fit, at most kMaxGatherGroup) that share one read; the
 // rest goes to partition slots (a hot row cache saves nothing when a group reads most of the file).
 // Run time: the batches' term is not a count but a byte allowance. The EpochRunner admits a batch
