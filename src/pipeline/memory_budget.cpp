@@ -159,9 +159,9 @@ uint64_t ActivationBytes(const BatchShape& shape, const ModelShape& model, bool 
     const auto edges = static_cast<double>(shape.edges[l]);
     if (l == 0 && aggregated_input) {
       // The input arrives dropped out and aggregated (counted with the batch); the layer projects
-      // it into the pre-activation, then the activation, and their gradients (counted again
-      // under the next layer: the slack covers buffers not modelled here, as below).
-      floats += 4 * dst * out;
+      // it into the pre-activation, then the activation (their gradients are counted under the
+      // next layer; one more dst x out covers buffers not modelled here: GEMM packing, logits).
+      floats += 3 * dst * out;
       continue;
     }
     // The input after dropout, and (above the input layer) the gradient of the input.
@@ -225,7 +225,8 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
     plan.items.push_back({"sampler scratch (" + std::to_string(in.sample_threads) + " threads)",
                           static_cast<uint64_t>(std::max(in.sample_threads, 1)) *
                               SamplerScratchBytes(plan.train_batch)});
-    plan.aggregation_chunk_rows = AggregationChunkRows(in.num_nodes);
+    plan.aggregation_chunk_rows = AggregationChunkRows(
+        in.num_nodes, static_cast<uint64_t>(in.feature_dim) * 4, in.budget_bytes);
     plan.items.push_back(
         {"aggregation read buffers",
          2 * plan.aggregation_chunk_rows * static_cast<uint64_t>(in.feature_dim) * 4});

@@ -7,10 +7,11 @@
 
 namespace skiff::pipeline {
 
-uint64_t OutOfCore::FineReadScratchBytes(const format::Manifest& manifest) {
+uint64_t OutOfCore::FineReadScratchBytes(const format::Manifest& manifest, uint64_t budget_bytes) {
   const uint64_t features =
       static_cast<uint64_t>(manifest.num_nodes) * manifest.feature_row_bytes();
-  return std::clamp<uint64_t>(features / 64, 4ull << 20, 16ull << 20);
+  const uint64_t wanted = budget_bytes > 0 ? std::min(features, budget_bytes / 2) : features;
+  return std::clamp<uint64_t>(wanted / 64, 4ull << 20, 16ull << 20);
 }
 
 Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* dataset,
@@ -34,7 +35,8 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
       std::min<uint32_t>(options.sampling == SamplingMode::kExact ? 1 : 2, k);
   // The io stage pins one partition ahead itself (docs/pipeline.md): the pool's prefetch is off.
   pool_options.prefetch = false;
-  pool_options.fine_read_scratch_bytes = FineReadScratchBytes(dataset->manifest());
+  pool_options.fine_read_scratch_bytes =
+      FineReadScratchBytes(dataset->manifest(), options.memory_bytes);
   pool_options.engine.kind = options.io_engine;
   pool_options.engine.faults = options.faults;
   const uint64_t pool_fixed = storage::BufferPool::BudgetFor(source, 0, pool_options);

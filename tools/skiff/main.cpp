@@ -1,5 +1,7 @@
 // skiff: out-of-core GNN training from SSD. Entry point; subcommands register themselves
 // (see command.h).
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -36,6 +38,11 @@ Result<uint64_t> ParseMemoryOption(const std::string& text) {
 }  // namespace skiff::cli
 
 int main(int argc, char** argv) {
+  // Memory budgets are promises about RSS: large buffers (staging, rounds of rows) are mapped and
+  // unmapped on their own, so freeing one returns it to the system at once. glibc would otherwise
+  // raise its mmap threshold after the first such free and carve later ones from the heap, where
+  // freed space stays resident.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   CLI::App app{
       "Skiff trains graph neural networks on graphs whose features and edges do not fit in\n"
       "memory, from SSD, on one workstation.",

@@ -34,11 +34,14 @@ namespace skiff::pipeline {
 // Distinct rows read per round by default (their float32 buffer: 8 MiB at 128 features; two are
 // held).
 inline constexpr size_t kAggregationChunkRows = 16384;
-// The round for a graph of `num_nodes`: 1/64 of the nodes within [1024, kAggregationChunkRows],
-// so that small datasets keep small budgets.
-inline size_t AggregationChunkRows(int64_t num_nodes) {
-  return std::clamp<size_t>(static_cast<size_t>(std::max<int64_t>(num_nodes, 0) / 64), 1024,
-                            kAggregationChunkRows);
+// The round for a graph of `num_nodes` rows of `row_bytes` under a budget of `budget_bytes` (0:
+// none): 1/64 of the nodes, its two buffers at most 1/32 of the budget, within [1024,
+// kAggregationChunkRows], so that small datasets and small budgets keep small minimums.
+inline size_t AggregationChunkRows(int64_t num_nodes, uint64_t row_bytes, uint64_t budget_bytes) {
+  uint64_t rows = static_cast<uint64_t>(std::max<int64_t>(num_nodes, 0)) / 64;
+  if (budget_bytes > 0)
+    rows = std::min(rows, budget_bytes / 32 / 2 / std::max<uint64_t>(row_bytes, 1));
+  return std::clamp<size_t>(static_cast<size_t>(rows), 1024, kAggregationChunkRows);
 }
 
 struct AggregationTarget {

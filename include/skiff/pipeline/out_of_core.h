@@ -84,8 +84,9 @@ class OutOfCore {
   // The pool's fine-read scratch for a dataset: fine reads merge across small gaps into long runs
   // (BufferPoolOptions::fine_read_merge_gap), and up to 16 MiB keeps enough of them in flight to
   // stream at the disk's sequential rate (2M-node benchmark: 78 s -> 73 s per training pass vs
-  // 4 MiB); 1/64 of the feature bytes, at least 4 MiB, so small datasets keep small budgets.
-  static uint64_t FineReadScratchBytes(const format::Manifest& manifest);
+  // 4 MiB); 1/64 of the feature bytes and 1/32 of a budget (`budget_bytes` > 0), at least 4 MiB, so
+  // small datasets and small budgets keep small minimums.
+  static uint64_t FineReadScratchBytes(const format::Manifest& manifest, uint64_t budget_bytes = 0);
 
   // `dataset` must outlive the object. ResourceExhausted (with the minimum) when the budget cannot
   // hold a working set; NotFound / IOError from opening the files.
