@@ -32,7 +32,8 @@ bool Register(std::string name, int order, SetupFn setup);
 int ReportStatus(const std::string& command, const Status& status);
 
 // The value of a `--memory` option of train and predict: 0 when empty (no budget: every partition
-// resident); InvalidArgument naming the text unless it is a positive size ("4GiB").
+// resident); InvalidArgument naming the text unless it is a positive size ("4GiB"). A budget also
+// makes the allocator return large freed buffers to the system at once (see main.cpp).
 Result<uint64_t> ParseMemoryOption(const std::string& text);
 
 }  // namespace skiff::cli
