@@ -1,7 +1,11 @@
 #include "skiff/format/dataset.h"
 
+#include "skiff/log.h"
+
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,20 +23,28 @@ using nlohmann::json;
 
 const char* DTypeName(DType t) {
   switch (t) {
-    case DType::kFloat32: return "float32";
-    case DType::kFloat16: return "float16";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
+    case DType::kFloat32:
+      return "float32";
+    case DType::kFloat16:
+      return "float16";
+    case DType::kInt32:
+      return "int32";
+    case DType::kInt64:
+      return "int64";
   }
   return "?";
 }
 
 size_t DTypeBytes(DType t) {
   switch (t) {
-    case DType::kFloat32: return 4;
-    case DType::kFloat16: return 2;
-    case DType::kInt32: return 4;
-    case DType::kInt64: return 8;
+    case DType::kFloat32:
+      return 4;
+    case DType::kFloat16:
+      return 2;
+    case DType::kInt32:
+      return 4;
+    case DType::kInt64:
+      return 8;
   }
   return 0;
 }
@@ -46,7 +58,8 @@ Result<DType> ParseDType(const std::string& name) {
                                  "' (expected float32, float16, int32 or int64)");
 }
 
-// --- Manifest JSON --------------------------------------------------------------------------------
+// --- Manifest JSON
+// --------------------------------------------------------------------------------
 
 namespace {
 std::string Hex64(uint64_t v) {
@@ -116,22 +129,30 @@ Result<Manifest> Manifest::FromJson(const std::string& text, const std::string& 
                                 " is not supported (this build reads version " +
                                 std::to_string(kFormatVersion) + ")");
     }
-    field = "name"; m.name = j.value("name", "");
-    field = "source"; m.source = j.value("source", "");
-    field = "num_nodes"; m.num_nodes = j.at("num_nodes").get<int64_t>();
-    field = "num_edges"; m.num_edges = j.at("num_edges").get<int64_t>();
-    field = "undirected"; m.undirected = j.at("undirected").get<bool>();
+    field = "name";
+    m.name = j.value("name", "");
+    field = "source";
+    m.source = j.value("source", "");
+    field = "num_nodes";
+    m.num_nodes = j.at("num_nodes").get<int64_t>();
+    field = "num_edges";
+    m.num_edges = j.at("num_edges").get<int64_t>();
+    field = "undirected";
+    m.undirected = j.at("undirected").get<bool>();
     field = "neighbor_dtype";
     SKIFF_ASSIGN_OR_RETURN(m.neighbor_dtype, ParseDType(j.at("neighbor_dtype").get<std::string>()));
-    field = "feature_dim"; m.feature_dim = j.at("feature_dim").get<int64_t>();
+    field = "feature_dim";
+    m.feature_dim = j.at("feature_dim").get<int64_t>();
     field = "feature_dtype";
     SKIFF_ASSIGN_OR_RETURN(m.feature_dtype, ParseDType(j.at("feature_dtype").get<std::string>()));
-    field = "num_classes"; m.num_classes = j.at("num_classes").get<int64_t>();
+    field = "num_classes";
+    m.num_classes = j.at("num_classes").get<int64_t>();
     field = "splits";
     m.train_count = j.at("splits").at("train").get<int64_t>();
     m.valid_count = j.at("splits").at("valid").get<int64_t>();
     m.test_count = j.at("splits").at("test").get<int64_t>();
-    field = "has_id_map"; m.has_id_map = j.value("has_id_map", false);
+    field = "has_id_map";
+    m.has_id_map = j.value("has_id_map", false);
     field = "feature_extent_offsets";
     m.feature_extent_offsets = j.at("feature_extent_offsets").get<std::vector<uint64_t>>();
     if (j.contains("partitions")) {
@@ -188,7 +209,8 @@ Result<Manifest> Manifest::FromJson(const std::string& text, const std::string& 
   return m;
 }
 
-// --- Writer ---------------------------------------------------------------------------------------
+// --- Writer
+// ---------------------------------------------------------------------------------------
 
 DatasetWriter::DatasetWriter(std::string final_dir, std::string temp_dir, bool overwrite)
     : final_dir_(std::move(final_dir)), temp_dir_(std::move(temp_dir)), overwrite_(overwrite) {}
@@ -199,6 +221,46 @@ DatasetWriter::~DatasetWriter() {
     fs::remove_all(temp_dir_, ec);
   }
 }
+
+namespace {
+
+// Removes `<dir>.tmp-<pid>`, `<dir>.old-<pid>` and `<dir>.unpartitioned-<pid>` (`skiff convert
+// --partitions` staging) directories left beside `dir` by runs that no longer exist (killed
+// before they committed or cleaned up). A live run's are left alone.
+void RemoveStaleSiblings(const std::string& dir) {
+  std::error_code ec;
+  const fs::path path = fs::absolute(dir, ec);
+  if (ec) return;
+  const std::string base = path.filename().string();
+  for (const auto& entry : fs::directory_iterator(path.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    for (const std::string prefix : {base + ".tmp-", base + ".old-", base + ".unpartitioned-"}) {
+      if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::string digits = name.substr(prefix.size());
+      if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9)
+        continue;
+      const pid_t pid = static_cast<pid_t>(std::stol(digits));
+      if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+      LogInfo("removing " + entry.path().string() + ", left by a run that no longer exists");
+      fs::remove_all(entry.path(), ec);
+    }
+  }
+}
+
+// rename(2) that fails with EEXIST instead of replacing `to` (renameat2 RENAME_NOREPLACE; where the
+// file system lacks it, a check then rename, which leaves a window a concurrent writer can hit).
+int RenameNoReplace(const std::string& from, const std::string& to) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS) return -1;
+  std::error_code ec;
+  if (fs::exists(to, ec)) {
+    errno = EEXIST;
+    return -1;
+  }
+  return ::rename(from.c_str(), to.c_str());
+}
+
+}  // namespace
 
 Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& final_dir,
                                                              bool overwrite) {
@@ -213,6 +275,7 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   if (!fs::is_directory(parent, ec)) {
     return Status::NotFound("output directory's parent " + parent.string() + " does not exist");
   }
+  RemoveStaleSiblings(dir);
   const std::string temp = dir + ".tmp-" + std::to_string(::getpid());
   fs::remove_all(temp, ec);
   if (::mkdir(temp.c_str(), 0755) != 0) return Status::FromErrno(errno, "create directory " + temp);
@@ -260,8 +323,8 @@ Status CheckFileSize(const Manifest& m, const std::string& name, uint64_t expect
 Status ValidateSizes(const Manifest& m) {
   const uint64_t n = static_cast<uint64_t>(m.num_nodes);
   SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kOffsetsFile, (n + 1) * 8));
-  SKIFF_RETURN_IF_ERROR(
-      CheckFileSize(m, kNeighborsFile, static_cast<uint64_t>(m.num_edges) * DTypeBytes(m.neighbor_dtype)));
+  SKIFF_RETURN_IF_ERROR(CheckFileSize(
+      m, kNeighborsFile, static_cast<uint64_t>(m.num_edges) * DTypeBytes(m.neighbor_dtype)));
   SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kLabelsFile, n * 4));
   SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kTrainFile, static_cast<uint64_t>(m.train_count) * 8));
   SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kValidFile, static_cast<uint64_t>(m.valid_count) * 8));
@@ -269,9 +332,10 @@ Status ValidateSizes(const Manifest& m) {
   auto it = m.files.find(kFeaturesFile);
   if (it == m.files.end()) return Status::Internal("dataset is missing required file features.bin");
   // The last extent ends the file.
-  int64_t last_first = m.partitions ? m.partitions->boundaries[m.partitions->num_partitions - 1] : 0;
-  const uint64_t expected =
-      m.feature_extent_offsets.back() + (n - static_cast<uint64_t>(last_first)) * m.feature_row_bytes();
+  int64_t last_first =
+      m.partitions ? m.partitions->boundaries[m.partitions->num_partitions - 1] : 0;
+  const uint64_t expected = m.feature_extent_offsets.back() +
+                            (n - static_cast<uint64_t>(last_first)) * m.feature_row_bytes();
   if (it->second.data_bytes != expected) {
     return Status::Internal("features.bin holds " + std::to_string(it->second.data_bytes) +
                             " bytes, expected " + std::to_string(expected));
@@ -293,32 +357,61 @@ Status DatasetWriter::Commit() {
   SKIFF_RETURN_IF_ERROR(FsyncPath(manifest_path));
   SKIFF_RETURN_IF_ERROR(FsyncPath(temp_dir_));
   std::error_code ec;
-  std::string old_dir;
-  if (fs::exists(final_dir_, ec)) {
-    SKIFF_CHECK(overwrite_);
-    old_dir = final_dir_ + ".old-" + std::to_string(::getpid());
-    if (::rename(final_dir_.c_str(), old_dir.c_str()) != 0) {
-      return Status::FromErrno(errno, "move existing " + final_dir_ + " aside");
+  // Publish atomically: a new output appears whole or not at all, and an existing one is swapped
+  // with the new one in one step (RENAME_EXCHANGE), so that no crash leaves nothing at the path.
+  bool replaced = false;
+  if (RenameNoReplace(temp_dir_, final_dir_) != 0) {
+    if (errno != EEXIST && errno != ENOTEMPTY) {
+      return Status::FromErrno(errno, "rename " + temp_dir_ + " to " + final_dir_);
     }
-  }
-  if (::rename(temp_dir_.c_str(), final_dir_.c_str()) != 0) {
-    return Status::FromErrno(errno, "rename " + temp_dir_ + " to " + final_dir_);
+    if (!overwrite_) {
+      return Status::InvalidArgument("output " + final_dir_ +
+                                     " was created by another run while this one was writing; it "
+                                     "was left as it is (remove it or pass --overwrite)");
+    }
+    SKIFF_RETURN_IF_ERROR(Exchange());
+    replaced = true;
   }
   committed_ = true;
   const std::string parent = fs::absolute(final_dir_).parent_path().string();
   (void)FsyncPath(parent);
-  if (!old_dir.empty()) fs::remove_all(old_dir, ec);
+  if (replaced) fs::remove_all(temp_dir_, ec);  // now the previous dataset
   return Status::Ok();
 }
 
-// --- Reader ---------------------------------------------------------------------------------------
+Status DatasetWriter::Exchange() {
+  if (::renameat2(AT_FDCWD, temp_dir_.c_str(), AT_FDCWD, final_dir_.c_str(), RENAME_EXCHANGE) ==
+      0) {
+    return Status::Ok();
+  }
+  if (errno != EINVAL && errno != ENOSYS) {
+    return Status::FromErrno(errno, "swap " + temp_dir_ + " with " + final_dir_);
+  }
+  // No RENAME_EXCHANGE on this file system: move the old one aside, then the new one in (a crash
+  // in between leaves the old one at <dir>.old-<pid>, which the next writer removes).
+  const std::string old_dir = final_dir_ + ".old-" + std::to_string(::getpid());
+  if (::rename(final_dir_.c_str(), old_dir.c_str()) != 0) {
+    return Status::FromErrno(errno, "move existing " + final_dir_ + " aside");
+  }
+  if (::rename(temp_dir_.c_str(), final_dir_.c_str()) != 0) {
+    return Status::FromErrno(errno, "rename " + temp_dir_ + " to " + final_dir_);
+  }
+  if (::rename(old_dir.c_str(), temp_dir_.c_str()) != 0) {
+    return Status::FromErrno(errno, "rename " + old_dir + " to " + temp_dir_);
+  }
+  return Status::Ok();
+}
+
+// --- Reader
+// ---------------------------------------------------------------------------------------
 
 Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
   const std::string path = dir + "/" + kManifestFile;
   std::ifstream in(path);
   if (!in) {
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) return Status::NotFound("dataset directory " + dir + " does not exist");
+    if (!fs::is_directory(dir, ec))
+      return Status::NotFound("dataset directory " + dir + " does not exist");
     return Status::NotFound(path + " is missing: " + dir + " is not a Skiff dataset");
   }
   std::stringstream ss;
@@ -363,7 +456,9 @@ Result<std::vector<int64_t>> Dataset::LoadNeighbors() const {
   return std::vector<int64_t>(v32.begin(), v32.end());
 }
 
-Result<std::vector<int32_t>> Dataset::LoadLabels() const { return LoadArray<int32_t>(*this, kLabelsFile); }
+Result<std::vector<int32_t>> Dataset::LoadLabels() const {
+  return LoadArray<int32_t>(*this, kLabelsFile);
+}
 
 Result<std::vector<int64_t>> Dataset::LoadSplit(const std::string& name) const {
   return LoadArray<int64_t>(*this, name);
@@ -423,7 +518,8 @@ Status Dataset::VerifyAll() const {
   return Status::Ok();
 }
 
-// --- Half precision -------------------------------------------------------------------------------
+// --- Half precision
+// -------------------------------------------------------------------------------
 
 uint16_t FloatToHalf(float f) {
   uint32_t x;
@@ -434,7 +530,7 @@ uint16_t FloatToHalf(float f) {
   if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));  // inf/nan
   int32_t e = static_cast<int32_t>(exp) - 127 + 15;
   if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (e <= 0) {                                                  // subnormal or zero
+  if (e <= 0) {                                                 // subnormal or zero
     if (e < -10) return static_cast<uint16_t>(sign);
     mant |= 0x800000u;
     const uint32_t shift = static_cast<uint32_t>(14 - e);

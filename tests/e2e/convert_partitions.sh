@@ -34,4 +34,15 @@ if "$SKIFF" convert "$DATASETS/email-Enron.tsv" bad --partitions 4 --partition-a
 fi
 grep -qi "metis" bad.err
 [ ! -e bad ]
+# Partitioning that fails after the conversion leaves nothing: no output, no staging; the same
+# command with a valid k then succeeds.
+if "$SKIFF" convert "$DATASETS/email-Enron.tsv" late --undirected --partitions 100000 \
+    >late.out 2>late.err; then
+  echo "expected failure"; exit 1
+fi
+grep -q "nothing was written there" late.err
+[ ! -e late ] || { echo "late was written"; exit 1; }
+[ -z "$(ls -d late.* 2>/dev/null | grep -v -e '\.out$' -e '\.err$')" ] || { ls -d late.*; exit 1; }
+"$SKIFF" convert "$DATASETS/email-Enron.tsv" late --undirected --partitions 4 >/dev/null 2>&1
+"$SKIFF" info late --verify | grep -q "verify       OK"
 echo "convert --partitions: OK"

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -14,8 +17,16 @@ using namespace skiff::format;
 
 namespace {
 // Writes a small valid dataset: a path graph 0-1-2-...-(n-1), dim-d features.
-Status WriteTinyDataset(const std::string& dir, int64_t n, int64_t d, DType fdt = DType::kFloat32) {
-  SKIFF_ASSIGN_OR_RETURN(auto w, DatasetWriter::Create(dir));
+Status FillTinyDataset(DatasetWriter* w, int64_t n, int64_t d, DType fdt = DType::kFloat32);
+
+Status WriteTinyDataset(const std::string& dir, int64_t n, int64_t d, DType fdt = DType::kFloat32,
+                        bool overwrite = false) {
+  SKIFF_ASSIGN_OR_RETURN(auto w, DatasetWriter::Create(dir, overwrite));
+  SKIFF_RETURN_IF_ERROR(FillTinyDataset(w.get(), n, d, fdt));
+  return w->Commit();
+}
+
+Status FillTinyDataset(DatasetWriter* w, int64_t n, int64_t d, DType fdt) {
   std::vector<int64_t> offsets{0};
   std::vector<int32_t> nbrs;
   for (int64_t v = 0; v < n; ++v) {
@@ -52,7 +63,7 @@ Status WriteTinyDataset(const std::string& dir, int64_t n, int64_t d, DType fdt 
   SKIFF_RETURN_IF_ERROR(w->WriteFile(kTrainFile, train.data(), 16));
   SKIFF_RETURN_IF_ERROR(w->WriteFile(kValidFile, valid.data(), 8));
   SKIFF_RETURN_IF_ERROR(w->WriteFile(kTestFile, test.data(), 8));
-  return w->Commit();
+  return Status::Ok();
 }
 
 void FlipByte(const std::string& path, uint64_t offset) {
@@ -171,6 +182,64 @@ TEST_CASE("format: commit refuses inconsistent sizes and existing output") {
   REQUIRE(WriteTinyDataset(tmp / "other", 10, 1).ok());
   auto again = DatasetWriter::Create(tmp / "other");
   CHECK_FALSE(again.ok());
+}
+
+TEST_CASE("format: a run that loses the race to create an output fails cleanly") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  auto late = DatasetWriter::Create(dir);
+  REQUIRE(late.ok());
+  REQUIRE(FillTinyDataset(late->get(), 12, 2).ok());
+  // Another process creates the same output meanwhile (its own temporary directory, by PID).
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(WriteTinyDataset(dir, 10, 1).ok() ? 0 : 1);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  const Status lost = (*late)->Commit();
+  CHECK(lost.code() == StatusCode::kInvalidArgument);
+  CHECK(lost.message().find("created by another run") != std::string::npos);
+  late->reset();  // the loser's temporary directory goes
+  auto ds = Dataset::Open(dir);
+  REQUIRE(ds.ok());
+  CHECK((*ds)->manifest().num_nodes == 10);  // the winner's, untouched
+  CHECK(std::distance(std::filesystem::directory_iterator(tmp.path()),
+                      std::filesystem::directory_iterator()) == 1);
+}
+
+TEST_CASE("format: overwrite swaps the new dataset in and leaves no sibling behind") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  REQUIRE(WriteTinyDataset(dir, 10, 1).ok());
+  REQUIRE(WriteTinyDataset(dir, 12, 3, DType::kFloat32, /*overwrite=*/true).ok());
+  auto ds = Dataset::Open(dir);
+  REQUIRE(ds.ok());
+  CHECK((*ds)->manifest().num_nodes == 12);
+  CHECK((*ds)->manifest().feature_dim == 3);
+  CHECK(std::distance(std::filesystem::directory_iterator(tmp.path()),
+                      std::filesystem::directory_iterator()) == 1);
+}
+
+TEST_CASE("format: a writer removes temporary directories left by runs that no longer exist") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  const pid_t dead = ::fork();  // a PID that has exited (and been reaped)
+  REQUIRE(dead >= 0);
+  if (dead == 0) ::_exit(0);
+  REQUIRE(::waitpid(dead, nullptr, 0) == dead);
+  const std::string stale_tmp = dir + ".tmp-" + std::to_string(dead);
+  const std::string stale_old = dir + ".old-" + std::to_string(dead);
+  const std::string alive = dir + ".tmp-1";  // PID 1 runs: not ours to remove
+  const std::string unrelated = tmp / "ds.tmp-notapid";
+  for (const std::string& d : {stale_tmp, stale_old, alive, unrelated}) {
+    std::filesystem::create_directories(d + "/sub");
+  }
+  REQUIRE(WriteTinyDataset(dir, 10, 1).ok());
+  CHECK_FALSE(std::filesystem::exists(stale_tmp));
+  CHECK_FALSE(std::filesystem::exists(stale_old));
+  CHECK(std::filesystem::exists(alive));
+  CHECK(std::filesystem::exists(unrelated));
 }
 
 TEST_CASE("format: half precision conversion") {

@@ -1,7 +1,10 @@
 // `skiff convert INPUT OUTPUT [options]`: turn an edge list, METIS graph, OGB raw directory or .npz
 // archive into a Skiff dataset. The work is skiff::convert::ConvertGraph (src/convert/); this file
 // parses options and prints the summary.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 
 #include "skiff/convert/convert.h"
 #include "skiff/log.h"
@@ -88,12 +91,34 @@ int RunConvert(const ConvertFlags& f) {
     popt.partitioner.k = f.partitions;
   }
 
+  // With --partitions the output is published once, partitioned: the conversion goes to a staging
+  // sibling, which partitioning reads and which is removed afterwards, whatever happens (a killed
+  // run's staging is removed by the next writer of the output: format::DatasetWriter).
+  std::string staging;
+  if (f.partitions > 0) {
+    std::error_code ec;
+    if (std::filesystem::exists(f.output, ec) && !f.overwrite) {
+      return ReportStatus("convert", Status::InvalidArgument("output " + f.output +
+                                                             " already exists (remove it or pass "
+                                                             "--overwrite)"));
+    }
+    staging = f.output + ".unpartitioned-" + std::to_string(::getpid());
+    opt.output = staging;
+    opt.overwrite = true;
+  }
+  struct RemoveStaging {
+    const std::string& dir;
+    ~RemoveStaging() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } remove_staging{staging};
   auto result = convert::ConvertGraph(opt);
   if (!result.ok()) return ReportStatus("convert", result.status());
   const auto& s = *result;
   const double rate = s.seconds > 0 ? static_cast<double>(s.input_edges) / s.seconds : 0;
   std::printf("converted    %s (%s) -> %s\n", opt.input.c_str(), convert::InputFormatName(s.format),
-              opt.output.c_str());
+              f.output.c_str());
   std::printf("nodes        %lld%s\n", static_cast<long long>(s.num_nodes),
               s.id_map_used ? " (raw IDs mapped; idmap/ keeps raw <-> dense)" : "");
   std::printf(
@@ -114,16 +139,16 @@ int RunConvert(const ConvertFlags& f) {
   std::printf("time         %s, %s edges/s, peak RSS %s\n", FormatSeconds(s.seconds).c_str(),
               FormatCount(rate).c_str(), FormatBytes(PeakRssBytes()).c_str());
   if (f.partitions > 0) {
-    // The converted dataset is already committed; partitioning rewrites it atomically in place,
-    // so a failure here leaves the valid, unpartitioned dataset.
-    popt.dataset_dir = opt.output;
+    popt.dataset_dir = staging;
+    popt.output_dir = f.output;
+    popt.overwrite = f.overwrite;
     popt.memory_bytes = opt.memory_bytes > 0 ? opt.memory_bytes : popt.memory_bytes;
     popt.show_progress = true;
     auto report = partition::PartitionDataset(popt);
     if (!report.ok()) {
       return ReportStatus("convert",
-                          report.status().WithContext("partitioning " + opt.output +
-                                                      " (the unpartitioned dataset is kept)"));
+                          report.status().WithContext("partitioning the converted dataset into " +
+                                                      f.output + " (nothing was written there)"));
     }
     std::printf("partitions   %d (%s), edge cut %.2f%%, imbalance %.2f%%, %s\n", report->k,
                 report->algorithm.c_str(), 100 * report->edge_cut_fraction, 100 * report->imbalance,

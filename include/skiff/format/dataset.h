@@ -109,11 +109,16 @@ class DatasetWriter {
   // Convenience: writes a whole in-memory array as one file.
   Status WriteFile(const std::string& name, const void* data, size_t bytes);
 
-  // Validates the manifest's counts against the files, writes manifest.json, fsyncs and renames.
+  // Validates the manifest's counts against the files, writes manifest.json, fsyncs and publishes
+  // the directory atomically: a new output appears whole (InvalidArgument, and nothing replaced,
+  // when another run created it meanwhile and overwrite is off); an existing one is swapped with
+  // the new one in one rename. Create() removes `<dir>.tmp-<pid>` / `<dir>.old-<pid>` left by runs
+  // that no longer exist.
   Status Commit();
 
  private:
   DatasetWriter(std::string final_dir, std::string temp_dir, bool overwrite);
+  Status Exchange();  // swaps temp_dir_ and final_dir_ (the old dataset ends up at temp_dir_)
   const std::string final_dir_;
   const std::string temp_dir_;
   const bool overwrite_;
