@@ -203,6 +203,20 @@ Result<Manifest> Manifest::FromJson(const std::string& text, const std::string& 
       return bad("feature_extent_offsets has " + std::to_string(m.feature_extent_offsets.size()) +
                  " entries, expected one per partition (" + std::to_string(p.num_partitions) + ")");
     }
+    // Each extent holds its partition's rows, padded to the next 4 KiB: boundaries that do not
+    // match the extents would read rows from the wrong places.
+    for (uint32_t q = 0; q + 1 < p.num_partitions; ++q) {
+      const uint64_t rows = static_cast<uint64_t>(p.boundaries[q + 1] - p.boundaries[q]);
+      const uint64_t end =
+          AlignUp(m.feature_extent_offsets[q] + rows * m.feature_row_bytes(), kFileAlignment);
+      if (m.feature_extent_offsets[0] != 0 || m.feature_extent_offsets[q + 1] != end) {
+        return bad("partition " + std::to_string(q) + " has " + std::to_string(rows) +
+                   " nodes by its boundaries, but its feature extent holds " +
+                   std::to_string((m.feature_extent_offsets[q + 1] - m.feature_extent_offsets[q]) /
+                                  std::max<uint64_t>(m.feature_row_bytes(), 1)) +
+                   " rows: boundaries and feature_extent_offsets disagree");
+      }
+    }
   } else if (m.feature_extent_offsets.size() != 1) {
     return bad("unpartitioned dataset must have exactly one feature extent");
   }
@@ -457,11 +471,28 @@ Result<std::vector<int64_t>> Dataset::LoadNeighbors() const {
 }
 
 Result<std::vector<int32_t>> Dataset::LoadLabels() const {
-  return LoadArray<int32_t>(*this, kLabelsFile);
+  SKIFF_ASSIGN_OR_RETURN(auto labels, LoadArray<int32_t>(*this, kLabelsFile));
+  for (size_t v = 0; v < labels.size(); ++v) {
+    if (labels[v] < -1 || labels[v] >= manifest_.num_classes) {
+      return Status::Corruption(dir_ + "/" + kLabelsFile + ": node " + std::to_string(v) +
+                                " has label " + std::to_string(labels[v]) +
+                                ", outside [-1, num_classes = " +
+                                std::to_string(manifest_.num_classes) + ") of " + kManifestFile);
+    }
+  }
+  return labels;
 }
 
 Result<std::vector<int64_t>> Dataset::LoadSplit(const std::string& name) const {
-  return LoadArray<int64_t>(*this, name);
+  SKIFF_ASSIGN_OR_RETURN(auto ids, LoadArray<int64_t>(*this, name));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= manifest_.num_nodes || (i > 0 && ids[i] <= ids[i - 1])) {
+      return Status::Corruption(dir_ + "/" + name + ": entry " + std::to_string(i) + " is node " +
+                                std::to_string(ids[i]) + "; expected ascending node IDs in [0, " +
+                                std::to_string(manifest_.num_nodes) + ")");
+    }
+  }
+  return ids;
 }
 
 uint64_t Dataset::FeatureRowOffset(int64_t node) const {
@@ -515,6 +546,22 @@ Result<std::vector<float>> Dataset::LoadFeatures() const {
 
 Status Dataset::VerifyAll() const {
   for (const auto& [name, reader] : readers_) SKIFF_RETURN_IF_ERROR(reader->VerifyAll());
+  // What the checksums cannot see: a manifest edited out of step with the data.
+  SKIFF_RETURN_IF_ERROR(LoadLabels().status());
+  std::vector<int64_t> seen(static_cast<size_t>(manifest_.num_nodes), -1);
+  const std::string splits[] = {kTrainFile, kValidFile, kTestFile};
+  for (int64_t s = 0; s < 3; ++s) {
+    SKIFF_ASSIGN_OR_RETURN(const auto ids, LoadSplit(splits[s]));
+    for (const int64_t v : ids) {
+      int64_t& owner = seen[static_cast<size_t>(v)];
+      if (owner >= 0) {
+        return Status::Corruption(dir_ + ": node " + std::to_string(v) + " is in both " +
+                                  splits[owner] + " and " + splits[s] +
+                                  "; splits must be disjoint");
+      }
+      owner = s;
+    }
+  }
   return Status::Ok();
 }
 

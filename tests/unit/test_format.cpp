@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <numeric>
+
+#include <nlohmann/json.hpp>
 
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
@@ -240,6 +243,64 @@ TEST_CASE("format: a writer removes temporary directories left by runs that no l
   CHECK_FALSE(std::filesystem::exists(stale_old));
   CHECK(std::filesystem::exists(alive));
   CHECK(std::filesystem::exists(unrelated));
+}
+
+namespace {
+
+// Rewrites one field of dir/manifest.json (a hand edit; the data files stay as they are).
+void EditManifest(const std::string& dir, const std::function<void(nlohmann::json&)>& edit) {
+  const std::string path = dir + "/" + kManifestFile;
+  std::ifstream in(path);
+  nlohmann::json j = nlohmann::json::parse(in);
+  in.close();
+  edit(j);
+  std::ofstream(path, std::ios::trunc) << j.dump();
+}
+
+}  // namespace
+
+TEST_CASE("format: a manifest edited out of step with its data is caught") {
+  testing::TempDir tmp;
+  SUBCASE("num_classes below the labels: verify and loading the labels name them") {
+    REQUIRE(WriteTinyDataset(tmp / "ds", 10, 1).ok());
+    EditManifest(tmp / "ds", [](nlohmann::json& j) { j["num_classes"] = 1; });
+    auto ds = Dataset::Open(tmp / "ds");
+    REQUIRE(ds.ok());  // the checksums still match
+    const Status verify = (*ds)->VerifyAll();
+    CHECK(verify.code() == StatusCode::kCorruption);
+    CHECK(verify.message().find("labels.bin: node 1 has label 1") != std::string::npos);
+    CHECK((*ds)->LoadLabels().status().code() == StatusCode::kCorruption);
+  }
+  SUBCASE("overlapping splits") {
+    REQUIRE(WriteTinyDataset(tmp / "ds", 10, 1).ok());
+    // valid.idx holds node 2; make train.idx {0, 2} by rewriting it through a new dataset.
+    auto w = DatasetWriter::Create(tmp / "ov");
+    REQUIRE(w.ok());
+    REQUIRE(FillTinyDataset(w->get(), 10, 1).ok());
+    std::vector<int64_t> train{0, 2};
+    REQUIRE((*w)->WriteFile(kTrainFile, train.data(), 16).ok());
+    REQUIRE((*w)->Commit().ok());
+    auto ds = Dataset::Open(tmp / "ov");
+    REQUIRE(ds.ok());
+    const Status verify = (*ds)->VerifyAll();
+    CHECK(verify.message().find("node 2 is in both train.idx and valid.idx") != std::string::npos);
+  }
+  SUBCASE("partition boundaries moved away from the feature extents") {
+    // Rows of 4 KiB (1024 float32 features): every extent is exactly its rows.
+    REQUIRE(WriteTinyDataset(tmp / "ds", 10, 1024).ok());
+    EditManifest(tmp / "ds", [](nlohmann::json& j) {
+      j["partitions"] = {{"count", 2},
+                         {"algorithm", "random"},
+                         {"boundaries", {0, 4, 10}},
+                         {"edge_cut_fraction", 0.0},
+                         {"imbalance", 0.0}};
+      j["feature_extent_offsets"] = {0, 5 * 4096};
+    });
+    auto ds = Dataset::Open(tmp / "ds");
+    REQUIRE_FALSE(ds.ok());
+    CHECK(ds.status().message().find("boundaries and feature_extent_offsets disagree") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("format: half precision conversion") {

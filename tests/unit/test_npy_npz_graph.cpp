@@ -154,6 +154,18 @@ TEST_CASE("npz graph: malformed archives fail with a clear error and leave no da
          e["attr_data"] = NpyBytes("<f4", "(4,)", Raw<float>({1, 2}));
        },
        "attr_data.npy: truncated"},
+      {"label below -1",
+       [](auto& e) {
+         e["labels"] = NpyBytes("<i8", "(4,)", Raw<int64_t>({0, 1, -3, 1}));
+       },
+       "element 2 is label -3"},
+      {"overlapping given splits",
+       [](auto& e) {
+         e["idx_train"] = NpyBytes("<i8", "(2,)", Raw<int64_t>({0, 1}));
+         e["idx_val"] = NpyBytes("<i8", "(2,)", Raw<int64_t>({1, 2}));
+         e["idx_test"] = NpyBytes("<i8", "(1,)", Raw<int64_t>({3}));
+       },
+       "idx_train and idx_val share 1 nodes (first: 1)"},
       {"attribute column out of range",
        [](auto& e) {
          e["attr_indices"] = NpyBytes("<i4", "(4,)", Raw<int32_t>({0, 7, 1, 2}));
