@@ -1,5 +1,7 @@
 #include "skiff/convert/convert.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -114,6 +116,11 @@ Result<std::unique_ptr<EdgeSorter>> MakeSorter(const Job& job, bool add_reverse,
 }
 
 Status BuildCsr(Job& job, EdgeSorter& sorter, int64_t num_nodes) {
+  if (num_nodes == 0) {
+    return Status::InvalidArgument(job.opt.input +
+                                   " holds no edges and no nodes (empty, or only comments and a "
+                                   "header): nothing to convert");
+  }
   SKIFF_RETURN_IF_ERROR(sorter.Finish());
   const uint64_t held = sorter.stats().edges_added;
   SKIFF_ASSIGN_OR_RETURN(CsrResult csr, WriteCsr(sorter, num_nodes, job.writer, held));
@@ -233,6 +240,11 @@ Status ReadEdgeListMapped(Job& job, EdgeSorter& sorter, uint64_t map_memory_byte
   return Status::Ok();
 }
 
+bool IsRegularFile(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 Status ConvertEdgeList(Job& job) {
   job.undirected = job.opt.direction == Direction::kUndirected;
   int64_t num_nodes = 0;
@@ -242,9 +254,14 @@ Status ConvertEdgeList(Job& job) {
                            ReadEdgeListDense(job, *sorter, job.memory_bytes / 10, &num_nodes));
     if (outcome == DenseOutcome::kDense) return BuildCsr(job, *sorter, num_nodes);
   }
-  // The sorter of the dense attempt (and its spill files) is gone; read again through the map.
-  // The map's cache saves a RocksDB lookup per hit, worth more than longer sorted runs (a merge
-  // of a few more runs is cheap): 55% to the map, 35% to the sorter.
+  // The sorter of the dense attempt (and its spill files) is gone; read again through the map --
+  // which a pipe cannot do.
+  if (!IsRegularFile(job.opt.input)) {
+    return Status::InvalidArgument(job.opt.input +
+                                   " is not a regular file (a pipe?) and its IDs need mapping, "
+                                   "which reads the input a second time: write it to a file "
+                                   "first, then convert that");
+  }
   SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, job.undirected, job.memory_bytes * 35 / 100));
   SKIFF_RETURN_IF_ERROR(ReadEdgeListMapped(job, *sorter, job.memory_bytes * 55 / 100, &num_nodes));
   return BuildCsr(job, *sorter, num_nodes);

@@ -102,7 +102,7 @@ bool LineReader::Next(std::string_view* line) {
       ++line_number_;
       *line = std::string_view(start, len);
       if (!line->empty() && line->back() == '\r') line->remove_suffix(1);
-      return true;
+      return CheckText(line);
     }
     if (!Fill()) {
       if (!status_.ok()) return false;
@@ -115,9 +115,40 @@ bool LineReader::Next(std::string_view* line) {
       ++line_number_;
       *line = std::string_view(start, len);
       if (!line->empty() && line->back() == '\r') line->remove_suffix(1);
-      return true;
+      return CheckText(line);
     }
   }
+}
+
+bool LineReader::CheckText(std::string_view* line) {
+  if (line_number_ == 1) {
+    // Data compressed by something other than gzip passes through zlib as it is.
+    struct Magic {
+      std::string_view bytes, name, tool;
+    };
+    static constexpr Magic kMagics[] = {{"BZh", "bzip2", "bzcat"},
+                                        {"\xFD"
+                                         "7zXZ",
+                                         "xz", "xzcat"},
+                                        {"\x28\xB5\x2F\xFD", "zstd", "zstdcat"}};
+    for (const Magic& m : kMagics) {
+      if (line->substr(0, m.bytes.size()) == m.bytes &&
+          (m.name != "bzip2" || (line->size() > 3 && (*line)[3] >= '1' && (*line)[3] <= '9'))) {
+        status_ = Status::InvalidArgument(path_ + " is " + std::string(m.name) +
+                                          "-compressed: only plain text and gzip are read; " +
+                                          "decompress it first (" + std::string(m.tool) + " " +
+                                          path_ + " > edges.txt) or recompress it with gzip");
+        return false;
+      }
+    }
+    // A UTF-8 byte order mark is not part of the first field.
+    if (line->substr(0, 3) == "\xEF\xBB\xBF") line->remove_prefix(3);
+  }
+  if (std::memchr(line->data(), '\0', line->size()) != nullptr) {
+    status_ = Status::Corruption(Where() + ": a NUL byte: this is binary data, not a text file");
+    return false;
+  }
+  return true;
 }
 
 void SplitFields(std::string_view line, std::vector<std::string_view>* fields) {

@@ -155,6 +155,33 @@ TEST_CASE("line reader: a truncated .gz is an error, not a short file") {
   CHECK(Contains(cut.status.message(), "truncated"));
 }
 
+TEST_CASE("line reader: a BOM is skipped; binary and non-gzip compressed data are refused") {
+  testing::TempDir dir;
+  WriteText(dir / "bom.tsv", "\xEF\xBB\xBF" "0 1\n1 2\n");
+  ReadEdges bom = ReadAll(dir / "bom.tsv");
+  REQUIRE(bom.status.ok());
+  REQUIRE(bom.edges.size() == 2);  // the first line is an edge, not a header
+  CHECK(bom.edges[0] == std::make_pair(std::string("0"), std::string("1")));
+  CHECK_FALSE(bom.skipped_header);
+
+  WriteText(dir / "bin.tsv", std::string("0 1\n2 3\x00\x01 4\n", 13));
+  ReadEdges bin = ReadAll(dir / "bin.tsv");
+  CHECK(bin.status.code() == StatusCode::kCorruption);
+  CHECK(Contains(bin.status.message(), "bin.tsv line 2: a NUL byte"));
+
+  const std::pair<std::string, std::string> compressed[] = {
+      {std::string("BZh91AY&SY\x00\x01", 12), "bzip2"},
+      {std::string("\xFD" "7zXZ\x00\x00", 8), "xz"},
+      {std::string("\x28\xB5\x2F\xFD\x00", 5), "zstd"}};
+  for (const auto& [bytes, name] : compressed) {
+    CAPTURE(name);
+    WriteText(dir / "edges.gz", bytes + "\n");
+    ReadEdges r = ReadAll(dir / "edges.gz");
+    CHECK(r.status.code() == StatusCode::kInvalidArgument);
+    CHECK(Contains(r.status.message(), "edges.gz is " + name + "-compressed"));
+  }
+}
+
 namespace {
 struct MetisRead {
   std::vector<std::vector<int64_t>> adj;

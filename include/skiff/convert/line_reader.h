@@ -4,7 +4,9 @@
 //
 // A truncated .gz (the stream ends mid-member) is reported as Corruption naming the file and the
 // uncompressed byte offset reached; a read error as IOError. Lines end at '\n'; a trailing '\r' is
-// removed. A line longer than kMaxLineBytes is Corruption (it is almost certainly not text).
+// removed. A line longer than kMaxLineBytes is Corruption (it is almost certainly not text), so is
+// a line with a NUL byte; bzip2/xz/zstd data is InvalidArgument naming the tool that decompresses
+// it; a UTF-8 byte order mark at the start is skipped.
 //
 // Thread safety: a reader is used by one thread.
 #pragma once
@@ -51,6 +53,9 @@ class LineReader {
  private:
   LineReader(std::string path, gzFile gz, uint64_t file_bytes);
   bool Fill();  // reads more data; false at end or error
+  // Rejects binary data (a NUL byte) and, on the first line, data compressed by another tool than
+  // gzip (bzip2, xz, zstd magic); strips a UTF-8 byte order mark. False (status_ set) to stop.
+  bool CheckText(std::string_view* line);
 
   const std::string path_;
   gzFile gz_ = nullptr;

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# `skiff convert` on inputs that used to give a 0-node dataset with exit 0: an empty file, a file of
+# comments, and piped input whose IDs need mapping (the mapping pass reads the input again). Each
+# must fail naming the input and write nothing; piped input with dense integer IDs converts.
+#   bash convert_odd_inputs.sh SKIFF_EXE DATASETS_DIR WORK_DIR
+set -euo pipefail
+SKIFF=$1
+WORK=$3
+rm -rf "$WORK" && mkdir -p "$WORK"
+cd "$WORK"
+
+expect_refusal() {  # NAME EXPECTED_TEXT COMMAND...
+  local name=$1 text=$2
+  shift 2
+  if "$@" > "$name.out" 2> "$name.err"; then echo "FAIL: $name was accepted"; exit 1; fi
+  grep -q "$text" "$name.err" || { echo "FAIL: $name: no '$text'"; cat "$name.err"; exit 1; }
+  [ -z "$(ls -d out-"$name"* 2>/dev/null)" ] || { echo "FAIL: $name wrote output"; exit 1; }
+}
+
+: > empty.tsv
+printf '# only\n%% comments\n' > comments.tsv
+expect_refusal empty "empty.tsv holds no edges and no nodes" "$SKIFF" convert empty.tsv out-empty
+expect_refusal comments "comments.tsv holds no edges" "$SKIFF" convert comments.tsv out-comments
+expect_refusal piped "is not a regular file (a pipe?) and its IDs need mapping" \
+  bash -c "printf 'a b\nb c\n' | '$SKIFF' convert /dev/stdin out-piped"
+expect_refusal sparse "is not a regular file" \
+  bash -c "printf '0 1\n1 5\n5 0\n' | '$SKIFF' convert /dev/stdin out-sparse"
+
+printf '0 1\n1 2\n2 0\n' | "$SKIFF" convert /dev/stdin dense > dense.out 2>&1
+"$SKIFF" info dense --verify | grep -q "verify       OK"
+"$SKIFF" info dense | grep -q "nodes        3"
+echo "convert odd inputs: OK"
