@@ -64,6 +64,13 @@ bool Given(const TrainCliOptions& o, const std::string& name) {
 // Applies a TOML config file to the options not given on the command line (so the command line
 // wins). Errors name the file and the unknown key.
 int ApplyConfig(CLI::App& app, const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return ReportStatus(
+        "train", Status::InvalidArgument(
+                     "config " + path + ": " +
+                     (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file")));
+  }
   std::vector<CLI::ConfigItem> items;
   try {
     items = CLI::ConfigTOML().from_file(path);
@@ -71,7 +78,14 @@ int ApplyConfig(CLI::App& app, const std::string& path) {
     return ReportStatus("train", Status::InvalidArgument("config " + path + ": " + e.what()));
   }
   for (const auto& item : items) {
-    if (!item.parents.empty() || item.name == "config") continue;
+    if (item.name == "++" || item.name == "--") continue;  // CLI11's section markers
+    if (!item.parents.empty()) {
+      return ReportStatus("train",
+                          Status::InvalidArgument("config " + path + ": key \"" + item.name +
+                                                  "\" is under [" + item.parents.front() +
+                                                  "]; options are top-level keys (no sections)"));
+    }
+    if (item.name == "config") continue;
     CLI::Option* opt = nullptr;
     try {
       opt = app.get_option("--" + item.name);
