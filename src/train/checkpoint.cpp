@@ -75,6 +75,8 @@ class Reader {
 
 }  // namespace
 
+std::string LastCheckpointPath(const std::string& best_path) { return best_path + ".last"; }
+
 Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
   Writer w;
   w.PutString(c.config_json);

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "kernels/cpu/cross_entropy.h"
+#include "skiff/io/atomic_file.h"
 #include "skiff/log.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/train/batch_plan.h"
@@ -26,6 +27,26 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
 // Stream IDs keep the random streams of training, evaluation and dropout apart.
 constexpr uint64_t kTrainStream = 1, kDropoutStream = 2, kValidStream = 3, kTestStream = 4,
                    kPredictStream = 5;
+
+// Rewrites the metrics file at `path` (one JSON object per line, with "epoch") without the lines
+// of epochs >= `epoch`. A missing file is fine; a line that is not such an object is kept.
+Status DropMetricsFrom(const std::string& path, int64_t epoch) {
+  std::ifstream in(path);
+  if (!in) return Status::Ok();
+  std::string kept, line;
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("epoch") && j["epoch"].is_number_integer() &&
+        j["epoch"].get<int64_t>() >= epoch) {
+      dropped = true;
+      continue;
+    }
+    kept += line + "\n";
+  }
+  if (!dropped) return Status::Ok();
+  return io::WriteFileAtomic(path, {kept});
+}
 
 }  // namespace
 
@@ -440,6 +461,9 @@ Result<TrainSummary> Trainer::Run() {
   TrainSummary summary;
   std::ofstream metrics;
   if (!options_.metrics_path.empty()) {
+    // A resumed run continues the file: lines of epochs it will run again (written after its
+    // checkpoint by a run that then stopped) are dropped, so that each epoch appears once.
+    if (next_epoch_ > 0) SKIFF_RETURN_IF_ERROR(DropMetricsFrom(options_.metrics_path, next_epoch_));
     metrics.open(options_.metrics_path, next_epoch_ > 0 ? std::ios::app : std::ios::trunc);
     if (!metrics) return Status::IOError("cannot open metrics file " + options_.metrics_path);
   }
@@ -464,8 +488,13 @@ Result<TrainSummary> Trainer::Run() {
       best_epoch_ = epoch;
     }
     next_epoch_ = epoch + 1;
-    if (improved && !options_.checkpoint_path.empty()) {
-      SKIFF_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, MakeCheckpoint(epoch)));
+    if (!options_.checkpoint_path.empty()) {
+      // The best model for predict/export; the last epoch's state for --resume, so that a
+      // resumed run never redoes an epoch that finished.
+      const Checkpoint checkpoint = MakeCheckpoint(epoch);
+      if (improved) SKIFF_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint));
+      SKIFF_RETURN_IF_ERROR(
+          WriteCheckpoint(LastCheckpointPath(options_.checkpoint_path), checkpoint));
     }
     if (metrics.is_open()) {
       metrics << m.ToJson() << "\n";

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
@@ -105,6 +108,33 @@ int ApplyConfig(CLI::App& app, const std::string& path) {
   return 0;
 }
 
+// The checkpoint --resume continues from: `path`, or the state after the run's last finished
+// epoch kept beside it (train::LastCheckpointPath) when that is later and of the same run.
+Result<train::Checkpoint> ReadResumeCheckpoint(const std::string& path) {
+  SKIFF_ASSIGN_OR_RETURN(train::Checkpoint best, train::ReadCheckpoint(path));
+  const std::string last_path = train::LastCheckpointPath(path);
+  std::error_code ec;
+  if (!std::filesystem::exists(last_path, ec)) return best;
+  auto last = train::ReadCheckpoint(last_path);
+  if (!last.ok()) {
+    LogWarning("not resuming from " + last_path + " (" + last.status().ToString() + "): from " +
+               path + ", after epoch " + std::to_string(best.epoch));
+    return best;
+  }
+  // The same run: the same options except the epoch count (a resumed run may extend it).
+  auto run_of = [](const std::string& config) {
+    nlohmann::json j = nlohmann::json::parse(config, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object()) j.erase("epochs");
+    return j;
+  };
+  if (run_of(last->config_json) != run_of(best.config_json) || last->epoch <= best.epoch) {
+    return best;
+  }
+  LogInfo("resuming from " + last_path +
+          ", the run's last finished epoch (the best model stays in " + path + ")");
+  return std::move(last).value();
+}
+
 int RunTrain(const TrainCliOptions& o) {
   train::ModelFactory factory = nullptr;  // Model::CreateCpu
   if (o.device == "cuda") {
@@ -124,10 +154,12 @@ int RunTrain(const TrainCliOptions& o) {
   auto ds = format::Dataset::Open(o.dataset);
   if (!ds.ok()) return ReportStatus("train", ds.status());
   train::TrainOptions t;
+  std::optional<train::Checkpoint> resume;
   if (!o.resume.empty()) {
-    auto ckpt = train::ReadCheckpoint(o.resume);
+    auto ckpt = ReadResumeCheckpoint(o.resume);
     if (!ckpt.ok()) return ReportStatus("train", ckpt.status());
-    auto saved = train::TrainOptions::FromJson(ckpt->config_json);
+    resume = std::move(ckpt).value();
+    auto saved = train::TrainOptions::FromJson(resume->config_json);
     if (!saved.ok()) return ReportStatus("train", saved.status().WithContext(o.resume));
     t = *saved;
     // A resumed run may be extended with --epochs; without it, it keeps its own count.
@@ -195,12 +227,10 @@ int RunTrain(const TrainCliOptions& o) {
   if (!trainer.ok()) return ReportStatus("train", trainer.status());
   (*trainer)->SetPassRunner(
       pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress && memory_bytes > 0));
-  if (!o.resume.empty()) {
-    auto ckpt = train::ReadCheckpoint(o.resume);
-    if (!ckpt.ok()) return ReportStatus("train", ckpt.status());
-    Status st = (*trainer)->Restore(*ckpt);
+  if (resume.has_value()) {
+    Status st = (*trainer)->Restore(*resume);
     if (!st.ok()) return ReportStatus("train", st.WithContext(o.resume));
-    LogInfo("resuming after epoch " + std::to_string(ckpt->epoch) + " from " + o.resume);
+    LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);
   }
   LogInfo(std::string("training ") + model::ModelKindName(t.model.kind) + " on " + o.dataset +
           ": " + std::to_string(train_data->train.size()) + " training nodes, fanouts " +

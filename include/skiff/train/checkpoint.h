@@ -42,6 +42,9 @@ struct Checkpoint {
 };
 
 Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint);
+// Where a run that keeps its best model at `best_path` keeps the state after its last finished
+// epoch (what --resume continues from): `best_path` + ".last".
+std::string LastCheckpointPath(const std::string& best_path);
 // NotFound when missing; Corruption (naming the file and what is wrong: magic, version, size,
 // checksum, truncated field) when the file is not an intact checkpoint.
 Result<Checkpoint> ReadCheckpoint(const std::string& path);
