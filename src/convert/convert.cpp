@@ -274,8 +274,12 @@ Status ConvertMetis(Job& job) {
   job.undirected = job.opt.direction != Direction::kDirected;
   SKIFF_ASSIGN_OR_RETURN(auto reader, MetisReader::Open(job.opt.input));
   const MetisHeader& h = reader->header();
-  SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, job.opt.direction == Direction::kUndirected,
-                                                 job.memory_bytes * 9 / 10));
+  // METIS lists each undirected edge at both ends, but a file that does not is still stored as
+  // undirected: adding the reverse of every entry (duplicates then dropped) makes the adjacency
+  // symmetric whatever the file holds, and changes nothing for a well-formed one. With
+  // --duplicates keep that would double every edge, so the entries are taken as they are.
+  const bool symmetrize = job.undirected && !job.opt.keep_duplicates;
+  SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, symmetrize, job.memory_bytes * 9 / 10));
   Progress progress("read " + BaseName(job.opt.input), static_cast<uint64_t>(h.num_nodes),
                     "vertices");
   int64_t vertex = 0;

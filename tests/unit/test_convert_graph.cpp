@@ -270,3 +270,29 @@ TEST_CASE("convert: edge list with .npy features and labels; row count must equa
         std::string::npos);
   CHECK_FALSE(fs::exists(dir / "bad"));
 }
+
+TEST_CASE("convert: a METIS file that lists an edge at one end only is stored symmetric") {
+  testing::TempDir dir;
+  // 3 vertices, 2 declared edges, 4 entries -- the right count, but 1->2, 1->3, 2->3, 3->1: the
+  // edges 1-2 and 2-3 appear at one end only.
+  WriteText(dir / "asym.graph", "3 2\n2 3\n3\n1\n");
+  auto s = ConvertGraph(Options(dir / "asym.graph", dir / "a"));
+  REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+  auto ds = format::Dataset::Open(dir / "a");
+  REQUIRE(ds.ok());
+  CHECK((*ds)->manifest().undirected);
+  auto offsets = (*ds)->LoadOffsets();
+  auto neighbors = (*ds)->LoadNeighbors();
+  REQUIRE((offsets.ok() && neighbors.ok()));
+  // Every vertex is adjacent to both others, in both directions.
+  CHECK(*offsets == std::vector<int64_t>{0, 2, 4, 6});
+  CHECK(*neighbors == std::vector<int64_t>{1, 2, 0, 2, 0, 1});
+
+  // A well-formed (symmetric) file is unchanged by it.
+  WriteText(dir / "sym.graph", "3 2\n2\n1 3\n2\n");
+  auto t = ConvertGraph(Options(dir / "sym.graph", dir / "s"));
+  REQUIRE(t.ok());
+  auto sym = format::Dataset::Open(dir / "s");
+  REQUIRE(sym.ok());
+  CHECK((*sym)->manifest().num_edges == 4);
+}
