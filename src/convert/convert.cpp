@@ -15,6 +15,7 @@
 #include "skiff/convert/metis.h"
 #include "skiff/convert/npz_graph.h"
 #include "skiff/convert/ogb.h"
+#include "skiff/io/free_space.h"
 #include "skiff/io/npy.h"
 #include "skiff/log.h"
 
@@ -121,6 +122,14 @@ Status BuildCsr(Job& job, EdgeSorter& sorter, int64_t num_nodes) {
                                    " holds no edges and no nodes (empty, or only comments and a "
                                    "header): nothing to convert");
   }
+  // CSR offsets, neighbours, labels and at most every node in the splits (features come later,
+  // and are checked by their writes): an ID of 2^32 under --id-map never is 49 GiB of this.
+  const auto n = static_cast<uint64_t>(num_nodes);
+  const uint64_t need = (n + 1) * 8 + sorter.stats().edges_added * 8 + n * 4 + n * 8;
+  SKIFF_RETURN_IF_ERROR(io::CheckFreeSpace(job.writer.temp_dir(), need,
+                                           "converting into " + job.opt.output + ": " +
+                                               std::to_string(num_nodes) + " nodes (IDs up to " +
+                                               std::to_string(num_nodes - 1) + ")"));
   SKIFF_RETURN_IF_ERROR(sorter.Finish());
   const uint64_t held = sorter.stats().edges_added;
   SKIFF_ASSIGN_OR_RETURN(CsrResult csr, WriteCsr(sorter, num_nodes, job.writer, held));

@@ -6,8 +6,6 @@
 // kChunkNodes * F * 4 bytes each) plus the per-class split lists of a per-class split.
 #include "skiff/generate/generator.h"
 
-#include <sys/statvfs.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -18,6 +16,7 @@
 
 #include "skiff/generate/random.h"
 #include "skiff/generate/sbm_model.h"
+#include "skiff/io/free_space.h"
 #include "skiff/log.h"
 
 namespace skiff::generate {
@@ -252,20 +251,8 @@ Result<GenerateSummary> GenerateDataset(const GenerateOptions& opt) {
   SKIFF_RETURN_IF_ERROR(ValidateOptions(opt));
   const auto start = std::chrono::steady_clock::now();
   SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
-  {
-    struct statvfs fs {};
-    const uint64_t need = EstimateBytes(opt);
-    if (::statvfs(writer->temp_dir().c_str(), &fs) == 0) {
-      const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-      if (free_bytes < need) {
-        return Status::ResourceExhausted("generating into " + opt.output + " needs about " +
-                                         FormatBytes(need) +
-                                         ", but its file "
-                                         "system has " +
-                                         FormatBytes(free_bytes) + " free");
-      }
-    }
-  }
+  SKIFF_RETURN_IF_ERROR(
+      io::CheckFreeSpace(writer->temp_dir(), EstimateBytes(opt), "generating into " + opt.output));
   const SbmModel model(opt);
   const bool wide = opt.num_nodes >= (int64_t{1} << 31);
   const int threads =
