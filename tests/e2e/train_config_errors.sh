@@ -5,9 +5,10 @@
 set -euo pipefail
 SKIFF=$1
 WORK=$3
-DATA="$(cd "$(dirname "$0")/../../data/built-in" && pwd)/small"
 rm -rf "$WORK" && mkdir -p "$WORK"
 cd "$WORK"
+"$SKIFF" generate --preset small --out small > /dev/null 2>&1
+DATA=small
 
 printf '[model]\nhidden = 64\n' > section.toml
 if "$SKIFF" train "$DATA" --config section.toml --epochs 1 > s.out 2> s.err; then

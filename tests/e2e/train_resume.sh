@@ -5,9 +5,10 @@
 set -euo pipefail
 SKIFF=$1
 WORK=$3
-DATA="$(cd "$(dirname "$0")/../../data/built-in" && pwd)/small"
 rm -rf "$WORK" && mkdir -p "$WORK"
 cd "$WORK"
+"$SKIFF" generate --preset small --out small > /dev/null 2>&1
+DATA=small
 RUN=(--hidden 16 --seed 3 --threads 2)
 
 "$SKIFF" -q train "$DATA" "${RUN[@]}" --epochs 1 --checkpoint old.bin > old.log 2>&1

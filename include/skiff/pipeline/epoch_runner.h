@@ -103,9 +103,9 @@ struct EpochRunnerOptions {
   uint64_t expected_batch_bytes = 0;
   // Aggregated gathering when set: groups of up to `gather_group` batches share one sorted read,
   // and `dropout_seed(index)` is the Forward dropout seed of batch `index` (training passes).
-  std::optional<AggregationOptions> aggregation;
+  std::optional<AggregationOptions> aggregation = std::nullopt;
   int gather_group = 1;
-  std::function<uint64_t(int64_t index)> dropout_seed;
+  std::function<uint64_t(int64_t index)> dropout_seed = nullptr;
 
   // Upper bound on sampled batches alive at once (sampling, queued, gathering, reordering,
   // computing), whatever the byte allowance.

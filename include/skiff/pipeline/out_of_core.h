@@ -75,8 +75,8 @@ struct PassOptions {
   std::vector<int64_t> resident_order;
   // Gather the first layer's input aggregated, when the plan chose to (OutOfCore::
   // aggregated_input()); `dropout_seed(index)`: the Forward dropout seed of batch `index`.
-  std::optional<AggregationOptions> aggregation;
-  std::function<uint64_t(int64_t index)> dropout_seed;
+  std::optional<AggregationOptions> aggregation = std::nullopt;
+  std::function<uint64_t(int64_t index)> dropout_seed = nullptr;
 };
 
 class OutOfCore {

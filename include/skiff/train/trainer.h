@@ -99,7 +99,7 @@ struct PassSpec {
   // training passes) masked from `dropout_seed(index)`, the seed the batch's Forward gets.
   model::InputAggregation aggregation = model::InputAggregation::kNone;
   float input_dropout = 0;
-  std::function<uint64_t(int64_t index)> dropout_seed;
+  std::function<uint64_t(int64_t index)> dropout_seed = nullptr;
 };
 // Runs a pass: hands every batch -- sampled, labelled, features gathered -- to `consume` in
 // batch order, and returns the first error (its own or consume's). May describe the pass as a
