@@ -1,16 +1,70 @@
 // Model::CreateCuda: the entry point of the CUDA compute stage.
 //
 // The config is validated exactly as for the CPU model (by creating one: the CUDA model's host
-// master parameters are the CPU model's, so both start identical). Then the device is probed;
-// without SKIFF_HAVE_CUDA, or without a usable device, the result is Unavailable with the reason.
+// master parameters are the CPU model's, so both start identical). The CUDA code lives in
+// libskiff_cuda.so (kernels/cuda/plugin.cpp), loaded here on first use: found beside the
+// executable (or one directory up, for test binaries), or at $SKIFF_CUDA_LIBRARY. Without
+// SKIFF_HAVE_CUDA, when the library cannot be loaded, or without a usable device, the result is
+// Unavailable with the reason.
 #include "skiff/model/model.h"
 
 #ifdef SKIFF_HAVE_CUDA
-#include "kernels/cuda/cuda_model.cuh"
-#include "kernels/cuda/device.cuh"
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
 #endif
 
 namespace skiff::model {
+
+#ifdef SKIFF_HAVE_CUDA
+namespace {
+
+using CreateFn = Status (*)(std::unique_ptr<Model>*, std::unique_ptr<Model>*);
+
+// Loads the library once per process (it stays loaded); the entry point or the reason it is not
+// there.
+Result<CreateFn> LoadCudaLibrary() {
+  static std::once_flag once;
+  static Result<CreateFn> loaded = Status::Internal("not loaded");
+  std::call_once(once, [] {
+    std::vector<std::string> candidates;
+    if (const char* env = std::getenv("SKIFF_CUDA_LIBRARY"); env != nullptr && *env != '\0') {
+      candidates.push_back(env);
+    } else {
+      std::error_code ec;
+      const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+      if (!ec) {
+        candidates.push_back((exe.parent_path() / "libskiff_cuda.so").string());
+        candidates.push_back((exe.parent_path().parent_path() / "libskiff_cuda.so").string());
+      }
+    }
+    std::string errors;
+    for (const std::string& path : candidates) {
+      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle == nullptr) {
+        errors += std::string(errors.empty() ? "" : "; ") + ::dlerror();
+        continue;
+      }
+      void* symbol = ::dlsym(handle, "SkiffCreateCudaModel");
+      if (symbol == nullptr) {
+        errors += "; " + path + " has no SkiffCreateCudaModel";
+        continue;
+      }
+      loaded = reinterpret_cast<CreateFn>(symbol);
+      return;
+    }
+    loaded = Status::Unavailable("CUDA model: cannot load the CUDA library (" +
+                                 (errors.empty() ? std::string("no candidate path") : errors) +
+                                 "); set SKIFF_CUDA_LIBRARY, or use --device cpu");
+  });
+  return loaded;
+}
+
+}  // namespace
+#endif
 
 Result<std::unique_ptr<Model>> Model::CreateCuda(const ModelConfig& config) {
   // Validates the config (InvalidArgument before any device question).
@@ -21,12 +75,10 @@ Result<std::unique_ptr<Model>> Model::CreateCuda(const ModelConfig& config) {
       "CUDA model: this build of Skiff has no CUDA support (configure with -DSKIFF_CUDA=ON on a "
       "machine with the CUDA toolkit); use --device cpu");
 #else
-  auto device = cuda::FirstDevice();
-  if (!device.ok()) {
-    return Status::Unavailable("CUDA model: no usable CUDA device (" + device.status().message() +
-                               "); use --device cpu");
-  }
-  return cuda::CreateCudaModel(std::move(host_model));
+  SKIFF_ASSIGN_OR_RETURN(const CreateFn create, LoadCudaLibrary());
+  std::unique_ptr<Model> model;
+  SKIFF_RETURN_IF_ERROR(create(&host_model, &model));
+  return model;
 #endif
 }
 

@@ -6,22 +6,14 @@
 
 #include "skiff/model/model.h"
 
-#ifdef SKIFF_HAVE_CUDA
-#include "kernels/cuda/device.cuh"
-#endif
-
 using namespace skiff;
 using namespace skiff::model;
 
 namespace {
 
-bool HaveCudaDevice() {
-#ifdef SKIFF_HAVE_CUDA
-  return cuda::FirstDevice().ok();
-#else
-  return false;
-#endif
-}
+ModelConfig SmallConfig();
+
+bool HaveCudaDevice() { return Model::CreateCuda(SmallConfig()).ok(); }
 
 ModelConfig SmallConfig() {
   ModelConfig c;

@@ -1,0 +1,25 @@
+// The entry point of libskiff_cuda.so, which model::Model::CreateCuda loads with dlopen only when a
+// CUDA model is asked for: the skiff executable does not link the CUDA runtime or cuBLAS, whose
+// loading alone made ~215 MiB resident in every run, GPU or not, outside any memory budget.
+//
+// The library's references to the core (Model, Status, the CPU model it starts from) resolve
+// against the executable that loads it (built with its symbols exported).
+#include "kernels/cuda/cuda_model.cuh"
+#include "kernels/cuda/device.cuh"
+#include "skiff/model/model.h"
+
+// `host_model` is a CPU model of the config (the CUDA model starts from its parameters). Sets *out
+// and returns OK, or returns Unavailable (no usable device) or the model's error.
+extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCreateCudaModel(
+    std::unique_ptr<skiff::model::Model>* host_model, std::unique_ptr<skiff::model::Model>* out) {
+  using skiff::Status;
+  auto device = skiff::cuda::FirstDevice();
+  if (!device.ok()) {
+    return Status::Unavailable("CUDA model: no usable CUDA device (" + device.status().message() +
+                               "); use --device cpu");
+  }
+  auto model = skiff::cuda::CreateCudaModel(std::move(*host_model));
+  if (!model.ok()) return model.status();
+  *out = std::move(model).value();
+  return Status::Ok();
+}
