@@ -187,7 +187,9 @@ RunFn Setup(CLI::App& app) {
                  "Random split when the input has none: fractions 'train,valid,test' or "
                  "'per-class:TRAIN,VALID[,TEST]'")
       ->capture_default_str();
-  app.add_option("--seed", f->seed, "Seed of the random split")->capture_default_str();
+  app.add_option("--seed", f->seed, "Seed of the random split")
+      ->capture_default_str()
+      ->check(NonNegative());
   app.add_option("--feature-dtype", f->feature_dtype, "float32 or float16")
       ->check(CLI::IsMember({"float32", "float16"}))
       ->capture_default_str();
@@ -210,7 +212,7 @@ RunFn Setup(CLI::App& app) {
                  "OGB: which split/<NAME> to use (default: the only one)");
   app.add_option("--partitions", f->partitions,
                  "Also partition the result into K parts (as `skiff partition -k K`); 0 = no")
-      ->check(CLI::NonNegativeNumber)
+      ->check(NonNegative())
       ->capture_default_str();
   app.add_option("--partition-algo", f->partition_algo,
                  "Partitioning algorithm with --partitions: grem, fennel, ldg or random")

@@ -130,10 +130,11 @@ RunFn Setup(CLI::App& app) {
                                 "Fractions 'TRAIN,VALID[,TEST]' (each node independently) or "
                                 "'per-class:TRAIN,VALID[,TEST]' counts [0.6,0.2,0.2; presets "
                                 "differ]");
-  app.add_option("--seed", o->seed, "Random seed [1]");
+  app.add_option("--seed", o->seed, "Random seed [1]")->check(NonNegative());
   app.add_option("--threads", o->threads,
                  "Worker threads, 0 = all cores [0]; output does not "
-                 "depend on it");
+                 "depend on it")
+      ->check(NonNegative());
   o->name_opt = app.add_option("--name", o->name, "Dataset name recorded in the manifest");
   return [o] { return RunGenerate(*o); };
 }

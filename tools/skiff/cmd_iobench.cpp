@@ -474,7 +474,7 @@ RunFn Setup(CLI::App& app) {
   r->add_option("--duration", raw->duration_s, "Seconds per setting (default 10)");
   r->add_option("--bytes", raw->bytes_limit, "Stop a setting after this many bytes");
   r->add_option("--stride", raw->stride, "Stride for --pattern stride (default 4 blocks)");
-  r->add_option("--seed", raw->seed, "Random seed");
+  r->add_option("--seed", raw->seed, "Random seed")->check(NonNegative());
   r->add_flag("--json", raw->json, "Print results as JSON");
   auto rep = std::make_shared<ReplayOptions>();
   CLI::App* p =
@@ -484,7 +484,8 @@ RunFn Setup(CLI::App& app) {
   p->add_option("--partition-nodes", rep->partition_nodes,
                 "Unpartitioned datasets: nodes per partition");
   p->add_option("--fanout", rep->fanout, "Neighbours sampled per node (default 10)");
-  p->add_option("--seed", rep->seed, "Seed of the visiting order and sampling");
+  p->add_option("--seed", rep->seed, "Seed of the visiting order and sampling")
+      ->check(NonNegative());
   p->add_option("--engine", rep->engine, "auto, io_uring, pread or memory");
   p->add_flag("--buffered", rep->buffered, "Read through the page cache (default: O_DIRECT)");
   p->add_flag("--json", rep->json, "Print results as JSON");

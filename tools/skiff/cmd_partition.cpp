@@ -127,14 +127,19 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--order", o->order, "Stream order: natural, random or bfs")
       ->capture_default_str();
   app.add_option("--passes", o->passes, "Streaming passes (0: up to 8 for grem, else 1)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(NonNegative());
   app.add_option("--eps", o->eps, "Allowed imbalance: parts hold <= (1+eps)*ceil(N/k) nodes")
       ->capture_default_str();
-  app.add_option("--seed", o->seed, "Seed (same seed, same partition)")->capture_default_str();
+  app.add_option("--seed", o->seed, "Seed (same seed, same partition)")
+      ->capture_default_str()
+      ->check(NonNegative());
   app.add_flag("--no-refine", o->no_refine,
                "GREM: freeze placements (later passes restream) instead of refining");
   app.add_flag("--balance-train", o->balance_train, "Also balance training nodes across parts");
-  app.add_option("--threads", o->threads, "Scoring threads")->capture_default_str();
+  app.add_option("--threads", o->threads, "Scoring threads")
+      ->capture_default_str()
+      ->check(NonNegative());
   app.add_option("--memory", o->memory, "Memory budget (e.g. 4GiB)")->capture_default_str();
   app.add_option("-o,--output", o->output,
                  "Write the partitioned dataset here (default: in place)");

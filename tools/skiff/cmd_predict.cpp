@@ -63,7 +63,7 @@ RunFn Setup(CLI::App& app) {
   app.add_option("dataset", o->dataset, "Dataset directory")->required();
   app.add_option("--checkpoint", o->checkpoint, "Checkpoint written by skiff train")->required();
   app.add_option("--out", o->out, "Output directory")->required();
-  app.add_option("--threads", o->threads, "Threads (0 = all)");
+  app.add_option("--threads", o->threads, "Threads (0 = all)")->check(NonNegative());
   app.add_option("--memory", o->memory,
                  "Predict out of core within this memory budget (e.g. 4GiB; see docs/pipeline.md)");
   return [o] { return RunPredict(*o); };

@@ -283,7 +283,9 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--eval-fanouts", o->eval_fanouts,
                  "Fanouts for evaluation (default: all neighbours, capped at 100 per node)");
   app.add_option("--batch-size", o->batch_size, "Seeds per mini-batch")->capture_default_str();
-  app.add_option("--epochs", o->epochs, "Epochs")->capture_default_str();
+  app.add_option("--epochs", o->epochs, "Epochs")
+      ->capture_default_str()
+      ->check(NonNegative());
   app.add_option("--lr", o->lr, "Learning rate")->capture_default_str();
   app.add_option("--weight-decay", o->weight_decay, "L2 weight decay")->capture_default_str();
   app.add_option("--weight-decay-scope", o->weight_decay_scope,
@@ -295,9 +297,14 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--norm", o->norm, "none or layer")->capture_default_str();
   app.add_option("--feature-norm", o->feature_norm, "none or row (scale feature rows to sum 1)")
       ->capture_default_str();
-  app.add_option("--seed", o->seed, "Seed of every random stream")->capture_default_str();
-  app.add_option("--threads", o->threads, "Compute threads (0 = all)")->capture_default_str();
-  app.add_option("--sampler-threads", o->sampler_threads, "Sampler threads (0 = --threads)");
+  app.add_option("--seed", o->seed, "Seed of every random stream")
+      ->capture_default_str()
+      ->check(NonNegative());
+  app.add_option("--threads", o->threads, "Compute threads (0 = all)")
+      ->capture_default_str()
+      ->check(NonNegative());
+  app.add_option("--sampler-threads", o->sampler_threads, "Sampler threads (0 = --threads)")
+      ->check(NonNegative());
   app.add_option("--optimizer", o->optimizer, "adam or sgd")->capture_default_str();
   app.add_option("--checkpoint", o->checkpoint, "Write the best model (by valid accuracy) here");
   app.add_option("--resume", o->resume, "Continue from a checkpoint");

@@ -28,6 +28,10 @@ struct Command {
 std::vector<Command>& Registry();
 bool Register(std::string name, int order, SetupFn setup);
 
+// A check for counts and seeds: "-1" is refused ("--threads: must not be negative, got -1") rather
+// than wrapped into a huge unsigned value or taken as a count.
+const CLI::Validator& NonNegative();
+
 // Prints "skiff <command>: <status>" to stderr and returns exit code 1 (or 0 when OK).
 int ReportStatus(const std::string& command, const Status& status);
 

@@ -27,6 +27,16 @@ int ReportStatus(const std::string& command, const Status& status) {
   return 1;
 }
 
+const CLI::Validator& NonNegative() {
+  static const CLI::Validator validator(
+      [](const std::string& text) {
+        return !text.empty() && text.front() == '-' ? "must not be negative, got " + text
+                                                     : std::string();
+      },
+      "NONNEGATIVE");
+  return validator;
+}
+
 Result<uint64_t> ParseMemoryOption(const std::string& text) {
   uint64_t bytes = 0;
   if (!text.empty() && (!ParseBytes(text, &bytes) || bytes == 0)) {
@@ -73,7 +83,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version succeed (0); every usage error exits 2, as documented, rather than
+    // CLI11's own codes (100-120), which a shell script cannot tell from a crash or a signal.
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   }
   if (quiet) skiff::SetLogLevel(skiff::LogLevel::kWarning);
   if (verbose) skiff::SetLogLevel(skiff::LogLevel::kDebug);

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Command-line misuse exits 2 (as documented) with a message naming the option; --help and
+# --version exit 0; negative counts and seeds are refused instead of wrapping around.
+#   bash cli_usage_errors.sh SKIFF_EXE DATASETS_DIR WORK_DIR
+set -uo pipefail
+SKIFF=$1
+WORK=$3
+rm -rf "$WORK" && mkdir -p "$WORK"
+cd "$WORK"
+"$SKIFF" generate --preset small --out small > /dev/null 2>&1 || { echo "FAIL: generate"; exit 1; }
+
+expect() {  # CODE TEXT ARGS...
+  local code=$1 text=$2
+  shift 2
+  "$SKIFF" "$@" > out.txt 2> err.txt
+  local got=$?
+  [ "$got" -eq "$code" ] || { echo "FAIL: skiff $* exited $got, expected $code"; cat err.txt; exit 1; }
+  [ -z "$text" ] || grep -q -- "$text" err.txt || { echo "FAIL: skiff $*: no '$text'"; cat err.txt; exit 1; }
+}
+expect 0 "" --help
+expect 0 "" --version
+expect 2 "--bogus" train small --bogus
+expect 2 "" train
+expect 2 "--threads: must not be negative, got -1" train small --threads -1
+expect 2 "--seed: must not be negative, got -1" train small --seed -1
+expect 2 "--passes: must not be negative, got -1" partition small -k 2 --passes -1 -o p
+expect 2 "--seed: must not be negative, got -3" generate --preset small --seed -3 --out g
+[ ! -e p ] && [ ! -e g ] || { echo "FAIL: a refused command wrote output"; exit 1; }
+echo "cli usage errors: OK"
