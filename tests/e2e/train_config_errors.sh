@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `skiff train --config`: keys under a [section] and a config path that is not a file are errors
-# naming the file (they used to be ignored silently); top-level keys apply.
+# `skiff train --config`: keys under a [section], a TOML syntax error and a config path that is not
+# a file are errors naming the file (and the line and column); top-level keys apply.
 #   bash train_config_errors.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -euo pipefail
 SKIFF=$1
@@ -14,7 +14,14 @@ printf '[model]\nhidden = 64\n' > section.toml
 if "$SKIFF" train "$DATA" --config section.toml --epochs 1 > s.out 2> s.err; then
   echo "FAIL: a key under [model] was accepted"; exit 1
 fi
-grep -q 'section.toml: key "hidden" is under \[model\]' s.err
+grep -q 'section.toml: \[model\] is a section' s.err
+
+# A syntax error is reported as one, with its line and column.
+printf 'hidden = [1,\nepochs = 2\n' > syntax.toml
+if "$SKIFF" train "$DATA" --config syntax.toml > x.out 2> x.err; then
+  echo "FAIL: a TOML syntax error was accepted"; exit 1
+fi
+grep -q "syntax.toml: line 2, column 1: TOML syntax error" x.err
 
 mkdir adir
 if "$SKIFF" train "$DATA" --config adir --epochs 1 > d.out 2> d.err; then

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <optional>
 
+#include <toml++/toml.h>
+
 #include <nlohmann/json.hpp>
 
 #include "kernels/cpu/gemm.h"
@@ -64,45 +66,71 @@ bool Given(const TrainCliOptions& o, const std::string& name) {
   return std::find(o.given.begin(), o.given.end(), name) != o.given.end();
 }
 
-// Applies a TOML config file to the options not given on the command line (so the command line
-// wins). Errors name the file and the unknown key.
+// The text CLI11 parses for one TOML value (strings as they are, numbers and booleans spelled out),
+// or nullopt for a type an option cannot take (a date, a table).
+std::optional<std::string> OptionText(const toml::node& node) {
+  if (const auto* v = node.as_string()) return v->get();
+  if (const auto* v = node.as_integer()) return std::to_string(v->get());
+  if (const auto* v = node.as_boolean()) return v->get() ? "true" : "false";
+  if (const auto* v = node.as_floating_point()) {
+    char text[64];
+    std::snprintf(text, sizeof(text), "%.17g", v->get());
+    return std::string(text);
+  }
+  return std::nullopt;
+}
+
+// Applies a TOML config file (parsed by toml++) to the options not given on the command line (so
+// the command line wins). Keys are long option names at the top level; errors name the file and
+// the line and column (syntax), or the key (unknown, inside a [section], or a bad value).
 int ApplyConfig(CLI::App& app, const std::string& path) {
+  auto fail = [&](const std::string& what) {
+    return ReportStatus("train", Status::InvalidArgument("config " + path + ": " + what));
+  };
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    return ReportStatus(
-        "train", Status::InvalidArgument(
-                     "config " + path + ": " +
-                     (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file")));
+    return fail(std::filesystem::exists(path, ec) ? "not a regular file" : "no such file");
   }
-  std::vector<CLI::ConfigItem> items;
+  toml::table table;
   try {
-    items = CLI::ConfigTOML().from_file(path);
-  } catch (const std::exception& e) {
-    return ReportStatus("train", Status::InvalidArgument("config " + path + ": " + e.what()));
+    table = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    return fail("line " + std::to_string(e.source().begin.line) + ", column " +
+                std::to_string(e.source().begin.column) +
+                ": TOML syntax error: " + std::string(e.description()));
   }
-  for (const auto& item : items) {
-    if (item.name == "++" || item.name == "--") continue;  // CLI11's section markers
-    if (!item.parents.empty()) {
-      return ReportStatus("train",
-                          Status::InvalidArgument("config " + path + ": key \"" + item.name +
-                                                  "\" is under [" + item.parents.front() +
-                                                  "]; options are top-level keys (no sections)"));
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    if (node.is_table()) {
+      return fail("[" + name + "] is a section; options are top-level keys (no sections)");
     }
-    if (item.name == "config") continue;
+    if (name == "config") continue;
     CLI::Option* opt = nullptr;
     try {
-      opt = app.get_option("--" + item.name);
+      opt = app.get_option("--" + name);
     } catch (const std::exception&) {
-      return ReportStatus("train", Status::InvalidArgument("config " + path + ": unknown key \"" +
-                                                           item.name + "\""));
+      return fail("unknown key \"" + name + "\"");
     }
     if (opt->count() > 0) continue;
+    std::vector<std::string> inputs;
+    bool typed = true;
+    if (const auto* array = node.as_array()) {
+      for (const toml::node& element : *array) {
+        const auto text = OptionText(element);
+        typed = typed && text.has_value();
+        if (text) inputs.push_back(*text);
+      }
+    } else if (const auto text = OptionText(node)) {
+      inputs.push_back(*text);
+    } else {
+      typed = false;
+    }
+    if (!typed) return fail("key \"" + name + "\": a value of a type no option takes");
     try {
-      opt->add_result(item.inputs);
+      opt->add_result(inputs);
       opt->run_callback();
     } catch (const std::exception& e) {
-      return ReportStatus("train", Status::InvalidArgument("config " + path + ": key \"" +
-                                                           item.name + "\": " + e.what()));
+      return fail("key \"" + name + "\": " + e.what());
     }
   }
   return 0;
@@ -283,9 +311,7 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--eval-fanouts", o->eval_fanouts,
                  "Fanouts for evaluation (default: all neighbours, capped at 100 per node)");
   app.add_option("--batch-size", o->batch_size, "Seeds per mini-batch")->capture_default_str();
-  app.add_option("--epochs", o->epochs, "Epochs")
-      ->capture_default_str()
-      ->check(NonNegative());
+  app.add_option("--epochs", o->epochs, "Epochs")->capture_default_str()->check(NonNegative());
   app.add_option("--lr", o->lr, "Learning rate")->capture_default_str();
   app.add_option("--weight-decay", o->weight_decay, "L2 weight decay")->capture_default_str();
   app.add_option("--weight-decay-scope", o->weight_decay_scope,
