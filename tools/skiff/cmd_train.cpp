@@ -275,13 +275,6 @@ int RunTrain(const TrainCliOptions& o) {
       summary->epochs.size(), FormatSeconds(seconds).c_str(), 100 * summary->best_valid_acc,
       static_cast<long long>(summary->best_epoch), 100 * summary->best_test_acc);
   if (!o.checkpoint.empty()) std::printf("best model: %s\n", o.checkpoint.c_str());
-  if (memory_bytes > 0) {
-    std::printf("peak RSS %s (budget %s + fixed overhead %s)\n",
-                FormatBytes(PeakRssBytes()).c_str(), FormatBytes(memory_bytes).c_str(),
-                FormatBytes(pipeline::kFixedOverheadBytes).c_str());
-  } else {
-    std::printf("peak RSS %s\n", FormatBytes(PeakRssBytes()).c_str());
-  }
   if (!o.export_dir.empty()) {
     if (!o.checkpoint.empty() && std::filesystem::exists(o.checkpoint)) {
       auto best = train::ReadCheckpoint(o.checkpoint);
@@ -292,6 +285,14 @@ int RunTrain(const TrainCliOptions& o) {
     Status st = train::ExportPredictions(**ds, **trainer, o.export_dir);
     if (!st.ok()) return ReportStatus("train", st);
     std::printf("predictions and embeddings: %s\n", o.export_dir.c_str());
+  }
+  // Last, so that it covers the export too (what is left is freeing memory, which cannot raise it).
+  if (memory_bytes > 0) {
+    std::printf("peak RSS %s (budget %s + fixed overhead %s)\n",
+                FormatBytes(PeakRssBytes()).c_str(), FormatBytes(memory_bytes).c_str(),
+                FormatBytes(pipeline::kFixedOverheadBytes).c_str());
+  } else {
+    std::printf("peak RSS %s\n", FormatBytes(PeakRssBytes()).c_str());
   }
   return 0;
 }
