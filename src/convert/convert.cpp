@@ -249,6 +249,27 @@ Status ReadEdgeListMapped(Job& job, EdgeSorter& sorter, uint64_t map_memory_byte
   return Status::Ok();
 }
 
+// Classes are the labels 0 .. max: a stray large label silently makes the model's output that
+// wide. Says so when most of those classes never occur.
+void WarnSparseClasses(const std::vector<int32_t>& labels, int64_t num_classes,
+                       const std::string& input) {
+  if (num_classes <= 64) return;
+  std::vector<bool> seen(static_cast<size_t>(num_classes), false);
+  int64_t distinct = 0;
+  for (const int32_t l : labels) {
+    if (l >= 0 && !seen[static_cast<size_t>(l)]) {
+      seen[static_cast<size_t>(l)] = true;
+      ++distinct;
+    }
+  }
+  if (distinct * 2 >= num_classes) return;
+  LogWarning(
+      input + ": labels go up to " + std::to_string(num_classes - 1) + " but only " +
+      std::to_string(distinct) + " distinct values occur: the dataset gets " +
+      std::to_string(num_classes) +
+      " classes (the model's output width); relabel the classes 0..k-1 if that is not meant");
+}
+
 bool IsRegularFile(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
@@ -509,6 +530,7 @@ Status FinishDataset(Job& job) {
     int32_t max_label = -1;
     for (int32_t l : labels) max_label = std::max(max_label, l);
     m.num_classes = max_label + 1;
+    WarnSparseClasses(labels, m.num_classes, job.opt.input);
     SKIFF_RETURN_IF_ERROR(
         job.writer.WriteFile(format::kLabelsFile, labels.data(), labels.size() * sizeof(int32_t)));
     if (job.splits) {

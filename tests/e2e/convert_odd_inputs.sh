@@ -29,4 +29,17 @@ expect_refusal sparse "is not a regular file" \
 printf '0 1\n1 2\n2 0\n' | "$SKIFF" convert /dev/stdin dense > dense.out 2>&1
 "$SKIFF" info dense --verify | grep -q "verify       OK"
 "$SKIFF" info dense | grep -q "nodes        3"
+# A stray large label: converted (it is a valid class index) but not silently.
+python3 - <<'PY'
+import struct
+header = "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }"
+header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+with open("labels.npy", "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+    f.write(struct.pack("<3q", 0, 1, 1000000))
+PY
+printf '0 1\n1 2\n2 0\n' > three.tsv
+"$SKIFF" convert three.tsv wide --labels labels.npy > wide.out 2> wide.err
+grep -q "labels go up to 1000000 but only 3 distinct values occur" wide.err || {
+  echo "FAIL: no warning for 1000001 classes"; cat wide.err; exit 1; }
 echo "convert odd inputs: OK"
