@@ -279,13 +279,16 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   double loss_sum = 0;
   int64_t correct_total = 0, labelled_total = 0;
   double compute_seconds = 0;
+  // The dropout seed of batch `index`: the compute step's, and the one a runner that gathers
+  // aggregated input masks the first layer's input with.
+  const std::function<uint64_t(int64_t)> dropout_seed = [this, epoch](int64_t index) {
+    return sampler::BatchSeed(options_.seed, kDropoutStream, epoch, static_cast<uint64_t>(index));
+  };
   auto consume = [&](PreparedBatch& next) -> Status {
     const auto c0 = Clock::now();
     const MiniBatch& b = next.batch;
-    SKIFF_RETURN_IF_ERROR(ForwardBatch(
-        next, /*training=*/true,
-        sampler::BatchSeed(options_.seed, kDropoutStream, epoch, static_cast<uint64_t>(next.index)),
-        &logits, nullptr));
+    SKIFF_RETURN_IF_ERROR(
+        ForwardBatch(next, /*training=*/true, dropout_seed(next.index), &logits, nullptr));
     const int64_t rows = static_cast<int64_t>(b.seeds.size());
     grad.resize(logits.size());
     int64_t correct = 0;
@@ -306,9 +309,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   double sample_seconds = 0, gather_seconds = 0, wait_seconds = 0;
   if (pass_runner_) {
     PassSpec pass = MakePassSpec(&data_.train, true, kTrainStream, epoch, options_.batch_size);
-    pass.dropout_seed = [this, epoch](int64_t index) {
-      return sampler::BatchSeed(options_.seed, kDropoutStream, epoch, static_cast<uint64_t>(index));
-    };
+    pass.dropout_seed = dropout_seed;
     SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, &m.pipeline_json));
   } else {
     BatchStream stream(*train_sampler_, *data_.features, &data_.labels,
