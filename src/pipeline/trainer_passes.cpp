@@ -99,12 +99,14 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
         .resident_order = {},
         .aggregation = std::nullopt,
         .dropout_seed = nullptr};
-    if (pass.aggregation != model::InputAggregation::kNone) {
+    // Aggregated input when the model takes it and the budget plan chose it.
+    const bool aggregated =
+        ooc->aggregated_input() && pass.aggregation != model::InputAggregation::kNone;
+    if (aggregated) {
       options.aggregation = AggregationOptions{
           .kind = pass.aggregation, .dropout = pass.input_dropout, .training = pass.training};
       if (pass.training) options.dropout_seed = pass.dropout_seed;
     }
-    const bool aggregated = ooc->aggregated_input() && options.aggregation.has_value();
     if (ooc->fully_resident() || (pass.training && ooc->uniform_training_order()) || aggregated) {
       // The in-memory batch order (train::BatchStream's), so that the same seed draws the
       // same batches whether or not the run is out of core. Evaluation out of core keeps
