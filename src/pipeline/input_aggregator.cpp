@@ -71,9 +71,8 @@ void Apply(const AggregationTarget& target, const Transposed& t, int32_t src, co
   for (int32_t e = t.offsets[static_cast<size_t>(src)]; e < t.offsets[static_cast<size_t>(src) + 1];
        ++e) {
     const int32_t d = t.dst[static_cast<size_t>(e)];
-    const float w = t.weight[static_cast<size_t>(d)];
-    float* __restrict out = target.aggregated + static_cast<int64_t>(d) * dim;
-    for (int64_t j = 0; j < dim; ++j) out[j] += w * row[j];
+    cpu::Axpy(dim, t.weight[static_cast<size_t>(d)], row,
+              target.aggregated + static_cast<int64_t>(d) * dim);
   }
 }
 
@@ -86,6 +85,9 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
   const int64_t dim = graph.feature_dim();
   std::vector<Transposed> transposed(targets.size());
   std::vector<Entry> entries;
+  size_t num_entries = 0;
+  for (const AggregationTarget& target : targets) num_entries += target.batch->input_nodes.size();
+  entries.reserve(num_entries);
   for (size_t t = 0; t < targets.size(); ++t) {
     const train::MiniBatch& batch = *targets[t].batch;
     SKIFF_CHECK(!batch.blocks.empty());

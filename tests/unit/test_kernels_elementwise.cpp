@@ -31,6 +31,19 @@ TEST_CASE("kernels: BiasAdd and BiasGrad") {
   }
 }
 
+TEST_CASE("kernels: Axpy adds a scaled vector in place") {
+  for (const int64_t n : {1, 7, 8, 128, 131}) {
+    std::vector<float> x(n), y(n), expected(n);
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = 0.25f * static_cast<float>(i) - 3.0f;
+      y[i] = 1.0f + 0.5f * static_cast<float>(i % 5);
+      expected[i] = y[i] + 0.75f * x[i];
+    }
+    cpu::Axpy(n, 0.75f, x.data(), y.data());
+    for (int64_t i = 0; i < n; ++i) CHECK(y[i] == doctest::Approx(expected[i]).epsilon(1e-6));
+  }
+}
+
 TEST_CASE("kernels: ReLU and ELU backward match finite differences away from the kink") {
   std::mt19937_64 rng(8);
   const int64_t n = 301;
