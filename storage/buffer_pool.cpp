@@ -415,11 +415,13 @@ std::vector<uint32_t> BufferPool::eviction_log() const {
   return eviction_log_;
 }
 
-Status BufferPool::ReadRanges(std::span<const FineRead> reads) {
+Status BufferPool::ReadRanges(std::span<const FineRead> reads, uint64_t* bytes_read) {
   if (reads.empty()) return Status::Ok();
   std::lock_guard<std::mutex> lock(fine_mu_);
   const uint64_t a = source_->read_alignment();
-  const uint64_t scratch = fine_scratch_.size();
+  // The scratch is cut into equal slots, one chunk each: many chunks in flight at once.
+  const uint64_t slot = std::min<uint64_t>(fine_scratch_.size(), AlignUp(kFineSlotBytes, a));
+  const size_t num_slots = fine_scratch_.size() / slot;
   std::vector<uint32_t> order(reads.size());
   for (uint32_t i = 0; i < order.size(); ++i) {
     SKIFF_CHECK(reads[i].file < source_->num_files() && reads[i].dst != nullptr);
@@ -429,7 +431,7 @@ Status BufferPool::ReadRanges(std::span<const FineRead> reads) {
     return reads[x].file != reads[y].file ? reads[x].file < reads[y].file
                                           : reads[x].offset < reads[y].offset;
   });
-  // Coalesce into aligned chunks of at most `scratch` bytes; each chunk lists the reads it serves.
+  // Coalesce into aligned chunks of at most a slot; each chunk lists the reads it serves.
   struct Chunk {
     uint32_t file;
     uint64_t lo, hi;
@@ -442,51 +444,73 @@ Status BufferPool::ReadRanges(std::span<const FineRead> reads) {
     const uint64_t lo = AlignDown(r.offset, a), hi = AlignUp(r.offset + r.length, a);
     if (!chunks.empty() && chunks.back().file == r.file && lo >= chunks.back().lo &&
         lo <= chunks.back().hi + options_.fine_read_merge_gap &&
-        std::max(hi, chunks.back().hi) - chunks.back().lo <= scratch) {
+        std::max(hi, chunks.back().hi) - chunks.back().lo <= slot) {
       chunks.back().hi = std::max(chunks.back().hi, hi);
       chunks.back().last = k + 1;
       continue;
     }
-    // A read larger than the scratch is split into scratch-sized chunks.
-    for (uint64_t c = lo; c < hi; c += scratch)
-      chunks.push_back({r.file, c, std::min(hi, c + scratch), k, k + 1});
+    // A read larger than a slot is split into slot-sized chunks.
+    for (uint64_t c = lo; c < hi; c += slot)
+      chunks.push_back({r.file, c, std::min(hi, c + slot), k, k + 1});
   }
   const uint64_t reads_before = fine_engine_->reads_issued();
   uint64_t bytes = 0;
   Status result;
-  for (size_t c0 = 0; c0 < chunks.size() && result.ok();) {
+  // Keep every slot reading: as each chunk lands it is verified and its reads are copied out, and
+  // its slot takes the next chunk straight away.
+  std::vector<size_t> free_slots(num_slots);
+  for (size_t i = 0; i < num_slots; ++i) free_slots[i] = num_slots - 1 - i;
+  std::vector<size_t> slot_of_chunk(chunks.size());
+  size_t next = 0;
+  auto submit = [&](size_t max_count) {
     std::vector<ReadRequest> batch;
-    uint64_t used = 0;
-    size_t c1 = c0;
-    while (c1 < chunks.size() && used + (chunks[c1].hi - chunks[c1].lo) <= scratch) {
-      const Chunk& ch = chunks[c1];
-      batch.push_back(
-          {fine_file_ids_[ch.file], ch.lo, ch.hi - ch.lo, fine_scratch_.data() + used, c1});
-      used += ch.hi - ch.lo;
-      ++c1;
+    while (result.ok() && next < chunks.size() && !free_slots.empty() && batch.size() < max_count) {
+      const Chunk& ch = chunks[next];
+      slot_of_chunk[next] = free_slots.back();
+      free_slots.pop_back();
+      batch.push_back({fine_file_ids_[ch.file], ch.lo, ch.hi - ch.lo,
+                       fine_scratch_.data() + slot_of_chunk[next] * slot, next});
+      bytes += ch.hi - ch.lo;
+      ++next;
     }
-    bytes += used;
-    result = fine_engine_->ReadAll(batch);
-    for (const ReadRequest& req : batch) {
-      if (!result.ok()) break;
-      const Chunk& ch = chunks[req.tag];
-      const auto* base = static_cast<const std::byte*>(req.dst);
-      if (options_.verify_checksums) {
+    if (batch.empty()) return;
+    const Status submitted = fine_engine_->Submit(batch);
+    if (!submitted.ok()) {
+      result = submitted;  // nothing of `batch` was queued; wait for what is in flight
+      next = chunks.size();
+    }
+  };
+  submit(num_slots);
+  std::vector<ReadCompletion> done;
+  while (fine_engine_->outstanding() > 0) {
+    done.clear();
+    fine_engine_->Reap(1, &done);
+    for (const ReadCompletion& c : done) {
+      const Chunk& ch = chunks[c.tag];
+      const std::byte* base = fine_scratch_.data() + slot_of_chunk[c.tag] * slot;
+      if (result.ok()) result = c.status;
+      if (result.ok() && options_.verify_checksums) {
         result = source_->Verify(ch.file, ch.lo, base, ch.hi - ch.lo);
-        if (!result.ok()) break;
       }
-      for (size_t k = ch.first; k < ch.last; ++k) {
-        const FineRead& r = reads[order[k]];
-        const uint64_t from = std::max(r.offset, ch.lo), to = std::min(r.offset + r.length, ch.hi);
-        if (from >= to) continue;
-        std::memcpy(static_cast<std::byte*>(r.dst) + (from - r.offset), base + (from - ch.lo),
-                    to - from);
+      if (result.ok()) {
+        for (size_t k = ch.first; k < ch.last; ++k) {
+          const FineRead& r = reads[order[k]];
+          const uint64_t from = std::max(r.offset, ch.lo);
+          const uint64_t to = std::min(r.offset + r.length, ch.hi);
+          if (from >= to) continue;
+          std::memcpy(static_cast<std::byte*>(r.dst) + (from - r.offset), base + (from - ch.lo),
+                      to - from);
+        }
+      } else {
+        next = chunks.size();  // submit nothing more; wait for the reads in flight
       }
+      free_slots.push_back(slot_of_chunk[c.tag]);
+      submit(1);
     }
-    c0 = c1;
   }
   fine_reads_ += reads.size();
   fine_bytes_read_ += bytes;
+  if (bytes_read != nullptr) *bytes_read += bytes;
   fine_reads_issued_ += fine_engine_->reads_issued() - reads_before;
   return result.WithContext("fine-grained read");
 }

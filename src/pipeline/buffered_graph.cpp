@@ -115,7 +115,10 @@ Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int
     }
     fine_requests_.fetch_add(1, std::memory_order_relaxed);
     fine_adjacency_.fetch_add(reads.size(), std::memory_order_relaxed);
-    SKIFF_RETURN_IF_ERROR(pool_->ReadRanges(reads));
+    uint64_t bytes = 0;
+    const Status read = pool_->ReadRanges(reads, &bytes);
+    fine_adjacency_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    SKIFF_RETURN_IF_ERROR(read);
     at = 0;
     for (size_t j = next; j < end; ++j) {
       const size_t i = fine[j];
@@ -192,7 +195,10 @@ Status BufferedGraph::FineFeatures(std::span<const int64_t> nodes, std::span<con
     }
     fine_requests_.fetch_add(1, std::memory_order_relaxed);
     fine_rows_.fetch_add(reads.size(), std::memory_order_relaxed);
-    SKIFF_RETURN_IF_ERROR(pool_->ReadRanges(reads));
+    uint64_t bytes = 0;
+    const Status read = pool_->ReadRanges(reads, &bytes);
+    fine_row_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+    SKIFF_RETURN_IF_ERROR(read);
     if (half_features_) {
       for (size_t j = begin; j < end; ++j) {
         CopyRow(raw.data() + (j - begin) * row_bytes_, dst + fine[j] * feature_dim_);
@@ -209,6 +215,8 @@ GraphAccessCounters BufferedGraph::counters() const {
   c.fine_rows = fine_rows_.load();
   c.cached_rows = cached_rows_.load();
   c.fine_adjacency = fine_adjacency_.load();
+  c.fine_row_bytes = fine_row_bytes_.load();
+  c.fine_adjacency_bytes = fine_adjacency_bytes_.load();
   c.resident_rows = resident_rows_.load();
   c.resident_adjacency = resident_adjacency_.load();
   return c;

@@ -15,12 +15,14 @@
 namespace skiff::pipeline {
 namespace {
 
+// Batches [index, index + seeds.size()) to sample together, all of gather group
+// [group_first, group_first + group_size).
 struct WorkItem {
   int64_t index = 0;
-  int64_t group_first = 0;  // the batch's gather group: [group_first, group_first + group_size)
+  int64_t group_first = 0;
   int group_size = 1;
-  uint64_t reserved = 0;  // bytes the admission window holds for the batch
-  std::span<const int64_t> seeds;
+  uint64_t reserved = 0;  // bytes the admission window holds for each batch
+  std::vector<std::span<const int64_t>> seeds;
   std::shared_ptr<const ResidentSet> resident;
 };
 
@@ -175,7 +177,24 @@ EpochRunner::EpochRunner(BufferedGraph* graph, EpochRunnerOptions options)
   }
 }
 
+SampleGroupFn OneByOne(SampleFn sample) {
+  return [sample = std::move(sample)](const BatchGraph& graph,
+                                      std::span<const std::span<const int64_t>> seeds,
+                                      std::span<const uint64_t> sample_seeds,
+                                      std::span<train::MiniBatch* const> batches) -> Status {
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      SKIFF_RETURN_IF_ERROR(sample(graph, seeds[i], sample_seeds[i], batches[i]));
+    }
+    return Status::Ok();
+  };
+}
+
 Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& sample,
+                                     const ComputeFn& compute) {
+  return Run(plan, OneByOne(sample), compute);
+}
+
+Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn& sample,
                                      const ComputeFn& compute) {
   storage::BufferPool& pool = graph_->pool();
   const uint32_t k = plan.num_partitions();
@@ -251,14 +270,14 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
             const int64_t group_first = index;
             const std::optional<uint64_t> reserved = window.Admit(index, size, ctx.timer());
             if (!reserved.has_value()) return Status::Aborted("cancelled");
-            for (int b = 0; b < size; ++b) {
-              if (!work.Push(
-                      WorkItem{index, group_first, size, *reserved, batches[first + b], resident},
-                      ctx.timer())) {
-                return Status::Aborted("cancelled");
-              }
-              ++index;
-              ctx.AddItems(1);
+            // A group is sampled as one item when aggregated, else batch by batch.
+            const int per_item = aggregate ? size : 1;
+            for (int b = 0; b < size; b += per_item) {
+              WorkItem item{index, group_first, size, *reserved, {}, resident};
+              for (int i = b; i < b + per_item; ++i) item.seeds.push_back(batches[first + i]);
+              if (!work.Push(std::move(item), ctx.timer())) return Status::Aborted("cancelled");
+              index += per_item;
+              ctx.AddItems(per_item);
             }
           }
         }
@@ -266,29 +285,43 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
       },
       {&work});
 
-  pipeline.AddStage("sample", opt.sample_threads,
-                    [&](StageContext& ctx) -> Status {
-                      while (auto item = work.Pop(ctx.timer())) {
-                        SampledItem out;
-                        out.group_first = item->group_first;
-                        out.group_size = item->group_size;
-                        out.prepared.index = item->index;
-                        out.prepared.sample_seed =
-                            BatchSampleSeed(opt.seed, opt.stream, opt.epoch, item->index);
-                        const BatchGraph view(graph_, item->resident.get());
-                        SKIFF_RETURN_IF_ERROR(
-                            sample(view, item->seeds, out.prepared.sample_seed, &out.prepared.batch)
-                                .WithContext("sampling batch " + std::to_string(item->index)));
-                        out.resident = std::move(item->resident);
-                        out.prepared.held_bytes = HeldBytes(out.prepared.batch, dim, aggregate);
-                        window.Resize(item->reserved, out.prepared.held_bytes);
-                        if (!sampled.Push(std::move(out), ctx.timer()))
-                          return Status::Aborted("cancelled");
-                        ctx.AddItems(1);
-                      }
-                      return Status::Ok();
-                    },
-                    {&sampled});
+  pipeline.AddStage(
+      "sample", aggregate ? 1 : opt.sample_threads,
+      [&](StageContext& ctx) -> Status {
+        while (auto item = work.Pop(ctx.timer())) {
+          const size_t count = item->seeds.size();
+          std::vector<SampledItem> out(count);
+          std::vector<uint64_t> sample_seeds(count);
+          std::vector<train::MiniBatch*> batches(count);
+          for (size_t i = 0; i < count; ++i) {
+            out[i].group_first = item->group_first;
+            out[i].group_size = item->group_size;
+            out[i].prepared.index = item->index + static_cast<int64_t>(i);
+            sample_seeds[i] = out[i].prepared.sample_seed =
+                BatchSampleSeed(opt.seed, opt.stream, opt.epoch, out[i].prepared.index);
+            batches[i] = &out[i].prepared.batch;
+          }
+          const BatchGraph view(graph_, item->resident.get());
+          SKIFF_RETURN_IF_ERROR(
+              sample(view, item->seeds, sample_seeds, batches)
+                  .WithContext(count == 1 ? "sampling batch " + std::to_string(item->index)
+                                          : "sampling batches " + std::to_string(item->index) +
+                                                ".." + std::to_string(item->index + count - 1)));
+          for (SampledItem& sampled_item : out) {
+            sampled_item.resident = item->resident;
+            PreparedBatch& prepared = sampled_item.prepared;
+            prepared.held_bytes = HeldBytes(prepared.batch, dim, aggregate);
+            window.Resize(item->reserved, prepared.held_bytes);
+            if (!sampled.Push(std::move(sampled_item), ctx.timer())) {
+              return Status::Aborted("cancelled");
+            }
+          }
+          item->resident.reset();
+          ctx.AddItems(static_cast<int64_t>(count));
+        }
+        return Status::Ok();
+      },
+      {&sampled});
 
   // Gives `prepared` a staging buffer of `floats` (the recycled one when there is one), counting
   // any spare capacity it brings against the window.
@@ -425,6 +458,8 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
   io.fine_rows = graph_after.fine_rows - graph_before.fine_rows;
   io.cached_rows = graph_after.cached_rows - graph_before.cached_rows;
   io.fine_adjacency = graph_after.fine_adjacency - graph_before.fine_adjacency;
+  io.fine_row_bytes = graph_after.fine_row_bytes - graph_before.fine_row_bytes;
+  io.fine_adjacency_bytes = graph_after.fine_adjacency_bytes - graph_before.fine_adjacency_bytes;
   io.bytes_used = graph_after.bytes_used - graph_before.bytes_used;
   io.read_amplification =
       io.bytes_used > 0 ? static_cast<double>(io.bytes_read) / static_cast<double>(io.bytes_used)
@@ -440,16 +475,17 @@ std::string EpochReport::Describe() const {
                 static_cast<long long>(seeds), buffer_states, wall_seconds);
   std::string out = line;
   out += FormatStageStats(stages, wall_seconds);
-  std::snprintf(line, sizeof(line),
-                "  read %s (%s fine-grained; %llu partition loads, %llu evictions, %llu rows + "
-                "%llu adjacency lists fine-grained), used %s, read amplification %.2fx, pins "
-                "waited %.3fs\n",
-                FormatBytes(io.bytes_read).c_str(), FormatBytes(io.fine_bytes_read).c_str(),
-                static_cast<unsigned long long>(io.partition_loads),
-                static_cast<unsigned long long>(io.evictions),
-                static_cast<unsigned long long>(io.fine_rows),
-                static_cast<unsigned long long>(io.fine_adjacency),
-                FormatBytes(io.bytes_used).c_str(), io.read_amplification, io.pool_stall_seconds);
+  std::snprintf(
+      line, sizeof(line),
+      "  read %s (%s fine-grained; %llu partition loads, %llu evictions, %llu rows in "
+      "%s + %llu adjacency lists in %s fine-grained), used %s, read amplification "
+      "%.2fx, pins waited %.3fs\n",
+      FormatBytes(io.bytes_read).c_str(), FormatBytes(io.fine_bytes_read).c_str(),
+      static_cast<unsigned long long>(io.partition_loads),
+      static_cast<unsigned long long>(io.evictions), static_cast<unsigned long long>(io.fine_rows),
+      FormatBytes(io.fine_row_bytes).c_str(), static_cast<unsigned long long>(io.fine_adjacency),
+      FormatBytes(io.fine_adjacency_bytes).c_str(), FormatBytes(io.bytes_used).c_str(),
+      io.read_amplification, io.pool_stall_seconds);
   out += line;
   std::snprintf(line, sizeof(line),
                 "  batches in flight: at most %lld, holding at most %s; %llu non-resident rows "
@@ -483,6 +519,8 @@ nlohmann::json EpochReport::ToJson() const {
           {"fine_rows", io.fine_rows},
           {"cached_rows", io.cached_rows},
           {"fine_adjacency_lists", io.fine_adjacency},
+          {"fine_row_bytes", io.fine_row_bytes},
+          {"fine_adjacency_bytes", io.fine_adjacency_bytes},
           {"bytes_used", io.bytes_used},
           {"read_amplification", io.read_amplification},
           {"pool_stall_seconds", io.pool_stall_seconds},

@@ -94,7 +94,7 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
 }
 
 Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
-                                       const SampleFn& sample, const ComputeFn& compute) {
+                                       const SampleGroupFn& sample, const ComputeFn& compute) {
   const uint32_t k = source_->num_partitions();
   std::vector<std::vector<int64_t>> by_partition(k);
   for (int64_t v : nodes) {

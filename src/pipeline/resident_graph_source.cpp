@@ -38,26 +38,36 @@ Status ResidentGraphSource::FetchHopOf(int64_t v) const {
   std::vector<int64_t>& pending = pending_by_hop_[static_cast<size_t>(it->second)];
   if (pending.empty()) return Status::Ok();
   // Rows of earlier hops stay cached: every later hop asks for them again.
-  std::vector<int64_t> indptr, rows;
-  SKIFF_RETURN_IF_ERROR(graph_.Neighbors(resident_, pending, &indptr, &rows));
-  for (size_t i = 0; i < pending.size(); ++i) {
-    cache_[pending[i]].assign(rows.begin() + indptr[i], rows.begin() + indptr[i + 1]);
-  }
+  SKIFF_RETURN_IF_ERROR(Fetch(pending));
   pending.clear();
   return Status::Ok();
 }
 
-const std::vector<int64_t>* ResidentGraphSource::Cached(int64_t v) const {
-  auto it = cache_.find(v);
-  return it == cache_.end() ? nullptr : &it->second;
+Status ResidentGraphSource::Fetch(std::span<const int64_t> nodes) const {
+  std::vector<int64_t> indptr, rows;
+  SKIFF_RETURN_IF_ERROR(graph_.Neighbors(resident_, nodes, &indptr, &rows));
+  const auto chunk = static_cast<uint32_t>(chunks_.size());
+  chunks_.push_back(std::move(rows));
+  cache_.reserve(cache_.size() + nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    cache_[nodes[i]] = {chunk, static_cast<uint64_t>(indptr[i]),
+                        static_cast<uint64_t>(indptr[i + 1] - indptr[i])};
+  }
+  return Status::Ok();
 }
 
-Result<const std::vector<int64_t>*> ResidentGraphSource::Load(int64_t v) const {
-  if (const auto* row = Cached(v)) return row;
-  std::vector<int64_t> indptr, row;
+std::optional<std::span<const int64_t>> ResidentGraphSource::Cached(int64_t v) const {
+  auto it = cache_.find(v);
+  if (it == cache_.end()) return std::nullopt;
+  const CachedRow& row = it->second;
+  return std::span<const int64_t>(chunks_[row.chunk].data() + row.offset, row.length);
+}
+
+Result<std::span<const int64_t>> ResidentGraphSource::Load(int64_t v) const {
+  if (const auto row = Cached(v)) return *row;
   const int64_t node[1] = {v};
-  SKIFF_RETURN_IF_ERROR(graph_.Neighbors(resident_, node, &indptr, &row));
-  return &(cache_[v] = std::move(row));
+  SKIFF_RETURN_IF_ERROR(Fetch(node));
+  return *Cached(v);
 }
 
 int64_t ResidentGraphSource::Degree(int64_t v) const {
@@ -66,13 +76,13 @@ int64_t ResidentGraphSource::Degree(int64_t v) const {
   // filter reads pinned memory and cannot fail.
   auto row = Load(v);
   SKIFF_CHECK_MSG(row.ok(), "in-buffer rows come from pinned memory");
-  return static_cast<int64_t>((*row)->size());
+  return static_cast<int64_t>(row->size());
 }
 
 Status ResidentGraphSource::NeighborsAt(int64_t v, std::span<const int64_t> positions,
                                         int64_t* out) const {
-  const std::vector<int64_t>* row = Cached(v);
-  if (row == nullptr) {
+  std::optional<std::span<const int64_t>> row = Cached(v);
+  if (!row.has_value()) {
     const storage::DatasetPartitionSource& source = graph_.source();
     const uint32_t p = source.partition_of(v);
     if (graph_.mode() == SamplingMode::kExact && resident_.contains(p)) {
@@ -93,8 +103,8 @@ Status ResidentGraphSource::NeighborsAt(int64_t v, std::span<const int64_t> posi
 }
 
 Status ResidentGraphSource::Neighbors(int64_t v, std::vector<int64_t>* out) const {
-  if (const auto* row = Cached(v)) {
-    *out = *row;
+  if (const auto row = Cached(v)) {
+    out->assign(row->begin(), row->end());
   } else {
     const storage::DatasetPartitionSource& source = graph_.source();
     const uint32_t p = source.partition_of(v);
@@ -102,8 +112,8 @@ Status ResidentGraphSource::Neighbors(int64_t v, std::vector<int64_t>* out) cons
       source.NeighborsFromPin(resident_.pin(p), v, out);
     } else {
       SKIFF_RETURN_IF_ERROR(FetchHopOf(v));
-      SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t>* row, Load(v));
-      *out = *row;
+      SKIFF_ASSIGN_OR_RETURN(const std::span<const int64_t> row, Load(v));
+      out->assign(row.begin(), row.end());
     }
   }
   Track(*out);
@@ -112,6 +122,7 @@ Status ResidentGraphSource::Neighbors(int64_t v, std::vector<int64_t>* out) cons
 
 Status ResidentGraphSource::PrepareNodes(std::span<const int64_t> nodes) const {
   cache_.clear();
+  chunks_.clear();
   std::vector<int64_t> wanted;
   const storage::DatasetPartitionSource& source = graph_.source();
   for (int64_t v : nodes) {
@@ -119,12 +130,7 @@ Status ResidentGraphSource::PrepareNodes(std::span<const int64_t> nodes) const {
     if (graph_.mode() == SamplingMode::kInBuffer || !resident) wanted.push_back(v);
   }
   if (wanted.empty()) return Status::Ok();
-  std::vector<int64_t> indptr, rows;
-  SKIFF_RETURN_IF_ERROR(graph_.Neighbors(resident_, wanted, &indptr, &rows));
-  for (size_t i = 0; i < wanted.size(); ++i) {
-    cache_[wanted[i]].assign(rows.begin() + indptr[i], rows.begin() + indptr[i + 1]);
-  }
-  return Status::Ok();
+  return Fetch(wanted);
 }
 
 }  // namespace skiff::pipeline

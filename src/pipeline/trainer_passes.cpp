@@ -69,15 +69,23 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
              const std::function<Status(train::PreparedBatch&)>& consume,
              std::string* report_json) -> Status {
     const std::vector<int>& layer_fanouts = pass.training ? fanouts : eval_fanouts;
-    auto sample = [&](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t rng_seed,
-                      train::MiniBatch* batch) -> Status {
-      ResidentGraphSource source(view.graph(), view.resident(), seeds,
+    // One source for the whole group: its hop-batched reads then cover every batch of the group.
+    SampleGroupFn sample = [&](const BatchGraph& view,
+                               std::span<const std::span<const int64_t>> seeds,
+                               std::span<const uint64_t> rng_seeds,
+                               std::span<train::MiniBatch* const> batches) -> Status {
+      std::vector<int64_t> all_seeds;
+      for (const std::span<const int64_t> s : seeds)
+        all_seeds.insert(all_seeds.end(), s.begin(), s.end());
+      ResidentGraphSource source(view.graph(), view.resident(), all_seeds,
                                  static_cast<int>(layer_fanouts.size()));
       sampler::NeighborSampler sampler(source, layer_fanouts, record_degrees);
-      SKIFF_RETURN_IF_ERROR(sampler.Sample(seeds, rng_seed, batch));
-      batch->labels.resize(batch->seeds.size());
-      for (size_t i = 0; i < batch->seeds.size(); ++i) {
-        batch->labels[i] = labels != nullptr ? (*labels)[batch->seeds[i]] : -1;
+      SKIFF_RETURN_IF_ERROR(sampler.SampleGroup(seeds, rng_seeds, batches));
+      for (train::MiniBatch* batch : batches) {
+        batch->labels.resize(batch->seeds.size());
+        for (size_t i = 0; i < batch->seeds.size(); ++i) {
+          batch->labels[i] = labels != nullptr ? (*labels)[batch->seeds[i]] : -1;
+        }
       }
       return Status::Ok();
     };

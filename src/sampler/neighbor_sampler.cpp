@@ -42,14 +42,24 @@ class Rng {
   uint64_t s_[4];
 };
 
+}  // namespace
+
 // Open-addressing map from global node ID to local ID.
 class LocalIds {
  public:
-  explicit LocalIds(size_t expected) {
+  // Empties the map, sized for `expected` keys. The arrays are kept when they are the right size
+  // (a sampler thread reuses one map for every batch: a fresh one costs its page faults, ~6 MiB
+  // for the default model's batch), and replaced when they are too small or 4x too large.
+  void Reset(size_t expected) {
     size_t cap = 64;
     while (cap < expected * 2) cap <<= 1;
-    keys_.assign(cap, -1);
-    values_.resize(cap);
+    if (keys_.size() < cap || keys_.size() > 4 * cap) {
+      std::vector<int64_t>(cap, -1).swap(keys_);
+      std::vector<int32_t>(cap).swap(values_);
+    } else {
+      std::fill(keys_.begin(), keys_.end(), -1);
+    }
+    size_ = 0;
   }
   // Returns the local ID of `key`, inserting `next` when absent (*inserted tells which).
   int32_t FindOrInsert(int64_t key, int32_t next, bool* inserted) {
@@ -95,6 +105,8 @@ class LocalIds {
   std::vector<int32_t> values_;
   size_t size_ = 0;
 };
+
+namespace {
 
 // k distinct positions of [0, d) chosen uniformly (Floyd), ascending. Requires 0 < k < d.
 void FloydSample(int64_t d, int64_t k, Rng& rng, std::vector<int64_t>* out) {
@@ -160,11 +172,72 @@ NeighborSampler::NeighborSampler(const GraphSource& graph, std::vector<int> fano
   SKIFF_CHECK_MSG(!fanouts_.empty(), "a sampler needs at least one layer");
 }
 
+// One batch's sampling state between hops (SampleGroup interleaves batches hop by hop).
+struct NeighborSampler::BatchState {
+  explicit BatchState(uint64_t rng_seed) : rng(rng_seed) {}
+  Rng rng;
+  size_t expected = 0;  // frontier the ID map is sized for
+  // hop_begin[h]: first local ID of hop h; hop L+1's end is the batch's input_nodes.size().
+  std::vector<int64_t> hop_begin;
+  // Per node (local ID order): its whole-graph degree, and one uniformly random *ordered* sample of
+  // row positions, drawn when the node is first expanded and long enough for every block the node
+  // is a destination of. Block l takes the first fanouts_[l] of it (a uniform subset of that size),
+  // so each node is sampled once and its picks in different layers are nested.
+  std::vector<int64_t> degree;
+  std::vector<int64_t> order_ptr{0}, order;
+};
+
+namespace {
+
+// The sampler thread's ID map: reused across batches (sized per batch by Reset).
+LocalIds& ThreadLocalIds() {
+  thread_local LocalIds local;
+  return local;
+}
+
+}  // namespace
+
 Status NeighborSampler::Sample(std::span<const int64_t> seeds, uint64_t rng_seed,
                                train::MiniBatch* out) const {
-  const int num_layers = this->num_layers();
+  const std::span<const int64_t> group[1] = {seeds};
+  const uint64_t rng_seeds[1] = {rng_seed};
+  train::MiniBatch* const outs[1] = {out};
+  return SampleGroup(group, rng_seeds, outs);
+}
+
+Status NeighborSampler::SampleGroup(std::span<const std::span<const int64_t>> seeds,
+                                    std::span<const uint64_t> rng_seeds,
+                                    std::span<train::MiniBatch* const> out) const {
+  SKIFF_CHECK(seeds.size() == rng_seeds.size() && seeds.size() == out.size());
+  LocalIds& local = ThreadLocalIds();
+  std::vector<BatchState> states;
+  states.reserve(seeds.size());
+  for (size_t b = 0; b < seeds.size(); ++b) {
+    states.emplace_back(rng_seeds[b]);
+    SKIFF_RETURN_IF_ERROR(Begin(seeds[b], &states[b], out[b], &local));
+  }
+  for (int hop = 0; hop < num_layers(); ++hop) {
+    graph_.BeginHop(hop);
+    for (size_t b = 0; b < seeds.size(); ++b) {
+      // The map holds the previous step's batch; rebuild it from this batch's nodes so far.
+      if (seeds.size() > 1) {
+        local.Reset(states[b].expected);
+        const std::vector<int64_t>& nodes = out[b]->input_nodes;
+        bool inserted = false;
+        for (size_t i = 0; i < nodes.size(); ++i) {
+          local.FindOrInsert(nodes[i], static_cast<int32_t>(i), &inserted);
+        }
+      }
+      SKIFF_RETURN_IF_ERROR(Hop(hop, &states[b], out[b], &local));
+    }
+  }
+  for (size_t b = 0; b < seeds.size(); ++b) Finish(&states[b], out[b]);
+  return Status::Ok();
+}
+
+Status NeighborSampler::Begin(std::span<const int64_t> seeds, BatchState* state,
+                              train::MiniBatch* out, LocalIds* local) const {
   const int64_t n = graph_.num_nodes();
-  Rng rng(rng_seed);
   out->seeds.assign(seeds.begin(), seeds.end());
   out->labels.clear();
   std::vector<int64_t>& nodes = out->input_nodes;
@@ -177,93 +250,95 @@ Status NeighborSampler::Sample(std::span<const int64_t> seeds, uint64_t rng_seed
     frontier *= fanout < 0 ? 16.0 : static_cast<double>(fanout);
     expected += frontier;
   }
-  expected = std::min({expected, static_cast<double>(n), double{1 << 21}});
-  LocalIds local(static_cast<size_t>(expected));
+  state->expected =
+      static_cast<size_t>(std::min({expected, static_cast<double>(n), double{1 << 21}}));
+  local->Reset(state->expected);
   for (int64_t s : seeds) {
     if (s < 0 || s >= n) {
       return Status::InvalidArgument("seed node " + std::to_string(s) + " is not in [0, " +
                                      std::to_string(n) + ")");
     }
     bool inserted = false;
-    local.FindOrInsert(s, static_cast<int32_t>(nodes.size()), &inserted);
+    local->FindOrInsert(s, static_cast<int32_t>(nodes.size()), &inserted);
     if (!inserted) return Status::InvalidArgument("seed node " + std::to_string(s) + " repeated");
     nodes.push_back(s);
   }
-  // hop_begin[h]: first local ID of hop h; hop L+1's end is nodes.size().
-  std::vector<int64_t> hop_begin{0, static_cast<int64_t>(nodes.size())};
-  // Per node (local ID order): its whole-graph degree, and one uniformly random *ordered* sample of
-  // row positions, drawn when the node is first expanded and long enough for every block the node
-  // is a destination of. Block l takes the first fanouts_[l] of it (a uniform subset of that size),
-  // so each node is sampled once and its picks in different layers are nested.
-  std::vector<int64_t> degree;
-  std::vector<int64_t> order_ptr{0}, order;
+  state->hop_begin = {0, static_cast<int64_t>(nodes.size())};
+  out->blocks.resize(static_cast<size_t>(num_layers()));
+  return Status::Ok();
+}
+
+Status NeighborSampler::Hop(int hop, BatchState* state, train::MiniBatch* out,
+                            LocalIds* local) const {
+  std::vector<int64_t>& nodes = out->input_nodes;
+  const int block_index = num_layers() - 1 - hop;  // this hop builds the sources of this block
+  const int fanout = fanouts_[block_index];
+  // A node first expanded now is a destination of blocks 0 .. block_index. Blocks whose fanout
+  // is below the node's degree take a prefix of its ordered sample, so the sample is as long as
+  // the largest such fanout; the others (-1, or >= degree) take the whole row.
+  const int64_t begin = state->hop_begin[hop], end = state->hop_begin[hop + 1];
   std::vector<int64_t> positions, picked;
-  out->blocks.resize(num_layers);
-  for (int hop = 0; hop < num_layers; ++hop) {
-    const int block_index = num_layers - 1 - hop;  // this hop builds the sources of this block
-    const int fanout = fanouts_[block_index];
-    // A node first expanded now is a destination of blocks 0 .. block_index. Blocks whose fanout
-    // is below the node's degree take a prefix of its ordered sample, so the sample is as long as
-    // the largest such fanout; the others (-1, or >= degree) take the whole row.
-    graph_.BeginHop(hop);
-    const int64_t begin = hop_begin[hop], end = hop_begin[hop + 1];
-    for (int64_t u = begin; u < end; ++u) {
-      const int64_t d = graph_.Degree(nodes[u]);
-      degree.push_back(d);
-      int64_t longest = 0;
-      for (int l = 0; l <= block_index; ++l) {
-        if (fanouts_[l] < d) longest = std::max<int64_t>(longest, fanouts_[l]);
-      }
-      if (longest > 0) {
-        // Floyd's uniform subset, then a Fisher-Yates shuffle: a uniformly ordered sample.
-        FloydSample(d, longest, rng, &positions);
-        for (int64_t i = longest - 1; i > 0; --i) {
-          std::swap(positions[i], positions[rng.Below(i + 1)]);
-        }
-        order.insert(order.end(), positions.begin(), positions.end());
-      }
-      order_ptr.push_back(static_cast<int64_t>(order.size()));
+  for (int64_t u = begin; u < end; ++u) {
+    const int64_t d = graph_.Degree(nodes[u]);
+    state->degree.push_back(d);
+    int64_t longest = 0;
+    for (int l = 0; l <= block_index; ++l) {
+      if (fanouts_[l] < d) longest = std::max<int64_t>(longest, fanouts_[l]);
     }
-    train::Block& block = out->blocks[block_index];
-    block.num_dst = end;
-    block.indptr.assign(1, 0);
-    block.indices.clear();
-    for (int64_t u = 0; u < end; ++u) {
-      const int64_t v = nodes[u];
-      const int64_t d = degree[u];
-      if (fanout < 0 || fanout >= d) {
-        SKIFF_RETURN_IF_ERROR(graph_.Neighbors(v, &picked));
-      } else {
-        // The first `fanout` of the node's ordered sample, in row order.
-        positions.assign(order.begin() + order_ptr[u], order.begin() + order_ptr[u] + fanout);
-        std::sort(positions.begin(), positions.end());
-        picked.resize(positions.size());
-        SKIFF_RETURN_IF_ERROR(graph_.NeighborsAt(v, positions, picked.data()));
+    if (longest > 0) {
+      // Floyd's uniform subset, then a Fisher-Yates shuffle: a uniformly ordered sample.
+      FloydSample(d, longest, state->rng, &positions);
+      for (int64_t i = longest - 1; i > 0; --i) {
+        std::swap(positions[i], positions[state->rng.Below(i + 1)]);
       }
-      for (int64_t w : picked) {
-        bool inserted = false;
-        const int32_t id = local.FindOrInsert(w, static_cast<int32_t>(nodes.size()), &inserted);
-        if (inserted) nodes.push_back(w);
-        block.indices.push_back(id);
-      }
-      block.indptr.push_back(static_cast<int64_t>(block.indices.size()));
+      state->order.insert(state->order.end(), positions.begin(), positions.end());
     }
-    hop_begin.push_back(static_cast<int64_t>(nodes.size()));
-    block.num_src = hop_begin.back();
+    state->order_ptr.push_back(static_cast<int64_t>(state->order.size()));
   }
+  train::Block& block = out->blocks[block_index];
+  block.num_dst = end;
+  block.indptr.assign(1, 0);
+  block.indices.clear();
+  for (int64_t u = 0; u < end; ++u) {
+    const int64_t v = nodes[u];
+    const int64_t d = state->degree[u];
+    if (fanout < 0 || fanout >= d) {
+      SKIFF_RETURN_IF_ERROR(graph_.Neighbors(v, &picked));
+    } else {
+      // The first `fanout` of the node's ordered sample, in row order.
+      const auto first = state->order.begin() + state->order_ptr[u];
+      positions.assign(first, first + fanout);
+      std::sort(positions.begin(), positions.end());
+      picked.resize(positions.size());
+      SKIFF_RETURN_IF_ERROR(graph_.NeighborsAt(v, positions, picked.data()));
+    }
+    for (int64_t w : picked) {
+      bool inserted = false;
+      const int32_t id = local->FindOrInsert(w, static_cast<int32_t>(nodes.size()), &inserted);
+      if (inserted) nodes.push_back(w);
+      block.indices.push_back(id);
+    }
+    block.indptr.push_back(static_cast<int64_t>(block.indices.size()));
+  }
+  state->hop_begin.push_back(static_cast<int64_t>(nodes.size()));
+  block.num_src = state->hop_begin.back();
+  return Status::Ok();
+}
+
+void NeighborSampler::Finish(BatchState* state, train::MiniBatch* out) const {
+  std::vector<int64_t>& degree = state->degree;
+  const std::vector<int64_t>& nodes = out->input_nodes;
   if (record_degrees_) {
     // Nodes of the outermost hop were never expanded; ask for their degrees now.
     for (size_t u = degree.size(); u < nodes.size(); ++u) degree.push_back(graph_.Degree(nodes[u]));
   }
-  for (int l = 0; l < num_layers; ++l) {
-    train::Block& b = out->blocks[l];
+  for (train::Block& b : out->blocks) {
     if (record_degrees_) {
       b.src_degree.assign(degree.begin(), degree.begin() + b.num_src);
     } else {
       b.src_degree.clear();
     }
   }
-  return Status::Ok();
 }
 
 }  // namespace skiff::sampler

@@ -148,6 +148,38 @@ TEST_CASE("sampler: deterministic for a seed, different for another") {
   CHECK(a.input_nodes != c.input_nodes);
 }
 
+TEST_CASE("sampler: SampleGroup gives each batch exactly what Sample gives it") {
+  auto g = RandomGraph(400, 30, 5);
+  for (const std::vector<int>& fanouts : {std::vector<int>{10, 5}, std::vector<int>{4, -1, 3}}) {
+    NeighborSampler s(*g, fanouts, /*record_degrees=*/true);
+    // Batches of different sizes that share neighbours, sampled alone and as one group.
+    const std::vector<std::vector<int64_t>> seeds{{1, 2, 3, 50}, {60, 61}, {7, 300, 301, 302, 9}};
+    const std::vector<uint64_t> rng_seeds{11, 12, 13};
+    std::vector<train::MiniBatch> alone(seeds.size()), grouped(seeds.size());
+    std::vector<std::span<const int64_t>> spans;
+    std::vector<train::MiniBatch*> outs;
+    for (size_t b = 0; b < seeds.size(); ++b) {
+      REQUIRE(s.Sample(seeds[b], rng_seeds[b], &alone[b]).ok());
+      spans.emplace_back(seeds[b]);
+      outs.push_back(&grouped[b]);
+    }
+    REQUIRE(s.SampleGroup(spans, rng_seeds, outs).ok());
+    for (size_t b = 0; b < seeds.size(); ++b) {
+      CAPTURE(b);
+      CHECK(grouped[b].seeds == alone[b].seeds);
+      CHECK(grouped[b].input_nodes == alone[b].input_nodes);
+      REQUIRE(grouped[b].blocks.size() == alone[b].blocks.size());
+      for (size_t l = 0; l < alone[b].blocks.size(); ++l) {
+        CHECK(grouped[b].blocks[l].num_dst == alone[b].blocks[l].num_dst);
+        CHECK(grouped[b].blocks[l].indptr == alone[b].blocks[l].indptr);
+        CHECK(grouped[b].blocks[l].indices == alone[b].blocks[l].indices);
+        CHECK(grouped[b].blocks[l].src_degree == alone[b].blocks[l].src_degree);
+      }
+      CheckLayout(grouped[b], *g, fanouts);
+    }
+  }
+}
+
 TEST_CASE("sampler: record_degrees gives every block its sources' whole-graph degrees") {
   auto g = RandomGraph(300, 40, 2);
   NeighborSampler plain(*g, {10, 5});

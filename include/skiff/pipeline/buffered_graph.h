@@ -59,13 +59,15 @@ class ResidentSet {
 };
 
 struct GraphAccessCounters {
-  uint64_t bytes_used = 0;          // adjacency + feature bytes callers asked for
-  uint64_t fine_requests = 0;       // ReadRanges calls
-  uint64_t fine_rows = 0;           // feature rows read fine-grained
-  uint64_t cached_rows = 0;         // non-resident feature rows served by the hot row cache
-  uint64_t fine_adjacency = 0;      // adjacency lists read fine-grained
-  uint64_t resident_rows = 0;       // feature rows served from pinned partitions
-  uint64_t resident_adjacency = 0;  // adjacency lists served from pinned partitions
+  uint64_t bytes_used = 0;            // adjacency + feature bytes callers asked for
+  uint64_t fine_requests = 0;         // ReadRanges calls
+  uint64_t fine_rows = 0;             // feature rows read fine-grained
+  uint64_t cached_rows = 0;           // non-resident feature rows served by the hot row cache
+  uint64_t fine_adjacency = 0;        // adjacency lists read fine-grained
+  uint64_t fine_row_bytes = 0;        // bytes read for fine_rows (aligned, after coalescing)
+  uint64_t fine_adjacency_bytes = 0;  // bytes read for fine_adjacency
+  uint64_t resident_rows = 0;         // feature rows served from pinned partitions
+  uint64_t resident_adjacency = 0;    // adjacency lists served from pinned partitions
 };
 
 class BufferedGraph {
@@ -125,6 +127,8 @@ class BufferedGraph {
   mutable std::atomic<uint64_t> fine_rows_{0};
   mutable std::atomic<uint64_t> cached_rows_{0};
   mutable std::atomic<uint64_t> fine_adjacency_{0};
+  mutable std::atomic<uint64_t> fine_row_bytes_{0};
+  mutable std::atomic<uint64_t> fine_adjacency_bytes_{0};
   mutable std::atomic<uint64_t> resident_rows_{0};
   mutable std::atomic<uint64_t> resident_adjacency_{0};
 };

@@ -13,7 +13,9 @@
 //   sample   calls the SampleFn on each batch's seeds with a BatchGraph view (neighbour lists via
 //            BufferedGraph: pinned memory, or fine-grained reads in exact mode). Batches are
 //            sampled in parallel; each gets its own seed from (seed, stream, epoch, batch index),
-//            so the result does not depend on thread timing or on the memory budget.
+//            so the result does not depend on thread timing or on the memory budget. With
+//            aggregated gathering one thread samples each gather group as a whole
+//            (SampleGroupFn), so the group's neighbour lists of a hop are read in one batch.
 //   gather   copies the batch's input features into its staging buffer (float32), then drops the
 //            batch's pins -- compute never touches the buffer pool. With aggregated gathering
 //            (EpochRunnerOptions::aggregation) it takes groups of up to gather_group consecutive
@@ -84,6 +86,14 @@ struct PreparedBatch {
 
 using SampleFn = std::function<Status(const BatchGraph& graph, std::span<const int64_t> seeds,
                                       uint64_t sample_seed, train::MiniBatch* batch)>;
+// Samples a group of batches at once (the batches of one gather group, or a single batch):
+// batches[i] from seeds[i] with sample_seeds[i], each exactly as a SampleFn would, but free to
+// share the group's reads (NeighborSampler::SampleGroup over one ResidentGraphSource).
+using SampleGroupFn = std::function<Status(
+    const BatchGraph& graph, std::span<const std::span<const int64_t>> seeds,
+    std::span<const uint64_t> sample_seeds, std::span<train::MiniBatch* const> batches)>;
+// A SampleGroupFn that samples the batches one by one with `sample`.
+SampleGroupFn OneByOne(SampleFn sample);
 using ComputeFn = std::function<Status(PreparedBatch& batch)>;
 
 struct EpochRunnerOptions {
@@ -124,12 +134,14 @@ struct EpochIoStats {
   uint64_t evictions = 0;
   uint64_t pin_hits = 0;
   uint64_t pin_misses = 0;
-  uint64_t fine_rows = 0;         // feature rows read fine-grained
-  uint64_t cached_rows = 0;       // non-resident feature rows served by the hot row cache
-  uint64_t fine_adjacency = 0;    // adjacency lists read fine-grained
-  uint64_t bytes_used = 0;        // adjacency + feature bytes the batches asked for
-  double read_amplification = 0;  // bytes_read / bytes_used
-  double pool_stall_seconds = 0;  // time pins waited for loads
+  uint64_t fine_rows = 0;             // feature rows read fine-grained
+  uint64_t cached_rows = 0;           // non-resident feature rows served by the hot row cache
+  uint64_t fine_adjacency = 0;        // adjacency lists read fine-grained
+  uint64_t fine_row_bytes = 0;        // fine-grained bytes read for rows
+  uint64_t fine_adjacency_bytes = 0;  // and for adjacency lists
+  uint64_t bytes_used = 0;            // adjacency + feature bytes the batches asked for
+  double read_amplification = 0;      // bytes_read / bytes_used
+  double pool_stall_seconds = 0;      // time pins waited for loads
 };
 
 struct EpochReport {
@@ -158,6 +170,11 @@ class EpochRunner {
   // Runs every batch of `plan` through sample -> gather -> compute, exactly once, the ComputeFn
   // seeing them in plan order. Returns the epoch's report, or the first error of any stage.
   Result<EpochReport> Run(const EpochPlan& plan, const SampleFn& sample, const ComputeFn& compute);
+  // With aggregated gathering, the sample stage takes whole groups (one thread: a group's lists are
+  // read together, and one group sampled ahead keeps the gather stage fed); otherwise each batch
+  // is a group of one.
+  Result<EpochReport> Run(const EpochPlan& plan, const SampleGroupFn& sample,
+                          const ComputeFn& compute);
 
   const EpochRunnerOptions& options() const { return options_; }
   EpochRunnerOptions& mutable_options() { return options_; }

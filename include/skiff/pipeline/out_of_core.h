@@ -96,7 +96,11 @@ class OutOfCore {
   // Runs one pass over `nodes` (each once, order planned from (seed, stream, epoch)) through the
   // pipeline. Returns the pass's report or the first error of any stage.
   Result<EpochReport> RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
-                              const SampleFn& sample, const ComputeFn& compute);
+                              const SampleGroupFn& sample, const ComputeFn& compute);
+  Result<EpochReport> RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
+                              const SampleFn& sample, const ComputeFn& compute) {
+    return RunPass(nodes, pass, OneByOne(sample), compute);
+  }
 
   const MemoryPlan& memory_plan() const { return memory_; }
   // The evaluation batch size the budget allows (<= OutOfCoreOptions::eval_batch_size).

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -54,10 +55,12 @@ class ResidentGraphSource final : public sampler::GraphSource {
   Status PrepareNodes(std::span<const int64_t> nodes) const;
 
  private:
-  // The cached row of v, or null.
-  const std::vector<int64_t>* Cached(int64_t v) const;
+  // The cached row of v, if any (valid while this object lives).
+  std::optional<std::span<const int64_t>> Cached(int64_t v) const;
   // Loads v's row (full or filtered per mode) into the cache.
-  Result<const std::vector<int64_t>*> Load(int64_t v) const;
+  Result<std::span<const int64_t>> Load(int64_t v) const;
+  // Reads the rows of `nodes` in one batch into a new chunk of the cache.
+  Status Fetch(std::span<const int64_t> nodes) const;
 
   // Records the non-resident nodes of `row` (neighbours handed out during the hop being built) not
   // seen before as nodes of the next hop.
@@ -69,7 +72,14 @@ class ResidentGraphSource final : public sampler::GraphSource {
   const BufferedGraph& graph_;
   const ResidentSet& resident_;
   const int expanded_hops_ = 0;
-  mutable std::unordered_map<int64_t, std::vector<int64_t>> cache_;
+  // Cached rows: node -> where its row lies in chunks_ (one chunk per batched read), so that a
+  // group's thousands of rows cost one allocation per read, not one per row.
+  struct CachedRow {
+    uint32_t chunk;
+    uint64_t offset, length;
+  };
+  mutable std::unordered_map<int64_t, CachedRow> cache_;
+  mutable std::vector<std::vector<int64_t>> chunks_;
   mutable int hop_ = 0;                              // hop being built (BeginHop)
   mutable std::unordered_map<int64_t, int> hop_of_;  // non-resident node -> hop of first appearance
   mutable std::vector<std::vector<int64_t>> pending_by_hop_;  // non-resident, not yet read

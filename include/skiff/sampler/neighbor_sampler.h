@@ -34,6 +34,8 @@
 
 namespace skiff::sampler {
 
+class LocalIds;  // neighbor_sampler.cpp: the open-addressing node ID map
+
 // Parses "15,10,5" (each >= 0, or -1 = all neighbours; 0 = none, so GraphSAGE sees only the
 // node itself: an MLP baseline). InvalidArgument names the bad element.
 Result<std::vector<int>> ParseFanouts(const std::string& text);
@@ -55,8 +57,23 @@ class NeighborSampler {
   // Samples the neighbourhood of `seeds` (distinct node IDs) into *out (labels left empty).
   // InvalidArgument on an out-of-range or repeated seed; errors of the GraphSource pass through.
   Status Sample(std::span<const int64_t> seeds, uint64_t rng_seed, train::MiniBatch* out) const;
+  // Samples several batches at once, hop by hop: hop h of every batch before hop h+1 of any
+  // (GraphSource::BeginHop once per hop), so a source that reads a hop's lists in one batch
+  // (pipeline::ResidentGraphSource) reads those of the whole group together. out[i] is exactly what
+  // Sample(seeds[i], rng_seeds[i], out[i]) gives. The spans have equal lengths.
+  Status SampleGroup(std::span<const std::span<const int64_t>> seeds,
+                     std::span<const uint64_t> rng_seeds,
+                     std::span<train::MiniBatch* const> out) const;
 
  private:
+  struct BatchState;
+  // Sampling one batch in steps: the seeds, each hop, then the recorded degrees. `local` maps the
+  // batch's nodes so far to their local IDs.
+  Status Begin(std::span<const int64_t> seeds, BatchState* state, train::MiniBatch* out,
+               LocalIds* local) const;
+  Status Hop(int hop, BatchState* state, train::MiniBatch* out, LocalIds* local) const;
+  void Finish(BatchState* state, train::MiniBatch* out) const;
+
   const GraphSource& graph_;
   std::vector<int> fanouts_;
   bool record_degrees_ = false;
