@@ -62,6 +62,23 @@ class InFlightWindow {
     Add(static_cast<uint64_t>(count) * expected_);
     return expected_;
   }
+  // Adds `bytes` for the features of `count` batches about to be gathered (aggregated groups),
+  // waiting until they fit in the allowance or no other gathered batch is in flight. False when
+  // cancelled.
+  bool Reserve(uint64_t bytes, int64_t count, StageTimer* timer) {
+    std::unique_lock lock(mu_);
+    auto fits = [&] {
+      return cancelled_ || allowance_ == 0 || gathered_ == 0 || bytes_ + bytes <= allowance_;
+    };
+    if (!fits()) {
+      StallScope stall(timer);
+      cv_.wait(lock, fits);
+    }
+    if (cancelled_) return false;
+    gathered_ += count;
+    Add(bytes);
+    return true;
+  }
   // Corrects a batch's reservation from `from` to `to` bytes.
   void Resize(uint64_t from, uint64_t to) {
     std::lock_guard lock(mu_);
@@ -69,10 +86,12 @@ class InFlightWindow {
     Add(to);
     if (to < from) cv_.notify_all();
   }
-  void Done(uint64_t bytes) {
+  // A batch was computed; `gathered`: its features were reserved with Reserve.
+  void Done(uint64_t bytes, bool gathered) {
     std::lock_guard lock(mu_);
     ++done_;
     --in_flight_;
+    if (gathered) --gathered_;
     bytes_ -= std::min(bytes_, bytes);
     cv_.notify_all();
   }
@@ -102,6 +121,7 @@ class InFlightWindow {
   std::condition_variable cv_;
   int64_t done_ = 0;            // guarded by mu_: batches computed (in order)
   int64_t in_flight_ = 0;       // guarded by mu_: admitted and not yet computed
+  int64_t gathered_ = 0;        // guarded by mu_: of which holding Reserve'd features
   uint64_t bytes_ = 0;          // guarded by mu_: reserved by the batches in flight
   uint64_t peak_bytes_ = 0;     // guarded by mu_
   int64_t peak_in_flight_ = 0;  // guarded by mu_
@@ -135,20 +155,25 @@ class RecycledStaging {
   std::vector<float> free_;  // guarded by mu_
 };
 
-// Bytes a sampled batch holds until it is computed: its MiniBatch and its float32 staging
-// (`feature_dim` per input node, allocated by the gather stage; when `aggregated`, two rows per
-// block-0 destination, and the aggregation's transient state per input row).
+// Bytes a sampled batch holds until it is computed: its MiniBatch and, unless `aggregated`, its
+// float32 staging (`feature_dim` per input node, allocated by the gather stage). Aggregated batches
+// reserve their features when gathered (AggregatedFeatureBytes).
 uint64_t HeldBytes(const train::MiniBatch& b, int64_t feature_dim, bool aggregated) {
   uint64_t bytes = b.input_nodes.capacity() * 8 + b.seeds.capacity() * 8 + b.labels.capacity() * 4;
   for (const train::Block& block : b.blocks) {
     bytes += block.indptr.capacity() * 8 + block.indices.capacity() * 4 +
              block.src_degree.capacity() * 8;
   }
-  if (aggregated && !b.blocks.empty()) {
-    return bytes + static_cast<uint64_t>(b.blocks[0].num_dst) * 2 * feature_dim * 4 +
-           b.input_nodes.size() * kAggregationBytesPerRow;
-  }
+  if (aggregated) return bytes;
   return bytes + b.input_nodes.size() * static_cast<uint64_t>(feature_dim) * 4;
+}
+
+// An aggregated batch's features: two float32 rows per block-0 destination, and the aggregation's
+// transient state per input row.
+uint64_t AggregatedFeatureBytes(const train::MiniBatch& b, int64_t feature_dim) {
+  return static_cast<uint64_t>(b.blocks.at(0).num_dst) * 2 * static_cast<uint64_t>(feature_dim) *
+             4 +
+         b.input_nodes.size() * kAggregationBytesPerRow;
 }
 
 }  // namespace
@@ -366,9 +391,18 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn&
               bool whole = true;  // the group's batches may arrive in any order
               for (int64_t i = next; i < next + size && whole; ++i) whole = pending.count(i) > 0;
               if (!whole) break;
+              // The group's features are reserved together: they are gathered together.
+              uint64_t features = 0;
+              for (int64_t i = next; i < next + size; ++i) {
+                features += AggregatedFeatureBytes(pending.at(i).prepared.batch, dim);
+              }
+              if (!window.Reserve(features, size, ctx.timer())) {
+                return Status::Aborted("cancelled");
+              }
               targets.clear();
               for (int64_t i = next; i < next + size; ++i) {
                 PreparedBatch& prepared = pending.at(i).prepared;
+                prepared.held_bytes += AggregatedFeatureBytes(prepared.batch, dim);
                 const auto nd = static_cast<size_t>(prepared.batch.blocks.at(0).num_dst);
                 stage(prepared, 2 * nd * static_cast<size_t>(dim));
                 prepared.aggregated = true;
@@ -416,7 +450,7 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn&
         const uint64_t kept = recycled.Put(&batch.features);
         pending.erase(pending.begin());
         ++computed;
-        window.Done(held - std::min(held, kept));
+        window.Done(held - std::min(held, kept), aggregate);
         ctx.AddItems(1);
       }
     }

@@ -15,6 +15,8 @@ namespace {
 // the drawn position and the global id before deduplication.
 constexpr uint64_t kSamplerBytesPerNode = 32 + 8 + 8;
 constexpr uint64_t kSamplerBytesPerEdge = 8 + 8;
+// A list cached while a group is sampled (ResidentGraphSource): its hash map entry and bookkeeping.
+constexpr uint64_t kListCacheBytesPerNode = 64;
 // EnsureSize grows model buffers with 1/8 headroom.
 constexpr double kActivationHeadroom = 9.0 / 8.0;
 
@@ -82,6 +84,27 @@ double DegreeProfile::Mean(int fanout, bool edge_weighted) const {
   return weight > 0 ? sum / weight : 0.0;
 }
 
+double DegreeProfile::ReachedDegreeSum(double draws) const {
+  double total = big_sum_;  // edge endpoints
+  for (int64_t d = 0; d < kExactDegrees; ++d) {
+    total += static_cast<double>(count_[static_cast<size_t>(d)]) * static_cast<double>(d);
+  }
+  if (total <= 0 || draws <= 0) return 0;
+  // A node of degree d is reached by one draw with probability d / total.
+  double sum = 0;
+  for (int64_t d = 1; d < kExactDegrees; ++d) {
+    const auto c = static_cast<double>(count_[static_cast<size_t>(d)]);
+    if (c == 0) continue;
+    const auto dd = static_cast<double>(d);
+    sum += c * dd * -std::expm1(-draws * dd / total);
+  }
+  if (big_count_ > 0) {
+    const double mean_big = big_sum_ / static_cast<double>(big_count_);
+    sum += big_sum_ * -std::expm1(-draws * mean_big / total);
+  }
+  return sum;
+}
+
 double DegreeProfile::NodeMean(int fanout) const { return Mean(fanout, false); }
 double DegreeProfile::EdgeMean(int fanout) const { return Mean(fanout, true); }
 
@@ -138,6 +161,21 @@ uint64_t AggregatedBatchBytes(const BatchShape& shape, int64_t feature_dim) {
          static_cast<uint64_t>(shape.input_nodes) * kAggregationBytesPerRow;
 }
 
+uint64_t SampledBatchBytes(const BatchShape& shape, const DegreeProfile& degrees, int group) {
+  // Every node of hops 0 .. L-1 is expanded (block 0's destinations): its whole list is read and
+  // cached for the group. Those beyond the seeds were reached by the draws of blocks L-1 .. 1; a
+  // hub drawn many times in the group is one list, so the lists are the degrees of the distinct
+  // nodes the group's draws reach, shared among its batches.
+  double reaching = 0;
+  for (size_t l = 1; l < shape.edges.size(); ++l) reaching += static_cast<double>(shape.edges[l]);
+  const double g = std::max(group, 1);
+  const double entries = static_cast<double>(shape.seeds) * degrees.NodeMean(-1) +
+                         degrees.ReachedDegreeSum(g * reaching) / g;
+  const uint64_t expanded = shape.dst.empty() ? 0 : static_cast<uint64_t>(shape.dst[0]);
+  return BatchBytes(shape, 0) + static_cast<uint64_t>(std::ceil(entries)) * 8 +
+         expanded * kListCacheBytesPerNode;
+}
+
 uint64_t SamplerScratchBytes(const BatchShape& shape) {
   uint64_t edges = 0;
   for (int64_t e : shape.edges) edges += static_cast<uint64_t>(e);
@@ -179,6 +217,25 @@ uint64_t ActivationBytes(const BatchShape& shape, const ModelShape& model, bool 
 }
 
 namespace {
+
+// Batches per aggregated group when `bytes` hold one gathered group (`batch` bytes a batch of
+// `shape`) and the next group sampled (SampledBatchBytes, written to *sampled): at least one, at
+// most kMaxGatherGroup. A larger group shares more lists per batch, so the size is raised until it
+// settles (each step only grows it, and keeps group x (batch + sampled) within `bytes`).
+int GroupFor(uint64_t bytes, uint64_t batch, const BatchShape& shape, const DegreeProfile& degrees,
+             uint64_t* sampled) {
+  int group = 1;
+  *sampled = SampledBatchBytes(shape, degrees, group);
+  for (int step = 0; step < 8; ++step) {
+    const auto fit =
+        static_cast<int>(std::clamp<uint64_t>(bytes / std::max<uint64_t>(batch + *sampled, 1), 1,
+                                              static_cast<uint64_t>(kMaxGatherGroup)));
+    if (fit <= group) break;
+    group = fit;
+    *sampled = SampledBatchBytes(shape, degrees, group);
+  }
+  return group;
+}
 
 // The largest evaluation batch size <= `requested` whose batch and activations are no larger than
 // a training batch's (binary search; the sizes grow with the batch size).
@@ -222,9 +279,8 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
                         16 * static_cast<uint64_t>(in.model.num_parameters)});
   plan.items.push_back({"activations of the batch in compute (expected)", activations});
   if (aggregated) {
-    plan.items.push_back({"sampler scratch (" + std::to_string(in.sample_threads) + " threads)",
-                          static_cast<uint64_t>(std::max(in.sample_threads, 1)) *
-                              SamplerScratchBytes(plan.train_batch)});
+    // One thread samples each group (its lists are counted with the group's batches).
+    plan.items.push_back({"sampler scratch (1 thread)", SamplerScratchBytes(plan.train_batch)});
     plan.aggregation_chunk_rows = AggregationChunkRows(
         in.num_nodes, static_cast<uint64_t>(in.feature_dim) * 4, in.budget_bytes);
     plan.items.push_back(
@@ -236,7 +292,15 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
 
   const uint32_t min_slots = std::min(in.min_resident_partitions, in.num_partitions);
   const uint64_t pool_minimum = in.pool_fixed_bytes + uint64_t{min_slots} * in.partition_slot_bytes;
-  const uint64_t minimum = fixed + plan.batch_bytes + pool_minimum;
+  // Aggregated: a batch's rows are reserved when it is gathered; before that it holds only its
+  // sampled structure, and the next group is sampled (structure only) while one is gathered and
+  // computed.
+  // The minimum has one batch in flight: aggregated, it holds its cached lists while sampled and
+  // its rows (freeing the lists) once gathered, so the larger of the two.
+  const uint64_t one_batch =
+      aggregated ? std::max(plan.batch_bytes, SampledBatchBytes(plan.train_batch, degrees, 1))
+                 : plan.batch_bytes;
+  const uint64_t minimum = fixed + one_batch + pool_minimum;
   if (budget < minimum) {
     std::string detail;
     for (const MemoryItem& item : plan.items) {
@@ -246,32 +310,42 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
         "--memory " + FormatBytes(in.budget_bytes) +
         " is too small for one batch of this configuration: it needs at least " +
         FormatBytes(minimum) + " (one batch of ~" + std::to_string(plan.train_batch.input_nodes) +
-        " sampled nodes " + FormatBytes(plan.batch_bytes) + "; " + std::to_string(min_slots) +
+        " sampled nodes " + FormatBytes(one_batch) + "; " + std::to_string(min_slots) +
         " partition slots of " + FormatBytes(in.partition_slot_bytes) + " + pool scratch " +
         FormatBytes(in.pool_fixed_bytes) + detail +
         "); raise --memory, or lower --batch-size or --fanouts");
   }
   // Batches in flight get at most half of what the minimum leaves (aggregated: all; at least one
   // batch); the rest, and what the batches do not use, goes to partition slots.
-  const uint64_t discretionary = budget - minimum + plan.batch_bytes;
-  // Aggregated groups read most of the file whatever is resident: the batches take it all.
-  const uint64_t share = aggregated ? discretionary : discretionary / 2;
-  const uint64_t fit = share / std::max<uint64_t>(plan.batch_bytes, 1);
+  const uint64_t discretionary = budget - minimum + one_batch;
   if (aggregated) {
-    // Two groups in flight: one gathered while the other computes.
-    plan.gather_group =
-        static_cast<int>(std::clamp<uint64_t>(fit / 2, 1, static_cast<uint64_t>(kMaxGatherGroup)));
-    plan.planned_in_flight = fit >= 2 ? 2 * plan.gather_group : 1;
+    // Aggregated groups read most of the file whatever is resident: the batches take it all, as
+    // one group as large as fits (each read of the file then serves as many batches as possible)
+    // plus the next group's sampled structure.
+    plan.gather_group = GroupFor(discretionary, plan.batch_bytes, plan.train_batch, degrees,
+                                 &plan.sampled_batch_bytes);
+    plan.planned_in_flight = 2 * plan.gather_group;
+    // A group of one that does not fit with the next batch's sampling runs one batch at a time.
+    plan.batch_allowance =
+        std::min(discretionary, static_cast<uint64_t>(plan.gather_group) *
+                                    (plan.batch_bytes + plan.sampled_batch_bytes));
+    const BatchShape eval = EstimateBatch(degrees, plan.eval_batch_size, in.eval_fanouts);
+    plan.eval_gather_group =
+        GroupFor(plan.batch_allowance, AggregatedBatchBytes(eval, in.feature_dim), eval, degrees,
+                 &plan.eval_sampled_batch_bytes);
   } else {
+    const uint64_t fit = discretionary / 2 / std::max<uint64_t>(plan.batch_bytes, 1);
     plan.planned_in_flight = static_cast<int>(
         std::clamp<uint64_t>(fit, 1, static_cast<uint64_t>(in.max_in_flight_batches)));
+    plan.batch_allowance = plan.batch_bytes * static_cast<uint64_t>(plan.planned_in_flight);
   }
-  plan.batch_allowance = plan.batch_bytes * static_cast<uint64_t>(plan.planned_in_flight);
-  plan.items.push_back(
-      {"batches in flight (" + std::to_string(plan.planned_in_flight) + " x ~" +
-           std::to_string(plan.train_batch.input_nodes) + " nodes" +
-           (aggregated ? ", aggregated, groups of " + std::to_string(plan.gather_group) : "") + ")",
-       plan.batch_allowance});
+  plan.items.push_back({aggregated
+                            ? "batches in flight (groups of " + std::to_string(plan.gather_group) +
+                                  " x ~" + std::to_string(plan.train_batch.input_nodes) +
+                                  " nodes, aggregated, + the next group sampled)"
+                            : "batches in flight (" + std::to_string(plan.planned_in_flight) +
+                                  " x ~" + std::to_string(plan.train_batch.input_nodes) + " nodes)",
+                        plan.batch_allowance});
   plan.fixed_bytes = fixed + plan.batch_allowance;
 
   uint64_t for_slots = budget - plan.fixed_bytes - in.pool_fixed_bytes;

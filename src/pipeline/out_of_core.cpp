@@ -56,7 +56,6 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   if (in.model.num_classes == 0) in.model.num_classes = std::max<int64_t>(m.num_classes, 1);
   in.batch_size = options.batch_size;
   in.aggregated_input = options.aggregated_input;
-  in.sample_threads = options.sample_threads;
   in.fanouts = options.fanouts;
   in.eval_batch_size = options.eval_batch_size;
   in.eval_fanouts = options.eval_fanouts;
@@ -124,7 +123,11 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
   if (memory_.aggregated_input && pass.aggregation.has_value()) {
     runner_options.aggregation = pass.aggregation;
     runner_options.aggregation->chunk_rows = memory_.aggregation_chunk_rows;
-    runner_options.gather_group = memory_.gather_group;
+    // Batches reserve their features when gathered: admission counts the sampled structure only.
+    const bool training = pass.aggregation->training;
+    runner_options.gather_group = training ? memory_.gather_group : memory_.eval_gather_group;
+    runner_options.expected_batch_bytes =
+        training ? memory_.sampled_batch_bytes : memory_.eval_sampled_batch_bytes;
     runner_options.dropout_seed = pass.dropout_seed;
   }
   EpochRunner runner(graph_.get(), std::move(runner_options));

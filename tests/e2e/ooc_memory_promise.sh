@@ -32,7 +32,7 @@ peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # KiB on L
 print(f"dataset {size / 2**20:.1f} MiB, budget {budget / 2**20:.1f} MiB, "
       f"peak RSS {peak / 2**20:.1f} MiB (promise {(budget + overhead) / 2**20:.1f} MiB)")
 assert peak <= budget + overhead, f"peak RSS {peak} > budget {budget} + {overhead}"
-assert "aggregated, groups of" in log, log
+assert "nodes, aggregated" in log, log
 m = json.loads(open("m.jsonl").readline())
 p = m["pipeline"]
 assert p["fine_bytes_read"] > 0 and p["fine_rows"] > 0, p

@@ -150,3 +150,45 @@ TEST_CASE("memory budget: evaluation batches are cut to need no more than a trai
   REQUIRE(plan.ok());
   CHECK(plan->eval_batch_size == 200);
 }
+
+TEST_CASE("memory budget: lists reached by a group count hubs once") {
+  // Half the nodes have degree 2, half degree 20 (total degree 11 per node).
+  const DegreeProfile p = DegreeProfile::Build(1000, [](int64_t v) { return v % 2 ? 20 : 2; });
+  // Few draws: each reaches a new node, so the sum is draws x the edge-weighted mean degree.
+  CHECK(p.ReachedDegreeSum(1.0) == doctest::Approx(p.EdgeMean(-1)).epsilon(0.01));
+  CHECK(p.ReachedDegreeSum(0.0) == 0.0);
+  // Many draws reach every node: the sum saturates at the total degree.
+  CHECK(p.ReachedDegreeSum(1e7) == doctest::Approx(11000.0));
+  const double some = p.ReachedDegreeSum(500), more = p.ReachedDegreeSum(1000);
+  CHECK(some < more);
+  CHECK(more < 2 * some);  // repeats: twice the draws reach less than twice the lists
+}
+
+TEST_CASE("memory budget: aggregated batches come in one group that fits with the next sampled") {
+  MemoryBudgetInputs in = Inputs();
+  in.aggregated_input = true;
+  in.eval_batch_size = 256;
+  in.eval_fanouts = {20, 20};
+  in.partition_slot_bytes = 32 << 20;  // 16 partitions of 32 MiB: no budget here holds them all
+  const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);
+  for (const uint64_t budget : {uint64_t{80} << 20, uint64_t{128} << 20, uint64_t{384} << 20}) {
+    CAPTURE(budget);
+    in.budget_bytes = budget;
+    auto plan = PlanMemory(in, degrees);
+    REQUIRE_MESSAGE(plan.ok(), plan.status().ToString());
+    REQUIRE(plan->aggregated_input);
+    CHECK(plan->gather_group >= 1);
+    CHECK(plan->gather_group <= kMaxGatherGroup);
+    // The allowance holds the group with its rows and the next group's sampled structures.
+    CHECK(plan->batch_allowance <= static_cast<uint64_t>(plan->gather_group) *
+                                       (plan->batch_bytes + plan->sampled_batch_bytes));
+    CHECK(plan->sampled_batch_bytes <= SampledBatchBytes(plan->train_batch, degrees, 1));
+    CHECK(plan->eval_gather_group >= 1);
+    CHECK(plan->fixed_bytes + plan->pool_bytes <= budget);
+  }
+  // A larger budget never gets a smaller group.
+  in.budget_bytes = 80 << 20;
+  const int small = PlanMemory(in, degrees)->gather_group;
+  in.budget_bytes = 384 << 20;
+  CHECK(PlanMemory(in, degrees)->gather_group >= small);
+}

@@ -17,10 +17,13 @@
 //   buffer pool         what is left, as whole partition slots plus the pool's fixed scratch.
 // Aggregated input (MemoryBudgetInputs::aggregated_input, a kMean first layer on the CPU) when not
 // every partition fits: a batch holds two rows per block-0 destination instead of a row per input
-// node (input_aggregator.h), the sampler's scratch is counted once per sampling thread, the
-// batches may take all that the minimum leaves, and they are gathered in groups of
-// gather_group (half of the batches that fit, at most kMaxGatherGroup) that share one read; the
-// rest goes to partition slots (a hot row cache saves nothing when a group reads most of the file).
+// node (input_aggregator.h), one thread samples each group (its scratch is counted once), the
+// batches may take all that the minimum leaves, and they are gathered in groups of gather_group
+// that share one read: as many batches as fit with their rows, plus as many sampled-only batches
+// (the next group, sampled while this one computes), at most kMaxGatherGroup. One read of the file
+// per group is the dominant cost, so one large group at a time beats two half-size groups
+// overlapped. Evaluation batches get their own group size under the same allowance. The rest goes
+// to partition slots (a hot row cache saves nothing when a group reads most of the file).
 // Run time: the batches' term is not a count but a byte allowance. The EpochRunner admits a batch
 // only while the bytes of the batches in flight -- each counted at its actual size once sampled --
 // stay within it (backpressure: fewer batches in flight, never a failure); one batch is always
@@ -56,7 +59,7 @@
 namespace skiff::pipeline {
 
 inline constexpr uint64_t kFixedOverheadBytes = 96ull << 20;
-inline constexpr int kMaxGatherGroup = 16;
+inline constexpr int kMaxGatherGroup = 32;
 
 // The degree distribution of a graph, as the batch estimate needs it.
 class DegreeProfile {
@@ -71,6 +74,8 @@ class DegreeProfile {
   double NodeMean(int fanout) const;
   // The same over edge endpoints, i.e. weighted by degree: the nodes a sampler reaches.
   double EdgeMean(int fanout) const;
+  // Expected sum of the degrees of the distinct nodes that `draws` uniform edge endpoints reach.
+  double ReachedDegreeSum(double draws) const;
 
  private:
   static constexpr int64_t kExactDegrees = 4096;  // degrees above share one bucket
@@ -105,6 +110,10 @@ struct ModelShape {
 // Bytes a batch of `shape` holds from sampling to compute: its MiniBatch (node lists, CSR blocks,
 // degrees when recorded) and the float32 features of its input nodes.
 uint64_t BatchBytes(const BatchShape& shape, int64_t feature_dim);
+// Bytes of a batch of `shape` before its features are gathered: its MiniBatch and, while its group
+// of `group` batches is sampled, its share of the lists of the group's expanded nodes (read once
+// for the group and cached).
+uint64_t SampledBatchBytes(const BatchShape& shape, const DegreeProfile& degrees, int group);
 // The sampler's transient scratch for a batch of `shape` (ID map, per-node samples).
 uint64_t SamplerScratchBytes(const BatchShape& shape);
 // Bytes of a batch whose first layer's input is gathered aggregated: its MiniBatch, two float32
@@ -137,9 +146,8 @@ struct MemoryBudgetInputs {
   int max_in_flight_batches = 1;  // the pipeline's capacity (EpochRunnerOptions::InFlightBatches)
   // A hot row cache (exact sampling): bytes per cached row, including its index; 0: no cache.
   uint64_t cache_row_bytes = 0;
-  // The model's first layer can take aggregated input (see above), and the sampling threads.
+  // The model's first layer can take aggregated input (see above).
   bool aggregated_input = false;
-  int sample_threads = 2;
 };
 
 struct MemoryItem {
@@ -163,6 +171,11 @@ struct MemoryPlan {
   bool aggregated_input = false;  // batches gathered aggregated, in groups of gather_group
   int gather_group = 1;
   size_t aggregation_chunk_rows = 0;  // rows per read round (AggregationChunkRows)
+  // Aggregated: bytes of a batch before it is gathered (admission), and the same for evaluation
+  // batches with their group size under the same allowance.
+  uint64_t sampled_batch_bytes = 0;
+  uint64_t eval_sampled_batch_bytes = 0;
+  int eval_gather_group = 1;
 
   // A table, one line per item, for the start-up log.
   std::string Describe() const;
