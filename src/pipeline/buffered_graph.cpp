@@ -1,5 +1,6 @@
 #include "skiff/pipeline/buffered_graph.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "skiff/format/dataset.h"
@@ -91,7 +92,11 @@ Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int
   resident_adjacency_.fetch_add(resident_lists, std::memory_order_relaxed);
   bytes_used_.fetch_add(used, std::memory_order_relaxed);
 
-  // Fine-grained reads of non-resident lists, in rounds of at most kAdjacencyRoundBytes.
+  // Fine-grained reads of non-resident lists, in rounds of at most kAdjacencyRoundBytes, in node
+  // (= file) order: each round then covers its own stretch of the file. In request order, every
+  // round of a large request (a sampling group's hop: ~20 MiB of lists) spanned the whole file, and
+  // reads merged across small gaps read it whole each time.
+  std::sort(fine.begin(), fine.end(), [&nodes](size_t a, size_t b) { return nodes[a] < nodes[b]; });
   std::vector<std::byte> raw;
   std::vector<FineRead> reads;
   size_t next = 0;
