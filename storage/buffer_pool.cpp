@@ -415,57 +415,114 @@ std::vector<uint32_t> BufferPool::eviction_log() const {
   return eviction_log_;
 }
 
-Status BufferPool::ReadRanges(std::span<const FineRead> reads, uint64_t* bytes_read) {
-  if (reads.empty()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(fine_mu_);
-  const uint64_t a = source_->read_alignment();
-  // The scratch is cut into equal slots, one chunk each: many chunks in flight at once.
-  const uint64_t slot = std::min<uint64_t>(fine_scratch_.size(), AlignUp(kFineSlotBytes, a));
-  const size_t num_slots = fine_scratch_.size() / slot;
+namespace {
+
+// Aligned, coalesced reads of at most `slot` bytes each (see BufferPool::ReadRanges).
+struct FineChunk {
+  uint32_t file;
+  uint64_t lo, hi;
+  size_t first, last;  // range of the sorted order whose reads may intersect this chunk
+};
+
+std::vector<uint32_t> FileOrder(std::span<const FineRead> reads) {
   std::vector<uint32_t> order(reads.size());
-  for (uint32_t i = 0; i < order.size(); ++i) {
-    SKIFF_CHECK(reads[i].file < source_->num_files() && reads[i].dst != nullptr);
-    order[i] = i;
-  }
-  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
     return reads[x].file != reads[y].file ? reads[x].file < reads[y].file
                                           : reads[x].offset < reads[y].offset;
   });
-  // Coalesce into aligned chunks of at most a slot; each chunk lists the reads it serves.
-  struct Chunk {
-    uint32_t file;
-    uint64_t lo, hi;
-    size_t first, last;  // range of `order` whose reads may intersect this chunk
-  };
-  std::vector<Chunk> chunks;
+  return order;
+}
+
+std::vector<FineChunk> Coalesce(std::span<const FineRead> reads, std::span<const uint32_t> order,
+                                uint64_t alignment, uint64_t merge_gap, uint64_t slot) {
+  std::vector<FineChunk> chunks;
   for (size_t k = 0; k < order.size(); ++k) {
     const FineRead& r = reads[order[k]];
     if (r.length == 0) continue;
-    const uint64_t lo = AlignDown(r.offset, a), hi = AlignUp(r.offset + r.length, a);
+    const uint64_t lo = AlignDown(r.offset, alignment);
+    const uint64_t hi = AlignUp(r.offset + r.length, alignment);
     if (!chunks.empty() && chunks.back().file == r.file && lo >= chunks.back().lo &&
-        lo <= chunks.back().hi + options_.fine_read_merge_gap &&
+        lo <= chunks.back().hi + merge_gap &&
         std::max(hi, chunks.back().hi) - chunks.back().lo <= slot) {
       chunks.back().hi = std::max(chunks.back().hi, hi);
       chunks.back().last = k + 1;
       continue;
     }
     // A read larger than a slot is split into slot-sized chunks.
-    for (uint64_t c = lo; c < hi; c += slot)
+    for (uint64_t c = lo; c < hi; c += slot) {
       chunks.push_back({r.file, c, std::min(hi, c + slot), k, k + 1});
+    }
   }
+  return chunks;
+}
+
+}  // namespace
+
+Status BufferPool::ReadRanges(std::span<const FineRead> reads, uint64_t* bytes_read) {
+  for (const FineRead& r : reads) SKIFF_CHECK(r.dst != nullptr);
+  // Chunks land in any order; each copies its part of every read it intersects.
+  return ReadChunks(reads, bytes_read, /*in_order=*/false,
+                    [&](std::span<const uint32_t> order, size_t first, size_t last, uint64_t lo,
+                        uint64_t hi, const std::byte* base) -> Status {
+                      for (size_t k = first; k < last; ++k) {
+                        const FineRead& r = reads[order[k]];
+                        const uint64_t from = std::max(r.offset, lo);
+                        const uint64_t to = std::min(r.offset + r.length, hi);
+                        if (from >= to) continue;
+                        std::memcpy(static_cast<std::byte*>(r.dst) + (from - r.offset),
+                                    base + (from - lo), to - from);
+                      }
+                      return Status::Ok();
+                    });
+}
+
+Status BufferPool::StreamRanges(std::span<const FineRead> reads, const StreamFn& consume,
+                                uint64_t* bytes_read) {
+  // In order, and each read within one chunk (a read no larger than a slot is never split), so
+  // every read is handed over whole, once, in file order.
+  for (const FineRead& r : reads) SKIFF_CHECK(r.length <= kFineSlotBytes);
+  return ReadChunks(reads, bytes_read, /*in_order=*/true,
+                    [&](std::span<const uint32_t> order, size_t first, size_t last, uint64_t lo,
+                        uint64_t hi, const std::byte* base) -> Status {
+                      for (size_t k = first; k < last; ++k) {
+                        const FineRead& r = reads[order[k]];
+                        // A read that began in an earlier chunk was handed over there.
+                        if (r.length == 0 || r.offset < lo) continue;
+                        SKIFF_CHECK(r.offset + r.length <= hi);
+                        SKIFF_RETURN_IF_ERROR(consume(order[k], base + (r.offset - lo)));
+                      }
+                      return Status::Ok();
+                    });
+}
+
+Status BufferPool::ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_read, bool in_order,
+                              const ChunkFn& deliver) {
+  if (reads.empty()) return Status::Ok();
+  std::lock_guard<std::mutex> lock(fine_mu_);
+  for (const FineRead& r : reads) SKIFF_CHECK(r.file < source_->num_files());
+  const uint64_t a = source_->read_alignment();
+  // The scratch is cut into equal slots, one chunk each: many chunks in flight at once.
+  const uint64_t slot = std::min<uint64_t>(fine_scratch_.size(), AlignUp(kFineSlotBytes, a));
+  const size_t num_slots = fine_scratch_.size() / slot;
+  const std::vector<uint32_t> order = FileOrder(reads);
+  const std::vector<FineChunk> chunks =
+      Coalesce(reads, order, a, options_.fine_read_merge_gap, slot);
   const uint64_t reads_before = fine_engine_->reads_issued();
   uint64_t bytes = 0;
   Status result;
-  // Keep every slot reading: as each chunk lands it is verified and its reads are copied out, and
-  // its slot takes the next chunk straight away.
+  // Keep every slot reading: as each chunk lands it is verified and delivered (in order: once
+  // every earlier chunk has been), and its slot takes the next chunk straight away.
   std::vector<size_t> free_slots(num_slots);
   for (size_t i = 0; i < num_slots; ++i) free_slots[i] = num_slots - 1 - i;
   std::vector<size_t> slot_of_chunk(chunks.size());
-  size_t next = 0;
+  std::vector<char> landed(chunks.size(), 0);
+  size_t next = 0;       // first chunk not submitted
+  size_t delivered = 0;  // in order: first chunk not delivered
   auto submit = [&](size_t max_count) {
     std::vector<ReadRequest> batch;
     while (result.ok() && next < chunks.size() && !free_slots.empty() && batch.size() < max_count) {
-      const Chunk& ch = chunks[next];
+      const FineChunk& ch = chunks[next];
       slot_of_chunk[next] = free_slots.back();
       free_slots.pop_back();
       batch.push_back({fine_file_ids_[ch.file], ch.lo, ch.hi - ch.lo,
@@ -480,32 +537,30 @@ Status BufferPool::ReadRanges(std::span<const FineRead> reads, uint64_t* bytes_r
       next = chunks.size();
     }
   };
+  auto finish = [&](size_t c) {  // verifies and delivers chunk c, then frees its slot
+    const FineChunk& ch = chunks[c];
+    const std::byte* base = fine_scratch_.data() + slot_of_chunk[c] * slot;
+    if (result.ok() && options_.verify_checksums) {
+      result = source_->Verify(ch.file, ch.lo, base, ch.hi - ch.lo);
+    }
+    if (result.ok()) result = deliver(order, ch.first, ch.last, ch.lo, ch.hi, base);
+    if (!result.ok()) next = chunks.size();  // submit nothing more; wait for the reads in flight
+    free_slots.push_back(slot_of_chunk[c]);
+  };
   submit(num_slots);
   std::vector<ReadCompletion> done;
   while (fine_engine_->outstanding() > 0) {
     done.clear();
     fine_engine_->Reap(1, &done);
     for (const ReadCompletion& c : done) {
-      const Chunk& ch = chunks[c.tag];
-      const std::byte* base = fine_scratch_.data() + slot_of_chunk[c.tag] * slot;
       if (result.ok()) result = c.status;
-      if (result.ok() && options_.verify_checksums) {
-        result = source_->Verify(ch.file, ch.lo, base, ch.hi - ch.lo);
-      }
-      if (result.ok()) {
-        for (size_t k = ch.first; k < ch.last; ++k) {
-          const FineRead& r = reads[order[k]];
-          const uint64_t from = std::max(r.offset, ch.lo);
-          const uint64_t to = std::min(r.offset + r.length, ch.hi);
-          if (from >= to) continue;
-          std::memcpy(static_cast<std::byte*>(r.dst) + (from - r.offset), base + (from - ch.lo),
-                      to - from);
-        }
+      if (!in_order) {
+        finish(c.tag);
       } else {
-        next = chunks.size();  // submit nothing more; wait for the reads in flight
+        landed[c.tag] = 1;
+        while (delivered < next && landed[delivered]) finish(delivered++);
       }
-      free_slots.push_back(slot_of_chunk[c.tag]);
-      submit(1);
+      submit(num_slots);
     }
   }
   fine_reads_ += reads.size();

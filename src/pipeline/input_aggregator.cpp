@@ -1,7 +1,6 @@
 #include "skiff/pipeline/input_aggregator.h"
 
 #include <algorithm>
-#include <future>
 #include <vector>
 
 #include "kernels/cpu/elementwise.h"
@@ -45,24 +44,6 @@ void Transpose(const train::Block& block, Transposed* t) {
   }
 }
 
-// Entries [begin, end) and their distinct nodes (at most `limit`), from `begin`.
-struct Round {
-  size_t begin = 0, end = 0;
-  std::vector<int64_t> nodes;
-};
-
-Round NextRound(const std::vector<Entry>& entries, size_t begin, size_t limit) {
-  Round round{begin, begin, {}};
-  for (; round.end < entries.size(); ++round.end) {
-    const int64_t node = entries[round.end].node;
-    if (round.nodes.empty() || node != round.nodes.back()) {
-      if (round.nodes.size() == limit) break;
-      round.nodes.push_back(node);
-    }
-  }
-  return round;
-}
-
 // Adds one (dropped-out) source row to the target's outputs.
 void Apply(const AggregationTarget& target, const Transposed& t, int32_t src, const float* row,
            int64_t dim) {
@@ -81,7 +62,7 @@ void Apply(const AggregationTarget& target, const Transposed& t, int32_t src, co
 Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
                         std::span<const AggregationTarget> targets,
                         const AggregationOptions& options) {
-  SKIFF_CHECK(options.kind == model::InputAggregation::kMean && options.chunk_rows > 0);
+  SKIFF_CHECK(options.kind == model::InputAggregation::kMean);
   const int64_t dim = graph.feature_dim();
   std::vector<Transposed> transposed(targets.size());
   std::vector<Entry> entries;
@@ -109,26 +90,19 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
   for (size_t t = 0; t < targets.size(); ++t) {
     mask_seeds[t] = model::FirstLayerDropoutSeed(targets[t].dropout_seed);
   }
-  // Rounds of up to chunk_rows distinct nodes; the next round is read while this one is applied.
-  const size_t round_floats = options.chunk_rows * static_cast<size_t>(dim);
-  std::vector<float> rows[2] = {std::vector<float>(round_floats), std::vector<float>(round_floats)};
+  // The union of the group's rows, streamed in node order: each row is added to every target
+  // that has it as it passes (entries are sorted by node, then target), so the sums do not depend
+  // on timing.
+  std::vector<int64_t> nodes;
+  for (const Entry& e : entries) {
+    if (nodes.empty() || nodes.back() != e.node) nodes.push_back(e.node);
+  }
   std::vector<float> dropped(static_cast<size_t>(dim));
-  Round current = NextRound(entries, 0, options.chunk_rows);
-  Status read = graph.Features(resident, current.nodes, rows[0].data());
-  for (int buffer = 0; !current.nodes.empty(); buffer = 1 - buffer) {
-    SKIFF_RETURN_IF_ERROR(read);
-    Round next = NextRound(entries, current.end, options.chunk_rows);
-    std::future<Status> reading;
-    if (!next.nodes.empty()) {
-      reading = std::async(std::launch::async, [&graph, &resident, &next, &rows, buffer] {
-        return graph.Features(resident, next.nodes, rows[1 - buffer].data());
-      });
-    }
-    size_t row = 0;
-    for (size_t i = current.begin; i < current.end; ++i) {
-      if (i > current.begin && entries[i].node != entries[i - 1].node) ++row;
-      const Entry& e = entries[i];
-      const float* x = rows[buffer].data() + row * static_cast<size_t>(dim);
+  size_t cursor = 0;  // first entry not added
+  return graph.StreamFeatures(resident, nodes, [&](size_t i, const float* row) {
+    for (; cursor < entries.size() && entries[cursor].node == nodes[i]; ++cursor) {
+      const Entry& e = entries[cursor];
+      const float* x = row;
       if (drop) {
         cpu::DropoutForwardAt(static_cast<int64_t>(e.src) * dim, dim, options.dropout,
                               mask_seeds[e.target], x, dropped.data());
@@ -136,10 +110,8 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
       }
       Apply(targets[e.target], transposed[e.target], e.src, x, dim);
     }
-    read = reading.valid() ? reading.get() : Status::Ok();
-    current = std::move(next);
-  }
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 }  // namespace skiff::pipeline

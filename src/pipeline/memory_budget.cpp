@@ -281,11 +281,6 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
   if (aggregated) {
     // One thread samples each group (its lists are counted with the group's batches).
     plan.items.push_back({"sampler scratch (1 thread)", SamplerScratchBytes(plan.train_batch)});
-    plan.aggregation_chunk_rows = AggregationChunkRows(
-        in.num_nodes, static_cast<uint64_t>(in.feature_dim) * 4, in.budget_bytes);
-    plan.items.push_back(
-        {"aggregation read buffers",
-         2 * plan.aggregation_chunk_rows * static_cast<uint64_t>(in.feature_dim) * 4});
   }
   uint64_t fixed = 0;
   for (const MemoryItem& item : plan.items) fixed += item.bytes;

@@ -122,7 +122,6 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
                                     .expected_batch_bytes = memory_.batch_bytes};
   if (memory_.aggregated_input && pass.aggregation.has_value()) {
     runner_options.aggregation = pass.aggregation;
-    runner_options.aggregation->chunk_rows = memory_.aggregation_chunk_rows;
     // Batches reserve their features when gathered: admission counts the sampled structure only.
     const bool training = pass.aggregation->training;
     runner_options.gather_group = training ? memory_.gather_group : memory_.eval_gather_group;

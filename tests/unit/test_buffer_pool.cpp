@@ -301,6 +301,56 @@ TEST_CASE("buffer pool: fine-grained reads are coalesced and return the right by
   CHECK(st.fine_bytes_read <= FileSource::kBytes + (256 << 10));
 }
 
+TEST_CASE("buffer pool: streamed reads arrive whole, once each, in file order") {
+  skiff::testing::TempDir dir;
+  FileSource src(dir / "data.bin", 2, true);
+  auto opt = SmallPoolOptions(src, 2);
+  opt.fine_read_scratch_bytes = 512 << 10;  // 4 slots of 128 KiB: several chunks in flight
+  opt.budget_bytes = BufferPool::BudgetFor(src, 2, opt);
+  auto pool = BufferPool::Create(&src, opt);
+  REQUIRE(pool.ok());
+  std::mt19937_64 rng(5);
+  std::vector<FineRead> reads;
+  for (int i = 0; i < 2000; ++i) {  // dense enough to merge, spread over the whole file
+    const uint64_t len = 1 + rng() % 700;
+    reads.push_back({0, rng() % (FileSource::kBytes - len), len, nullptr});
+  }
+  reads.push_back({0, reads[9].offset, reads[9].length, nullptr});  // the same bytes twice
+  const auto file = Pread(src.file_.path(), 0, FileSource::kBytes);
+  std::vector<int> seen(reads.size(), 0);
+  uint64_t last_offset = 0;
+  uint64_t bytes = 0;
+  REQUIRE((*pool)
+              ->StreamRanges(
+                  reads,
+                  [&](size_t i, const std::byte* data) -> Status {
+                    REQUIRE(i < reads.size());
+                    ++seen[i];
+                    CHECK(reads[i].offset >= last_offset);  // file order
+                    last_offset = reads[i].offset;
+                    CHECK(std::memcmp(data, file.data() + reads[i].offset, reads[i].length) == 0);
+                    return Status::Ok();
+                  },
+                  &bytes)
+              .ok());
+  CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  CHECK(bytes > 0);
+  CHECK(bytes <= FileSource::kBytes);
+  // The consumer's error stops the stream and is returned; nothing is delivered after it.
+  size_t calls = 0;
+  const Status stopped = (*pool)->StreamRanges(reads, [&](size_t, const std::byte*) -> Status {
+    return ++calls == 100 ? Status::Internal("enough") : Status::Ok();
+  });
+  CHECK(stopped.code() == StatusCode::kInternal);
+  CHECK(calls == 100);
+  // The pool is still usable afterwards.
+  std::vector<std::byte> dst(reads[0].length);
+  FineRead one = reads[0];
+  one.dst = dst.data();
+  REQUIRE((*pool)->ReadRanges(std::span<const FineRead>(&one, 1)).ok());
+  CHECK(std::memcmp(dst.data(), file.data() + one.offset, one.length) == 0);
+}
+
 namespace {
 
 // A dataset of n nodes in k partitions (k = 0: unpartitioned), random out-degrees 0..9.

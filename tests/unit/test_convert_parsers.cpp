@@ -157,7 +157,9 @@ TEST_CASE("line reader: a truncated .gz is an error, not a short file") {
 
 TEST_CASE("line reader: a BOM is skipped; binary and non-gzip compressed data are refused") {
   testing::TempDir dir;
-  WriteText(dir / "bom.tsv", "\xEF\xBB\xBF" "0 1\n1 2\n");
+  WriteText(dir / "bom.tsv",
+            "\xEF\xBB\xBF"
+            "0 1\n1 2\n");
   ReadEdges bom = ReadAll(dir / "bom.tsv");
   REQUIRE(bom.status.ok());
   REQUIRE(bom.edges.size() == 2);  // the first line is an edge, not a header
@@ -171,7 +173,10 @@ TEST_CASE("line reader: a BOM is skipped; binary and non-gzip compressed data ar
 
   const std::pair<std::string, std::string> compressed[] = {
       {std::string("BZh91AY&SY\x00\x01", 12), "bzip2"},
-      {std::string("\xFD" "7zXZ\x00\x00", 8), "xz"},
+      {std::string("\xFD"
+                   "7zXZ\x00\x00",
+                   8),
+       "xz"},
       {std::string("\x28\xB5\x2F\xFD\x00", 5), "zstd"}};
   for (const auto& [bytes, name] : compressed) {
     CAPTURE(name);

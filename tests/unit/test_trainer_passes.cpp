@@ -164,7 +164,7 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
   }
 }
 
-TEST_CASE("input aggregator: grouped, chunked reads from disk give each batch its own aggregate") {
+TEST_CASE("input aggregator: grouped, streamed reads from disk give each batch its own aggregate") {
   testing::TempDir dir;
   auto ds = Generated(dir / "g");
   auto memory = train::LoadInMemory(*ds);
@@ -196,11 +196,8 @@ TEST_CASE("input aggregator: grouped, chunked reads from disk give each batch it
       aggregated[b].assign(nd * dim, -7.0f);
       targets.push_back({&batches[b], dst_rows[b].data(), aggregated[b].data(), 40u + b});
     }
-    // 7 distinct rows per read: many rounds, and a node's entries never straddle two.
-    const pipeline::AggregationOptions options{.kind = model::InputAggregation::kMean,
-                                               .dropout = 0.4f,
-                                               .training = training,
-                                               .chunk_rows = 7};
+    const pipeline::AggregationOptions options{
+        .kind = model::InputAggregation::kMean, .dropout = 0.4f, .training = training};
     REQUIRE(pipeline::GatherAggregated((*ooc)->graph(), nothing_resident, targets, options).ok());
     CHECK((*ooc)->graph().counters().fine_rows > 0);  // it read from disk
     for (int b = 0; b < 4; ++b) {

@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -102,6 +103,15 @@ class BufferedGraph {
                    std::vector<int64_t>* indptr, std::vector<int64_t>* neighbors) const;
   // Writes the feature rows of `nodes` (nodes.size() x feature_dim, row-major float32) to `dst`.
   Status Features(const ResidentSet& resident, std::span<const int64_t> nodes, float* dst) const;
+
+  // Hands the feature rows of `nodes` (ascending, distinct) to consume(i, row) one at a time, in
+  // that order: the same float32 rows Features() writes, but non-resident rows are streamed
+  // through the pool (BufferPool::StreamRanges) instead of staged, so a group's whole union of
+  // rows is one continuous read in file order. `row` is valid during the call only. OK, or the
+  // first read or consume error.
+  using RowFn = std::function<Status(size_t i, const float* row)>;
+  Status StreamFeatures(const ResidentSet& resident, std::span<const int64_t> nodes,
+                        const RowFn& consume) const;
 
   GraphAccessCounters counters() const;
 

@@ -170,7 +170,6 @@ struct MemoryPlan {
   uint64_t row_cache_bytes = 0;   // for HotRowCache (0 when every partition is resident)
   bool aggregated_input = false;  // batches gathered aggregated, in groups of gather_group
   int gather_group = 1;
-  size_t aggregation_chunk_rows = 0;  // rows per read round (AggregationChunkRows)
   // Aggregated: bytes of a batch before it is gathered (admission), and the same for evaluation
   // batches with their group size under the same allowance.
   uint64_t sampled_batch_bytes = 0;

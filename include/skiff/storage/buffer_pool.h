@@ -27,6 +27,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -135,6 +136,14 @@ class BufferPool {
   // Fine-grained reads (see class comment). OK, or the first failed read's Status. Adds the bytes
   // read for them (aligned, after coalescing) to *bytes_read when given.
   Status ReadRanges(std::span<const FineRead> reads, uint64_t* bytes_read = nullptr);
+  // The same reads (each at most kFineSlotBytes; `dst` unused), handed over instead of copied:
+  // consume(i, bytes) is called once per read i, in file order, on the calling thread, with its
+  // verified bytes in the pool's scratch (valid during the call only) while later reads are in
+  // flight. A stream of any length needs no memory beyond the scratch. OK, or the first read,
+  // checksum or consume error (consume is not called after it).
+  using StreamFn = std::function<Status(size_t index, const std::byte* bytes)>;
+  Status StreamRanges(std::span<const FineRead> reads, const StreamFn& consume,
+                      uint64_t* bytes_read = nullptr);
 
   BufferPoolStats stats() const;
   uint32_t num_slots() const { return static_cast<uint32_t>(slots_.size()); }
@@ -160,6 +169,13 @@ class BufferPool {
   };
 
   BufferPool(const PartitionSource* source, const BufferPoolOptions& options);
+  // Reads `reads` as coalesced chunks through the scratch's slots; each landed, verified chunk is
+  // passed to `deliver` (the sorted order, the chunk's range of it, its file bytes [lo, hi) and
+  // their data), in chunk order when `in_order`, else as they land.
+  using ChunkFn = std::function<Status(std::span<const uint32_t> order, size_t first, size_t last,
+                                       uint64_t lo, uint64_t hi, const std::byte* base)>;
+  Status ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_read, bool in_order,
+                    const ChunkFn& deliver);
   void Unpin(uint32_t slot);
   void IoThreadLoop();
   // Picks (under mu_) the next load: a slot and a partition; false when there is nothing to do.
