@@ -179,9 +179,12 @@ uint64_t AggregatedFeatureBytes(const train::MiniBatch& b, int64_t feature_dim) 
 }  // namespace
 
 int EpochRunnerOptions::InFlightBatches() const {
-  // A gather group waits whole in the gather stage while the next one is sampled.
+  // Aggregated: exactly two groups, the one gathered and computed and the next one sampled (the
+  // memory plan's allowance is that; a third group admitted early pushed the 10m preset at 1 GiB
+  // 263 MiB over it).
+  if (aggregation.has_value()) return 2 * std::max(gather_group, 1);
   return sample_threads + gather_threads + static_cast<int>(sampled_queue_capacity) +
-         static_cast<int>(ready_queue_capacity) + 1 + 2 * (std::max(gather_group, 1) - 1);
+         static_cast<int>(ready_queue_capacity) + 1;
 }
 
 uint64_t BatchSampleSeed(uint64_t seed, uint64_t stream, uint64_t epoch, int64_t index) {

@@ -93,25 +93,33 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
   // The union of the group's rows, streamed in node order: each row is added to every target
   // that has it as it passes (entries are sorted by node, then target), so the sums do not depend
   // on timing.
+  // The stream goes window by window (kStreamWindowRows distinct rows each, consecutive in node
+  // order), so its per-row bookkeeping stays small whatever the group's size.
   std::vector<int64_t> nodes;
-  for (const Entry& e : entries) {
-    if (nodes.empty() || nodes.back() != e.node) nodes.push_back(e.node);
-  }
   std::vector<float> dropped(static_cast<size_t>(dim));
   size_t cursor = 0;  // first entry not added
-  return graph.StreamFeatures(resident, nodes, [&](size_t i, const float* row) {
-    for (; cursor < entries.size() && entries[cursor].node == nodes[i]; ++cursor) {
-      const Entry& e = entries[cursor];
-      const float* x = row;
-      if (drop) {
-        cpu::DropoutForwardAt(static_cast<int64_t>(e.src) * dim, dim, options.dropout,
-                              mask_seeds[e.target], x, dropped.data());
-        x = dropped.data();
-      }
-      Apply(targets[e.target], transposed[e.target], e.src, x, dim);
+  while (cursor < entries.size()) {
+    nodes.clear();
+    for (size_t e = cursor; e < entries.size(); ++e) {
+      if (!nodes.empty() && nodes.back() == entries[e].node) continue;
+      if (nodes.size() == kStreamWindowRows) break;
+      nodes.push_back(entries[e].node);
     }
-    return Status::Ok();
-  });
+    SKIFF_RETURN_IF_ERROR(graph.StreamFeatures(resident, nodes, [&](size_t i, const float* row) {
+      for (; cursor < entries.size() && entries[cursor].node == nodes[i]; ++cursor) {
+        const Entry& e = entries[cursor];
+        const float* x = row;
+        if (drop) {
+          cpu::DropoutForwardAt(static_cast<int64_t>(e.src) * dim, dim, options.dropout,
+                                mask_seeds[e.target], x, dropped.data());
+          x = dropped.data();
+        }
+        Apply(targets[e.target], transposed[e.target], e.src, x, dim);
+      }
+      return Status::Ok();
+    }));
+  }
+  return Status::Ok();
 }
 
 }  // namespace skiff::pipeline

@@ -15,8 +15,9 @@ namespace {
 // the drawn position and the global id before deduplication.
 constexpr uint64_t kSamplerBytesPerNode = 32 + 8 + 8;
 constexpr uint64_t kSamplerBytesPerEdge = 8 + 8;
-// A list cached while a group is sampled (ResidentGraphSource): its hash map entry and bookkeeping.
-constexpr uint64_t kListCacheBytesPerNode = 64;
+// A list cached while a group is sampled (ResidentGraphSource): its entries in the row cache's and
+// the hop tracker's hash maps (~40 B each) and its offset in the batched read.
+constexpr uint64_t kListCacheBytesPerNode = 96;
 // EnsureSize grows model buffers with 1/8 headroom.
 constexpr double kActivationHeadroom = 9.0 / 8.0;
 
@@ -281,6 +282,11 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
   if (aggregated) {
     // One thread samples each group (its lists are counted with the group's batches).
     plan.items.push_back({"sampler scratch (1 thread)", SamplerScratchBytes(plan.train_batch)});
+    // A window holds at most every node once.
+    plan.items.push_back(
+        {"aggregation stream window",
+         std::min<uint64_t>(static_cast<uint64_t>(in.num_nodes), kStreamWindowRows) *
+             kStreamWindowBytesPerRow});
   }
   uint64_t fixed = 0;
   for (const MemoryItem& item : plan.items) fixed += item.bytes;

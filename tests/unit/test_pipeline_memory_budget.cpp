@@ -171,7 +171,7 @@ TEST_CASE("memory budget: aggregated batches come in one group that fits with th
   in.eval_fanouts = {20, 20};
   in.partition_slot_bytes = 32 << 20;  // 16 partitions of 32 MiB: no budget here holds them all
   const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);
-  for (const uint64_t budget : {uint64_t{80} << 20, uint64_t{128} << 20, uint64_t{384} << 20}) {
+  for (const uint64_t budget : {uint64_t{96} << 20, uint64_t{128} << 20, uint64_t{384} << 20}) {
     CAPTURE(budget);
     in.budget_bytes = budget;
     auto plan = PlanMemory(in, degrees);
@@ -187,7 +187,7 @@ TEST_CASE("memory budget: aggregated batches come in one group that fits with th
     CHECK(plan->fixed_bytes + plan->pool_bytes <= budget);
   }
   // A larger budget never gets a smaller group.
-  in.budget_bytes = 80 << 20;
+  in.budget_bytes = 96 << 20;
   const int small = PlanMemory(in, degrees)->gather_group;
   in.budget_bytes = 384 << 20;
   CHECK(PlanMemory(in, degrees)->gather_group >= small);

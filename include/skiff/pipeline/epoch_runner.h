@@ -118,7 +118,7 @@ struct EpochRunnerOptions {
   std::function<uint64_t(int64_t index)> dropout_seed = nullptr;
 
   // Upper bound on sampled batches alive at once (sampling, queued, gathering, reordering,
-  // computing), whatever the byte allowance.
+  // computing), whatever the byte allowance; with aggregation, two groups.
   int InFlightBatches() const;
 };
 

@@ -16,8 +16,9 @@
 // Memory while a group is gathered: per batch, block 0 transposed ((num_src + 1 + edges) x 4 B) and
 // one entry per input row (kAggregationBytesPerRow). The rows themselves are not staged: the
 // union is streamed in node order (BufferedGraph::StreamFeatures), each row added to its targets
-// straight from the buffer pool's scratch while the following reads are in flight, so the group's
-// read is one continuous pass over the file.
+// straight from the buffer pool's scratch while the following reads are in flight, in windows of
+// kStreamWindowRows rows (kStreamWindowBytesPerRow of bookkeeping each), so the group's read is one
+// pass over the file.
 //
 // Thread safety: a plain function; concurrent calls must use distinct targets.
 #pragma once
@@ -47,6 +48,10 @@ struct AggregationOptions {
 
 // Bytes of transient state per input row of the group (sort entry + transposed block).
 inline constexpr uint64_t kAggregationBytesPerRow = 16 + 4 + 4;
+// Distinct rows streamed per window, and the stream's bookkeeping per row of a window (node list,
+// read request, its order and position: ~56 B), counted once in the memory plan.
+inline constexpr size_t kStreamWindowRows = 65536;
+inline constexpr uint64_t kStreamWindowBytesPerRow = 64;
 
 // Reads every input row of every target once (through graph.StreamFeatures under `resident`:
 // pinned partitions, the hot row cache, or streamed reads) and writes each target's outputs.

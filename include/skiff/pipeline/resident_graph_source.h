@@ -20,8 +20,12 @@
 // tracked, and nothing is when every partition is resident. The data is the same; only the
 // read schedule changes. PrepareNodes(nodes) does the same for an explicit list.
 //
-// Thread safety: NOT shared between threads -- one object per batch, used by the one sampler
-// thread sampling that batch (it caches rows). Create it per batch; it is cheap.
+// A group of batches sampled together (NeighborSampler::SampleGroup, hop by hop) shares one
+// object: its hop-batched reads then fetch the lists of the whole group's hop at once, in file
+// order. It keeps every list it read (one allocation per batched read) until it is destroyed.
+//
+// Thread safety: NOT shared between threads -- one object per batch or group, used by the one
+// sampler thread sampling it (it caches rows). Create it per batch or group; it is cheap.
 #pragma once
 
 #include <cstdint>
