@@ -112,7 +112,7 @@ Result<Manifest> Manifest::FromJson(const std::string& text, const std::string& 
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 5e999
     return Status::Corruption(path + ": not valid JSON (" + e.what() + ")");
   }
   Manifest m;
@@ -248,7 +248,7 @@ void RemoveStaleSiblings(const std::string& dir) {
   const std::string base = path.filename().string();
   for (const auto& entry : fs::directory_iterator(path.parent_path(), ec)) {
     const std::string name = entry.path().filename().string();
-    for (const std::string prefix : {base + ".tmp-", base + ".old-", base + ".unpartitioned-"}) {
+    for (const std::string& prefix : {base + ".tmp-", base + ".old-", base + ".unpartitioned-"}) {
       if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
       const std::string digits = name.substr(prefix.size());
       if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9)
