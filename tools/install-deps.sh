@@ -5,7 +5,8 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           liburing-dev librocksdb-dev libcli11-dev doctest-dev nlohmann-json3-dev
-          libopenblas-dev libxxhash-dev zlib1g-dev libzip-dev libtomlplusplus-dev python3)
+          libopenblas-dev libxxhash-dev zlib1g-dev libzip-dev libtomlplusplus-dev python3
+          clang libclang-rt-14-dev)  # the last two: libFuzzer targets (tools/fuzz.sh)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
