@@ -226,8 +226,12 @@ Result<Manifest> Manifest::FromJson(const std::string& text, const std::string& 
 // --- Writer
 // ---------------------------------------------------------------------------------------
 
-DatasetWriter::DatasetWriter(std::string final_dir, std::string temp_dir, bool overwrite)
-    : final_dir_(std::move(final_dir)), temp_dir_(std::move(temp_dir)), overwrite_(overwrite) {}
+DatasetWriter::DatasetWriter(std::string final_dir, std::string temp_dir, bool overwrite,
+                             PathLock lock)
+    : final_dir_(std::move(final_dir)),
+      temp_dir_(std::move(temp_dir)),
+      overwrite_(overwrite),
+      lock_(std::move(lock)) {}
 
 DatasetWriter::~DatasetWriter() {
   if (!committed_) {
@@ -281,19 +285,21 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   std::string dir = final_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   std::error_code ec;
-  if (fs::exists(dir, ec) && !overwrite) {
-    return Status::InvalidArgument("output " + dir +
-                                   " already exists (remove it or pass --overwrite)");
-  }
   const fs::path parent = fs::absolute(dir).parent_path();
   if (!fs::is_directory(parent, ec)) {
     return Status::NotFound("output directory's parent " + parent.string() + " does not exist");
+  }
+  // Locked before anything else is looked at, so a second writer is told at once.
+  SKIFF_ASSIGN_OR_RETURN(PathLock lock, PathLock::Acquire(dir));
+  if (fs::exists(dir, ec) && !overwrite) {
+    return Status::InvalidArgument("output " + dir +
+                                   " already exists (remove it or pass --overwrite)");
   }
   RemoveStaleSiblings(dir);
   const std::string temp = dir + ".tmp-" + std::to_string(::getpid());
   fs::remove_all(temp, ec);
   if (::mkdir(temp.c_str(), 0755) != 0) return Status::FromErrno(errno, "create directory " + temp);
-  return std::unique_ptr<DatasetWriter>(new DatasetWriter(dir, temp, overwrite));
+  return std::unique_ptr<DatasetWriter>(new DatasetWriter(dir, temp, overwrite, std::move(lock)));
 }
 
 Result<std::unique_ptr<ChecksummedFileWriter>> DatasetWriter::CreateFile(const std::string& name) {

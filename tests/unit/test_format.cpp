@@ -187,26 +187,50 @@ TEST_CASE("format: commit refuses inconsistent sizes and existing output") {
   CHECK_FALSE(again.ok());
 }
 
+TEST_CASE("format: a second writer of the same output is told at once that it is in use") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  auto first = DatasetWriter::Create(dir);
+  REQUIRE(first.ok());
+  // Another process (its own open file, so its own lock attempt) and this one are both refused.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    const auto second = DatasetWriter::Create(dir);
+    ::_exit(!second.ok() && second.status().code() == StatusCode::kUnavailable &&
+                    second.status().message().find("is in use") != std::string::npos
+                ? 0
+                : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  auto here = DatasetWriter::Create(dir, /*overwrite=*/true);
+  REQUIRE_FALSE(here.ok());
+  CHECK(here.status().message().find(std::to_string(::getpid())) != std::string::npos);
+  // Once the first writer is done, the path is free again, and no lock file is left.
+  REQUIRE(FillTinyDataset(first->get(), 12, 2).ok());
+  REQUIRE((*first)->Commit().ok());
+  first->reset();
+  CHECK(DatasetWriter::Create(dir, /*overwrite=*/true).ok());
+  CHECK(std::distance(std::filesystem::directory_iterator(tmp.path()),
+                      std::filesystem::directory_iterator()) == 1);
+}
+
 TEST_CASE("format: a run that loses the race to create an output fails cleanly") {
   testing::TempDir tmp;
   const std::string dir = tmp / "ds";
   auto late = DatasetWriter::Create(dir);
   REQUIRE(late.ok());
   REQUIRE(FillTinyDataset(late->get(), 12, 2).ok());
-  // Another process creates the same output meanwhile (its own temporary directory, by PID).
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) ::_exit(WriteTinyDataset(dir, 10, 1).ok() ? 0 : 1);
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  // Something that does not take the lock creates the same output meanwhile.
+  std::filesystem::create_directory(dir);
+  std::ofstream(dir + "/theirs.txt") << "not ours";
   const Status lost = (*late)->Commit();
   CHECK(lost.code() == StatusCode::kInvalidArgument);
   CHECK(lost.message().find("created by another run") != std::string::npos);
-  late->reset();  // the loser's temporary directory goes
-  auto ds = Dataset::Open(dir);
-  REQUIRE(ds.ok());
-  CHECK((*ds)->manifest().num_nodes == 10);  // the winner's, untouched
+  late->reset();                                        // the loser's temporary directory goes
+  CHECK(std::filesystem::exists(dir + "/theirs.txt"));  // theirs, untouched
   CHECK(std::distance(std::filesystem::directory_iterator(tmp.path()),
                       std::filesystem::directory_iterator()) == 1);
 }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "skiff/format/checksummed_file.h"
+#include "skiff/path_lock.h"
 #include "skiff/status.h"
 
 namespace skiff::format {
@@ -40,29 +41,29 @@ Result<DType> ParseDType(const std::string& name);
 // Partitioning recorded by `skiff partition` (absent on unpartitioned datasets).
 struct PartitionInfo {
   uint32_t num_partitions = 0;
-  std::string algorithm;               // "grem", "ldg", "fennel", "random", ...
-  std::vector<int64_t> boundaries;     // size k+1; partition p owns [boundaries[p], boundaries[p+1])
-  double edge_cut_fraction = 0;        // fraction of edges whose endpoints lie in different parts
-  double imbalance = 0;                // max part size / ceil(N/k) - 1
-  double seconds = 0;                  // partitioning wall time
+  std::string algorithm;            // "grem", "ldg", "fennel", "random", ...
+  std::vector<int64_t> boundaries;  // size k+1; partition p owns [boundaries[p], boundaries[p+1])
+  double edge_cut_fraction = 0;     // fraction of edges whose endpoints lie in different parts
+  double imbalance = 0;             // max part size / ceil(N/k) - 1
+  double seconds = 0;               // partitioning wall time
   uint64_t peak_memory_bytes = 0;
-  std::string edge_buckets_file;       // file with edges grouped by (src part, dst part), or ""
-  std::string edge_buckets_index_file; // int64[k*k+1] offsets (in edges) into edge_buckets_file
+  std::string edge_buckets_file;        // file with edges grouped by (src part, dst part), or ""
+  std::string edge_buckets_index_file;  // int64[k*k+1] offsets (in edges) into edge_buckets_file
 };
 
 struct Manifest {
   int version = kFormatVersion;
   std::string name;
   int64_t num_nodes = 0;
-  int64_t num_edges = 0;              // stored (directed) edges = entries in graph.neighbors
-  bool undirected = false;            // every edge is stored in both directions
+  int64_t num_edges = 0;    // stored (directed) edges = entries in graph.neighbors
+  bool undirected = false;  // every edge is stored in both directions
   DType neighbor_dtype = DType::kInt32;
   int64_t feature_dim = 0;
   DType feature_dtype = DType::kFloat32;
   int64_t num_classes = 0;
   int64_t train_count = 0, valid_count = 0, test_count = 0;
-  bool has_id_map = false;            // idmap/ holds raw<->dense IDs
-  std::string source;                 // human-readable provenance ("convert email-Enron.tsv")
+  bool has_id_map = false;  // idmap/ holds raw<->dense IDs
+  std::string source;       // human-readable provenance ("convert email-Enron.tsv")
   // Feature extents: byte offset in features.bin of the first row of each partition (size k, or 1
   // for an unpartitioned dataset).
   std::vector<uint64_t> feature_extent_offsets{0};
@@ -91,7 +92,9 @@ inline constexpr const char* kRelabelOldIdsFile = "relabel.old_ids";
 // Writes a new dataset into a temporary directory; Commit() makes it visible atomically.
 class DatasetWriter {
  public:
-  // `final_dir` must not exist unless `overwrite` (then it is replaced at Commit()).
+  // `final_dir` must not exist unless `overwrite` (then it is replaced at Commit()). The writer
+  // holds a PathLock on `final_dir` until it is destroyed: a second writer of the same path fails
+  // here with Unavailable ("... is in use ...").
   static Result<std::unique_ptr<DatasetWriter>> Create(const std::string& final_dir,
                                                        bool overwrite = false);
   ~DatasetWriter();  // removes the temporary directory unless committed
@@ -117,11 +120,12 @@ class DatasetWriter {
   Status Commit();
 
  private:
-  DatasetWriter(std::string final_dir, std::string temp_dir, bool overwrite);
+  DatasetWriter(std::string final_dir, std::string temp_dir, bool overwrite, PathLock lock);
   Status Exchange();  // swaps temp_dir_ and final_dir_ (the old dataset ends up at temp_dir_)
   const std::string final_dir_;
   const std::string temp_dir_;
   const bool overwrite_;
+  PathLock lock_;
   Manifest manifest_;
   bool committed_ = false;
 };
@@ -152,7 +156,8 @@ class Dataset {
   Status VerifyAll() const;
 
  private:
-  Dataset(std::string dir, Manifest manifest) : dir_(std::move(dir)), manifest_(std::move(manifest)) {}
+  Dataset(std::string dir, Manifest manifest)
+      : dir_(std::move(dir)), manifest_(std::move(manifest)) {}
   std::string dir_;
   Manifest manifest_;
   std::map<std::string, std::unique_ptr<ChecksummedFileReader>> readers_;
