@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <optional>
 
 #include "skiff/format/dataset.h"
 #include "skiff/sampler/feature_source.h"
@@ -145,28 +144,35 @@ Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int
   return Status::Ok();
 }
 
+BufferedGraph::MemoryRow BufferedGraph::FindInMemory(const ResidentSet& resident,
+                                                     int64_t node) const {
+  const uint32_t p = source_->partition_of(node);
+  if (resident.contains(p)) {
+    const auto extent = resident.pin(p).extent(DatasetPartitionSource::kFeatureExtent);
+    const uint64_t offset = static_cast<uint64_t>(node - source_->first_node(p)) * row_bytes_;
+    SKIFF_CHECK(offset + row_bytes_ <= extent.size());
+    return {extent.data() + offset, false};
+  }
+  SKIFF_CHECK_MSG(mode_ == SamplingMode::kExact,
+                  "in-buffer sampling gathered a node outside the resident partitions");
+  if (row_cache_ != nullptr) {
+    if (const std::byte* row = row_cache_->Find(node)) return {row, true};
+  }
+  return {nullptr, false};
+}
+
 Status BufferedGraph::Features(const ResidentSet& resident, std::span<const int64_t> nodes,
                                float* dst) const {
   std::vector<size_t> fine;
   uint64_t cached = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const int64_t node = nodes[i];
-    const uint32_t p = source_->partition_of(node);
-    if (!resident.contains(p)) {
-      SKIFF_CHECK_MSG(mode_ == SamplingMode::kExact,
-                      "in-buffer sampling gathered a node outside the resident partitions");
-      if (const std::byte* row = row_cache_ != nullptr ? row_cache_->Find(node) : nullptr) {
-        CopyRow(row, dst + i * feature_dim_);
-        ++cached;
-        continue;
-      }
+    const MemoryRow row = FindInMemory(resident, nodes[i]);
+    if (row.bytes == nullptr) {
       fine.push_back(i);
       continue;
     }
-    const auto extent = resident.pin(p).extent(DatasetPartitionSource::kFeatureExtent);
-    const uint64_t offset = static_cast<uint64_t>(node - source_->first_node(p)) * row_bytes_;
-    SKIFF_CHECK(offset + row_bytes_ <= extent.size());
-    CopyRow(extent.data() + offset, dst + i * feature_dim_);
+    cached += row.cached ? 1 : 0;
+    CopyRow(row.bytes, dst + i * feature_dim_);
   }
   resident_rows_.fetch_add(nodes.size() - fine.size() - cached, std::memory_order_relaxed);
   cached_rows_.fetch_add(cached, std::memory_order_relaxed);
@@ -216,57 +222,45 @@ Status BufferedGraph::FineFeatures(std::span<const int64_t> nodes, std::span<con
 
 Status BufferedGraph::StreamFeatures(const ResidentSet& resident, std::span<const int64_t> nodes,
                                      const RowFn& consume) const {
+  // Rows in memory (pinned or cached) are found once here and handed over as the stream passes
+  // them; the rest are read.
+  std::vector<const std::byte*> in_memory(nodes.size());  // null: read from disk
+  std::vector<storage::FineRead> reads;
+  std::vector<size_t> index;  // reads[j] is the row of nodes[index[j]]
+  uint64_t cached = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    SKIFF_CHECK(i == 0 || nodes[i - 1] < nodes[i]);
+    const MemoryRow row = FindInMemory(resident, nodes[i]);
+    in_memory[i] = row.bytes;
+    cached += row.cached ? 1 : 0;
+    if (row.bytes != nullptr) continue;
+    reads.push_back(source_->FeatureRowRead(nodes[i], nullptr));
+    index.push_back(i);
+  }
+  resident_rows_.fetch_add(nodes.size() - reads.size() - cached, std::memory_order_relaxed);
+  cached_rows_.fetch_add(cached, std::memory_order_relaxed);
+  bytes_used_.fetch_add(nodes.size() * row_bytes_, std::memory_order_relaxed);
+  fine_rows_.fetch_add(reads.size(), std::memory_order_relaxed);
+  fine_requests_.fetch_add(reads.empty() ? 0 : 1, std::memory_order_relaxed);
+
   std::vector<float> row(static_cast<size_t>(feature_dim_));
-  // Rows in memory (pinned or cached) are handed over as the stream passes them.
-  auto from_memory = [&](size_t i) -> std::optional<Status> {
-    const int64_t node = nodes[i];
-    const uint32_t p = source_->partition_of(node);
-    const std::byte* bytes = nullptr;
-    if (resident.contains(p)) {
-      const auto extent = resident.pin(p).extent(DatasetPartitionSource::kFeatureExtent);
-      const uint64_t offset = static_cast<uint64_t>(node - source_->first_node(p)) * row_bytes_;
-      SKIFF_CHECK(offset + row_bytes_ <= extent.size());
-      bytes = extent.data() + offset;
-      resident_rows_.fetch_add(1, std::memory_order_relaxed);
-    } else if (row_cache_ != nullptr && (bytes = row_cache_->Find(node)) != nullptr) {
-      cached_rows_.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      return std::nullopt;
-    }
+  auto hand_over = [&](size_t i, const std::byte* bytes) {
     CopyRow(bytes, row.data());
     if (normalize_rows_) sampler::NormalizeRowsToSumOne(row.data(), 1, feature_dim_);
     return consume(i, row.data());
   };
-  std::vector<storage::FineRead> reads;
-  std::vector<size_t> index;  // reads[j] is the row of nodes[index[j]]
-  size_t next = 0;            // first node not handed over
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    SKIFF_CHECK(i == 0 || nodes[i - 1] < nodes[i]);
-    const uint32_t p = source_->partition_of(nodes[i]);
-    const bool in_memory =
-        resident.contains(p) || (row_cache_ != nullptr && row_cache_->Find(nodes[i]) != nullptr);
-    if (in_memory) continue;
-    SKIFF_CHECK_MSG(mode_ == SamplingMode::kExact,
-                    "in-buffer sampling gathered a node outside the resident partitions");
-    reads.push_back(source_->FeatureRowRead(nodes[i], nullptr));
-    index.push_back(i);
-  }
-  bytes_used_.fetch_add(nodes.size() * row_bytes_, std::memory_order_relaxed);
-  fine_rows_.fetch_add(reads.size(), std::memory_order_relaxed);
-  fine_requests_.fetch_add(reads.empty() ? 0 : 1, std::memory_order_relaxed);
+  size_t next = 0;  // first node not handed over
   uint64_t bytes = 0;
   const Status streamed = pool_->StreamRanges(
       reads,
       [&](size_t j, const std::byte* data) -> Status {
-        for (; next < index[j]; ++next) SKIFF_RETURN_IF_ERROR(*from_memory(next));
-        CopyRow(data, row.data());
-        if (normalize_rows_) sampler::NormalizeRowsToSumOne(row.data(), 1, feature_dim_);
-        return consume(next++, row.data());
+        for (; next < index[j]; ++next) SKIFF_RETURN_IF_ERROR(hand_over(next, in_memory[next]));
+        return hand_over(next++, data);
       },
       &bytes);
   fine_row_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   SKIFF_RETURN_IF_ERROR(streamed);
-  for (; next < nodes.size(); ++next) SKIFF_RETURN_IF_ERROR(*from_memory(next));
+  for (; next < nodes.size(); ++next) SKIFF_RETURN_IF_ERROR(hand_over(next, in_memory[next]));
   return Status::Ok();
 }
 

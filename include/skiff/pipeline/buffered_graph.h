@@ -117,6 +117,14 @@ class BufferedGraph {
 
  private:
   void CopyRow(const std::byte* row, float* dst) const;
+  // Where `node`'s row is in memory: a pinned partition of `resident`, or the hot row cache
+  // (`cached`); null bytes when it has to be read. Checks that in-buffer sampling never asks for a
+  // node outside the resident partitions.
+  struct MemoryRow {
+    const std::byte* bytes = nullptr;
+    bool cached = false;
+  };
+  MemoryRow FindInMemory(const ResidentSet& resident, int64_t node) const;
   // Reads the rows nodes[fine[j]] fine-grained into dst.
   Status FineFeatures(std::span<const int64_t> nodes, std::span<const size_t> fine,
                       float* dst) const;
