@@ -3,6 +3,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include <climits>
+#include <cstdio>
 #include <string>
 
 #include "kernels/cuda/common.cuh"
@@ -33,11 +34,48 @@ Status CheckBlock(const char* op, int64_t num_dst, int64_t num_src, const int64_
   return Status::Ok();
 }
 
-Status CheckMode(const char* op, AggregateMode mode, const float* edge_weight) {
-  if (mode == AggregateMode::kWeighted && edge_weight == nullptr) {
-    return Status::InvalidArgument(std::string(op) + ": kWeighted needs edge_weight");
+// kWeighted with a null edge_weight: accepted for a block without edges, as on the CPU (whose
+// check reads indptr[num_dst]). The host cannot read the device-resident indptr without a sync, so
+// it refuses only what it can see (a null indptr: nothing to check the block against), and
+// `*unweighted` tells the caller to launch RequireNoEdgesKernel first and aggregate with unit
+// weights, which no edge then uses.
+Status CheckMode(const char* op, int64_t num_dst, const int64_t* indptr, AggregateMode mode,
+                 const float* edge_weight, bool* unweighted) {
+  *unweighted = mode == AggregateMode::kWeighted && edge_weight == nullptr;
+  if (*unweighted && indptr == nullptr) {
+    return Status::InvalidArgument(
+        std::string(op) + ": kWeighted needs edge_weight (null is accepted only for a block " +
+        "without edges, and indptr is null for " + std::to_string(num_dst) + " rows)");
   }
   return Status::Ok();
+}
+
+// The device half of CheckMode's contract: a block given kWeighted without edge_weight must have
+// no edges. If it has, the kernel traps -- a sticky launch failure reported by the next CUDA call
+// or synchronisation, the device form of the CPU reference's SKIFF_CHECK abort -- so nothing
+// after it on the stream can read the missing weights. The op's name travels as an enum: the
+// device cannot read a host string.
+enum class AggregateOp : int { kForward = 0, kBackward = 1, kBackwardTransposed = 2 };
+
+__global__ void RequireNoEdgesKernel(int64_t num_rows, const int64_t* __restrict__ indptr,
+                                     AggregateOp op) {
+  const int64_t nnz = indptr[num_rows] - indptr[0];
+  if (nnz != 0) {
+    const char* name = op == AggregateOp::kForward    ? "CsrAggregateForward"
+                       : op == AggregateOp::kBackward ? "CsrAggregateBackward"
+                                                      : "CsrAggregateBackwardTransposed";
+    printf("%s: kWeighted with a null edge_weight on a block of %lld edges\n", name,
+           static_cast<long long>(nnz));
+    __trap();
+  }
+}
+
+// Launches RequireNoEdgesKernel where CheckMode asked for it (nothing to check without rows).
+Status RequireNoEdges(bool unweighted, AggregateOp op, int64_t num_dst, const int64_t* indptr,
+                      cudaStream_t stream) {
+  if (!unweighted || num_dst == 0) return Status::Ok();
+  RequireNoEdgesKernel<<<1, 1, 0, stream>>>(num_dst, indptr, op);
+  return CheckLaunch("RequireNoEdgesKernel");
 }
 
 WeightKind ForwardWeightKind(AggregateMode mode) {
@@ -144,12 +182,16 @@ Status CsrAggregateForward(int64_t num_dst, int64_t num_src, const int64_t* indp
                            const int32_t* indices, const float* edge_weight, AggregateMode mode,
                            const float* x, int64_t dim, float* out, cudaStream_t stream) {
   SKIFF_RETURN_IF_ERROR(CheckBlock("CsrAggregateForward", num_dst, num_src, indptr, indices, dim));
-  SKIFF_RETURN_IF_ERROR(CheckMode("CsrAggregateForward", mode, edge_weight));
+  bool unweighted = false;
+  SKIFF_RETURN_IF_ERROR(
+      CheckMode("CsrAggregateForward", num_dst, indptr, mode, edge_weight, &unweighted));
+  SKIFF_RETURN_IF_ERROR(
+      RequireNoEdges(unweighted, AggregateOp::kForward, num_dst, indptr, stream));
   SpmmArgs a;
   a.num_rows = num_dst;
   a.indptr = indptr;
   a.indices = indices;
-  a.weight_kind = ForwardWeightKind(mode);
+  a.weight_kind = unweighted ? WeightKind::kOne : ForwardWeightKind(mode);
   a.edge_weight = edge_weight;
   a.dim = dim;
   a.x = x;
@@ -162,7 +204,11 @@ Status CsrAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* ind
                             const float* grad_out, int64_t dim, float* grad_x,
                             cudaStream_t stream) {
   SKIFF_RETURN_IF_ERROR(CheckBlock("CsrAggregateBackward", num_dst, num_src, indptr, indices, dim));
-  SKIFF_RETURN_IF_ERROR(CheckMode("CsrAggregateBackward", mode, edge_weight));
+  bool unweighted = false;
+  SKIFF_RETURN_IF_ERROR(
+      CheckMode("CsrAggregateBackward", num_dst, indptr, mode, edge_weight, &unweighted));
+  SKIFF_RETURN_IF_ERROR(
+      RequireNoEdges(unweighted, AggregateOp::kBackward, num_dst, indptr, stream));
   if (num_src * dim > 0) {
     SKIFF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(grad_x, 0, sizeof(float) * num_src * dim, stream));
   }
@@ -170,7 +216,7 @@ Status CsrAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* ind
   a.num_rows = num_dst;
   a.indptr = indptr;
   a.indices = indices;
-  a.weight_kind = ForwardWeightKind(mode);
+  a.weight_kind = unweighted ? WeightKind::kOne : ForwardWeightKind(mode);
   a.edge_weight = edge_weight;
   a.dim = dim;
   a.x = grad_out;
@@ -246,10 +292,14 @@ Status CsrAggregateBackwardTransposed(int64_t num_dst, int64_t num_src, const in
                                       float* grad_x, cudaStream_t stream) {
   SKIFF_RETURN_IF_ERROR(
       CheckBlock("CsrAggregateBackwardTransposed", num_dst, num_src, indptr, t.indices, dim));
-  SKIFF_RETURN_IF_ERROR(CheckMode("CsrAggregateBackwardTransposed", mode, edge_weight));
+  bool unweighted = false;
+  SKIFF_RETURN_IF_ERROR(CheckMode("CsrAggregateBackwardTransposed", num_dst, indptr, mode,
+                                  edge_weight, &unweighted));
   if (num_src > 0 && t.indptr == nullptr) {
     return Status::InvalidArgument("CsrAggregateBackwardTransposed: transposed indptr is null");
   }
+  SKIFF_RETURN_IF_ERROR(
+      RequireNoEdges(unweighted, AggregateOp::kBackwardTransposed, num_dst, indptr, stream));
   SpmmArgs a;
   a.num_rows = num_src;
   a.indptr = t.indptr;
@@ -257,9 +307,9 @@ Status CsrAggregateBackwardTransposed(int64_t num_dst, int64_t num_src, const in
   a.edge_ids = t.edge_ids;
   a.edge_weight = edge_weight;
   a.mean_indptr = indptr;
-  a.weight_kind = mode == AggregateMode::kSum    ? WeightKind::kOne
-                  : mode == AggregateMode::kMean ? WeightKind::kGatheredMean
-                                                 : WeightKind::kEdge;
+  a.weight_kind = mode == AggregateMode::kSum || unweighted ? WeightKind::kOne
+                  : mode == AggregateMode::kMean               ? WeightKind::kGatheredMean
+                                                               : WeightKind::kEdge;
   a.dim = dim;
   a.x = grad_out;
   a.out = grad_x;

@@ -7,11 +7,25 @@
 // the last bits of grad_x -- vary run to run. Where the same block is differentiated more than
 // once, or bitwise determinism matters, build the block's transpose once (CsrTranspose: a stable
 // radix sort of edges by source) and call CsrAggregateBackwardTransposed, which gathers without
-// atomics, in the same per-row edge order as the CPU reference. docs/cuda.md records the trade-off.
+// atomics, deterministically, in the CPU reference's per-row edge order (but see "Long rows").
+// docs/cuda.md records the trade-off.
+//
+// kWeighted without edge_weight: accepted for a block without edges (nnz == 0), as on the CPU. The
+// host cannot see nnz (indptr is device memory and entry points do not synchronise), so such a
+// call launches a one-thread check first: if the block has edges after all, it traps -- a sticky
+// launch failure (the CPU reference aborts in the same case) reported by the next CUDA call or
+// synchronisation, with a device printf naming the op. With a null indptr there is nothing to
+// check against, and the call is refused on the host.
+//
+// Long rows. Rows of more than detail::kLongRowEdges edges (hub rows of full-neighbourhood blocks,
+// power-law degrees) are split over several blocks of warps (kernels/cuda/spmm.cuh); the forward
+// and the transposed backward stay deterministic, but such rows sum their edges in a different
+// order than the CPU (rows up to the threshold keep the CPU's order at dims >= 128 with float4).
 //
 // Errors: InvalidArgument for inconsistent shapes (negative sizes, missing pointers for a non-empty
-// block, kWeighted without edge_weight, too small a workspace); Internal/ResourceExhausted from the
-// CUDA runtime for failed launches. Indices are trusted to lie in [0, num_src) (as on the CPU).
+// block, kWeighted without edge_weight or indptr, too small a workspace); Internal/
+// ResourceExhausted from the CUDA runtime for failed launches. Indices are trusted to lie in
+// [0, num_src) (as on the CPU).
 // Thread safety: stateless; concurrent calls on different streams are independent.
 #pragma once
 

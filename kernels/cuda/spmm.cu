@@ -9,6 +9,24 @@ namespace {
 template <bool kVec4>
 constexpr int kColsPerLane = kVec4 ? 4 : 1;
 
+// Source-row loads a lane issues before it uses any of them on a long row (see GatherEdges).
+constexpr int kGatherUnroll = 4;
+
+// Scatter blocks per SM (__launch_bounds__): caps its registers at 48, what the warp-per-row
+// scatter used before the long-row path shared its kernel. The gather is left to the compiler (64
+// registers, four blocks per SM): a 40-register cap (six blocks, the old count, with the old
+// one-load loop for short rows) made it spill and measured 5% slower on sampled blocks and 30%
+// slower when every row is long.
+constexpr int kScatterMinBlocks = 5;
+
+// The scatter adds a float4 with one 16-byte atomicAdd (sm_90+: one RED.128 per lane instead of
+// four RED.32): 1.7x faster backward on the perf blocks. Earlier architectures use four.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define SKIFF_SPMM_VECTOR_ATOMICS 1
+#else
+#define SKIFF_SPMM_VECTOR_ATOMICS 0
+#endif
+
 __device__ __forceinline__ float EdgeWeight(const SpmmArgs& a, int64_t j, int64_t seg,
                                             float row_mean) {
   switch (a.weight_kind) {
@@ -35,70 +53,252 @@ __device__ __forceinline__ float RowMean(const SpmmArgs& a, int64_t begin, int64
              : 1.0f;
 }
 
-// One warp per (row, segment). The warp loads 32 edges' (index, weight) at once -- one per lane,
-// coalesced -- and broadcasts them with shuffles. The warp is split into 32 / G lane groups of G
-// lanes (G = group_lanes, chosen so a group covers the row: G = 32 for dim >= 128 with float4, so
-// one edge's 512-byte row is one warp-wide load; G = 4 for a 16-wide GAT head, so 8 edges are in
-// flight at once). Group g accumulates edges g, g + 32/G, ... of its columns; the groups' partial
-// sums are combined with shuffles at the end of each column tile.
+__device__ __forceinline__ bool IsLongRow(int64_t begin, int64_t end) {
+  return end - begin > kLongRowEdges;
+}
+
+// How a warp's lanes split into lane groups: G lanes (a power of two) per edge, 32 / G edges in
+// flight per step; lane l is lane l % G of group l / G and owns that lane's columns of the tile.
+struct LaneGroups {
+  int group_lanes;
+  int groups;
+  int group;
+  int lane_in_group;
+  __device__ explicit LaneGroups(int g)
+      : group_lanes(g), groups(kWarpSize / g), group(Lane() / g), lane_in_group(Lane() % g) {}
+};
+
+// acc += w_j * x[indices[j], seg, col .. col + kCpl) over the edges j < end of the 32-edge chunks
+// that start at first_chunk, first_chunk + chunk_stride, ...: the chunk's (index, weight) pairs are
+// loaded once, one per lane (coalesced), and broadcast with shuffles; group g takes edges g,
+// g + groups, ... of each chunk. Every lane of the warp calls it with the same chunk arguments (the
+// shuffles need the full warp); `active` only masks the row loads. The adds are in edge order, so
+// with G = 32 every lane sums its columns in CSR order, like the CPU reference.
+//
+// Memory parallelism: the kGatherUnroll row loads of a step are predicated, not branched around,
+// and all issued before any is used (a masked-off load contributes 0 * 0), so a warp keeps several
+// rows in flight; a branch around each load and its use (the earlier form) left one per warp, which
+// sampled blocks hide with many warps but a long row, which has few, cannot. (Loading the next
+// chunk's pairs ahead of the current chunk's rows measured no faster and costs registers.)
+template <bool kVec4>
+__device__ __forceinline__ void GatherEdges(const SpmmArgs& a, const LaneGroups& lg,
+                                            int64_t first_chunk, int64_t chunk_stride, int64_t end,
+                                            int64_t seg, float row_mean, const float* x_seg,
+                                            int64_t col, bool active, float4& acc) {
+  const int lane = Lane();
+  const int64_t row_stride = a.segments * a.dim;
+  const float* x_col = x_seg + (active ? col : 0);
+  for (int64_t chunk = first_chunk; chunk < end; chunk += chunk_stride) {
+    const int64_t j = chunk + lane;
+    int32_t my_src = 0;
+    float my_w = 0.0f;
+    if (j < end) {
+      my_src = a.indices[j];
+      my_w = EdgeWeight(a, j, seg, row_mean);
+    }
+    const int n = static_cast<int>(min(static_cast<int64_t>(kWarpSize), end - chunk));
+    for (int k0 = 0; k0 < n; k0 += lg.groups * kGatherUnroll) {
+      float4 v[kGatherUnroll];
+      float w[kGatherUnroll];
+#pragma unroll
+      for (int u = 0; u < kGatherUnroll; ++u) {
+        const int k = k0 + u * lg.groups + lg.group;  // may pass n (and 32) on the last step
+        const int32_t s = __shfl_sync(0xffffffffu, my_src, k & (kWarpSize - 1));
+        const float wk = __shfl_sync(0xffffffffu, my_w, k & (kWarpSize - 1));
+        const bool valid = active && k < n;
+        w[u] = valid ? wk : 0.0f;
+        v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (valid) {
+          const float* src = x_col + static_cast<int64_t>(s) * row_stride;
+          if constexpr (kVec4) {
+            v[u] = __ldg(reinterpret_cast<const float4*>(src));
+          } else {
+            v[u].x = __ldg(src);
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kGatherUnroll; ++u) {
+        acc.x += w[u] * v[u].x;
+        if constexpr (kVec4) {
+          acc.y += w[u] * v[u].y;
+          acc.z += w[u] * v[u].z;
+          acc.w += w[u] * v[u].w;
+        }
+      }
+    }
+  }
+}
+
+// Sums the lane groups' partial sums (lanes with the same lane_in_group hold the same columns);
+// every lane ends with the total. The full warp must call it.
+template <bool kVec4>
+__device__ __forceinline__ void CombineGroups(const LaneGroups& lg, float4& acc) {
+  for (int offset = lg.group_lanes; offset < kWarpSize; offset *= 2) {
+    acc.x += __shfl_xor_sync(0xffffffffu, acc.x, offset);
+    if constexpr (kVec4) {
+      acc.y += __shfl_xor_sync(0xffffffffu, acc.y, offset);
+      acc.z += __shfl_xor_sync(0xffffffffu, acc.z, offset);
+      acc.w += __shfl_xor_sync(0xffffffffu, acc.w, offset);
+    }
+  }
+}
+
+// out[indices[j], seg, col ..] += w_j * g over the edges of the chunks, as in GatherEdges (stores
+// do not stall the warp, so a plain loop keeps enough in flight).
+template <bool kVec4>
+__device__ __forceinline__ void ScatterEdges(const SpmmArgs& a, const LaneGroups& lg,
+                                             int64_t first_chunk, int64_t chunk_stride,
+                                             int64_t end, int64_t seg, float row_mean,
+                                             float* out_seg, int64_t col, bool active,
+                                             const float4& g) {
+  const int lane = Lane();
+  const int64_t row_stride = a.segments * a.dim;
+  for (int64_t chunk = first_chunk; chunk < end; chunk += chunk_stride) {
+    const int64_t j = chunk + lane;
+    int32_t my_dst = 0;
+    float my_w = 0.0f;
+    if (j < end) {
+      my_dst = a.indices[j];
+      my_w = EdgeWeight(a, j, seg, row_mean);
+    }
+    const int n = static_cast<int>(min(static_cast<int64_t>(kWarpSize), end - chunk));
+    for (int k0 = 0; k0 < n; k0 += lg.groups) {
+      const int k = k0 + lg.group;  // < 32: k0 < n <= 32 and k0 is a multiple of groups
+      const int32_t d = __shfl_sync(0xffffffffu, my_dst, k);
+      const float w = __shfl_sync(0xffffffffu, my_w, k);
+      if (!active || k >= n) continue;
+      float* dst = out_seg + static_cast<int64_t>(d) * row_stride + col;
+      if constexpr (kVec4) {
+#if SKIFF_SPMM_VECTOR_ATOMICS
+        atomicAdd(reinterpret_cast<float4*>(dst), make_float4(w * g.x, w * g.y, w * g.z, w * g.w));
+#else
+        atomicAdd(dst, w * g.x);
+        atomicAdd(dst + 1, w * g.y);
+        atomicAdd(dst + 2, w * g.z);
+        atomicAdd(dst + 3, w * g.w);
+#endif
+      } else {
+        atomicAdd(dst, w * g.x);
+      }
+    }
+  }
+}
+
+// A long row's unit: (row, segment, 32-column slice). Units are numbered row-major, so a row's
+// units are consecutive and land on consecutive long-row blocks.
+struct LongUnit {
+  int64_t row, seg, col0;  // col0: the slice's first column within the segment
+  __device__ LongUnit(const SpmmArgs& a, int64_t unit) {
+    const int64_t per_row = a.segments * a.slices;
+    row = unit / per_row;
+    const int64_t rest = unit % per_row;
+    seg = rest / a.slices;
+    col0 = (rest % a.slices) * kLongSliceCols;
+  }
+};
+
+// The long-row blocks' search. Block `long_block` of a.long_blocks owns units long_block,
+// long_block + long_blocks, ... and checks 256 of them per round, one per thread: round `base`
+// covers units base + long_blocks * t for t in [0, 256). FindLongUnits lists those of long rows in
+// s_units and returns how many; the whole block calls it, and must __syncthreads() before the next
+// call (which rewrites s_units and s_count).
+__device__ __forceinline__ int FindLongUnits(const SpmmArgs& a, int64_t base, int64_t units,
+                                             int64_t* s_units, int* s_count) {
+  if (threadIdx.x == 0) *s_count = 0;
+  __syncthreads();
+  const int64_t unit = base + static_cast<int64_t>(a.long_blocks) * threadIdx.x;
+  if (unit < units) {
+    const int64_t row = unit / (a.segments * a.slices);
+    if (IsLongRow(a.indptr[row], a.indptr[row + 1])) {
+      s_units[atomicAdd(s_count, 1)] = unit;  // order does not matter: units are independent
+    }
+  }
+  __syncthreads();
+  return *s_count;
+}
+
+// Short rows (at most kLongRowEdges edges): one warp per (row, segment). The warp is split into
+// 32 / G lane groups of G lanes (G = group_lanes, chosen so a group covers a column tile: G = 32
+// for dim >= 128 with float4, so one edge's 512-byte row is one warp-wide load; G = 4 for a 16-wide
+// GAT head, so 8 edges are in flight per step). Group g accumulates edges g, g + 32/G, ... of its
+// columns; the groups' partial sums are combined with shuffles at the end of each column tile.
+//
+// Long rows: the first long_blocks blocks find their units (FindLongUnits). A unit is one block's:
+// warp w takes the row's 32-edge chunks w, w + 8, ... for the unit's 32 columns (lane groups of
+// long_group_lanes), and the 8 warps' sums are added in shared memory in warp order
+// (deterministic), then written by the first warp.
 template <bool kVec4>
 __global__ void __launch_bounds__(kRowBlockThreads) SpmmGatherKernel(SpmmArgs a) {
   constexpr int kCpl = kColsPerLane<kVec4>;
-  const int lane = Lane();
-  const int group_lanes = a.group_lanes;
-  const int groups = kWarpSize / group_lanes;
-  const int group = lane / group_lanes;
-  const int lane_in_group = lane % group_lanes;
-  const int64_t tile_cols = static_cast<int64_t>(group_lanes) * kCpl;
   const int64_t row_stride = a.segments * a.dim;
+
+  if (blockIdx.x < static_cast<unsigned>(a.long_blocks)) {
+    __shared__ float s_part[kWarpsPerRowBlock][kLongSliceCols];
+    __shared__ int64_t s_units[kRowBlockThreads];
+    __shared__ int s_count;
+    const LaneGroups lg(a.long_group_lanes);
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    const int64_t slice_col = static_cast<int64_t>(lg.lane_in_group) * kCpl;  // < 32
+    const int64_t units = a.num_rows * a.segments * a.slices;
+    for (int64_t base = blockIdx.x; base < units;
+         base += static_cast<int64_t>(a.long_blocks) * kRowBlockThreads) {
+      const int count = FindLongUnits(a, base, units, s_units, &s_count);
+      for (int i = 0; i < count; ++i) {
+        const LongUnit u(a, s_units[i]);
+        const int64_t begin = a.indptr[u.row], end = a.indptr[u.row + 1];
+        const int64_t col = u.col0 + slice_col;
+        const bool active = col < a.dim;
+        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+        GatherEdges<kVec4>(a, lg, begin + static_cast<int64_t>(warp) * kWarpSize,
+                           static_cast<int64_t>(kWarpsPerRowBlock) * kWarpSize, end, u.seg,
+                           RowMean(a, begin, end), a.x + u.seg * a.dim, col, active, acc);
+        CombineGroups<kVec4>(lg, acc);
+        if (active && lg.group == 0) {
+          s_part[warp][slice_col] = acc.x;
+          if constexpr (kVec4) {
+            s_part[warp][slice_col + 1] = acc.y;
+            s_part[warp][slice_col + 2] = acc.z;
+            s_part[warp][slice_col + 3] = acc.w;
+          }
+        }
+        __syncthreads();
+        // Every column of the slice below dim was written above: the groups cover
+        // long_group_lanes * kCpl >= min(dim, 32) columns.
+        const int t = static_cast<int>(threadIdx.x);
+        if (t < kLongSliceCols && u.col0 + t < a.dim) {
+          float sum = s_part[0][t];
+#pragma unroll
+          for (int w = 1; w < kWarpsPerRowBlock; ++w) sum += s_part[w][t];
+          a.out[u.row * row_stride + u.seg * a.dim + u.col0 + t] = sum;
+        }
+        __syncthreads();  // s_part is rewritten by the next unit
+      }
+      __syncthreads();  // s_units and s_count are rewritten by the next round
+    }
+    return;
+  }
+
+  const LaneGroups lg(a.group_lanes);
+  const int64_t tile_cols = static_cast<int64_t>(lg.group_lanes) * kCpl;
+  const int64_t first_warp =
+      (static_cast<int64_t>(blockIdx.x - a.long_blocks) * blockDim.x + threadIdx.x) / kWarpSize;
+  const int64_t warps = static_cast<int64_t>(gridDim.x - a.long_blocks) * blockDim.x / kWarpSize;
   const int64_t tasks = a.num_rows * a.segments;
-  for (int64_t task = GlobalWarp(); task < tasks; task += WarpCount()) {
+  for (int64_t task = first_warp; task < tasks; task += warps) {
     const int64_t row = task / a.segments, seg = task % a.segments;
     const int64_t begin = a.indptr[row], end = a.indptr[row + 1];
+    if (IsLongRow(begin, end)) continue;  // long-row blocks write it
     const float row_mean = RowMean(a, begin, end);
     const float* x_seg = a.x + seg * a.dim;
     float* out_row = a.out + row * row_stride + seg * a.dim;
     for (int64_t col0 = 0; col0 < a.dim; col0 += tile_cols) {
-      const int64_t col = col0 + static_cast<int64_t>(lane_in_group) * kCpl;
+      const int64_t col = col0 + static_cast<int64_t>(lg.lane_in_group) * kCpl;
       const bool active = col < a.dim;
       float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-      for (int64_t chunk = begin; chunk < end; chunk += kWarpSize) {
-        const int64_t j = chunk + lane;
-        int32_t my_src = 0;
-        float my_w = 0.0f;
-        if (j < end) {
-          my_src = a.indices[j];
-          my_w = EdgeWeight(a, j, seg, row_mean);
-        }
-        const int n = static_cast<int>(min(static_cast<int64_t>(kWarpSize), end - chunk));
-#pragma unroll 4
-        for (int k0 = 0; k0 < n; k0 += groups) {
-          const int k = k0 + group;  // < 32: k0 < n <= 32 and k0 is a multiple of groups
-          const int32_t s = __shfl_sync(0xffffffffu, my_src, k);
-          const float w = __shfl_sync(0xffffffffu, my_w, k);
-          if (!active || k >= n) continue;
-          const float* src = x_seg + static_cast<int64_t>(s) * row_stride + col;
-          if constexpr (kVec4) {
-            const float4 v = __ldg(reinterpret_cast<const float4*>(src));
-            acc.x += w * v.x;
-            acc.y += w * v.y;
-            acc.z += w * v.z;
-            acc.w += w * v.w;
-          } else {
-            acc.x += w * __ldg(src);
-          }
-        }
-      }
-      // Combine the groups' partial sums (lanes with the same lane_in_group hold the same columns).
-      for (int offset = group_lanes; offset < kWarpSize; offset *= 2) {
-        acc.x += __shfl_xor_sync(0xffffffffu, acc.x, offset);
-        if constexpr (kVec4) {
-          acc.y += __shfl_xor_sync(0xffffffffu, acc.y, offset);
-          acc.z += __shfl_xor_sync(0xffffffffu, acc.z, offset);
-          acc.w += __shfl_xor_sync(0xffffffffu, acc.w, offset);
-        }
-      }
-      if (!active || group != 0) continue;
+      GatherEdges<kVec4>(a, lg, begin, kWarpSize, end, seg, row_mean, x_seg, col, active, acc);
+      CombineGroups<kVec4>(lg, acc);
+      if (!active || lg.group != 0) continue;
       if constexpr (kVec4) {
         *reinterpret_cast<float4*>(out_row + col) = acc;
       } else {
@@ -108,62 +308,76 @@ __global__ void __launch_bounds__(kRowBlockThreads) SpmmGatherKernel(SpmmArgs a)
   }
 }
 
-// One warp per (row, segment), split into lane groups as in the gather: every group holds the
-// row's x tile in registers and adds it, weighted, into the out rows of its own edges with
-// atomicAdd (RED.F32 in L2). Contention is limited to sources shared by many walked rows, which
-// in sampled blocks are few.
+// Loads this lane's columns [col, col + kCpl) of x_row (zeros where inactive).
 template <bool kVec4>
-__global__ void __launch_bounds__(kRowBlockThreads) SpmmScatterKernel(SpmmArgs a) {
+__device__ __forceinline__ float4 LoadTile(const float* x_row, int64_t col, bool active) {
+  float4 g = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (active) {
+    if constexpr (kVec4) {
+      g = __ldg(reinterpret_cast<const float4*>(x_row + col));
+    } else {
+      g.x = __ldg(x_row + col);
+    }
+  }
+  return g;
+}
+
+// Short rows: one warp per (row, segment), split into lane groups as in the gather: every group
+// holds the row's x tile in registers and adds it, weighted, into the out rows of its own edges
+// with atomicAdd (RED in L2: one 16-byte RED per lane for float4 tiles on sm_90). Contention is
+// limited to sources shared by many walked rows, which in sampled blocks are few. Long rows: units
+// found by the first long_blocks blocks as in the gather; warp w of the block scatters chunks w,
+// w + 8, ... of the unit's 32 columns.
+template <bool kVec4>
+__global__ void __launch_bounds__(kRowBlockThreads, kScatterMinBlocks)
+    SpmmScatterKernel(SpmmArgs a) {
   constexpr int kCpl = kColsPerLane<kVec4>;
-  const int lane = Lane();
-  const int group_lanes = a.group_lanes;
-  const int groups = kWarpSize / group_lanes;
-  const int group = lane / group_lanes;
-  const int lane_in_group = lane % group_lanes;
-  const int64_t tile_cols = static_cast<int64_t>(group_lanes) * kCpl;
   const int64_t row_stride = a.segments * a.dim;
+
+  if (blockIdx.x < static_cast<unsigned>(a.long_blocks)) {
+    __shared__ int64_t s_units[kRowBlockThreads];
+    __shared__ int s_count;
+    const LaneGroups lg(a.long_group_lanes);
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    const int64_t slice_col = static_cast<int64_t>(lg.lane_in_group) * kCpl;  // < 32
+    const int64_t units = a.num_rows * a.segments * a.slices;
+    for (int64_t base = blockIdx.x; base < units;
+         base += static_cast<int64_t>(a.long_blocks) * kRowBlockThreads) {
+      const int count = FindLongUnits(a, base, units, s_units, &s_count);
+      for (int i = 0; i < count; ++i) {
+        const LongUnit u(a, s_units[i]);
+        const int64_t begin = a.indptr[u.row], end = a.indptr[u.row + 1];
+        const int64_t col = u.col0 + slice_col;
+        const bool active = col < a.dim;
+        const float4 g =
+            LoadTile<kVec4>(a.x + u.row * row_stride + u.seg * a.dim, col, active);
+        ScatterEdges<kVec4>(a, lg, begin + static_cast<int64_t>(warp) * kWarpSize,
+                            static_cast<int64_t>(kWarpsPerRowBlock) * kWarpSize, end, u.seg,
+                            RowMean(a, begin, end), a.out + u.seg * a.dim, col, active, g);
+      }
+      __syncthreads();  // s_units and s_count are rewritten by the next round
+    }
+    return;
+  }
+
+  const LaneGroups lg(a.group_lanes);
+  const int64_t tile_cols = static_cast<int64_t>(lg.group_lanes) * kCpl;
+  const int64_t first_warp =
+      (static_cast<int64_t>(blockIdx.x - a.long_blocks) * blockDim.x + threadIdx.x) / kWarpSize;
+  const int64_t warps = static_cast<int64_t>(gridDim.x - a.long_blocks) * blockDim.x / kWarpSize;
   const int64_t tasks = a.num_rows * a.segments;
-  for (int64_t task = GlobalWarp(); task < tasks; task += WarpCount()) {
+  for (int64_t task = first_warp; task < tasks; task += warps) {
     const int64_t row = task / a.segments, seg = task % a.segments;
     const int64_t begin = a.indptr[row], end = a.indptr[row + 1];
-    if (begin == end) continue;
+    if (begin == end || IsLongRow(begin, end)) continue;  // long rows: long-row blocks
     const float row_mean = RowMean(a, begin, end);
     const float* x_row = a.x + row * row_stride + seg * a.dim;
     float* out_seg = a.out + seg * a.dim;
     for (int64_t col0 = 0; col0 < a.dim; col0 += tile_cols) {
-      const int64_t col = col0 + static_cast<int64_t>(lane_in_group) * kCpl;
+      const int64_t col = col0 + static_cast<int64_t>(lg.lane_in_group) * kCpl;
       const bool active = col < a.dim;
-      float4 g = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (active) {
-        if constexpr (kVec4) {
-          g = __ldg(reinterpret_cast<const float4*>(x_row + col));
-        } else {
-          g.x = __ldg(x_row + col);
-        }
-      }
-      for (int64_t chunk = begin; chunk < end; chunk += kWarpSize) {
-        const int64_t j = chunk + lane;
-        int32_t my_dst = 0;
-        float my_w = 0.0f;
-        if (j < end) {
-          my_dst = a.indices[j];
-          my_w = EdgeWeight(a, j, seg, row_mean);
-        }
-        const int n = static_cast<int>(min(static_cast<int64_t>(kWarpSize), end - chunk));
-        for (int k0 = 0; k0 < n; k0 += groups) {
-          const int k = k0 + group;
-          const int32_t d = __shfl_sync(0xffffffffu, my_dst, k);
-          const float w = __shfl_sync(0xffffffffu, my_w, k);
-          if (!active || k >= n) continue;
-          float* dst = out_seg + static_cast<int64_t>(d) * row_stride + col;
-          atomicAdd(dst, w * g.x);
-          if constexpr (kVec4) {
-            atomicAdd(dst + 1, w * g.y);
-            atomicAdd(dst + 2, w * g.z);
-            atomicAdd(dst + 3, w * g.w);
-          }
-        }
-      }
+      const float4 g = LoadTile<kVec4>(x_row, col, active);
+      ScatterEdges<kVec4>(a, lg, begin, kWarpSize, end, seg, row_mean, out_seg, col, active, g);
     }
   }
 }
@@ -173,43 +387,62 @@ bool CanUseVec4(const SpmmArgs& a) {
   return a.dim % 4 == 0 && aligned(a.x) && aligned(a.out);
 }
 
-// Grid: one warp per (row, segment) task, 8 warps per 256-thread block, grid-stride beyond
-// kMaxGridBlocks. Warp-per-row keeps the per-row edge list in one warp (no inter-warp reduction)
-// and gives 128-column tiles full 512-byte coalesced row reads with float4.
-unsigned SpmmGrid(const SpmmArgs& a) { return GridFor(a.num_rows * a.segments, kWarpsPerRowBlock); }
-
-// Lanes per edge: the smallest power of two whose lanes cover one tile of the row (dim / 4 lanes
-// with float4, dim lanes otherwise), at most 32. Small dims (GAT heads of 8-64, dim 1-31) then
-// keep several edges in flight per warp instead of idling lanes.
-int GroupLanes(int64_t dim, bool vec4) {
-  const int64_t lanes_needed = vec4 ? dim / 4 : dim;
+// Lanes per edge: the smallest power of two whose lanes cover `cols` columns (cols / 4 lanes with
+// float4, cols lanes otherwise), at most 32. Small dims (GAT heads of 8-64, dim 1-31) then keep
+// several edges in flight per warp instead of idling lanes.
+int GroupLanes(int64_t cols, bool vec4) {
+  const int64_t lanes_needed = vec4 ? cols / 4 : cols;
   int g = 1;
   while (g < kWarpSize && g < lanes_needed) g *= 2;
   return g;
+}
+
+// Grid: `long_blocks` blocks that look for long rows' units (one per unit up to kMaxLongBlocks:
+// a small block gets few, a large one has each check several per round), then one warp per
+// (row, segment) task, 8 warps per 256-thread block, grid-stride beyond kMaxGridBlocks. Warp-per-
+// row keeps a short row's edge list in one warp (no inter-warp reduction) and gives 128-column
+// tiles full 512-byte coalesced row reads with float4. The long-row blocks come first so that hub
+// rows start with the first wave.
+struct SpmmShape {
+  SpmmArgs args;
+  unsigned grid = 0;
+  bool vec4 = false;
+};
+
+SpmmShape Shape(const SpmmArgs& args) {
+  SpmmShape shape{args};
+  SpmmArgs& a = shape.args;
+  shape.vec4 = CanUseVec4(a);
+  a.group_lanes = GroupLanes(a.dim, shape.vec4);
+  a.long_group_lanes = GroupLanes(std::min(a.dim, kLongSliceCols), shape.vec4);
+  a.slices = CeilDiv(a.dim, kLongSliceCols);
+  a.long_blocks =
+      static_cast<int>(std::min(a.num_rows * a.segments * a.slices, kMaxLongBlocks));
+  shape.grid = static_cast<unsigned>(a.long_blocks) +
+               GridFor(a.num_rows * a.segments, kWarpsPerRowBlock);
+  return shape;
 }
 
 }  // namespace
 
 Status LaunchSpmmGather(const SpmmArgs& args, cudaStream_t stream) {
   if (args.num_rows == 0 || args.dim == 0 || args.segments == 0) return Status::Ok();
-  SpmmArgs a = args;
-  a.group_lanes = GroupLanes(a.dim, CanUseVec4(a));
-  if (CanUseVec4(a)) {
-    SpmmGatherKernel<true><<<SpmmGrid(a), kRowBlockThreads, 0, stream>>>(a);
+  const SpmmShape shape = Shape(args);
+  if (shape.vec4) {
+    SpmmGatherKernel<true><<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
   } else {
-    SpmmGatherKernel<false><<<SpmmGrid(a), kRowBlockThreads, 0, stream>>>(a);
+    SpmmGatherKernel<false><<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
   }
   return CheckLaunch("SpmmGatherKernel");
 }
 
 Status LaunchSpmmScatter(const SpmmArgs& args, cudaStream_t stream) {
   if (args.num_rows == 0 || args.dim == 0 || args.segments == 0) return Status::Ok();
-  SpmmArgs a = args;
-  a.group_lanes = GroupLanes(a.dim, CanUseVec4(a));
-  if (CanUseVec4(a)) {
-    SpmmScatterKernel<true><<<SpmmGrid(a), kRowBlockThreads, 0, stream>>>(a);
+  const SpmmShape shape = Shape(args);
+  if (shape.vec4) {
+    SpmmScatterKernel<true><<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
   } else {
-    SpmmScatterKernel<false><<<SpmmGrid(a), kRowBlockThreads, 0, stream>>>(a);
+    SpmmScatterKernel<false><<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
   }
   return CheckLaunch("SpmmScatterKernel");
 }

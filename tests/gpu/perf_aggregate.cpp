@@ -15,6 +15,7 @@
 
 #include "kernels/cuda/csr_aggregate.cuh"
 #include "kernels/cuda/device.cuh"
+#include "kernels/cuda/spmm.cuh"
 #include "kernels/cuda/stream.cuh"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -53,7 +54,9 @@ double MedianMs(cudaStream_t stream, Fn&& fn) {
 }
 
 // A sampled-block shape: `num_dst` rows with `fanout` uniformly random sources among `num_src`
-// (skewed = power-law degrees with the same mean, capped at 10,000).
+// (skewed = power-law degrees with the same mean, capped at 10,000: Pareto with shape 1.5 and
+// minimum fanout / 3, so ~0.8% of rows exceed the 128-edge long-row threshold of
+// kernels/cuda/spmm.cuh and they hold ~20% of the edges).
 Block BenchBlock(const std::string& name, int64_t num_dst, int64_t num_src, int64_t fanout,
                  bool skewed) {
   std::vector<int64_t> degrees(num_dst, fanout);
@@ -164,14 +167,26 @@ void RunAggregateBench(const Block& b, int64_t dim, double peak_gbs, const TestS
                               static_cast<double>(unique_src) * 4.0 * dim +
                               static_cast<double>(b.num_dst) * (16.0 + 4.0 * dim);
   const double gbs = edge_bytes / (skiff_ms * 1e6);
+  int64_t max_degree = 0, long_rows = 0, long_edges = 0;
+  for (int64_t d = 0; d < b.num_dst; ++d) {
+    const int64_t degree = b.indptr[d + 1] - b.indptr[d];
+    max_degree = std::max(max_degree, degree);
+    if (degree > cuda::detail::kLongRowEdges) {
+      ++long_rows;
+      long_edges += degree;
+    }
+  }
   std::printf(
       "perf aggregate %s num_dst=%lld num_src=%lld nnz=%lld dim=%lld skiff_ms=%.4f "
       "cusparse_ms=%.4f (%s) speedup=%.2f skiff_GBps=%.1f pct_peak=%.1f unique_GBps=%.1f "
-      "bwd_atomic_ms=%.4f transpose_ms=%.4f bwd_gather_ms=%.4f\n",
+      "bwd_atomic_ms=%.4f transpose_ms=%.4f bwd_gather_ms=%.4f max_deg=%lld long_rows=%lld "
+      "long_edge_pct=%.1f\n",
       b.name.c_str(), static_cast<long long>(b.num_dst), static_cast<long long>(b.num_src),
       static_cast<long long>(b.nnz()), static_cast<long long>(dim), skiff_ms, cusparse_ms, best_alg,
       cusparse_ms / skiff_ms, gbs, 100.0 * gbs / peak_gbs, unique_bytes / (skiff_ms * 1e6),
-      bwd_atomic_ms, transpose_ms, bwd_gather_ms);
+      bwd_atomic_ms, transpose_ms, bwd_gather_ms, static_cast<long long>(max_degree),
+      static_cast<long long>(long_rows),
+      b.nnz() > 0 ? 100.0 * static_cast<double>(long_edges) / static_cast<double>(b.nnz()) : 0.0);
   std::fflush(stdout);
 }
 
@@ -182,13 +197,18 @@ TEST_CASE("perf: CSR aggregation vs cuSPARSE SpMM" * doctest::skip()) {
               device->sm_minor, device->memory_bandwidth_gbs);
   TestStream stream;
   // Uniform fanout 15 over 2M sources (x = 1 GiB at dim 128, far beyond L2), then a power-law
-  // block with the same mean degree.
+  // block with the same mean degree (hub rows up to 10,000 edges: the long-row path), then a
+  // full-neighbourhood-like block where every row is long (4,000 rows of 1,000 edges).
   const Block uniform = BenchBlock("uniform-fanout15", 200000, 2000000, 15, false);
   const Block skewed = BenchBlock("powerlaw-mean15", 200000, 2000000, 15, true);
+  const Block wide = BenchBlock("uniform-fanout1000", 4000, 2000000, 1000, false);
   for (int64_t dim : {128, 32, 64, 256, 100}) {
     RunAggregateBench(uniform, dim, device->memory_bandwidth_gbs, stream);
   }
-  RunAggregateBench(skewed, 128, device->memory_bandwidth_gbs, stream);
+  for (int64_t dim : {128, 32, 256}) {
+    RunAggregateBench(skewed, dim, device->memory_bandwidth_gbs, stream);
+  }
+  RunAggregateBench(wide, 128, device->memory_bandwidth_gbs, stream);
 }
 
 }  // namespace

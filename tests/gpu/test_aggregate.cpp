@@ -3,11 +3,17 @@
 // <A x, g> = <x, A^T g> as the gradient check of this linear op.
 //
 // Tolerance: |gpu - cpu| <= 1e-5 * M + 1e-6, where M is the same aggregation applied to |x| and
-// |w| (the sum of absolute terms, which bounds fp32 rounding error of any summation order).
+// |w| (the sum of absolute terms, which bounds fp32 rounding error of any summation order). Rows
+// longer than detail::kLongRowEdges are summed by several warps and blocks (a different order than
+// the CPU's); their error is dominated by the CPU's own sequential sum, about sqrt(deg) * 6e-8 * M
+// for random signs, 6e-6 * M at degree 10,000.
 #include <doctest/doctest.h>
+
+#include <cstring>
 
 #include "kernels/cpu/csr_aggregate.h"
 #include "kernels/cuda/csr_aggregate.cuh"
+#include "kernels/cuda/spmm.cuh"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace skiff::gpu_testing {
@@ -199,14 +205,161 @@ TEST_CASE("CsrAggregate rejects bad arguments with a message") {
   const Status st = cuda::CsrAggregateForward(-1, 1, nullptr, nullptr, nullptr, AggregateMode::kSum,
                                               nullptr, 4, nullptr, stream.get());
   CHECK(st.code() == StatusCode::kInvalidArgument);
-  const Block b = AwkwardBlocks()[2];
-  const DeviceBlock db(b, {}, stream.get());
-  DeviceBuffer<float> x(b.num_src * 4), out(b.num_dst * 4);
-  const Status no_weights =
-      cuda::CsrAggregateForward(b.num_dst, b.num_src, db.indptr.get(), db.indices.get(), nullptr,
-                                AggregateMode::kWeighted, x.get(), 4, out.get(), stream.get());
-  CHECK(no_weights.code() == StatusCode::kInvalidArgument);
-  CHECK(no_weights.message().find("edge_weight") != std::string::npos);
+  // kWeighted without edge_weight is refused where the host can see there is nothing to check the
+  // block against (a null indptr). With an indptr it is accepted, and a device-side check traps if
+  // the block has edges; that case kills the context, so it is not exercised here.
+  for (const int64_t num_dst : {int64_t{0}, int64_t{3}}) {
+    const Status no_weights = cuda::CsrAggregateForward(
+        num_dst, 4, nullptr, nullptr, nullptr, AggregateMode::kWeighted, nullptr, 4, nullptr,
+        stream.get());
+    CHECK(no_weights.code() == StatusCode::kInvalidArgument);
+    CHECK_MESSAGE(no_weights.message().find(num_dst == 0 ? "edge_weight" : "indptr is null") !=
+                      std::string::npos,
+                  no_weights.ToString());
+  }
+  const Status no_weights_bwd = cuda::CsrAggregateBackwardTransposed(
+      0, 4, nullptr, cuda::TransposedCsr{}, nullptr, AggregateMode::kWeighted, nullptr, 4, nullptr,
+      stream.get());
+  CHECK(no_weights_bwd.code() == StatusCode::kInvalidArgument);
+  CHECK(no_weights_bwd.message().find("edge_weight") != std::string::npos);
+}
+
+TEST_CASE("CsrAggregate kWeighted accepts a null edge_weight for a block without edges") {
+  // The CPU contract (kernels/cpu/csr_aggregate.h): edge_weight is only read for edges, so a block
+  // with rows but no edges needs none. Every path writes zeros.
+  TestStream stream;
+  const cudaStream_t s = stream.get();
+  const Block b = AwkwardBlocks()[0];  // "no edges": 5 rows, 7 sources
+  REQUIRE(b.nnz() == 0);
+  REQUIRE(b.num_dst > 0);
+  const DeviceBlock db(b, {}, s);
+  REQUIRE(db.weight.get() == nullptr);
+  for (const int64_t dim : {int64_t{1}, int64_t{4}, int64_t{33}}) {
+    CAPTURE(dim);
+    const std::vector<float> x = RandomFloats(b.num_src * dim, 31);
+    DeviceBuffer<float> dx(x, s), dout(b.num_dst * dim), dgx(b.num_src * dim);
+    dout.Fill(0xff, s);
+    SKIFF_REQUIRE_OK(cuda::CsrAggregateForward(b.num_dst, b.num_src, db.indptr.get(),
+                                               db.indices.get(), nullptr, AggregateMode::kWeighted,
+                                               dx.get(), dim, dout.get(), s));
+    CHECK(dout.Download(s) == std::vector<float>(b.num_dst * dim, 0.0f));
+    const std::vector<float> g = RandomFloats(b.num_dst * dim, 32);
+    DeviceBuffer<float> dg(g, s);
+    dgx.Fill(0xff, s);
+    SKIFF_REQUIRE_OK(cuda::CsrAggregateBackward(b.num_dst, b.num_src, db.indptr.get(),
+                                                db.indices.get(), nullptr, AggregateMode::kWeighted,
+                                                dg.get(), dim, dgx.get(), s));
+    CHECK(dgx.Download(s) == std::vector<float>(b.num_src * dim, 0.0f));
+    const Transposed t = Transpose(b, db, s);
+    dgx.Fill(0xff, s);
+    SKIFF_REQUIRE_OK(cuda::CsrAggregateBackwardTransposed(b.num_dst, b.num_src, db.indptr.get(),
+                                                          t.view(), nullptr,
+                                                          AggregateMode::kWeighted, dg.get(), dim,
+                                                          dgx.get(), s));
+    CHECK(dgx.Download(s) == std::vector<float>(b.num_src * dim, 0.0f));
+  }
+}
+
+// Blocks for the long-row path (rows of more than kLongRowEdges edges, split over warps and
+// blocks; kernels/cuda/spmm.cuh): rows exactly at the threshold and just past it, at multiples of
+// the 8-warp chunk round (256 edges), many long rows, power-law degrees, and more long-row units
+// than one round of the long-row blocks' search covers.
+std::vector<Block> LongRowBlocks() {
+  constexpr int64_t kT = cuda::detail::kLongRowEdges;
+  std::vector<Block> blocks;
+  // Threshold boundaries among short rows; sources few enough that the transpose has long rows.
+  blocks.push_back(MakeBlock(
+      "rows at the long-row threshold", 211,
+      {kT, kT + 1, kT - 1, 0, 1, 2 * kT, kT + 31, kT + 32, kT + 33, 256 + 1, 512 - 1, 512, 512 + 1,
+       3 * kT + 7, 5000, 1, kT, kT + 1, 17},
+      41));
+  {
+    // Many long rows (every row long, most far past the threshold) next to each other: the units
+    // must be spread over many blocks and every row written exactly once.
+    std::mt19937_64 rng(42);
+    std::uniform_int_distribution<int64_t> deg(kT - 4, 4 * kT);
+    std::vector<int64_t> degrees(600);
+    for (auto& d : degrees) d = deg(rng);
+    blocks.push_back(MakeBlock("600 rows of degree T-4..4T", 1000, degrees, 43));
+  }
+  {
+    // Power-law degrees, mean ~15, capped at 10,000 (the perf block's generator, smaller).
+    std::mt19937_64 rng(44);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    std::vector<int64_t> degrees(20000);
+    for (auto& d : degrees) {
+      d = std::min<int64_t>(10000, static_cast<int64_t>(5.0 / std::pow(1.0 - u(rng), 1.0 / 1.5)));
+    }
+    blocks.push_back(MakeBlock("power-law 20000 x 50000", 50000, degrees, 45));
+  }
+  return blocks;
+}
+
+TEST_CASE("CsrAggregate long rows (load-balanced path) match the CPU at and past the threshold") {
+  TestStream stream;
+  for (const Block& b : LongRowBlocks()) {
+    for (int64_t dim : {1, 2, 4, 5, 31, 32, 33, 36, 64, 100, 128, 129, 256, 1000}) {
+      if (b.nnz() > 100000 && dim > 128) continue;  // keeps the CPU reference quick
+      for (AggregateMode mode :
+           {AggregateMode::kSum, AggregateMode::kMean, AggregateMode::kWeighted}) {
+        CheckBlockAndDim(b, dim, mode, stream);
+      }
+    }
+  }
+}
+
+TEST_CASE("CsrAggregate long rows: more long-row units than one search round of the grid") {
+  // 300,000 rows: more units than one round of the long-row blocks' search covers (kMaxLongBlocks
+  // blocks x 256 units), at every dim below, with long rows scattered over the whole range: the
+  // first and last rows, around multiples of kMaxLongBlocks and around the first round boundaries.
+  constexpr int64_t kT = cuda::detail::kLongRowEdges;
+  constexpr int64_t kRound = cuda::detail::kMaxLongBlocks * 256;
+  std::vector<int64_t> degrees(300000);
+  REQUIRE(static_cast<int64_t>(degrees.size()) > kRound);
+  for (size_t i = 0; i < degrees.size(); ++i) degrees[i] = static_cast<int64_t>(i % 3);
+  for (const int64_t row : {int64_t{0}, int64_t{1}, cuda::detail::kMaxLongBlocks - 1,
+                            cuda::detail::kMaxLongBlocks, cuda::detail::kMaxLongBlocks + 1,
+                            kRound / 2 - 1, kRound / 2, kRound - 1, kRound, kRound + 1,
+                            int64_t{299998}, int64_t{299999}}) {
+    degrees[row] = kT + 1 + row % 700;
+  }
+  const Block b = MakeBlock("300,000 rows, long rows scattered", 997, degrees, 46);
+  TestStream stream;
+  for (int64_t dim : {1, 33, 36}) {
+    for (AggregateMode mode : {AggregateMode::kSum, AggregateMode::kWeighted}) {
+      CheckBlockAndDim(b, dim, mode, stream);
+    }
+  }
+}
+
+TEST_CASE("CsrAggregate forward and transposed backward stay deterministic on long rows") {
+  TestStream stream;
+  const cudaStream_t s = stream.get();
+  const Block b = LongRowBlocks()[2];  // power-law
+  const int64_t dim = 128;
+  const std::vector<float> x = RandomFloats(b.num_src * dim, 51);
+  const std::vector<float> g = RandomFloats(b.num_dst * dim, 52);
+  const DeviceBlock db(b, RandomFloats(b.nnz(), 53, 0.1f, 1.0f), s);
+  DeviceBuffer<float> dx(x, s), dg(g, s), dout(b.num_dst * dim), dgx(b.num_src * dim);
+  const Transposed t = Transpose(b, db, s);
+  std::vector<float> first_out, first_gx;
+  for (int run = 0; run < 3; ++run) {
+    SKIFF_REQUIRE_OK(cuda::CsrAggregateForward(b.num_dst, b.num_src, db.indptr.get(),
+                                               db.indices.get(), db.weight.get(),
+                                               AggregateMode::kWeighted, dx.get(), dim, dout.get(),
+                                               s));
+    SKIFF_REQUIRE_OK(cuda::CsrAggregateBackwardTransposed(
+        b.num_dst, b.num_src, db.indptr.get(), t.view(), db.weight.get(), AggregateMode::kWeighted,
+        dg.get(), dim, dgx.get(), s));
+    std::vector<float> out = dout.Download(s), gx = dgx.Download(s);
+    if (run == 0) {
+      first_out = std::move(out);
+      first_gx = std::move(gx);
+      continue;
+    }
+    CHECK(std::memcmp(out.data(), first_out.data(), out.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(gx.data(), first_gx.data(), gx.size() * sizeof(float)) == 0);
+  }
 }
 
 }  // namespace
