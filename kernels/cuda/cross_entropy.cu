@@ -91,6 +91,12 @@ __global__ void FinishLossKernel(LossStats* stats) {
       stats->labelled_rows > 0 ? stats->loss_sum / static_cast<float>(stats->labelled_rows) : 0.0f;
 }
 
+__global__ void AddLossStatsKernel(const LossStats* stats, LossSums* sums) {
+  sums->loss_sum += static_cast<double>(stats->loss_sum);
+  sums->labelled_rows += stats->labelled_rows;
+  sums->correct += stats->correct;
+}
+
 __global__ void __launch_bounds__(kRowBlockThreads)
     LogSoftmaxKernel(int64_t rows, int64_t classes, const float* logits, float* out) {
   const int lane = Lane();
@@ -133,6 +139,14 @@ Status SoftmaxCrossEntropy(int64_t rows, int64_t classes, const float* logits,
   SKIFF_RETURN_IF_ERROR(CheckLaunch("SoftmaxCrossEntropyKernel"));
   FinishLossKernel<<<1, 1, 0, stream>>>(stats);
   return CheckLaunch("FinishLossKernel");
+}
+
+Status AddLossStats(const LossStats* stats, LossSums* sums, cudaStream_t stream) {
+  if (stats == nullptr || sums == nullptr) {
+    return Status::InvalidArgument("AddLossStats: null stats or sums");
+  }
+  AddLossStatsKernel<<<1, 1, 0, stream>>>(stats, sums);
+  return CheckLaunch("AddLossStatsKernel");
 }
 
 Status LogSoftmax(int64_t rows, int64_t classes, const float* logits, float* out,

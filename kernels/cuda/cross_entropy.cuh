@@ -24,10 +24,19 @@ struct LossStats {
   int64_t correct = 0;        // labelled rows whose argmax equals the label
 };
 
+// Totals over many batches, kept on the device (the host reads them once per pass).
+struct LossSums {
+  double loss_sum = 0;  // sum of per-row losses
+  int64_t labelled_rows = 0;
+  int64_t correct = 0;
+};
+
 // `stats` is device memory; it is overwritten.
 Status SoftmaxCrossEntropy(int64_t rows, int64_t classes, const float* logits,
                            const int32_t* labels, float* grad_logits, LossStats* stats,
                            cudaStream_t stream);
+// *sums += *stats (both device memory; one thread). InvalidArgument for null pointers.
+Status AddLossStats(const LossStats* stats, LossSums* sums, cudaStream_t stream);
 // Row-wise log-softmax; out may alias logits.
 Status LogSoftmax(int64_t rows, int64_t classes, const float* logits, float* out,
                   cudaStream_t stream);

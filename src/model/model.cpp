@@ -1,7 +1,9 @@
 #include "skiff/model/model.h"
 
 #include <algorithm>
+#include <utility>
 
+#include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/elementwise.h"
 
 namespace skiff::model {
@@ -68,6 +70,65 @@ Status Model::ForwardAggregated(const train::MiniBatch& /*batch*/, const float* 
                                 std::vector<float>* /*embeddings*/) {
   return Status::Unavailable(std::string(ModelKindName(config_.kind)) +
                              " model on this device does not take aggregated input");
+}
+
+Status Model::ForwardInput(const BatchInput& input, bool training, uint64_t dropout_seed,
+                           std::vector<float>* logits, std::vector<float>* embeddings) {
+  SKIFF_CHECK(input.batch != nullptr);
+  if (input.aggregated == nullptr) {
+    return Forward(*input.batch, input.x, training, dropout_seed, logits, embeddings);
+  }
+  return ForwardAggregated(*input.batch, input.x, input.aggregated, training, dropout_seed, logits,
+                           embeddings);
+}
+
+namespace {
+
+// Adds the softmax cross-entropy of `logits` against `labels` to `totals`; writes its gradient.
+void AddLoss(const std::vector<float>& logits, const std::vector<int32_t>& labels, int64_t classes,
+             std::vector<float>* grad, LossTotals* totals) {
+  const auto rows = static_cast<int64_t>(labels.size());
+  grad->resize(logits.size());
+  int64_t correct = 0, labelled = 0;
+  const float loss =
+      cpu::SoftmaxCrossEntropy(rows, classes, logits.data(), labels.data(), grad->data(), &correct);
+  for (int32_t l : labels) labelled += (l >= 0);
+  totals->loss_sum += static_cast<double>(loss) * static_cast<double>(labelled);
+  totals->labelled += labelled;
+  totals->correct += correct;
+}
+
+}  // namespace
+
+Status Model::TrainStep(const BatchInput& input, uint64_t dropout_seed, Optimizer& optimizer) {
+  SKIFF_RETURN_IF_ERROR(ForwardInput(input, /*training=*/true, dropout_seed, &step_logits_));
+  AddLoss(step_logits_, input.batch->labels, config_.num_classes, &step_grad_, &totals_);
+  ZeroGrad();
+  SKIFF_RETURN_IF_ERROR(Backward(step_grad_.data()));
+  return optimizer.Step();
+}
+
+Status Model::EvalStep(const BatchInput& input) {
+  SKIFF_RETURN_IF_ERROR(ForwardInput(input, /*training=*/false, 0, &step_logits_));
+  AddLoss(step_logits_, input.batch->labels, config_.num_classes, &step_grad_, &totals_);
+  return Status::Ok();
+}
+
+Result<LossTotals> Model::TakeLossTotals() { return std::exchange(totals_, LossTotals{}); }
+
+Result<bool> Model::HoldFeatures(const sampler::FeatureSource& /*features*/,
+                                 uint64_t /*device_bytes*/) {
+  return false;
+}
+
+Status Model::ApplyUpdate(const OptimizerConfig& config, int64_t step,
+                          std::vector<std::vector<float>>& state) {
+  UpdateOnHost(config, step, Parameters(), state);
+  return Status::Ok();
+}
+
+Status Model::ReadOptimizerState(std::vector<std::vector<float>>& /*state*/) {
+  return Status::Ok();
 }
 
 void Model::ZeroGrad() {

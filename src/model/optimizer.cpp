@@ -35,26 +35,35 @@ Optimizer::Optimizer(Model& model, Config config) : model_(model), config_(std::
   }
 }
 
-void Optimizer::Step() {
+Status Optimizer::Step() {
   ++step_;
-  std::vector<Parameter> params = model_.Parameters();
-  const bool adam = config_.kind == "adam";
-  SKIFF_CHECK(state_.size() == params.size() * (adam ? 2u : 1u));
+  return model_.ApplyUpdate(config_, step_, state_);
+}
+
+Result<std::vector<std::vector<float>>*> Optimizer::state() {
+  SKIFF_RETURN_IF_ERROR(model_.ReadOptimizerState(state_));
+  return &state_;
+}
+
+void UpdateOnHost(const OptimizerConfig& config, int64_t step, const std::vector<Parameter>& params,
+                  std::vector<std::vector<float>>& state) {
+  const bool adam = config.kind == "adam";
+  SKIFF_CHECK(state.size() == params.size() * (adam ? 2u : 1u));
   for (size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = params[i];
-    const bool decayed = config_.decay_scope == "all" || p.name.starts_with("layer0.");
-    const float weight_decay = decayed ? config_.weight_decay : 0.0f;
+    const bool decayed = config.decay_scope == "all" || p.name.starts_with("layer0.");
+    const float weight_decay = decayed ? config.weight_decay : 0.0f;
     if (adam) {
       cpu::AdamConfig adam_config;
-      adam_config.lr = config_.lr;
+      adam_config.lr = config.lr;
       adam_config.weight_decay = weight_decay;
-      SKIFF_CHECK(static_cast<int64_t>(state_[2 * i].size()) == p.size());
-      cpu::AdamStep(p.size(), adam_config, step_, p.grad, p.data, state_[2 * i].data(),
-                    state_[2 * i + 1].data());
+      SKIFF_CHECK(static_cast<int64_t>(state[2 * i].size()) == p.size());
+      cpu::AdamStep(p.size(), adam_config, step, p.grad, p.data, state[2 * i].data(),
+                    state[2 * i + 1].data());
     } else {
-      SKIFF_CHECK(static_cast<int64_t>(state_[i].size()) == p.size());
-      cpu::SgdStep(p.size(), config_.lr, config_.momentum, weight_decay, p.grad, p.data,
-                   state_[i].data());
+      SKIFF_CHECK(static_cast<int64_t>(state[i].size()) == p.size());
+      cpu::SgdStep(p.size(), config.lr, config.momentum, weight_decay, p.grad, p.data,
+                   state[i].data());
     }
   }
 }

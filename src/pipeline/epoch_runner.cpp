@@ -362,23 +362,26 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn&
     prepared.held_bytes = held;
   };
   if (!aggregate) {
-    pipeline.AddStage(
-        "gather", opt.gather_threads,
-        [&](StageContext& ctx) -> Status {
-          while (auto item = sampled.Pop(ctx.timer())) {
-            PreparedBatch& prepared = item->prepared;
-            const auto& nodes = prepared.batch.input_nodes;
-            stage(prepared, nodes.size() * static_cast<size_t>(dim));
-            SKIFF_RETURN_IF_ERROR(
-                graph_->Features(*item->resident, nodes, prepared.features.data())
-                    .WithContext("gathering features of batch " + std::to_string(prepared.index)));
-            item->resident.reset();  // unpin: compute needs only the staged features
-            if (!ready.Push(std::move(prepared), ctx.timer())) return Status::Aborted("cancelled");
-            ctx.AddItems(1);
-          }
-          return Status::Ok();
-        },
-        {&ready});
+    pipeline.AddStage("gather", opt.gather_threads,
+                      [&](StageContext& ctx) -> Status {
+                        while (auto item = sampled.Pop(ctx.timer())) {
+                          PreparedBatch& prepared = item->prepared;
+                          const auto& nodes = prepared.batch.input_nodes;
+                          if (opt.gather_features) {
+                            stage(prepared, nodes.size() * static_cast<size_t>(dim));
+                            SKIFF_RETURN_IF_ERROR(
+                                graph_->Features(*item->resident, nodes, prepared.features.data())
+                                    .WithContext("gathering features of batch " +
+                                                 std::to_string(prepared.index)));
+                          }
+                          item->resident.reset();  // unpin: compute needs only the staged features
+                          if (!ready.Push(std::move(prepared), ctx.timer()))
+                            return Status::Aborted("cancelled");
+                          ctx.AddItems(1);
+                        }
+                        return Status::Ok();
+                      },
+                      {&ready});
   } else {
     pipeline.AddStage(
         "gather", 1,

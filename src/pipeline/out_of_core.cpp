@@ -120,6 +120,7 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
                                     .gather_threads = options_.gather_threads,
                                     .batch_allowance_bytes = memory_.batch_allowance,
                                     .expected_batch_bytes = memory_.batch_bytes};
+  runner_options.gather_features = pass.gather_features;
   if (memory_.aggregated_input && pass.aggregation.has_value()) {
     runner_options.aggregation = pass.aggregation;
     // Batches reserve their features when gathered: admission counts the sampled structure only.

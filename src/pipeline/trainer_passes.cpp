@@ -106,7 +106,8 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
         .epoch = static_cast<uint64_t>(pass.epoch),
         .resident_order = {},
         .aggregation = std::nullopt,
-        .dropout_seed = nullptr};
+        .dropout_seed = nullptr,
+        .gather_features = pass.gather_features};
     // Aggregated input when the model takes it and the budget plan chose it.
     const bool aggregated =
         ooc->aggregated_input() && pass.aggregation != model::InputAggregation::kNone;

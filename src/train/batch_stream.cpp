@@ -61,14 +61,16 @@ void BatchStream::Worker() {
       for (size_t i = 0; i < b.seeds.size(); ++i) {
         b.labels[i] = labels_ != nullptr ? (*labels_)[b.seeds[i]] : -1;
       }
-      const size_t values = b.input_nodes.size() * static_cast<size_t>(features_.dim());
+      const size_t values = options_.gather_features
+                                ? b.input_nodes.size() * static_cast<size_t>(features_.dim())
+                                : 0;
       if (prepared.features.capacity() < values) {
         // Too small to reuse: drop it rather than copy it over, and leave headroom.
         prepared.features = std::vector<float>();
         prepared.features.reserve(values + values / 8);
       }
       prepared.features.resize(values);
-      st = features_.Gather(b.input_nodes, prepared.features.data());
+      if (values > 0) st = features_.Gather(b.input_nodes, prepared.features.data());
     }
     const auto t2 = Clock::now();
     {

@@ -180,7 +180,8 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainData& data, TrainOpt
   return t;
 }
 
-Checkpoint Trainer::MakeCheckpoint(int64_t epoch) {
+Result<Checkpoint> Trainer::MakeCheckpoint(int64_t epoch) {
+  SKIFF_ASSIGN_OR_RETURN(std::vector<std::vector<float>> * state, optimizer_->state());
   Checkpoint c;
   c.config_json = options_.ToJson();
   c.epoch = epoch;
@@ -193,7 +194,7 @@ Checkpoint Trainer::MakeCheckpoint(int64_t epoch) {
     c.parameters.push_back({p.name, p.shape, std::vector<float>(p.data, p.data + p.size())});
   }
   c.optimizer_steps = optimizer_->steps();
-  c.optimizer_state = optimizer_->state();
+  c.optimizer_state = *state;
   return c;
 }
 
@@ -211,7 +212,8 @@ Status Trainer::Restore(const Checkpoint& c) {
                                      " does not match the model's " + params[i].name);
     }
   }
-  auto& state = optimizer_->state();
+  SKIFF_ASSIGN_OR_RETURN(std::vector<std::vector<float>> * state_ptr, optimizer_->state());
+  auto& state = *state_ptr;
   if (state.size() != c.optimizer_state.size()) {
     return Status::InvalidArgument("checkpoint optimiser state does not match the optimiser");
   }
@@ -236,6 +238,7 @@ Status Trainer::Restore(const Checkpoint& c) {
 PassSpec Trainer::MakePassSpec(const std::vector<int64_t>* nodes, bool training, uint64_t stream,
                                int64_t epoch, int64_t batch_size) const {
   PassSpec pass{nodes, training, stream, epoch, batch_size};
+  pass.gather_features = !model_->holds_features();
   if (model_->accepts_aggregated_input()) {
     pass.aggregation = model::InputAggregationOf(model_->config());
     pass.input_dropout = model::FirstLayerDropout(model_->config());
@@ -243,20 +246,30 @@ PassSpec Trainer::MakePassSpec(const std::vector<int64_t>* nodes, bool training,
   return pass;
 }
 
-Status Trainer::ForwardBatch(const PreparedBatch& next, bool training, uint64_t dropout_seed,
-                             std::vector<float>* logits, std::vector<float>* embeddings) {
-  if (!next.aggregated) {
-    return model_->Forward(next.batch, next.features.data(), training, dropout_seed, logits,
-                           embeddings);
+model::BatchInput Trainer::InputOf(const PreparedBatch& next) const {
+  model::BatchInput input{.batch = &next.batch};
+  if (next.features.empty() && model_->holds_features()) return input;
+  input.x = next.features.data();
+  if (next.aggregated) {
+    SKIFF_CHECK(!next.batch.blocks.empty());
+    const auto rows = static_cast<size_t>(next.batch.blocks[0].num_dst * model_->config().in_dim);
+    SKIFF_CHECK(next.features.size() == 2 * rows);
+    input.aggregated = next.features.data() + rows;
   }
-  SKIFF_CHECK(!next.batch.blocks.empty());
-  const auto rows = static_cast<size_t>(next.batch.blocks[0].num_dst * model_->config().in_dim);
-  SKIFF_CHECK(next.features.size() == 2 * rows);
-  return model_->ForwardAggregated(next.batch, next.features.data(), next.features.data() + rows,
-                                   training, dropout_seed, logits, embeddings);
+  return input;
+}
+
+Status Trainer::OfferFeatures() {
+  if (features_offered_) return Status::Ok();
+  features_offered_ = true;
+  SKIFF_ASSIGN_OR_RETURN(const bool held,
+                         model_->HoldFeatures(*data_.features, options_.device_memory_bytes));
+  if (held) LogInfo("features held on the device: batches carry node IDs only");
+  return Status::Ok();
 }
 
 Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
+  SKIFF_RETURN_IF_ERROR(OfferFeatures());  // once per run, before the first epoch's clock
   EpochMetrics m;
   m.epoch = epoch;
   const auto start = Clock::now();
@@ -266,6 +279,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   so.seed = options_.seed;
   so.stream = kTrainStream;
   so.epoch = static_cast<uint64_t>(epoch);
+  so.gather_features = !model_->holds_features();
   const int64_t num_batches =
       (static_cast<int64_t>(data_.train.size()) + options_.batch_size - 1) / options_.batch_size;
   std::optional<Progress> progress;
@@ -274,10 +288,6 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
     progress.emplace("epoch " + std::to_string(epoch),
                      pass_runner_ ? 0 : static_cast<uint64_t>(num_batches), "batches");
   }
-  const int64_t classes = data_.num_classes;
-  std::vector<float> logits, grad;
-  double loss_sum = 0;
-  int64_t correct_total = 0, labelled_total = 0;
   double compute_seconds = 0;
   // The dropout seed of batch `index`: the compute step's, and the one a runner that gathers
   // aggregated input masks the first layer's input with.
@@ -286,22 +296,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   };
   auto consume = [&](PreparedBatch& next) -> Status {
     const auto c0 = Clock::now();
-    const MiniBatch& b = next.batch;
-    SKIFF_RETURN_IF_ERROR(
-        ForwardBatch(next, /*training=*/true, dropout_seed(next.index), &logits, nullptr));
-    const int64_t rows = static_cast<int64_t>(b.seeds.size());
-    grad.resize(logits.size());
-    int64_t correct = 0;
-    const float loss = cpu::SoftmaxCrossEntropy(rows, classes, logits.data(), b.labels.data(),
-                                                grad.data(), &correct);
-    int64_t labelled = 0;
-    for (int32_t l : b.labels) labelled += (l >= 0);
-    model_->ZeroGrad();
-    SKIFF_RETURN_IF_ERROR(model_->Backward(grad.data()));
-    optimizer_->Step();
-    loss_sum += static_cast<double>(loss) * labelled;
-    correct_total += correct;
-    labelled_total += labelled;
+    SKIFF_RETURN_IF_ERROR(model_->TrainStep(InputOf(next), dropout_seed(next.index), *optimizer_));
     compute_seconds += Seconds(c0, Clock::now());
     if (progress) progress->Add(1);
     return Status::Ok();
@@ -326,9 +321,15 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
     gather_seconds = stream.gather_busy_seconds();
     wait_seconds = stream.consumer_wait_seconds();
   }
+  // A device model may still be computing: its totals wait for the last step.
+  const auto f0 = Clock::now();
+  SKIFF_ASSIGN_OR_RETURN(const model::LossTotals totals, model_->TakeLossTotals());
+  compute_seconds += Seconds(f0, Clock::now());
   if (progress) progress->Finish();
-  m.loss = labelled_total > 0 ? loss_sum / labelled_total : 0;
-  m.train_acc = labelled_total > 0 ? static_cast<double>(correct_total) / labelled_total : 0;
+  m.loss = totals.labelled > 0 ? totals.loss_sum / static_cast<double>(totals.labelled) : 0;
+  m.train_acc = totals.labelled > 0
+                    ? static_cast<double>(totals.correct) / static_cast<double>(totals.labelled)
+                    : 0;
   m.sample_seconds = sample_seconds;
   m.gather_seconds = gather_seconds;
   m.compute_wait_seconds = wait_seconds;
@@ -357,23 +358,10 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
   so.capacity = options_.prefetch_batches;
   so.seed = options_.seed;
   so.stream = stream_id;
-  std::vector<float> logits, grad;
-  int64_t correct_total = 0, labelled_total = 0;
-  double loss_sum = 0;
-  auto consume = [&](PreparedBatch& next) -> Status {
-    const MiniBatch& b = next.batch;
-    SKIFF_RETURN_IF_ERROR(ForwardBatch(next, false, 0, &logits, nullptr));
-    grad.resize(logits.size());
-    int64_t correct = 0, labelled = 0;
-    for (int32_t l : b.labels) labelled += (l >= 0);
-    const float loss =
-        cpu::SoftmaxCrossEntropy(static_cast<int64_t>(b.seeds.size()), data_.num_classes,
-                                 logits.data(), b.labels.data(), grad.data(), &correct);
-    correct_total += correct;
-    labelled_total += labelled;
-    loss_sum += static_cast<double>(loss) * labelled;
-    return Status::Ok();
-  };
+  so.gather_features = !model_->holds_features();
+  SKIFF_RETURN_IF_ERROR(OfferFeatures());
+  // Totals of earlier steps were taken by their pass; these are this evaluation's alone.
+  auto consume = [&](PreparedBatch& next) -> Status { return model_->EvalStep(InputOf(next)); };
   if (pass_runner_) {
     // Epoch 0 for every evaluation, as the BatchStream below: evaluation draws the same
     // neighbours every epoch.
@@ -389,16 +377,18 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
       stream.Recycle(std::move(*next));
     }
   }
+  SKIFF_ASSIGN_OR_RETURN(const model::LossTotals totals, model_->TakeLossTotals());
   Evaluation e;
-  if (labelled_total > 0) {
-    e.accuracy = static_cast<double>(correct_total) / labelled_total;
-    e.loss = loss_sum / labelled_total;
+  if (totals.labelled > 0) {
+    e.accuracy = static_cast<double>(totals.correct) / static_cast<double>(totals.labelled);
+    e.loss = totals.loss_sum / static_cast<double>(totals.labelled);
   }
   return e;
 }
 
 Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                         std::vector<float>* embeddings) {
+  SKIFF_RETURN_IF_ERROR(OfferFeatures());
   const int64_t c = data_.num_classes;
   const int64_t h = model_->EmbeddingDim();
   classes->assign(nodes.size(), -1);
@@ -421,7 +411,7 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
   std::vector<float> logits, emb;
   auto consume = [&](PreparedBatch& next) -> Status {
     const MiniBatch& b = next.batch;
-    SKIFF_RETURN_IF_ERROR(ForwardBatch(next, false, 0, &logits, &emb));
+    SKIFF_RETURN_IF_ERROR(model_->ForwardInput(InputOf(next), false, 0, &logits, &emb));
     const int64_t rows = static_cast<int64_t>(b.seeds.size());
     for (int64_t i = 0; i < rows; ++i) {
       const float* l = logits.data() + i * c;
@@ -445,6 +435,7 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
     so.capacity = options_.prefetch_batches;
     so.seed = options_.seed;
     so.stream = kPredictStream;
+    so.gather_features = !model_->holds_features();
     BatchStream stream(*eval_sampler_, *data_.features, nullptr,
                        PlanBatches(nodes, batch_size, false, 0, 0), so);
     while (true) {
@@ -492,7 +483,7 @@ Result<TrainSummary> Trainer::Run() {
     if (!options_.checkpoint_path.empty()) {
       // The best model for predict/export; the last epoch's state for --resume, so that a
       // resumed run never redoes an epoch that finished.
-      const Checkpoint checkpoint = MakeCheckpoint(epoch);
+      SKIFF_ASSIGN_OR_RETURN(const Checkpoint checkpoint, MakeCheckpoint(epoch));
       if (improved) SKIFF_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint));
       SKIFF_RETURN_IF_ERROR(
           WriteCheckpoint(LastCheckpointPath(options_.checkpoint_path), checkpoint));

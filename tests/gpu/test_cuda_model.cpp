@@ -3,7 +3,11 @@
 // gradient of every parameter must agree within a relative tolerance of 1e-4 of the largest
 // magnitude (fp32 cuBLAS and atomics reorder sums; nothing else differs), with and without
 // dropout (the kernels use the same DropoutKeep hash), for SAGE, GCN and GAT, with LayerNorm and
-// ELU variants; and a few Adam steps on the CUDA model lower the training loss.
+// ELU variants; and a few Adam steps on the CUDA model lower the training loss. The device-resident
+// steps (TrainStep, EvalStep: loss, backward and optimiser on the device) follow the CPU model's
+// over several SGD steps within the same tolerance, and their loss totals agree; features held on
+// the device give the logits of the same rows passed in; the optimiser state and parameters read
+// back for a checkpoint continue the run on another model.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -12,6 +16,7 @@
 
 #include "kernels/cpu/cross_entropy.h"
 #include "skiff/model/model.h"
+#include "skiff/sampler/feature_source.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/unit/test_model_util.h"
 
@@ -47,6 +52,7 @@ ModelConfig Config(ModelKind kind, const std::string& norm, const std::string& a
   c.norm = norm;
   c.activation = activation;
   c.seed = 11;
+  c.cuda_matmul = "fp32";  // the comparisons' tolerance is fp32's
   return c;
 }
 
@@ -143,9 +149,142 @@ TEST_CASE("cuda model: a few Adam steps lower the training loss") {
       if (step == 0) first = loss;
       last = loss;
       SKIFF_REQUIRE_OK(m.Backward(grad.data()));
-      opt.Step();
+      SKIFF_REQUIRE_OK(opt.Step());
     }
     INFO("loss " << first << " -> " << last);
     CHECK(last < 0.5f * first);
   }
+}
+
+namespace {
+
+// Features of nodes 0..num_nodes-1 and the rows of `batch`'s input nodes among them.
+struct HeldFeatures {
+  std::unique_ptr<sampler::InMemoryFeatures> table;
+  std::vector<float> rows;
+};
+
+HeldFeatures MakeFeatures(const train::MiniBatch& batch, int64_t dim) {
+  const int64_t num_nodes = batch.input_nodes.back() + 7;
+  std::vector<float> values = gpu_testing::RandomFloats(static_cast<size_t>(num_nodes * dim), 21);
+  HeldFeatures f;
+  for (int64_t v : batch.input_nodes) {
+    f.rows.insert(f.rows.end(), values.begin() + v * dim, values.begin() + (v + 1) * dim);
+  }
+  auto table = sampler::InMemoryFeatures::FromMatrix(std::move(values), dim);
+  REQUIRE(table.ok());
+  f.table = std::move(table).value();
+  return f;
+}
+
+void CheckParametersClose(Model& a, Model& b, const std::string& what) {
+  std::vector<Parameter> pa = a.Parameters(), pb = b.Parameters();
+  REQUIRE(pa.size() == pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    std::vector<float> values(pa[i].data, pa[i].data + pa[i].size());
+    CheckClose(values, pb[i].data, static_cast<size_t>(pb[i].size()), what + " " + pa[i].name);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda model: device-resident SGD steps follow the CPU model") {
+  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
+    CAPTURE(ModelKindName(kind));
+    const ModelConfig c = Config(kind, "layer", "relu");
+    std::mt19937_64 rng(13);
+    const train::MiniBatch batch = testing::RandomMiniBatch({300, 120, 40, 17}, 9, 5, rng);
+    HeldFeatures f = MakeFeatures(batch, c.in_dim);
+    auto cpu = Model::CreateCpu(c);
+    auto gpu = Model::CreateCuda(c);
+    REQUIRE(cpu.ok());
+    REQUIRE_MESSAGE(gpu.ok(), gpu.status().ToString());
+    auto held = (*gpu)->HoldFeatures(*f.table, 0);
+    SKIFF_REQUIRE_OK(held.status());
+    REQUIRE(*held);
+    Optimizer::Config oc;
+    oc.kind = "sgd";
+    oc.lr = 0.05f;
+    oc.momentum = 0.9f;
+    Optimizer opt_cpu(**cpu, oc), opt_gpu(**gpu, oc);
+    for (int step = 0; step < 5; ++step) {
+      const uint64_t seed = 100 + static_cast<uint64_t>(step);
+      SKIFF_REQUIRE_OK((*cpu)->TrainStep({.batch = &batch, .x = f.rows.data()}, seed, opt_cpu));
+      // Odd steps from the held features, even steps from the rows: both paths train alike.
+      const float* x = step % 2 == 1 ? nullptr : f.rows.data();
+      SKIFF_REQUIRE_OK((*gpu)->TrainStep({.batch = &batch, .x = x}, seed, opt_gpu));
+    }
+    SKIFF_REQUIRE_OK((*cpu)->EvalStep({.batch = &batch, .x = f.rows.data()}));
+    SKIFF_REQUIRE_OK((*gpu)->EvalStep({.batch = &batch}));
+    auto totals_cpu = (*cpu)->TakeLossTotals();
+    auto totals_gpu = (*gpu)->TakeLossTotals();
+    SKIFF_REQUIRE_OK(totals_gpu.status());
+    CHECK(totals_gpu->labelled == totals_cpu->labelled);
+    CHECK(std::abs(totals_gpu->correct - totals_cpu->correct) <= 1);  // a near-tie may flip
+    CHECK(std::fabs(totals_gpu->loss_sum - totals_cpu->loss_sum) <=
+          1e-4 * std::max(1.0, std::fabs(totals_cpu->loss_sum)));
+    CheckParametersClose(**gpu, **cpu, "after 5 steps:");
+    // Totals were taken: the next ones start from zero.
+    auto empty = (*gpu)->TakeLossTotals();
+    SKIFF_REQUIRE_OK(empty.status());
+    CHECK(empty->labelled == 0);
+  }
+}
+
+TEST_CASE("cuda model: held features give the logits of the rows passed in") {
+  const ModelConfig c = Config(ModelKind::kSage, "none", "relu");
+  std::mt19937_64 rng(3);
+  const train::MiniBatch batch = testing::RandomMiniBatch({200, 90, 30, 11}, 7, 5, rng);
+  HeldFeatures f = MakeFeatures(batch, c.in_dim);
+  auto gpu = Model::CreateCuda(c);
+  REQUIRE_MESSAGE(gpu.ok(), gpu.status().ToString());
+  std::vector<float> logits;
+  CHECK((*gpu)->Forward(batch, nullptr, false, 0, &logits).code() ==
+        StatusCode::kInvalidArgument);  // nothing held yet
+  // A budget smaller than the table: not held.
+  auto refused = (*gpu)->HoldFeatures(*f.table, 1024);
+  SKIFF_REQUIRE_OK(refused.status());
+  CHECK_FALSE(*refused);
+  CHECK_FALSE((*gpu)->holds_features());
+  auto held = (*gpu)->HoldFeatures(*f.table, 0);
+  SKIFF_REQUIRE_OK(held.status());
+  REQUIRE(*held);
+  std::vector<float> from_rows, from_ids;
+  SKIFF_REQUIRE_OK((*gpu)->Forward(batch, f.rows.data(), true, 5, &from_rows));
+  SKIFF_REQUIRE_OK((*gpu)->Forward(batch, nullptr, true, 5, &from_ids));
+  CHECK(from_rows == from_ids);  // the same rows, the same deterministic forward
+}
+
+TEST_CASE("cuda model: a checkpoint's state read back continues the run on another model") {
+  const ModelConfig c = Config(ModelKind::kSage, "none", "relu");
+  std::mt19937_64 rng(17);
+  const train::MiniBatch batch = testing::RandomMiniBatch({300, 120, 40, 17}, 9, 5, rng);
+  HeldFeatures f = MakeFeatures(batch, c.in_dim);
+  auto a = Model::CreateCuda(c);
+  auto b = Model::CreateCuda(c);
+  REQUIRE_MESSAGE(a.ok(), a.status().ToString());
+  REQUIRE(b.ok());
+  Optimizer::Config oc;
+  oc.lr = 0.01f;
+  Optimizer opt_a(**a, oc), opt_b(**b, oc);
+  const model::BatchInput input{.batch = &batch, .x = f.rows.data()};
+  for (int step = 0; step < 3; ++step) SKIFF_REQUIRE_OK((*a)->TrainStep(input, 7, opt_a));
+  // What Trainer::MakeCheckpoint reads and Restore writes.
+  auto state_a = opt_a.state();
+  SKIFF_REQUIRE_OK(state_a.status());
+  bool moved = false;
+  for (const auto& moment : **state_a) {
+    moved = moved || std::any_of(moment.begin(), moment.end(), [](float v) { return v != 0; });
+  }
+  CHECK(moved);  // the device moments came back
+  std::vector<Parameter> pa = (*a)->Parameters(), pb = (*b)->Parameters();
+  for (size_t i = 0; i < pa.size(); ++i)
+    std::copy(pa[i].data, pa[i].data + pa[i].size(), pb[i].data);
+  auto state_b = opt_b.state();
+  SKIFF_REQUIRE_OK(state_b.status());
+  **state_b = **state_a;
+  opt_b.set_steps(opt_a.steps());
+  SKIFF_REQUIRE_OK((*a)->TrainStep(input, 8, opt_a));
+  SKIFF_REQUIRE_OK((*b)->TrainStep(input, 8, opt_b));
+  CheckParametersClose(**b, **a, "continued:");
 }

@@ -73,7 +73,7 @@ TEST_CASE("export: a partitioned dataset predicts every node in the row of its o
   REQUIRE(parts_data.ok());
   auto same = train::Trainer::Create((*parts_data)->data, Options());
   REQUIRE(same.ok());
-  REQUIRE((*same)->Restore((*trained)->MakeCheckpoint(1)).ok());
+  REQUIRE((*same)->Restore(*(*trained)->MakeCheckpoint(1)).ok());
   REQUIRE(train::ExportPredictions(**parts, **same, dir / "out-parts").ok());
 
   const std::string a = ReadWhole(dir / "out-plain/predictions.npy");

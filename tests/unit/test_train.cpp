@@ -259,7 +259,7 @@ TEST_CASE("trainer: resume from a checkpoint reproduces the remaining epochs exa
   REQUIRE(part.ok());
   REQUIRE((*part)->Run().ok());
   const std::string path = dir / "run.ckpt";
-  REQUIRE(WriteCheckpoint(path, (*part)->MakeCheckpoint(1)).ok());
+  REQUIRE(WriteCheckpoint(path, *(*part)->MakeCheckpoint(1)).ok());
 
   auto ckpt = ReadCheckpoint(path);
   REQUIRE(ckpt.ok());

@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     if (!m->Backward(grad.data()).ok()) return 1;
     const double t_backward = Seconds(t1);
     auto t2 = std::chrono::steady_clock::now();
-    opt.Step();
+    if (!opt.Step().ok()) return 1;
     const double t_step = Seconds(t2);
     if (step > 0) {
       forward_s += t_forward;

@@ -45,6 +45,8 @@ struct TrainCliOptions {
   int sampler_threads = 0;
   std::string optimizer = "adam";
   std::string device = "cpu";  // compute stage: "cpu" or "cuda"
+  std::string cuda_matmul = "tf32";
+  std::string device_memory;  // features on the device within this (default: free less a margin)
   std::string checkpoint, resume, metrics, export_dir;
   std::string config;
   std::string memory;              // out of core when set (docs/pipeline.md)
@@ -230,6 +232,18 @@ int RunTrain(const TrainCliOptions& o) {
     }
     t.feature_norm = o.feature_norm;
   }
+  if (o.cuda_matmul != "tf32" && o.cuda_matmul != "fp32") {
+    return ReportStatus("train",
+                        Status::InvalidArgument("--cuda-matmul must be tf32 or fp32 (got \"" +
+                                                o.cuda_matmul + "\")"));
+  }
+  t.model.cuda_matmul = o.cuda_matmul;
+  if (!o.device_memory.empty() &&
+      (!ParseBytes(o.device_memory, &t.device_memory_bytes) || t.device_memory_bytes == 0)) {
+    return ReportStatus("train", Status::InvalidArgument("--device-memory: expected a size such as "
+                                                         "8GiB (got \"" +
+                                                         o.device_memory + "\")"));
+  }
   cpu::SetNumThreads(o.threads);
   t.sampler_threads = o.sampler_threads > 0 ? o.sampler_threads : std::max(1, cpu::NumThreads());
   t.checkpoint_path = o.checkpoint;
@@ -253,8 +267,7 @@ int RunTrain(const TrainCliOptions& o) {
   if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
   auto trainer = train::Trainer::Create(*train_data, t, factory);
   if (!trainer.ok()) return ReportStatus("train", trainer.status());
-  (*trainer)->SetPassRunner(
-      pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress && memory_bytes > 0));
+  (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress));
   if (resume.has_value()) {
     Status st = (*trainer)->Restore(*resume);
     if (!st.ok()) return ReportStatus("train", st.WithContext(o.resume));
@@ -264,7 +277,7 @@ int RunTrain(const TrainCliOptions& o) {
           ": " + std::to_string(train_data->train.size()) + " training nodes, fanouts " +
           sampler::FanoutsToString(t.fanouts) + ", " +
           std::to_string((*trainer)->model().NumParameters()) + " parameters, " +
-          (o.device == "cuda" ? std::string("CUDA") : cpu::BlasDescription()));
+          (o.device == "cuda" ? (*trainer)->model().DeviceDescription() : cpu::BlasDescription()));
   auto summary = (*trainer)->Run();
   if (!summary.ok()) return ReportStatus("train", summary.status());
   double seconds = 0;
@@ -304,6 +317,12 @@ RunFn Setup(CLI::App& app) {
   app.add_option("dataset", o->dataset, "Dataset directory")->required();
   app.add_option("--model", o->model, "sage, gcn or gat")->capture_default_str();
   app.add_option("--device", o->device, "Compute stage: cpu or cuda")->capture_default_str();
+  app.add_option("--cuda-matmul", o->cuda_matmul,
+                 "cuda: matrix products on TF32 tensor cores (tf32) or in exact fp32 (fp32)")
+      ->capture_default_str();
+  app.add_option("--device-memory", o->device_memory,
+                 "cuda: keep the features in device memory when they fit in this (e.g. 8GiB; "
+                 "default: the device's free memory less 1/8 of it, at least 2 GiB)");
   app.add_option("--layers", o->layers, "Number of GNN layers")->capture_default_str();
   app.add_option("--hidden", o->hidden, "Hidden width")->capture_default_str();
   app.add_option("--fanouts", o->fanouts,

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "skiff/sampler/feature_source.h"
 #include "skiff/status.h"
 #include "skiff/train/minibatch.h"
 
@@ -61,7 +62,42 @@ struct ModelConfig {
   std::string activation = "relu";  // "relu" or "elu"
   std::string norm = "none";        // "none" or "layer" (LayerNorm on hidden layers)
   uint64_t seed = 0;                // parameter initialisation (Glorot uniform) and dropout
+  // CUDA only, not part of the model's definition: dense products on TF32 tensor cores ("tf32",
+  // inputs rounded to 10 mantissa bits, fp32 accumulation) or as exact fp32 ("fp32", bit-for-bit
+  // the CPU model's arithmetic where the kernels allow; docs/cuda.md).
+  std::string cuda_matmul = "tf32";
 };
+
+// Adam or SGD settings (Optimizer below).
+struct OptimizerConfig {
+  std::string kind = "adam";  // "adam" or "sgd"
+  float lr = 0.01f;
+  float weight_decay = 5e-4f;
+  float momentum = 0.0f;  // SGD only
+  // Which parameters weight decay applies to: "all", or "first-layer" (those named "layer0.*";
+  // Kipf & Welling's GCN recipe regularises only the first layer).
+  std::string decay_scope = "all";
+};
+
+// Softmax cross-entropy totals over the batches of a pass (labelled seeds only).
+struct LossTotals {
+  double loss_sum = 0;   // sum of the per-row losses
+  int64_t labelled = 0;  // seeds whose label is not -1
+  int64_t correct = 0;   // labelled seeds whose argmax is the label
+};
+
+// The first layer's input of one batch, in one of three forms:
+//   x = input_nodes x in_dim rows, aggregated = null: Forward's form;
+//   x = block 0's destination rows and `aggregated` its aggregated rows: ForwardAggregated's form;
+//   x = null, aggregated = null: the model gathers the rows of batch->input_nodes from the features
+//     it holds (HoldFeatures returned true).
+struct BatchInput {
+  const train::MiniBatch* batch = nullptr;
+  const float* x = nullptr;
+  const float* aggregated = nullptr;
+};
+
+class Optimizer;
 
 InputAggregation InputAggregationOf(const ModelConfig& config);
 // The dropout probability on the first layer's input (input_dropout, or dropout when < 0).
@@ -131,6 +167,41 @@ class Model {
   // InvalidArgument when not preceded by a Forward (or called twice for one Forward).
   virtual Status Backward(const float* grad_logits) = 0;
 
+  // Forward or ForwardAggregated, as the form of `input` says (BatchInput).
+  Status ForwardInput(const BatchInput& input, bool training, uint64_t dropout_seed,
+                      std::vector<float>* logits, std::vector<float>* embeddings = nullptr);
+
+  // The steps a training loop runs. A device model queues them without waiting for the device, so
+  // the host prepares the next batch meanwhile; their loss statistics are complete only when
+  // TakeLossTotals() returns them. Both return InvalidArgument for a malformed batch.
+  // One optimisation step: Forward (training, masks from `dropout_seed`), softmax cross-entropy
+  // against batch->labels (mean over labelled seeds), the gradients of this batch alone, and
+  // optimizer.Step(); adds the batch's loss statistics to the totals.
+  virtual Status TrainStep(const BatchInput& input, uint64_t dropout_seed, Optimizer& optimizer);
+  // Forward without dropout and the batch's loss statistics added to the totals.
+  virtual Status EvalStep(const BatchInput& input);
+  // The totals of the steps since the last call, which resets them.
+  virtual Result<LossTotals> TakeLossTotals();
+
+  // Keeps all of `features` on the model's device so that batches can be given as node IDs
+  // (BatchInput::x null), when they fit in `device_bytes` (0: the device's free memory less a
+  // margin). Returns whether it holds them; a CPU model never does.
+  virtual Result<bool> HoldFeatures(const sampler::FeatureSource& features, uint64_t device_bytes);
+  virtual bool holds_features() const { return false; }
+  // One line on where the model runs and what it holds ("" for the CPU model).
+  virtual std::string DeviceDescription() const { return ""; }
+
+  // Applies one optimiser update with the accumulated gradients (Optimizer::Step calls it).
+  // `state` is the optimiser's state in Parameters() order (Optimizer::state()); a device model
+  // may keep it on the device until ReadOptimizerState.
+  virtual Status ApplyUpdate(const OptimizerConfig& config, int64_t step,
+                             std::vector<std::vector<float>>& state);
+  // Makes `state` (and Parameters()) current on the host, for checkpoints or for changing them:
+  // the next update takes them from the host again. No-op for a model on the host.
+  virtual Status ReadOptimizerState(std::vector<std::vector<float>>& state);
+
+  // Host tensors of every parameter. A device model copies its parameters back first, and takes
+  // them (changed or not) from the host again before its next use of them.
   virtual std::vector<Parameter> Parameters() = 0;
   void ZeroGrad();
   int64_t NumParameters();
@@ -139,30 +210,29 @@ class Model {
  protected:
   explicit Model(ModelConfig config) : config_(std::move(config)) {}
   ModelConfig config_;
+
+ private:
+  LossTotals totals_;                           // TrainStep / EvalStep on the host
+  std::vector<float> step_logits_, step_grad_;  // reused across steps
 };
 
 // Adam or SGD over a model's parameters; owns the optimiser state (moments).
 class Optimizer {
  public:
-  struct Config {
-    std::string kind = "adam";  // "adam" or "sgd"
-    float lr = 0.01f;
-    float weight_decay = 5e-4f;
-    float momentum = 0.0f;  // SGD only
-    // Which parameters weight decay applies to: "all", or "first-layer" (those named "layer0.*";
-    // Kipf & Welling's GCN recipe regularises only the first layer).
-    std::string decay_scope = "all";
-  };
+  using Config = OptimizerConfig;
   // InvalidArgument unless kind is "adam" or "sgd"; lr > 0; weight_decay, momentum >= 0;
   // decay_scope "all" or "first-layer".
   static Status ValidateConfig(const Config& config);
   // The config must be valid (checked: an invalid one is a programmer error).
   Optimizer(Model& model, Config config);
-  void Step();  // applies one update from the accumulated gradients
+  // Applies one update from the accumulated gradients (on the model's device: Model::ApplyUpdate).
+  Status Step();
   int64_t steps() const { return step_; }
+  const Config& config() const { return config_; }
   // State for checkpoints, in Parameters() order: adam keeps m then v per parameter
   // (state()[2i], state()[2i+1]), sgd one momentum buffer per parameter; and the step count.
-  std::vector<std::vector<float>>& state() { return state_; }
+  // Copied back from the model's device first (Model::ReadOptimizerState).
+  Result<std::vector<std::vector<float>>*> state();
   void set_steps(int64_t steps) { step_ = steps; }
 
  private:
@@ -171,5 +241,10 @@ class Optimizer {
   int64_t step_ = 0;
   std::vector<std::vector<float>> state_;  // adam: m and v per parameter; sgd: momentum buffer
 };
+
+// The optimiser update on host tensors (kernels/cpu/optimizer.h): step `step` (>= 1) of `config`
+// over `params` with their gradients, and `state` as Optimizer::state() describes it.
+void UpdateOnHost(const OptimizerConfig& config, int64_t step, const std::vector<Parameter>& params,
+                  std::vector<std::vector<float>>& state);
 
 }  // namespace skiff::model

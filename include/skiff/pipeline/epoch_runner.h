@@ -116,6 +116,9 @@ struct EpochRunnerOptions {
   std::optional<AggregationOptions> aggregation = std::nullopt;
   int gather_group = 1;
   std::function<uint64_t(int64_t index)> dropout_seed = nullptr;
+  // False: batches go to compute without features (the model holds them on its device); not
+  // with aggregation.
+  bool gather_features = true;
 
   // Upper bound on sampled batches alive at once (sampling, queued, gathering, reordering,
   // computing), whatever the byte allowance; with aggregation, two groups.

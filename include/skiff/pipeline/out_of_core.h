@@ -77,6 +77,8 @@ struct PassOptions {
   // aggregated_input()); `dropout_seed(index)`: the Forward dropout seed of batch `index`.
   std::optional<AggregationOptions> aggregation = std::nullopt;
   std::function<uint64_t(int64_t index)> dropout_seed = nullptr;
+  // False: batches are handed over without features (the model holds them on its device).
+  bool gather_features = true;
 };
 
 class OutOfCore {

@@ -44,6 +44,7 @@ struct BatchStreamOptions {
   uint64_t seed = 0;
   uint64_t stream = 0;  // distinguishes training from evaluation passes
   uint64_t epoch = 0;
+  bool gather_features = true;  // false: batches come without features (the model gathers them)
 };
 
 class BatchStream {

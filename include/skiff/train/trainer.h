@@ -65,6 +65,9 @@ struct TrainOptions {
   std::string checkpoint_path;  // best model by validation accuracy ("" = none)
   std::string metrics_path;     // JSON lines, one per epoch ("" = none)
   bool show_progress = true;
+  // Device memory the model may use for the features (Model::HoldFeatures; 0: what the device has
+  // free less a margin). Not part of the run's definition: not checkpointed.
+  uint64_t device_memory_bytes = 0;
 
   std::string ToJson() const;
   static Result<TrainOptions> FromJson(const std::string& text);
@@ -100,6 +103,9 @@ struct PassSpec {
   model::InputAggregation aggregation = model::InputAggregation::kNone;
   float input_dropout = 0;
   std::function<uint64_t(int64_t index)> dropout_seed = nullptr;
+  // False when the model gathers the input rows itself (it holds the features on its device):
+  // batches then come without features (PreparedBatch::features empty).
+  bool gather_features = true;
 };
 // Runs a pass: hands every batch -- sampled, labelled, features gathered -- to `consume` in
 // batch order, and returns the first error (its own or consume's). May describe the pass as a
@@ -141,7 +147,8 @@ class Trainer {
   // Replaces how training and evaluation passes produce their batches (see PassRunner).
   void SetPassRunner(PassRunner runner) { pass_runner_ = std::move(runner); }
 
-  Checkpoint MakeCheckpoint(int64_t epoch);
+  // The model's and optimiser's state after `epoch` (copied back from the model's device).
+  Result<Checkpoint> MakeCheckpoint(int64_t epoch);
   model::Model& model() { return *model_; }
   const TrainOptions& options() const { return options_; }
 
@@ -152,9 +159,11 @@ class Trainer {
   // A pass over `nodes`, offering aggregated input when the model takes it.
   PassSpec MakePassSpec(const std::vector<int64_t>* nodes, bool training, uint64_t stream,
                         int64_t epoch, int64_t batch_size) const;
-  // The model's Forward on a prepared batch, from rows or aggregated input.
-  Status ForwardBatch(const PreparedBatch& next, bool training, uint64_t dropout_seed,
-                      std::vector<float>* logits, std::vector<float>* embeddings);
+  // The model's input for a prepared batch: rows, aggregated rows, or (features held by the
+  // model) node IDs only.
+  model::BatchInput InputOf(const PreparedBatch& next) const;
+  // Offers the features to the model's device once (Model::HoldFeatures).
+  Status OfferFeatures();
 
   const TrainData& data_;
   TrainOptions options_;
@@ -162,6 +171,7 @@ class Trainer {
   std::unique_ptr<model::Optimizer> optimizer_;
   std::unique_ptr<sampler::NeighborSampler> train_sampler_, eval_sampler_;
   PassRunner pass_runner_;  // empty: BatchStream
+  bool features_offered_ = false;
   int64_t next_epoch_ = 0;
   int64_t best_epoch_ = -1;
   double best_valid_acc_ = -1, best_test_acc_ = 0;

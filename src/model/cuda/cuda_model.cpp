@@ -1,28 +1,32 @@
-// The CUDA model (see cuda_model.cuh): the layer code of src/model/{sage,gcn,gat}_layer.cpp and
-// the layer stack of src/model/cpu_model.cpp, call for call, on kernels/cuda. Two host-side
-// preparations per block replace device code the CPU model runs inline, both O(edges):
-//   GCN: the edge and self weights come from cpu::GcnEdgeWeights, and the self term becomes a
-//        first edge d -> d of every row (weight = self weight), so propagation is one weighted
-//        CSR aggregation on the device;
-//   GAT: the self-loop CSR is built on the host exactly as the CPU layer builds it.
-#include "kernels/cuda/cuda_model.cuh"
+// The CUDA model (see cuda_model.h): the layer code of src/model/{sage,gcn,gat}_layer.cpp and the
+// layer stack of src/model/cpu_model.cpp, call for call, on kernels/cuda, with the batch staged by
+// BatchStaging and the parameters, gradients and optimiser moments in device memory.
+#include "src/model/cuda/cuda_model.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "kernels/cpu/csr_aggregate.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cuda/cross_entropy.cuh"
 #include "kernels/cuda/csr_aggregate.cuh"
 #include "kernels/cuda/device.cuh"
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/gat.cuh"
+#include "kernels/cuda/gather.cuh"
 #include "kernels/cuda/gemm.cuh"
 #include "kernels/cuda/layer_norm.cuh"
+#include "kernels/cuda/optimizer.cuh"
+#include "kernels/cuda/pinned_buffer.cuh"
 #include "kernels/cuda/stream.cuh"
+#include "skiff/log.h"
+#include "src/model/cuda/batch_staging.h"
+#include "src/model/cuda/device_buffer.h"
 #include "src/model/layer.h"
 
 namespace skiff::cuda {
@@ -33,6 +37,12 @@ using model::ModelKind;
 constexpr float kLayerNormEps = 1e-5f;  // as src/model/cpu_model.cpp
 constexpr float kEluAlpha = 1.0f;
 constexpr float kNegativeSlope = 0.2f;  // as src/model/gat_layer.cpp
+// HoldFeatures' default: what the device has free less this share of it (at least 2 GiB), left for
+// the model's activations, cuBLAS workspaces and the staged batches.
+constexpr uint64_t kMinDeviceMargin = uint64_t{2} << 30;
+constexpr uint64_t kDeviceMarginDivisor = 8;
+// Rows per copy when HoldFeatures uploads the features.
+constexpr uint64_t kUploadChunkBytes = uint64_t{32} << 20;
 
 uint64_t LayerSeed(uint64_t seed, int layer, int stream) {
   return cpu::DropoutHash(seed, static_cast<uint64_t>(2 * layer + stream));
@@ -40,83 +50,170 @@ uint64_t LayerSeed(uint64_t seed, int layer, int stream) {
 
 #define SKIFF_CUDA_RETURN(expr) SKIFF_RETURN_IF_ERROR(FromCudaError(static_cast<int>(expr), #expr))
 
-// Device memory that grows to the largest request and is reused (like EnsureSize on the host).
-template <typename T>
-class DeviceVec {
- public:
-  DeviceVec() = default;
-  DeviceVec(const DeviceVec&) = delete;
-  DeviceVec& operator=(const DeviceVec&) = delete;
-  ~DeviceVec() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-  }
-  // Returns at least `count` elements (contents unspecified after growth).
-  Result<T*> Ensure(int64_t count, const char* what) {
-    const size_t n = static_cast<size_t>(std::max<int64_t>(count, 1));
-    if (n > capacity_) {
-      if (ptr_ != nullptr) cudaFree(ptr_);
-      ptr_ = nullptr;
-      capacity_ = 0;
-      void* p = nullptr;
-      const cudaError_t err = cudaMalloc(&p, n * sizeof(T));
-      if (err != cudaSuccess) {
-        return Status::ResourceExhausted(std::string("CUDA model: cannot allocate ") +
-                                         DescribeBytes(n * sizeof(T)) + " for " + what + ": " +
-                                         cudaGetErrorString(err));
-      }
-      ptr_ = static_cast<T*>(p);
-      capacity_ = n;
-    }
-    return ptr_;
-  }
-  T* get() const { return ptr_; }
-
- private:
-  T* ptr_ = nullptr;
-  size_t capacity_ = 0;
-};
-
-// Device copies of one host Parameter.
-struct DeviceParam {
-  model::Parameter host;
-  DeviceVec<float> data, grad;
-};
-
-// A block's CSR on the device (possibly augmented with self-loops) and its per-edge weights.
-struct DeviceBlock {
-  int64_t num_dst = 0, num_src = 0, nnz = 0;
-  DeviceVec<int64_t> indptr;
-  DeviceVec<int32_t> indices;
-  DeviceVec<float> edge_weight;  // GCN only
-};
-
 struct LayerBuffers {
   // Layer-internal.
-  DeviceVec<float> aggregated, projected, grad_aggregated, grad_projected;
-  DeviceVec<float> z, el, er, alpha, alpha_dropped, grad_z, grad_alpha, grad_alpha_in, grad_el,
+  DeviceBuffer<float> aggregated, projected, grad_aggregated, grad_projected;
+  DeviceBuffer<float> z, el, er, alpha, alpha_dropped, grad_z, grad_alpha, grad_alpha_in, grad_el,
       grad_er;
   bool project_first = false;
   bool attn_dropout_active = false;
   const float* x_src = nullptr;  // the layer's (dropped-out) input, device
   // Layer stack.
-  DeviceVec<float> input_dropped, pre_activation, normed, norm_mean, norm_rstd, activated,
+  DeviceBuffer<float> input_dropped, pre_activation, normed, norm_mean, norm_rstd, activated,
       grad_input, grad_pre_activation;
 };
 
+// Where the current copy of some state is: the host tensors or device memory.
+enum class Owner { kHost, kDevice };
+
 class CudaModel final : public model::Model {
  public:
-  CudaModel(std::unique_ptr<model::Model> host, CudaStream stream, CublasHandle cublas)
+  CudaModel(std::unique_ptr<model::Model> host, CudaStream stream, CublasHandle cublas,
+            BatchStaging staging, GemmPrecision precision)
       : Model(host->config()),
         host_(std::move(host)),
         stream_(std::move(stream)),
-        cublas_(std::move(cublas)) {
-    const std::vector<model::Parameter> params = host_->Parameters();
-    params_ = std::vector<DeviceParam>(params.size());
-    for (size_t i = 0; i < params.size(); ++i) params_[i].host = params[i];
-    blocks_ = std::vector<DeviceBlock>(static_cast<size_t>(config_.num_layers));
+        cublas_(std::move(cublas)),
+        staging_(std::move(staging)),
+        precision_(precision) {
+    host_params_ = host_->Parameters();
+    offsets_.push_back(0);
+    for (const model::Parameter& p : host_params_) offsets_.push_back(offsets_.back() + p.size());
     buffers_ = std::vector<LayerBuffers>(static_cast<size_t>(config_.num_layers));
     attn_seed_.assign(static_cast<size_t>(config_.num_layers), 0);
-    // Parameter layout per layer, in the CPU model's Parameters() order.
+    BuildLayout();
+  }
+
+  // Device memory for the parameters, gradients and loss statistics.
+  Status Init() {
+    const int64_t total = offsets_.back();
+    SKIFF_RETURN_IF_ERROR(params_dev_.Ensure(total, "parameters").status());
+    SKIFF_RETURN_IF_ERROR(grads_dev_.Ensure(total, "gradients").status());
+    SKIFF_RETURN_IF_ERROR(step_stats_.Ensure(1, "loss statistics").status());
+    SKIFF_ASSIGN_OR_RETURN(LossSums * sums, sums_.Ensure(1, "loss statistics"));
+    SKIFF_CUDA_RETURN(cudaMemsetAsync(sums, 0, sizeof(LossSums), stream_.get()));
+    SKIFF_ASSIGN_OR_RETURN(sums_host_, PinnedBuffer::Create(sizeof(LossSums)));
+    return stream_.Synchronize();
+  }
+
+  std::string DeviceDescription() const override {
+    return std::string("CUDA, ") + (precision_ == GemmPrecision::kTf32 ? "TF32" : "FP32") +
+           " matrix products" + (holds_features_ ? ", features in device memory" : "");
+  }
+
+  Status Forward(const train::MiniBatch& batch, const float* x, bool training,
+                 uint64_t dropout_seed, std::vector<float>* logits,
+                 std::vector<float>* embeddings) override {
+    ready_for_backward_ = false;
+    SKIFF_CHECK(logits != nullptr);
+    SKIFF_RETURN_IF_ERROR(Prepare(batch, x));
+    SKIFF_ASSIGN_OR_RETURN(const float* out, RunForward(training, dropout_seed, embeddings));
+    const int64_t rows = staged_.num_seeds;
+    logits->resize(static_cast<size_t>(rows * config_.num_classes));
+    SKIFF_CUDA_RETURN(cudaMemcpyAsync(logits->data(), out,
+                                      sizeof(float) * rows * config_.num_classes,
+                                      cudaMemcpyDeviceToHost, stream_.get()));
+    SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
+    SKIFF_RETURN_IF_ERROR(staging_.Consumed(stream_.get()));
+    ready_for_backward_ = true;
+    return Status::Ok();
+  }
+
+  // Host-facing Backward: this batch's gradients are added into the host gradients (the
+  // Parameter::grad contract); TrainStep keeps them on the device instead.
+  Status Backward(const float* grad_logits) override {
+    if (!ready_for_backward_) {
+      return Status::InvalidArgument("Model::Backward called without a preceding Forward");
+    }
+    ready_for_backward_ = false;
+    cudaStream_t s = stream_.get();
+    const int64_t n = staged_.num_seeds * config_.num_classes;
+    SKIFF_ASSIGN_OR_RETURN(float* grad_out, grad_logits_.Ensure(n, "logit gradients"));
+    SKIFF_CUDA_RETURN(
+        cudaMemcpyAsync(grad_out, grad_logits, sizeof(float) * n, cudaMemcpyHostToDevice, s));
+    SKIFF_RETURN_IF_ERROR(ZeroDeviceGrads());
+    SKIFF_RETURN_IF_ERROR(RunBackward(grad_out));
+    SKIFF_RETURN_IF_ERROR(staging_.Consumed(s));
+    host_grad_.resize(static_cast<size_t>(offsets_.back()));
+    SKIFF_CUDA_RETURN(cudaMemcpyAsync(host_grad_.data(), grads_dev_.get(),
+                                      sizeof(float) * host_grad_.size(), cudaMemcpyDeviceToHost,
+                                      s));
+    SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
+    for (size_t i = 0; i < host_params_.size(); ++i) {
+      const model::Parameter& p = host_params_[i];
+      const float* g = host_grad_.data() + offsets_[i];
+      for (int64_t j = 0; j < p.size(); ++j) p.grad[j] += g[j];
+    }
+    host_grads_current_ = true;  // the next update takes the host gradients
+    return Status::Ok();
+  }
+
+  Status TrainStep(const model::BatchInput& input, uint64_t dropout_seed,
+                   model::Optimizer& optimizer) override {
+    ready_for_backward_ = false;
+    SKIFF_CHECK(input.batch != nullptr);
+    SKIFF_RETURN_IF_ERROR(CheckInput(input));
+    SKIFF_RETURN_IF_ERROR(Prepare(*input.batch, input.x));
+    SKIFF_ASSIGN_OR_RETURN(const float* out, RunForward(true, dropout_seed, nullptr));
+    SKIFF_ASSIGN_OR_RETURN(float* grad_out, Loss(out));
+    SKIFF_RETURN_IF_ERROR(ZeroDeviceGrads());
+    SKIFF_RETURN_IF_ERROR(RunBackward(grad_out));
+    host_grads_current_ = false;
+    SKIFF_RETURN_IF_ERROR(optimizer.Step());  // ApplyUpdate, on the stream
+    return staging_.Consumed(stream_.get());
+  }
+
+  Status EvalStep(const model::BatchInput& input) override {
+    ready_for_backward_ = false;
+    SKIFF_CHECK(input.batch != nullptr);
+    SKIFF_RETURN_IF_ERROR(CheckInput(input));
+    SKIFF_RETURN_IF_ERROR(Prepare(*input.batch, input.x));
+    SKIFF_ASSIGN_OR_RETURN(const float* out, RunForward(false, 0, nullptr));
+    SKIFF_RETURN_IF_ERROR(Loss(out).status());
+    return staging_.Consumed(stream_.get());
+  }
+
+  Result<model::LossTotals> TakeLossTotals() override {
+    cudaStream_t s = stream_.get();
+    SKIFF_CUDA_RETURN(cudaMemcpyAsync(sums_host_.data(), sums_.get(), sizeof(LossSums),
+                                      cudaMemcpyDeviceToHost, s));
+    SKIFF_CUDA_RETURN(cudaMemsetAsync(sums_.get(), 0, sizeof(LossSums), s));
+    SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
+    LossSums sums;
+    std::memcpy(&sums, sums_host_.data(), sizeof(sums));
+    return model::LossTotals{
+        .loss_sum = sums.loss_sum, .labelled = sums.labelled_rows, .correct = sums.correct};
+  }
+
+  Result<bool> HoldFeatures(const sampler::FeatureSource& features, uint64_t device_bytes) override;
+  bool holds_features() const override { return holds_features_; }
+
+  Status ApplyUpdate(const model::OptimizerConfig& config, int64_t step,
+                     std::vector<std::vector<float>>& state) override;
+  Status ReadOptimizerState(std::vector<std::vector<float>>& state) override;
+
+  std::vector<model::Parameter> Parameters() override {
+    // The caller may read or change the host tensors: bring them up to date, and take them back
+    // before the device next uses the parameters.
+    if (param_owner_ == Owner::kDevice) {
+      // No Status to return here: a failure is reported by the model's next call.
+      if (Status st = DownloadParams(); !st.ok()) deferred_error_ = st;
+    }
+    param_owner_ = Owner::kHost;
+    return host_params_;
+  }
+
+ private:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  struct LayerParams {
+    size_t first = 0;      // index of the layer's first parameter
+    size_t gamma = kNone;  // LayerNorm gain (beta follows), or kNone
+    int64_t in_dim = 0, heads = 1, per_head = 0;
+    int64_t out_dim() const { return heads * per_head; }
+  };
+
+  // Parameter layout per layer, in the CPU model's Parameters() order.
+  void BuildLayout() {
     size_t next = 0;
     for (int l = 0; l < config_.num_layers; ++l) {
       const bool last = l == config_.num_layers - 1;
@@ -132,38 +229,113 @@ class CudaModel final : public model::Model {
       }
       layers_.push_back(lp);
     }
-    SKIFF_CHECK(next == params_.size());
+    SKIFF_CHECK(next == host_params_.size());
   }
 
-  Status Forward(const train::MiniBatch& batch, const float* x, bool training,
-                 uint64_t dropout_seed, std::vector<float>* logits,
-                 std::vector<float>* embeddings) override {
-    ready_for_backward_ = false;
-    SKIFF_RETURN_IF_ERROR(model::ValidateMiniBatch(config_, batch, x));
-    SKIFF_CHECK(logits != nullptr);
+  float* Data(size_t i) { return params_dev_.get() + offsets_[i]; }
+  float* Grad(size_t i) { return grads_dev_.get() + offsets_[i]; }
+
+  float InputDropout(int l) const {
+    return l == 0 && config_.input_dropout >= 0.0f ? config_.input_dropout : config_.dropout;
+  }
+
+  BlockAugment Augment() const {
+    switch (config_.kind) {
+      case ModelKind::kSage:
+        return BlockAugment::kNone;
+      case ModelKind::kGcn:
+        return BlockAugment::kGcn;
+      case ModelKind::kGat:
+        return BlockAugment::kSelfLoop;
+    }
+    return BlockAugment::kNone;
+  }
+
+  Status CheckInput(const model::BatchInput& input) const {
+    if (input.aggregated != nullptr) {
+      return Status::Unavailable("the CUDA model does not take aggregated input");
+    }
+    return Status::Ok();
+  }
+
+  Status ZeroDeviceGrads() {
+    SKIFF_CUDA_RETURN(
+        cudaMemsetAsync(grads_dev_.get(), 0, sizeof(float) * offsets_.back(), stream_.get()));
+    return Status::Ok();
+  }
+
+  Status UploadParams() {
+    for (size_t i = 0; i < host_params_.size(); ++i) {
+      const model::Parameter& p = host_params_[i];
+      SKIFF_CUDA_RETURN(cudaMemcpyAsync(Data(i), p.data, sizeof(float) * p.size(),
+                                        cudaMemcpyHostToDevice, stream_.get()));
+    }
+    return stream_.Synchronize();  // the host tensors may change as soon as this returns
+  }
+
+  Status DownloadParams() {
+    for (size_t i = 0; i < host_params_.size(); ++i) {
+      const model::Parameter& p = host_params_[i];
+      SKIFF_CUDA_RETURN(cudaMemcpyAsync(p.data, Data(i), sizeof(float) * p.size(),
+                                        cudaMemcpyDeviceToHost, stream_.get()));
+    }
+    return stream_.Synchronize();
+  }
+
+  Status EnsureParamsOnDevice() {
+    if (param_owner_ == Owner::kDevice) return Status::Ok();
+    SKIFF_RETURN_IF_ERROR(UploadParams());
+    param_owner_ = Owner::kDevice;
+    return Status::Ok();
+  }
+
+  // Validates and stages the batch, and puts its input rows at x_ (copied from `x`, or gathered
+  // from the held features when `x` is null).
+  Status Prepare(const train::MiniBatch& batch, const float* x) {
+    if (!deferred_error_.ok()) return std::exchange(deferred_error_, Status::Ok());
+    if (x == nullptr && !holds_features_) {
+      return Status::InvalidArgument("CUDA model: no input features given, and none held");
+    }
+    SKIFF_RETURN_IF_ERROR(
+        model::ValidateMiniBatch(config_, batch, x != nullptr ? x : features_dev_.get()));
+    SKIFF_RETURN_IF_ERROR(EnsureParamsOnDevice());
+    cudaStream_t s = stream_.get();
+    SKIFF_ASSIGN_OR_RETURN(staged_, staging_.Stage(batch, Augment(), x == nullptr, s));
+    const int64_t rows = staged_.num_input;
+    SKIFF_ASSIGN_OR_RETURN(float* x_dev, x_.Ensure(rows * config_.in_dim, "input features"));
+    if (rows == 0) return Status::Ok();
+    if (x != nullptr) {
+      SKIFF_CUDA_RETURN(cudaMemcpyAsync(x_dev, x, sizeof(float) * rows * config_.in_dim,
+                                        cudaMemcpyHostToDevice, s));
+      return Status::Ok();
+    }
+    return GatherRows(features_dev_.get(), config_.in_dim, staged_.input_ids, rows, x_dev, s);
+  }
+
+  // Softmax cross-entropy of the last layer's output against the staged labels, added to the
+  // device totals; returns the logits' gradient (device).
+  Result<float*> Loss(const float* logits) {
+    cudaStream_t s = stream_.get();
+    const int64_t rows = staged_.num_seeds;
+    SKIFF_ASSIGN_OR_RETURN(float* grad,
+                           grad_logits_.Ensure(rows * config_.num_classes, "logit gradients"));
+    SKIFF_RETURN_IF_ERROR(SoftmaxCrossEntropy(rows, config_.num_classes, logits, staged_.labels,
+                                              grad, step_stats_.get(), s));
+    SKIFF_RETURN_IF_ERROR(AddLossStats(step_stats_.get(), sums_.get(), s));
+    return grad;
+  }
+
+  // Runs the layer stack over the staged batch from x_; returns the logits (device). Copies the
+  // last layer's input to *embeddings when asked (synchronising).
+  Result<const float*> RunForward(bool training, uint64_t dropout_seed,
+                                  std::vector<float>* embeddings) {
     training_ = training;
     dropout_seed_ = dropout_seed;
     cudaStream_t s = stream_.get();
-    // Parameters: the host copy is the master (the optimiser updates it between batches).
-    for (DeviceParam& p : params_) {
-      SKIFF_ASSIGN_OR_RETURN(float* d, p.data.Ensure(p.host.size(), "parameters"));
-      SKIFF_CUDA_RETURN(cudaMemcpyAsync(d, p.host.data, sizeof(float) * p.host.size(),
-                                        cudaMemcpyHostToDevice, s));
-    }
-    for (int l = 0; l < config_.num_layers; ++l) {
-      SKIFF_RETURN_IF_ERROR(UploadBlock(l, batch.blocks[static_cast<size_t>(l)]));
-    }
-    const int64_t num_input = static_cast<int64_t>(batch.input_nodes.size());
-    SKIFF_ASSIGN_OR_RETURN(float* x_dev, x_.Ensure(num_input * config_.in_dim, "input features"));
-    if (num_input > 0) {
-      SKIFF_CUDA_RETURN(cudaMemcpyAsync(x_dev, x, sizeof(float) * num_input * config_.in_dim,
-                                        cudaMemcpyHostToDevice, s));
-    }
-
-    const float* h = x_dev;
+    const float* h = x_.get();
     int64_t h_dim = config_.in_dim;
     for (int l = 0; l < config_.num_layers; ++l) {
-      const DeviceBlock& block = blocks_[static_cast<size_t>(l)];
+      const DeviceBlock& block = staged_.blocks[static_cast<size_t>(l)];
       const LayerParams& lp = layers_[static_cast<size_t>(l)];
       LayerBuffers& st = buffers_[static_cast<size_t>(l)];
       const bool last = l == config_.num_layers - 1;
@@ -187,65 +359,49 @@ class CudaModel final : public model::Model {
                              st.pre_activation.Ensure(block.num_dst * out_dim, "layer output"));
       SKIFF_RETURN_IF_ERROR(
           LayerForward(l, layer_in, training, LayerSeed(dropout_seed, l, 1), out));
-      if (last) {
-        logits->resize(static_cast<size_t>(block.num_dst * out_dim));
-        SKIFF_CUDA_RETURN(cudaMemcpyAsync(logits->data(), out,
-                                          sizeof(float) * block.num_dst * out_dim,
-                                          cudaMemcpyDeviceToHost, s));
-        break;
-      }
-      const int64_t n = block.num_dst * out_dim;
-      const float* act_in = out;
-      if (lp.gamma != kNone) {
-        SKIFF_ASSIGN_OR_RETURN(float* normed, st.normed.Ensure(n, "layer norm"));
-        SKIFF_ASSIGN_OR_RETURN(float* mean, st.norm_mean.Ensure(block.num_dst, "layer norm"));
-        SKIFF_ASSIGN_OR_RETURN(float* rstd, st.norm_rstd.Ensure(block.num_dst, "layer norm"));
-        SKIFF_RETURN_IF_ERROR(LayerNormForward(block.num_dst, out_dim, out, Data(lp.gamma),
-                                               Data(lp.gamma + 1), kLayerNormEps, normed, mean,
-                                               rstd, s));
-        act_in = normed;
-      }
-      SKIFF_ASSIGN_OR_RETURN(float* act, st.activated.Ensure(n, "activation"));
-      if (config_.activation == "elu") {
-        SKIFF_RETURN_IF_ERROR(EluForward(n, kEluAlpha, act_in, act, s));
-      } else {
-        SKIFF_RETURN_IF_ERROR(ReluForward(n, act_in, act, s));
-      }
-      h = act;
+      if (last) return static_cast<const float*>(out);
+      SKIFF_ASSIGN_OR_RETURN(h, Activate(l, out));
       h_dim = out_dim;
     }
-    SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
-    ready_for_backward_ = true;
-    return Status::Ok();
+    return Status::Internal("CUDA model: no layers");
   }
 
-  Status Backward(const float* grad_logits) override {
-    if (!ready_for_backward_) {
-      return Status::InvalidArgument("Model::Backward called without a preceding Forward");
-    }
-    ready_for_backward_ = false;
+  // LayerNorm (when configured) and the activation of hidden layer l's output.
+  Result<const float*> Activate(int l, const float* out) {
     cudaStream_t s = stream_.get();
-    // Device gradients hold this batch only; they are added into the host gradients at the end.
-    for (DeviceParam& p : params_) {
-      SKIFF_ASSIGN_OR_RETURN(float* g, p.grad.Ensure(p.host.size(), "gradients"));
-      SKIFF_CUDA_RETURN(cudaMemsetAsync(g, 0, sizeof(float) * p.host.size(), s));
+    const DeviceBlock& block = staged_.blocks[static_cast<size_t>(l)];
+    const LayerParams& lp = layers_[static_cast<size_t>(l)];
+    LayerBuffers& st = buffers_[static_cast<size_t>(l)];
+    const int64_t out_dim = lp.out_dim();
+    const int64_t n = block.num_dst * out_dim;
+    const float* act_in = out;
+    if (lp.gamma != kNone) {
+      SKIFF_ASSIGN_OR_RETURN(float* normed, st.normed.Ensure(n, "layer norm"));
+      SKIFF_ASSIGN_OR_RETURN(float* mean, st.norm_mean.Ensure(block.num_dst, "layer norm"));
+      SKIFF_ASSIGN_OR_RETURN(float* rstd, st.norm_rstd.Ensure(block.num_dst, "layer norm"));
+      SKIFF_RETURN_IF_ERROR(LayerNormForward(block.num_dst, out_dim, out, Data(lp.gamma),
+                                             Data(lp.gamma + 1), kLayerNormEps, normed, mean, rstd,
+                                             s));
+      act_in = normed;
     }
+    SKIFF_ASSIGN_OR_RETURN(float* act, st.activated.Ensure(n, "activation"));
+    if (config_.activation == "elu") {
+      SKIFF_RETURN_IF_ERROR(EluForward(n, kEluAlpha, act_in, act, s));
+    } else {
+      SKIFF_RETURN_IF_ERROR(ReluForward(n, act_in, act, s));
+    }
+    return static_cast<const float*>(act);
+  }
+
+  // Backward through the stack from the logits' gradient (device), accumulating into grads_dev_.
+  Status RunBackward(const float* grad_out) {
+    cudaStream_t s = stream_.get();
     const int last_layer = config_.num_layers - 1;
-    const int64_t num_seeds = blocks_[static_cast<size_t>(last_layer)].num_dst;
-    SKIFF_ASSIGN_OR_RETURN(float* grad_out_dev,
-                           grad_logits_.Ensure(num_seeds * config_.num_classes, "logit grads"));
-    SKIFF_CUDA_RETURN(cudaMemcpyAsync(grad_out_dev, grad_logits,
-                                      sizeof(float) * num_seeds * config_.num_classes,
-                                      cudaMemcpyHostToDevice, s));
-    const float* grad_out = grad_out_dev;
     for (int l = last_layer; l >= 0; --l) {
-      const DeviceBlock& block = blocks_[static_cast<size_t>(l)];
+      const DeviceBlock& block = staged_.blocks[static_cast<size_t>(l)];
       const LayerParams& lp = layers_[static_cast<size_t>(l)];
       LayerBuffers& st = buffers_[static_cast<size_t>(l)];
-      if (l == 0) {
-        SKIFF_RETURN_IF_ERROR(LayerBackward(0, grad_out, nullptr));
-        break;
-      }
+      if (l == 0) return LayerBackward(0, grad_out, nullptr);
       const int64_t n = block.num_src * lp.in_dim;
       SKIFF_ASSIGN_OR_RETURN(float* grad_in, st.grad_input.Ensure(n, "input grads"));
       SKIFF_RETURN_IF_ERROR(LayerBackward(l, grad_out, grad_in));
@@ -253,129 +409,42 @@ class CudaModel final : public model::Model {
         SKIFF_RETURN_IF_ERROR(DropoutBackward(n, InputDropout(l), LayerSeed(dropout_seed_, l, 0),
                                               grad_in, grad_in, s));
       }
-      LayerBuffers& prev = buffers_[static_cast<size_t>(l - 1)];
-      const LayerParams& prev_lp = layers_[static_cast<size_t>(l - 1)];
-      const int64_t prev_rows = block.num_src;
-      const int64_t prev_dim = lp.in_dim;
-      if (config_.activation == "elu") {
-        const float* act_in =
-            prev_lp.gamma != kNone ? prev.normed.get() : prev.pre_activation.get();
-        SKIFF_RETURN_IF_ERROR(EluBackward(n, kEluAlpha, act_in, grad_in, grad_in, s));
-      } else {
-        SKIFF_RETURN_IF_ERROR(ReluBackward(n, prev.activated.get(), grad_in, grad_in, s));
-      }
-      if (prev_lp.gamma != kNone) {
-        SKIFF_ASSIGN_OR_RETURN(float* grad_pre, prev.grad_pre_activation.Ensure(n, "norm grads"));
-        SKIFF_RETURN_IF_ERROR(LayerNormBackward(prev_rows, prev_dim, prev.pre_activation.get(),
-                                                Data(prev_lp.gamma), prev.norm_mean.get(),
-                                                prev.norm_rstd.get(), grad_in, grad_pre,
-                                                Grad(prev_lp.gamma), Grad(prev_lp.gamma + 1), s));
-        grad_out = grad_pre;
-      } else {
-        grad_out = grad_in;
-      }
-    }
-    // Download this batch's gradients and accumulate them into the host master gradients.
-    int64_t total = 0;
-    for (const DeviceParam& p : params_) total += p.host.size();
-    host_grad_.resize(static_cast<size_t>(total));
-    int64_t offset = 0;
-    for (const DeviceParam& p : params_) {
-      SKIFF_CUDA_RETURN(cudaMemcpyAsync(host_grad_.data() + offset, p.grad.get(),
-                                        sizeof(float) * p.host.size(), cudaMemcpyDeviceToHost, s));
-      offset += p.host.size();
-    }
-    SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
-    offset = 0;
-    for (const DeviceParam& p : params_) {
-      for (int64_t i = 0; i < p.host.size(); ++i) p.host.grad[i] += host_grad_[offset + i];
-      offset += p.host.size();
+      SKIFF_ASSIGN_OR_RETURN(grad_out, ActivationBackward(l - 1, grad_in));
     }
     return Status::Ok();
   }
 
-  std::vector<model::Parameter> Parameters() override { return host_->Parameters(); }
-
- private:
-  static constexpr size_t kNone = static_cast<size_t>(-1);
-  struct LayerParams {
-    size_t first = 0;      // index of the layer's first parameter
-    size_t gamma = kNone;  // LayerNorm gain (beta follows), or kNone
-    int64_t in_dim = 0, heads = 1, per_head = 0;
-    int64_t out_dim() const { return heads * per_head; }
-  };
-
-  float* Data(size_t i) { return params_[i].data.get(); }
-  float* Grad(size_t i) { return params_[i].grad.get(); }
-
-  float InputDropout(int l) const {
-    return l == 0 && config_.input_dropout >= 0.0f ? config_.input_dropout : config_.dropout;
-  }
-
-  // Uploads block l, augmented as its layer kind needs (see the file comment).
-  Status UploadBlock(int l, const train::Block& b) {
-    DeviceBlock& db = blocks_[static_cast<size_t>(l)];
-    db.num_dst = b.num_dst;
-    db.num_src = b.num_src;
-    const int64_t* indptr = b.indptr.data();
-    const int32_t* indices = b.indices.data();
-    const float* weights = nullptr;
-    db.nnz = b.num_edges();
-    if (config_.kind != ModelKind::kSage) {
-      // Self-loop first in every row (GAT: as the CPU layer; GCN: carries the self weight).
-      std::vector<float> edge_w, self_w;
-      if (config_.kind == ModelKind::kGcn) {
-        edge_w.resize(static_cast<size_t>(db.nnz));
-        self_w.resize(static_cast<size_t>(db.num_dst));
-        cpu::GcnEdgeWeights(b.num_dst, b.num_src, indptr, indices, b.src_degree_or_null(),
-                            edge_w.data(), self_w.data());
-      }
-      aug_indptr_.resize(static_cast<size_t>(b.num_dst + 1));
-      aug_indices_.resize(static_cast<size_t>(db.nnz + b.num_dst));
-      aug_weight_.resize(config_.kind == ModelKind::kGcn ? aug_indices_.size() : 0);
-      aug_indptr_[0] = 0;
-      int64_t pos = 0;
-      for (int64_t d = 0; d < b.num_dst; ++d) {
-        if (!aug_weight_.empty()) aug_weight_[static_cast<size_t>(pos)] = self_w[d];
-        aug_indices_[static_cast<size_t>(pos++)] = static_cast<int32_t>(d);
-        for (int64_t e = indptr[d]; e < indptr[d + 1]; ++e) {
-          if (!aug_weight_.empty()) aug_weight_[static_cast<size_t>(pos)] = edge_w[e];
-          aug_indices_[static_cast<size_t>(pos++)] = indices[e];
-        }
-        aug_indptr_[static_cast<size_t>(d + 1)] = pos;
-      }
-      indptr = aug_indptr_.data();
-      indices = aug_indices_.data();
-      weights = aug_weight_.empty() ? nullptr : aug_weight_.data();
-      db.nnz = pos;
-    }
+  // Through hidden layer l's activation and LayerNorm: `grad` (layer l's output, overwritten) ->
+  // the gradient of its pre-activation output.
+  Result<const float*> ActivationBackward(int l, float* grad) {
     cudaStream_t s = stream_.get();
-    SKIFF_ASSIGN_OR_RETURN(int64_t * ip, db.indptr.Ensure(db.num_dst + 1, "block indptr"));
-    SKIFF_ASSIGN_OR_RETURN(int32_t * ix, db.indices.Ensure(db.nnz, "block indices"));
-    SKIFF_CUDA_RETURN(
-        cudaMemcpyAsync(ip, indptr, sizeof(int64_t) * (db.num_dst + 1), cudaMemcpyHostToDevice, s));
-    if (db.nnz > 0) {
-      SKIFF_CUDA_RETURN(
-          cudaMemcpyAsync(ix, indices, sizeof(int32_t) * db.nnz, cudaMemcpyHostToDevice, s));
+    LayerBuffers& st = buffers_[static_cast<size_t>(l)];
+    const LayerParams& lp = layers_[static_cast<size_t>(l)];
+    const int64_t rows = staged_.blocks[static_cast<size_t>(l)].num_dst;
+    const int64_t n = rows * lp.out_dim();
+    if (config_.activation == "elu") {
+      const float* act_in = lp.gamma != kNone ? st.normed.get() : st.pre_activation.get();
+      SKIFF_RETURN_IF_ERROR(EluBackward(n, kEluAlpha, act_in, grad, grad, s));
+    } else {
+      SKIFF_RETURN_IF_ERROR(ReluBackward(n, st.activated.get(), grad, grad, s));
     }
-    if (weights != nullptr && db.nnz > 0) {
-      SKIFF_ASSIGN_OR_RETURN(float* w, db.edge_weight.Ensure(db.nnz, "edge weights"));
-      SKIFF_CUDA_RETURN(
-          cudaMemcpyAsync(w, weights, sizeof(float) * db.nnz, cudaMemcpyHostToDevice, s));
-    }
-    // The host staging vectors are reused by the next block: wait for the copies.
-    return stream_.Synchronize();
+    if (lp.gamma == kNone) return static_cast<const float*>(grad);
+    SKIFF_ASSIGN_OR_RETURN(float* grad_pre, st.grad_pre_activation.Ensure(n, "norm grads"));
+    SKIFF_RETURN_IF_ERROR(LayerNormBackward(rows, lp.out_dim(), st.pre_activation.get(),
+                                            Data(lp.gamma), st.norm_mean.get(), st.norm_rstd.get(),
+                                            grad, grad_pre, Grad(lp.gamma), Grad(lp.gamma + 1), s));
+    return static_cast<const float*>(grad_pre);
   }
 
   Status Mm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
             const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
     if (m == 0 || n == 0) return Status::Ok();
-    return Gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, cublas_, GemmPrecision::kFp32,
+    return Gemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc, cublas_, precision_,
                 stream_.get());
   }
 
   Status LayerForward(int l, const float* x_src, bool training, uint64_t seed, float* out) {
-    const DeviceBlock& b = blocks_[static_cast<size_t>(l)];
+    const DeviceBlock& b = staged_.blocks[static_cast<size_t>(l)];
     const LayerParams& lp = layers_[static_cast<size_t>(l)];
     LayerBuffers& st = buffers_[static_cast<size_t>(l)];
     cudaStream_t s = stream_.get();
@@ -390,14 +459,12 @@ class CudaModel final : public model::Model {
           SKIFF_ASSIGN_OR_RETURN(float* proj, st.projected.Ensure(ns * od, "projection"));
           SKIFF_RETURN_IF_ERROR(
               Mm(false, false, ns, od, in, x_src, in, w_neigh, od, 0.0f, proj, od));
-          SKIFF_RETURN_IF_ERROR(CsrAggregateForward(nd, ns, b.indptr.get(), b.indices.get(),
-                                                    nullptr, AggregateMode::kMean, proj, od, out,
-                                                    s));
+          SKIFF_RETURN_IF_ERROR(CsrAggregateForward(nd, ns, b.indptr, b.indices, nullptr,
+                                                    AggregateMode::kMean, proj, od, out, s));
         } else {
           SKIFF_ASSIGN_OR_RETURN(float* agg, st.aggregated.Ensure(nd * in, "aggregation"));
-          SKIFF_RETURN_IF_ERROR(CsrAggregateForward(nd, ns, b.indptr.get(), b.indices.get(),
-                                                    nullptr, AggregateMode::kMean, x_src, in, agg,
-                                                    s));
+          SKIFF_RETURN_IF_ERROR(CsrAggregateForward(nd, ns, b.indptr, b.indices, nullptr,
+                                                    AggregateMode::kMean, x_src, in, agg, s));
           SKIFF_RETURN_IF_ERROR(Mm(false, false, nd, od, in, agg, in, w_neigh, od, 0.0f, out, od));
         }
         SKIFF_RETURN_IF_ERROR(Mm(false, false, nd, od, in, x_src, in, w_self, od, 1.0f, out, od));
@@ -410,14 +477,12 @@ class CudaModel final : public model::Model {
         if (st.project_first) {
           SKIFF_ASSIGN_OR_RETURN(float* proj, st.projected.Ensure(ns * od, "projection"));
           SKIFF_RETURN_IF_ERROR(Mm(false, false, ns, od, in, x_src, in, w, od, 0.0f, proj, od));
-          SKIFF_RETURN_IF_ERROR(CsrAggregateForward(nd, ns, b.indptr.get(), b.indices.get(),
-                                                    b.edge_weight.get(), AggregateMode::kWeighted,
-                                                    proj, od, out, s));
+          SKIFF_RETURN_IF_ERROR(CsrAggregateForward(nd, ns, b.indptr, b.indices, b.edge_weight,
+                                                    AggregateMode::kWeighted, proj, od, out, s));
         } else {
           SKIFF_ASSIGN_OR_RETURN(float* agg, st.aggregated.Ensure(nd * in, "aggregation"));
-          SKIFF_RETURN_IF_ERROR(CsrAggregateForward(nd, ns, b.indptr.get(), b.indices.get(),
-                                                    b.edge_weight.get(), AggregateMode::kWeighted,
-                                                    x_src, in, agg, s));
+          SKIFF_RETURN_IF_ERROR(CsrAggregateForward(nd, ns, b.indptr, b.indices, b.edge_weight,
+                                                    AggregateMode::kWeighted, x_src, in, agg, s));
           SKIFF_RETURN_IF_ERROR(Mm(false, false, nd, od, in, agg, in, w, od, 0.0f, out, od));
         }
         return BiasAdd(nd, od, Data(lp.first + 1), out, s);
@@ -432,8 +497,8 @@ class CudaModel final : public model::Model {
         SKIFF_RETURN_IF_ERROR(AttentionDot(ns, heads, ph, z, Data(lp.first + 1), el, s));
         SKIFF_RETURN_IF_ERROR(AttentionDot(nd, heads, ph, z, Data(lp.first + 2), er, s));
         SKIFF_ASSIGN_OR_RETURN(float* alpha, st.alpha.Ensure(nnz * heads, "gat alpha"));
-        SKIFF_RETURN_IF_ERROR(GatEdgeSoftmaxForward(nd, b.indptr.get(), b.indices.get(), heads, el,
-                                                    er, kNegativeSlope, alpha, s));
+        SKIFF_RETURN_IF_ERROR(GatEdgeSoftmaxForward(nd, b.indptr, b.indices, heads, el, er,
+                                                    kNegativeSlope, alpha, s));
         st.attn_dropout_active = training && config_.dropout > 0.0f;
         attn_seed_[static_cast<size_t>(l)] = seed;
         const float* alpha_used = alpha;
@@ -444,8 +509,8 @@ class CudaModel final : public model::Model {
               DropoutForward(nnz * heads, config_.dropout, seed, alpha, dropped, s));
           alpha_used = dropped;
         }
-        SKIFF_RETURN_IF_ERROR(GatAggregateForward(nd, b.indptr.get(), b.indices.get(), heads, ph,
-                                                  alpha_used, z, out, s));
+        SKIFF_RETURN_IF_ERROR(
+            GatAggregateForward(nd, b.indptr, b.indices, heads, ph, alpha_used, z, out, s));
         return BiasAdd(nd, od, Data(lp.first + 3), out, s);
       }
     }
@@ -453,7 +518,7 @@ class CudaModel final : public model::Model {
   }
 
   Status LayerBackward(int l, const float* grad_out, float* grad_x_src) {
-    const DeviceBlock& b = blocks_[static_cast<size_t>(l)];
+    const DeviceBlock& b = staged_.blocks[static_cast<size_t>(l)];
     const LayerParams& lp = layers_[static_cast<size_t>(l)];
     LayerBuffers& st = buffers_[static_cast<size_t>(l)];
     cudaStream_t s = stream_.get();
@@ -466,7 +531,7 @@ class CudaModel final : public model::Model {
         const size_t w_neigh = sage ? lp.first + 1 : lp.first;
         const size_t bias = sage ? lp.first + 2 : lp.first + 1;
         const AggregateMode mode = sage ? AggregateMode::kMean : AggregateMode::kWeighted;
-        const float* ew = sage ? nullptr : b.edge_weight.get();
+        const float* ew = sage ? nullptr : b.edge_weight;
         SKIFF_RETURN_IF_ERROR(BiasGrad(nd, od, grad_out, Grad(bias), s));
         if (sage) {
           SKIFF_RETURN_IF_ERROR(
@@ -474,8 +539,8 @@ class CudaModel final : public model::Model {
         }
         if (st.project_first) {
           SKIFF_ASSIGN_OR_RETURN(float* gp, st.grad_projected.Ensure(ns * od, "projection grads"));
-          SKIFF_RETURN_IF_ERROR(CsrAggregateBackward(nd, ns, b.indptr.get(), b.indices.get(), ew,
-                                                     mode, grad_out, od, gp, s));
+          SKIFF_RETURN_IF_ERROR(
+              CsrAggregateBackward(nd, ns, b.indptr, b.indices, ew, mode, grad_out, od, gp, s));
           SKIFF_RETURN_IF_ERROR(
               Mm(true, false, in, od, ns, x_src, in, gp, od, 1.0f, Grad(w_neigh), od));
           if (grad_x_src != nullptr) {
@@ -490,8 +555,8 @@ class CudaModel final : public model::Model {
                                    st.grad_aggregated.Ensure(nd * in, "aggregation grads"));
             SKIFF_RETURN_IF_ERROR(
                 Mm(false, true, nd, in, od, grad_out, od, Data(w_neigh), od, 0.0f, ga, in));
-            SKIFF_RETURN_IF_ERROR(CsrAggregateBackward(nd, ns, b.indptr.get(), b.indices.get(), ew,
-                                                       mode, ga, in, grad_x_src, s));
+            SKIFF_RETURN_IF_ERROR(
+                CsrAggregateBackward(nd, ns, b.indptr, b.indices, ew, mode, ga, in, grad_x_src, s));
           }
         }
         if (sage && grad_x_src != nullptr) {
@@ -506,8 +571,8 @@ class CudaModel final : public model::Model {
         const float* alpha_used = st.attn_dropout_active ? st.alpha_dropped.get() : st.alpha.get();
         SKIFF_ASSIGN_OR_RETURN(float* grad_z, st.grad_z.Ensure(ns * od, "gat grads"));
         SKIFF_ASSIGN_OR_RETURN(float* grad_alpha, st.grad_alpha.Ensure(nnz * heads, "gat grads"));
-        SKIFF_RETURN_IF_ERROR(GatAggregateBackward(nd, ns, b.indptr.get(), b.indices.get(), heads,
-                                                   ph, alpha_used, st.z.get(), grad_out, grad_z,
+        SKIFF_RETURN_IF_ERROR(GatAggregateBackward(nd, ns, b.indptr, b.indices, heads, ph,
+                                                   alpha_used, st.z.get(), grad_out, grad_z,
                                                    grad_alpha, s));
         if (st.attn_dropout_active) {
           SKIFF_ASSIGN_OR_RETURN(float* gin, st.grad_alpha_in.Ensure(nnz * heads, "gat grads"));
@@ -519,8 +584,8 @@ class CudaModel final : public model::Model {
         SKIFF_ASSIGN_OR_RETURN(float* grad_el, st.grad_el.Ensure(ns * heads, "gat grads"));
         SKIFF_ASSIGN_OR_RETURN(float* grad_er, st.grad_er.Ensure(nd * heads, "gat grads"));
         SKIFF_RETURN_IF_ERROR(GatEdgeSoftmaxBackward(
-            nd, ns, b.indptr.get(), b.indices.get(), heads, st.el.get(), st.er.get(),
-            kNegativeSlope, st.alpha.get(), grad_alpha, grad_el, grad_er, s));
+            nd, ns, b.indptr, b.indices, heads, st.el.get(), st.er.get(), kNegativeSlope,
+            st.alpha.get(), grad_alpha, grad_el, grad_er, s));
         SKIFF_RETURN_IF_ERROR(AttentionDotBackward(ns, heads, ph, st.z.get(), Data(lp.first + 1),
                                                    grad_el, grad_z, Grad(lp.first + 1), s));
         SKIFF_RETURN_IF_ERROR(AttentionDotBackward(nd, heads, ph, st.z.get(), Data(lp.first + 2),
@@ -537,32 +602,158 @@ class CudaModel final : public model::Model {
     return Status::Internal("CUDA model: unknown layer kind");
   }
 
-  std::unique_ptr<model::Model> host_;  // owns the master parameters and gradients
+  std::unique_ptr<model::Model> host_;  // owns the host copy of the parameters
+  std::vector<model::Parameter> host_params_;
+  std::vector<int64_t> offsets_;  // parameter i is [offsets_[i], offsets_[i+1]) of the stores
   CudaStream stream_;
   CublasHandle cublas_;
-  std::vector<DeviceParam> params_;
+  BatchStaging staging_;
+  GemmPrecision precision_;
   std::vector<LayerParams> layers_;
-  std::vector<DeviceBlock> blocks_;
   std::vector<LayerBuffers> buffers_;
   std::vector<uint64_t> attn_seed_;  // GAT attention dropout seed per layer
-  DeviceVec<float> x_, grad_logits_;
-  std::vector<int64_t> aug_indptr_;
-  std::vector<int32_t> aug_indices_;
-  std::vector<float> aug_weight_, host_grad_;
+  StagedBatch staged_;               // the batch being computed
+  DeviceBuffer<float> params_dev_, grads_dev_, moments_dev_;
+  DeviceBuffer<float> x_, grad_logits_, features_dev_;
+  DeviceBuffer<LossStats> step_stats_;
+  DeviceBuffer<LossSums> sums_;
+  PinnedBuffer sums_host_;
+  std::vector<float> host_grad_;
+  Owner param_owner_ = Owner::kHost;    // the device copy is uploaded before first use
+  Owner moments_owner_ = Owner::kHost;  // likewise the optimiser's moments
+  int moment_slots_ = 0;                // moments per parameter on the device (adam 2, sgd 1)
+  bool host_grads_current_ = false;     // after the host-facing Backward: update from host grads
+  bool holds_features_ = false;
   bool training_ = false;
   uint64_t dropout_seed_ = 0;
   bool ready_for_backward_ = false;
+  Status deferred_error_;  // from Parameters(), returned by the next call that can
 };
+
+Result<bool> CudaModel::HoldFeatures(const sampler::FeatureSource& features,
+                                     uint64_t device_bytes) {
+  const int64_t rows = features.num_nodes(), dim = features.dim();
+  if (dim != config_.in_dim) {
+    return Status::InvalidArgument("CUDA model: features have " + std::to_string(dim) +
+                                   " columns, the model " + std::to_string(config_.in_dim));
+  }
+  if (rows == 0 || dim == 0) return false;
+  const uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(dim) * 4;
+  size_t free = 0, total = 0;
+  SKIFF_CUDA_RETURN(cudaMemGetInfo(&free, &total));
+  const uint64_t margin = std::max<uint64_t>(kMinDeviceMargin, total / kDeviceMarginDivisor);
+  const uint64_t limit = device_bytes > 0 ? device_bytes : (free > margin ? free - margin : 0);
+  if (bytes > limit) {
+    LogInfo("features (" + DescribeBytes(bytes) + ") exceed the device memory for them (" +
+            DescribeBytes(limit) + "): rows are uploaded with every batch");
+    return false;
+  }
+  SKIFF_ASSIGN_OR_RETURN(float* table, features_dev_.Ensure(rows * dim, "the features"));
+  const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(kUploadChunkBytes) / (dim * 4));
+  SKIFF_ASSIGN_OR_RETURN(
+      PinnedBuffer staging,
+      PinnedBuffer::Create(static_cast<size_t>(std::min(chunk, rows) * dim * 4)));
+  std::vector<int64_t> ids;
+  for (int64_t first = 0; first < rows; first += chunk) {
+    const int64_t n = std::min(chunk, rows - first);
+    ids.resize(static_cast<size_t>(n));
+    std::iota(ids.begin(), ids.end(), first);
+    auto* host = static_cast<float*>(staging.data());
+    SKIFF_RETURN_IF_ERROR(features.Gather(ids, host));
+    SKIFF_CUDA_RETURN(cudaMemcpyAsync(table + first * dim, host, sizeof(float) * n * dim,
+                                      cudaMemcpyHostToDevice, stream_.get()));
+    SKIFF_RETURN_IF_ERROR(stream_.Synchronize());  // the staging buffer is refilled next
+  }
+  holds_features_ = true;
+  return true;
+}
+
+Status CudaModel::ApplyUpdate(const model::OptimizerConfig& config, int64_t step,
+                              std::vector<std::vector<float>>& state) {
+  cudaStream_t s = stream_.get();
+  SKIFF_RETURN_IF_ERROR(EnsureParamsOnDevice());
+  const int64_t total = offsets_.back();
+  if (host_grads_current_) {
+    for (size_t i = 0; i < host_params_.size(); ++i) {
+      SKIFF_CUDA_RETURN(cudaMemcpyAsync(Grad(i), host_params_[i].grad,
+                                        sizeof(float) * host_params_[i].size(),
+                                        cudaMemcpyHostToDevice, s));
+    }
+    SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
+    host_grads_current_ = false;
+  }
+  const bool adam = config.kind == "adam";
+  const int slots = adam ? 2 : 1;
+  SKIFF_CHECK(state.size() == host_params_.size() * static_cast<size_t>(slots));
+  if (moments_owner_ == Owner::kHost || moment_slots_ != slots) {
+    SKIFF_ASSIGN_OR_RETURN(float* m, moments_dev_.Ensure(slots * total, "optimiser state"));
+    for (size_t i = 0; i < host_params_.size(); ++i) {
+      for (int k = 0; k < slots; ++k) {
+        const std::vector<float>& h = state[i * static_cast<size_t>(slots) + k];
+        SKIFF_CUDA_RETURN(cudaMemcpyAsync(m + k * total + offsets_[i], h.data(),
+                                          sizeof(float) * h.size(), cudaMemcpyHostToDevice, s));
+      }
+    }
+    SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
+    moments_owner_ = Owner::kDevice;
+    moment_slots_ = slots;
+  }
+  float* m = moments_dev_.get();
+  for (size_t i = 0; i < host_params_.size(); ++i) {
+    const model::Parameter& p = host_params_[i];
+    const bool decayed = config.decay_scope == "all" || p.name.starts_with("layer0.");
+    const float weight_decay = decayed ? config.weight_decay : 0.0f;
+    if (adam) {
+      cpu::AdamConfig adam_config;
+      adam_config.lr = config.lr;
+      adam_config.weight_decay = weight_decay;
+      SKIFF_RETURN_IF_ERROR(AdamStep(p.size(), adam_config, step, Grad(i), Data(i), m + offsets_[i],
+                                     m + total + offsets_[i], s));
+    } else {
+      SKIFF_RETURN_IF_ERROR(SgdStep(p.size(), config.lr, config.momentum, weight_decay, Grad(i),
+                                    Data(i), m + offsets_[i], s));
+    }
+  }
+  return Status::Ok();
+}
+
+Status CudaModel::ReadOptimizerState(std::vector<std::vector<float>>& state) {
+  if (param_owner_ == Owner::kDevice) SKIFF_RETURN_IF_ERROR(DownloadParams());
+  param_owner_ = Owner::kHost;
+  if (moments_owner_ == Owner::kHost) return Status::Ok();
+  const int64_t total = offsets_.back();
+  const auto slots = static_cast<size_t>(moment_slots_);
+  SKIFF_CHECK(state.size() == host_params_.size() * slots);
+  for (size_t i = 0; i < host_params_.size(); ++i) {
+    for (size_t k = 0; k < slots; ++k) {
+      std::vector<float>& h = state[i * slots + k];
+      SKIFF_CUDA_RETURN(cudaMemcpyAsync(h.data(), moments_dev_.get() + k * total + offsets_[i],
+                                        sizeof(float) * h.size(), cudaMemcpyDeviceToHost,
+                                        stream_.get()));
+    }
+  }
+  SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
+  moments_owner_ = Owner::kHost;  // the caller may change them (Restore)
+  return Status::Ok();
+}
 
 }  // namespace
 
 Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Model> host_model) {
   SKIFF_CHECK(host_model != nullptr);
+  const std::string& matmul = host_model->config().cuda_matmul;
+  if (matmul != "tf32" && matmul != "fp32") {
+    return Status::InvalidArgument("CUDA matrix products '" + matmul + "': expected tf32 or fp32");
+  }
   SKIFF_RETURN_IF_ERROR(FirstDevice().status());
   SKIFF_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
   SKIFF_ASSIGN_OR_RETURN(CublasHandle cublas, CublasHandle::Create());
-  return std::unique_ptr<model::Model>(
-      std::make_unique<CudaModel>(std::move(host_model), std::move(stream), std::move(cublas)));
+  SKIFF_ASSIGN_OR_RETURN(BatchStaging staging, BatchStaging::Create());
+  auto model = std::make_unique<CudaModel>(
+      std::move(host_model), std::move(stream), std::move(cublas), std::move(staging),
+      matmul == "tf32" ? GemmPrecision::kTf32 : GemmPrecision::kFp32);
+  SKIFF_RETURN_IF_ERROR(model->Init());
+  return std::unique_ptr<model::Model>(std::move(model));
 }
 
 }  // namespace skiff::cuda

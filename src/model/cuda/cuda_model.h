@@ -1,14 +1,17 @@
 // The CUDA model: skiff::model::Model on kernels/cuda, the GPU mirror of src/model/cpu_model.cpp
 // (same layers, parameter names, shapes, initialisation, dropout masks; see model/model.h).
-// Reached through Model::CreateCuda (src/model/cuda_model.cpp), which builds the CPU model first.
+// Reached through Model::CreateCuda (src/model/cuda_model.cpp), which builds the CPU model first
+// and loads this code from libskiff_cuda.so (plugin.cpp).
 //
-// Design: the master parameters and their gradients stay in HOST memory -- they are the CPU
-// model's tensors, so Parameters() returns host pointers and the optimiser, checkpoints and
-// ZeroGrad work unchanged. Forward uploads every parameter (the optimiser may have changed them)
-// and the batch (block CSRs, input features) to device buffers, runs the layers with cuBLAS and
-// the kernels of kernels/cuda, and copies the logits (and embeddings) back. Backward computes the
-// gradients on the device and adds them into the host gradients. docs/cuda.md ("GPU compute
-// stage") lists the transfer costs this design pays per batch.
+// Design: training is device-resident. Parameters, gradients and the optimiser's moments live in
+// device memory; TrainStep uploads only the batch (BatchStaging: block CSRs, labels, and the input
+// rows -- or only their IDs when the model holds the features, HoldFeatures), and runs forward,
+// softmax cross-entropy, backward and the optimiser update on one stream without waiting for
+// the device; the loss statistics accumulate on the device until TakeLossTotals. The host copies
+// (the CPU model's tensors, which Parameters() returns) are brought up to date only when asked
+// for -- checkpoints, exports, tests -- and are taken back to the device before the next use, so
+// any caller that changes them (Restore, a host optimiser) is seen. docs/cuda.md, "GPU compute
+// stage", has the per-batch costs.
 //
 // Thread safety: one thread at a time (like every Model).
 #pragma once
@@ -20,8 +23,8 @@
 
 namespace skiff::cuda {
 
-// Wraps `host_model` (a CPU model of the same config: its parameters become the master copy).
-// Unavailable/Internal when the device, a stream or cuBLAS cannot be initialised.
+// Wraps `host_model` (a CPU model of the same config: its parameters are the starting point and
+// the host copy). Unavailable/Internal when the device, a stream or cuBLAS cannot be initialised.
 Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Model> host_model);
 
 }  // namespace skiff::cuda

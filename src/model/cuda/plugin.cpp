@@ -4,9 +4,9 @@
 //
 // The library's references to the core (Model, Status, the CPU model it starts from) resolve
 // against the executable that loads it (built with its symbols exported).
-#include "kernels/cuda/cuda_model.cuh"
 #include "kernels/cuda/device.cuh"
 #include "skiff/model/model.h"
+#include "src/model/cuda/cuda_model.h"
 
 // `host_model` is a CPU model of the config (the CUDA model starts from its parameters). Sets *out
 // and returns OK, or returns Unavailable (no usable device) or the model's error.
