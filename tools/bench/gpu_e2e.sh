@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# End-to-end GPU training: `skiff train --device cuda` against the PyG peer (tools/bench/pyg_peer.py:
+# everything in GPU memory), alternating, on the `1m` preset, at the setting of the GPU bar in
+# BENCHMARKS.md: GraphSAGE, 3 layers, fanouts 15,10,5, hidden 256, batch 1024, Adam lr 0.003,
+# dropout 0.5, no weight decay; training split 10% (100k nodes), valid and test 1% each; the
+# dataset partitioned into 64 (GREM). Prints every run's output; the lines to read are Skiff's
+# "epoch N: ... (X samples/s)" and the peer's "pyg_peer samples_per_s=...".
+#
+#   tools/bench/gpu_e2e.sh [DATA_DIR] [ROUNDS]       (defaults: /tmp/skiff-gpu-e2e, 2)
+#
+# Environment: SKIFF (the command that runs skiff; default build/skiff, e.g. "pack/run skiff" for a
+# packed build), EPOCHS (default 4), MATMUL (skiff --cuda-matmul and the peer's --tf32: tf32 or
+# fp32; default both, one after the other), PYTHON (default python3).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+skiff=${SKIFF:-$root/build/skiff}
+data=${1:-/tmp/skiff-gpu-e2e}
+rounds=${2:-2}
+epochs=${EPOCHS:-4}
+python=${PYTHON:-python3}
+threads=$(nproc)
+ds="$data/g1m"
+
+if [[ ! -f "$ds/manifest.json" ]]; then
+  mkdir -p "$data"
+  echo "== generating $ds"
+  $skiff generate --preset 1m --split 0.1,0.01,0.01 --out "$ds"
+  $skiff partition "$ds" -k 64 --threads "$threads"
+fi
+
+model=(--layers 3 --fanouts 15,10,5 --hidden 256 --batch-size 1024 --lr 0.003 --dropout 0.5
+  --weight-decay 0 --epochs "$epochs")
+for matmul in ${MATMUL:-tf32 fp32}; do
+  peer_tf32=()
+  [[ $matmul == tf32 ]] && peer_tf32=(--tf32)
+  for ((r = 1; r <= rounds; ++r)); do
+    echo "== round $r, $matmul: skiff --device cuda"
+    $skiff train "$ds" --model sage "${model[@]}" --device cuda --cuda-matmul "$matmul" \
+      --threads "$threads" 2>&1 | grep -v '^\s*$'
+    echo "== round $r, $matmul: pyg peer"
+    $python "$root/tools/bench/pyg_peer.py" "$ds" "${model[@]}" "${peer_tf32[@]}" 2>&1 |
+      grep -E '^pyg_peer|"epoch"' || true
+  done
+done
