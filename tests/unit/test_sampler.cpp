@@ -148,6 +148,29 @@ TEST_CASE("sampler: deterministic for a seed, different for another") {
   CHECK(a.input_nodes != c.input_nodes);
 }
 
+TEST_CASE("sampler: batches alternating the ID map's dense and hashed forms stay exact") {
+  // The map is dense (indexed by node ID) when that is no larger than a hash table for the batch:
+  // a big batch on this graph is dense, two seeds with small fanouts are hashed. One thread's map
+  // serves both in turn, and each batch must come out as it does alone.
+  auto g = RandomGraph(50000, 8, 3);
+  NeighborSampler small(*g, {3, 2}), big(*g, {8, 8});
+  std::vector<int64_t> few{17, 40000}, many;
+  for (int64_t v = 0; v < 2000; ++v) many.push_back(v * 23);
+  train::MiniBatch a1, b1, a2, b2;
+  REQUIRE(small.Sample(few, 5, &a1).ok());
+  REQUIRE(big.Sample(many, 6, &b1).ok());
+  REQUIRE(small.Sample(few, 5, &a2).ok());
+  REQUIRE(big.Sample(many, 6, &b2).ok());
+  CheckLayout(a1, *g, {3, 2});
+  CheckLayout(b1, *g, {8, 8});
+  CHECK(a1.input_nodes == a2.input_nodes);
+  CHECK(b1.input_nodes == b2.input_nodes);
+  for (size_t l = 0; l < 2; ++l) {
+    CHECK(a1.blocks[l].indices == a2.blocks[l].indices);
+    CHECK(b1.blocks[l].indices == b2.blocks[l].indices);
+  }
+}
+
 TEST_CASE("sampler: SampleGroup gives each batch exactly what Sample gives it") {
   auto g = RandomGraph(400, 30, 5);
   for (const std::vector<int>& fanouts : {std::vector<int>{10, 5}, std::vector<int>{4, -1, 3}}) {
