@@ -9,6 +9,7 @@ Result<std::unique_ptr<DatasetPartitionSource>> DatasetPartitionSource::Open(
     const format::Dataset* dataset, const DatasetPartitionSourceOptions& options) {
   std::unique_ptr<DatasetPartitionSource> src(new DatasetPartitionSource());
   src->dataset_ = dataset;
+  src->adjacency_only_ = options.adjacency_only;
   const auto& m = dataset->manifest();
   const char* names[2] = {format::kFeaturesFile, format::kNeighborsFile};
   uint32_t alignment = 4096;
@@ -44,7 +45,7 @@ std::vector<Extent> DatasetPartitionSource::Extents(uint32_t p) const {
   const int64_t first = boundaries_[p], last = boundaries_[p + 1];
   const uint64_t row = manifest().feature_row_bytes();
   std::vector<Extent> out(2);
-  if (last > first) {
+  if (last > first && !adjacency_only_) {
     out[kFeatureExtent] = {kFeatureFile, dataset_->FeatureRowOffset(first),
                            static_cast<uint64_t>(last - first) * row};
   } else {
@@ -87,6 +88,12 @@ void DatasetPartitionSource::NeighborsFromPin(const PartitionPin& pin, int64_t n
       out->push_back(v);
     }
   }
+}
+
+void DatasetPartitionSource::PrefetchRowFromPin(const PartitionPin& pin, int64_t node) const {
+  const uint32_t p = pin.partition();
+  PrefetchRead(pin.extent(kNeighborExtent).data() +
+               (offsets_[node] - offsets_[boundaries_[p]]) * neighbor_bytes_);
 }
 
 void DatasetPartitionSource::NeighborsAtFromPin(const PartitionPin& pin, int64_t node,

@@ -146,6 +146,7 @@ Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int
 
 BufferedGraph::MemoryRow BufferedGraph::FindInMemory(const ResidentSet& resident,
                                                      int64_t node) const {
+  if (!source_->partitions_hold_features()) return {nullptr, false};  // read fine-grained
   const uint32_t p = source_->partition_of(node);
   if (resident.contains(p)) {
     const auto extent = resident.pin(p).extent(DatasetPartitionSource::kFeatureExtent);

@@ -40,18 +40,36 @@ struct SampledItem {
 // memory even though stages run in parallel and the compute stage reorders. A batch is always
 // admitted when none is in flight, so a batch larger than expected slows the pipeline but never
 // stops it. Each batch's reservation starts at `expected` and is corrected to its actual size once
-// it is sampled (Resize).
+// it is sampled (Resize). The plan's `expected` is a worst-case-leaning estimate; when it says how
+// much of it a sampled batch holds (`expected_held` > 0), the batches sampled so far (Observe)
+// scale it down: a new batch reserves expected x (the largest held so far x 5/4 / expected_held),
+// at most `expected` -- so the batches in flight are as many as their actual size allows.
 class InFlightWindow {
  public:
-  InFlightWindow(int64_t window, uint64_t allowance, uint64_t expected)
-      : window_(window), allowance_(allowance), expected_(expected) {}
+  InFlightWindow(int64_t window, uint64_t allowance, uint64_t expected, uint64_t expected_held)
+      : window_(window),
+        allowance_(allowance),
+        expected_(expected),
+        expected_held_(expected_held),
+        estimate_(expected) {}
+  // A batch was sampled and holds `held` bytes.
+  void Observe(uint64_t held) {
+    if (expected_held_ == 0) return;
+    std::lock_guard lock(mu_);
+    largest_held_ = std::max(largest_held_, held);
+    const double scale =
+        static_cast<double>(largest_held_) * 1.25 / static_cast<double>(expected_held_);
+    estimate_ =
+        std::min(expected_, static_cast<uint64_t>(static_cast<double>(expected_) * scale) + 1);
+    cv_.notify_all();
+  }
   // Returns the bytes reserved for each batch, or nullopt when cancelled.
   std::optional<uint64_t> Admit(int64_t index, int64_t count, StageTimer* timer) {
     std::unique_lock lock(mu_);
     auto admissible = [&] {
       return cancelled_ || (index + count - 1 < done_ + window_ &&
                             (allowance_ == 0 || in_flight_ == 0 ||
-                             bytes_ + static_cast<uint64_t>(count) * expected_ <= allowance_));
+                             bytes_ + static_cast<uint64_t>(count) * estimate_ <= allowance_));
     };
     if (!admissible()) {
       StallScope stall(timer);
@@ -59,8 +77,8 @@ class InFlightWindow {
     }
     if (cancelled_) return std::nullopt;
     in_flight_ += count;
-    Add(static_cast<uint64_t>(count) * expected_);
-    return expected_;
+    Add(static_cast<uint64_t>(count) * estimate_);
+    return estimate_;
   }
   // Adds `bytes` for the features of `count` batches about to be gathered (aggregated groups),
   // waiting until they fit in the allowance or no other gathered batch is in flight. False when
@@ -116,8 +134,10 @@ class InFlightWindow {
     peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
   }
   const int64_t window_;
-  const uint64_t allowance_, expected_;
+  const uint64_t allowance_, expected_, expected_held_;
   mutable std::mutex mu_;
+  uint64_t estimate_;          // guarded by mu_: what a new batch reserves
+  uint64_t largest_held_ = 0;  // guarded by mu_: the largest sampled batch so far
   std::condition_variable cv_;
   int64_t done_ = 0;            // guarded by mu_: batches computed (in order)
   int64_t in_flight_ = 0;       // guarded by mu_: admitted and not yet computed
@@ -240,7 +260,8 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn&
   BoundedQueue<SampledItem> sampled("sampled", opt.sampled_queue_capacity);
   BoundedQueue<PreparedBatch> ready("ready", opt.ready_queue_capacity);
   RecycledStaging recycled;
-  InFlightWindow window(opt.InFlightBatches(), opt.batch_allowance_bytes, opt.expected_batch_bytes);
+  InFlightWindow window(opt.InFlightBatches(), opt.batch_allowance_bytes, opt.expected_batch_bytes,
+                        opt.expected_held_bytes);
   const int64_t dim = graph_->feature_dim();
   const bool aggregate = opt.aggregation.has_value();
 
@@ -338,8 +359,11 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn&
           for (SampledItem& sampled_item : out) {
             sampled_item.resident = item->resident;
             PreparedBatch& prepared = sampled_item.prepared;
-            prepared.held_bytes = HeldBytes(prepared.batch, dim, aggregate);
+            // Without gathering (the model holds the features) a batch holds no rows.
+            prepared.held_bytes =
+                HeldBytes(prepared.batch, opt.gather_features ? dim : 0, aggregate);
             window.Resize(item->reserved, prepared.held_bytes);
+            window.Observe(prepared.held_bytes);
             if (!sampled.Push(std::move(sampled_item), ctx.timer())) {
               return Status::Aborted("cancelled");
             }

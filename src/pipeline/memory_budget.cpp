@@ -246,7 +246,9 @@ int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees
     const BatchShape s = EstimateBatch(degrees, b, in.eval_fanouts);
     const uint64_t bytes = aggregated ? AggregatedBatchBytes(s, in.feature_dim)
                                       : BatchBytes(s, in.feature_dim) + SamplerScratchBytes(s);
-    return bytes <= train_batch && ActivationBytes(s, in.model, aggregated) <= train_activations;
+    // Activations on the device are not the host's to plan.
+    return bytes <= train_batch &&
+           (in.features_on_device || ActivationBytes(s, in.model, aggregated) <= train_activations);
   };
   if (fits(in.eval_batch_size)) return in.eval_batch_size;
   int64_t lo = 1, hi = in.eval_batch_size;  // fits(lo) assumed; !fits(hi)
@@ -266,10 +268,12 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
   // No budget: room for everything (every partition resident, the pipeline's full capacity).
   const uint64_t budget = in.budget_bytes > 0 ? in.budget_bytes : ~uint64_t{0} / 4;
   plan.train_batch = EstimateBatch(degrees, in.batch_size, in.fanouts);
+  plan.batch_held_bytes = aggregated ? 0 : BatchBytes(plan.train_batch, in.feature_dim);
   plan.batch_bytes = aggregated ? AggregatedBatchBytes(plan.train_batch, in.feature_dim)
                                 : BatchBytes(plan.train_batch, in.feature_dim) +
                                       SamplerScratchBytes(plan.train_batch);
-  const uint64_t activations = ActivationBytes(plan.train_batch, in.model, aggregated);
+  const uint64_t activations =
+      in.features_on_device ? 0 : ActivationBytes(plan.train_batch, in.model, aggregated);
   plan.eval_batch_size = in.eval_batch_size > 0 && !in.eval_fanouts.empty()
                              ? EvalBatchSize(in, degrees, aggregated, plan.batch_bytes, activations)
                              : in.batch_size;
@@ -278,7 +282,14 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
                         8 * (n + 1) + 4 * n + 8 * static_cast<uint64_t>(in.split_nodes)});
   plan.items.push_back({"model parameters, gradients, optimiser moments",
                         16 * static_cast<uint64_t>(in.model.num_parameters)});
-  plan.items.push_back({"activations of the batch in compute (expected)", activations});
+  if (in.features_on_device) {
+    // The device model packs each batch's structure into one of two pinned slots.
+    plan.items.push_back(
+        {"pinned staging of two batches for the device", 2 * BatchBytes(plan.train_batch, 0)});
+    plan.items.push_back({"feature upload to the device (before training)", kDeviceUploadBytes});
+  } else {
+    plan.items.push_back({"activations of the batch in compute (expected)", activations});
+  }
   if (aggregated) {
     // One thread samples each group (its lists are counted with the group's batches).
     plan.items.push_back({"sampler scratch (1 thread)", SamplerScratchBytes(plan.train_batch)});
@@ -381,6 +392,13 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
   }
   // Rows while every partition fits (the in-memory run's batches, bit for bit); otherwise
   // aggregated when the model allows, which may then accept a budget the rows plan refuses.
+  if (in.features_on_device) {
+    // Batches carry node IDs only: plan them without feature rows (and never aggregated).
+    MemoryBudgetInputs ids = in;
+    ids.feature_dim = 0;
+    ids.aggregated_input = false;
+    return Plan(ids, degrees, false);
+  }
   Result<MemoryPlan> rows = Plan(in, degrees, false);
   if (!in.aggregated_input || (rows.ok() && rows->fully_resident)) return rows;
   return Plan(in, degrees, true);

@@ -23,7 +23,8 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   SKIFF_ASSIGN_OR_RETURN(ooc->source_,
                          storage::DatasetPartitionSource::Open(
                              dataset, {.direct = options.direct_io,
-                                       .nodes_per_partition = options.nodes_per_partition}));
+                                       .nodes_per_partition = options.nodes_per_partition,
+                                       .adjacency_only = options.features_on_device}));
   const storage::DatasetPartitionSource& source = *ooc->source_;
   const uint32_t k = source.num_partitions();
 
@@ -56,13 +57,15 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   if (in.model.num_classes == 0) in.model.num_classes = std::max<int64_t>(m.num_classes, 1);
   in.batch_size = options.batch_size;
   in.aggregated_input = options.aggregated_input;
+  in.features_on_device = options.features_on_device;
   in.fanouts = options.fanouts;
   in.eval_batch_size = options.eval_batch_size;
   in.eval_fanouts = options.eval_fanouts;
   in.max_in_flight_batches = EpochRunnerOptions{.sample_threads = options.sample_threads,
                                                 .gather_threads = options.gather_threads}
                                  .InFlightBatches();
-  if (options.sampling == SamplingMode::kExact) {
+  if (options.sampling == SamplingMode::kExact && !options.features_on_device) {
+    // Feature rows of hubs (no use when the model holds every row on its device).
     in.cache_row_bytes = HotRowCache::BytesFor(1, m.feature_row_bytes(), 0);
   }
   const DegreeProfile degrees =
@@ -119,7 +122,8 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
                                     .sample_threads = options_.sample_threads,
                                     .gather_threads = options_.gather_threads,
                                     .batch_allowance_bytes = memory_.batch_allowance,
-                                    .expected_batch_bytes = memory_.batch_bytes};
+                                    .expected_batch_bytes = memory_.batch_bytes,
+                                    .expected_held_bytes = memory_.batch_held_bytes};
   runner_options.gather_features = pass.gather_features;
   if (memory_.aggregated_input && pass.aggregation.has_value()) {
     runner_options.aggregation = pass.aggregation;

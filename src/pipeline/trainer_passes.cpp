@@ -14,11 +14,9 @@ std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options) {
   return std::vector<int>(options.fanouts.size(), train::kDefaultEvalFanoutCap);
 }
 
-Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::Dataset* dataset,
-                                                                 const train::TrainOptions& options,
-                                                                 uint64_t memory_bytes,
-                                                                 SamplingMode sampling, int threads,
-                                                                 bool aggregated_input) {
+Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(
+    const format::Dataset* dataset, const train::TrainOptions& options, uint64_t memory_bytes,
+    SamplingMode sampling, int threads, bool aggregated_input, bool features_on_device) {
   const format::Manifest& m = dataset->manifest();
   // Size the model to budget its parameters, gradients and optimiser state.
   model::ModelConfig config = options.model;
@@ -45,6 +43,7 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
   o.aggregated_input = aggregated_input && sampling == SamplingMode::kExact &&
                        model::InputAggregationOf(config) != model::InputAggregation::kNone;
   o.sample_threads = std::max(1, threads);
+  o.features_on_device = features_on_device;
   o.gather_threads = 1;
   auto out = std::make_unique<OutOfCoreTraining>();
   SKIFF_ASSIGN_OR_RETURN(out->ooc, OutOfCore::Create(dataset, o));

@@ -260,7 +260,7 @@ model::BatchInput Trainer::InputOf(const PreparedBatch& next) const {
 }
 
 Status Trainer::OfferFeatures() {
-  if (features_offered_) return Status::Ok();
+  if (features_offered_ || model_->holds_features()) return Status::Ok();
   features_offered_ = true;
   SKIFF_ASSIGN_OR_RETURN(const bool held,
                          model_->HoldFeatures(*data_.features, options_.device_memory_bytes));

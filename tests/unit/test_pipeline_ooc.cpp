@@ -199,14 +199,16 @@ struct Recorded {
 // Runs one epoch of `plan` and records every batch as compute sees it.
 Result<EpochReport> RunAndRecord(BufferedGraph& graph, const EpochPlan& plan, uint64_t epoch,
                                  std::vector<Recorded>* out, int sample_threads = 3,
-                                 uint64_t batch_allowance = 0, uint64_t expected_batch = 0) {
+                                 uint64_t batch_allowance = 0, uint64_t expected_batch = 0,
+                                 uint64_t expected_held = 0) {
   EpochRunner runner(&graph, {.batch_size = 16,
                               .seed = 5,
                               .epoch = epoch,
                               .sample_threads = sample_threads,
                               .gather_threads = 2,
                               .batch_allowance_bytes = batch_allowance,
-                              .expected_batch_bytes = expected_batch});
+                              .expected_batch_bytes = expected_batch,
+                              .expected_held_bytes = expected_held});
   auto sample = [](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t seed,
                    train::MiniBatch* batch) {
     return TestSample([&](auto nodes, auto* i, auto* n) { return view.Neighbors(nodes, i, n); },
@@ -327,6 +329,37 @@ TEST_CASE("ooc pipeline: the result does not depend on the budget or on thread t
     CHECK(small[i].input_nodes == large[i].input_nodes);
     CHECK(small[i].indices == large[i].indices);
     CHECK(small[i].features == large[i].features);
+  }
+}
+
+TEST_CASE("ooc pipeline: sampled batches correct an over-estimated batch size at admission") {
+  Fixture f;
+  const EpochPlan plan = Plan(f, 3, 2);
+  auto pool = f.MakePool(4);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+  std::vector<Recorded> free_run, fixed_estimate, corrected;
+  auto unlimited = RunAndRecord(graph, plan, 2, &free_run, 3);
+  REQUIRE(unlimited.ok());
+  auto probe = RunAndRecord(graph, plan, 2, &fixed_estimate, 3, /*allowance=*/1, /*expected=*/1);
+  REQUIRE(probe.ok());
+  const uint64_t largest = probe->peak_batch_bytes;
+  REQUIRE(largest > 0);
+  // The plan expects every batch to be as large as the whole allowance: one at a time...
+  const uint64_t allowance = 6 * largest;
+  auto as_planned = RunAndRecord(graph, plan, 2, &fixed_estimate, 3, allowance, allowance);
+  REQUIRE(as_planned.ok());
+  CHECK(as_planned->peak_batches_in_flight == 1);
+  // ...unless it says how much of that a sampled batch holds: then the batches' actual sizes
+  // admit more of them, still within the allowance (plus the one staging buffer kept for reuse).
+  auto measured = RunAndRecord(graph, plan, 2, &corrected, 3, allowance, allowance,
+                               /*expected_held=*/allowance);
+  REQUIRE(measured.ok());
+  CHECK(measured->peak_batches_in_flight > 1);
+  CHECK(measured->peak_batch_bytes <= allowance + largest);
+  REQUIRE(corrected.size() == free_run.size());
+  for (size_t i = 0; i < free_run.size(); ++i) {
+    CHECK(corrected[i].input_nodes == free_run[i].input_nodes);
+    CHECK(corrected[i].features == free_run[i].features);
   }
 }
 

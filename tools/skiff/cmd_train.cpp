@@ -259,7 +259,8 @@ int RunTrain(const TrainCliOptions& o) {
   if (!sampling.ok()) return ReportStatus("train", sampling.status());
   auto opened =
       pipeline::OpenOutOfCoreTraining(ds->get(), t, memory_bytes, *sampling, t.sampler_threads,
-                                      /*aggregated_input=*/o.device == "cpu");
+                                      /*aggregated_input=*/o.device == "cpu",
+                                      /*features_on_device=*/o.device == "cuda");
   if (!opened.ok()) return ReportStatus("train", opened.status());
   std::unique_ptr<pipeline::OutOfCoreTraining> engine = std::move(opened).value();
   const train::TrainData* train_data = &engine->data;
@@ -268,6 +269,20 @@ int RunTrain(const TrainCliOptions& o) {
   auto trainer = train::Trainer::Create(*train_data, t, factory);
   if (!trainer.ok()) return ReportStatus("train", trainer.status());
   (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress));
+  if (o.device == "cuda") {
+    // The GPU tier: every feature row in device memory, batches carry node IDs. Out of core the
+    // plan counted on it (the host holds no rows).
+    auto held = (*trainer)->model().HoldFeatures(*train_data->features, t.device_memory_bytes);
+    if (!held.ok()) return ReportStatus("train", held.status());
+    if (*held) {
+      LogInfo("features held in device memory: batches carry node IDs only");
+    } else if (memory_bytes > 0) {
+      return ReportStatus(
+          "train", Status::ResourceExhausted(
+                       "--memory with --device cuda needs the features in device memory, and "
+                       "they do not fit (raise --device-memory, or use --device cpu)"));
+    }
+  }
   if (resume.has_value()) {
     Status st = (*trainer)->Restore(*resume);
     if (!st.ok()) return ReportStatus("train", st.WithContext(o.resume));

@@ -111,6 +111,9 @@ struct EpochRunnerOptions {
   // while admitting another batch would exceed the allowance, unless no batch is in flight.
   uint64_t batch_allowance_bytes = 0;
   uint64_t expected_batch_bytes = 0;
+  // Of expected_batch_bytes, what a sampled batch holds (the rest: its sampling's scratch). When
+  // set, admission scales expected_batch_bytes by the sampled batches' actual sizes (at most 1).
+  uint64_t expected_held_bytes = 0;
   // Aggregated gathering when set: groups of up to `gather_group` batches share one sorted read,
   // and `dropout_seed(index)` is the Forward dropout seed of batch `index` (training passes).
   std::optional<AggregationOptions> aggregation = std::nullopt;

@@ -148,7 +148,15 @@ struct MemoryBudgetInputs {
   uint64_t cache_row_bytes = 0;
   // The model's first layer can take aggregated input (see above).
   bool aggregated_input = false;
+  // The model keeps every feature row in device memory (Model::HoldFeatures, --device cuda):
+  // batches carry no feature rows on the host, activations live on the device, and the host holds
+  // the batches' pinned staging and the transient upload buffer instead (kDeviceUploadBytes).
+  bool features_on_device = false;
 };
+
+// The host buffer through which features are uploaded to the device once, before training
+// (src/model/cuda: HoldFeatures' chunk size).
+inline constexpr uint64_t kDeviceUploadBytes = uint64_t{8} << 20;
 
 struct MemoryItem {
   std::string name;
@@ -164,6 +172,7 @@ struct MemoryPlan {
   bool fully_resident = false;    // pool_slots == num_partitions
   BatchShape train_batch;         // expected shapes
   uint64_t batch_bytes = 0;       // expected bytes of one training batch in flight
+  uint64_t batch_held_bytes = 0;  // of which held once sampled (rows: its structure and rows)
   uint64_t batch_allowance = 0;   // bytes the batches in flight may hold together (run time)
   int planned_in_flight = 0;      // batch_allowance / batch_bytes
   int64_t eval_batch_size = 0;    // evaluation batches no larger than a training batch

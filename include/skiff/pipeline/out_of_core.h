@@ -57,6 +57,9 @@ struct OutOfCoreOptions {
   // The compute step takes the first layer's input aggregated (a kMean model on the CPU): when not
   // every partition fits, passes that ask for it (PassOptions::aggregation) gather aggregated.
   bool aggregated_input = false;
+  // The model holds every feature row in device memory: batches are planned without feature rows
+  // (MemoryBudgetInputs::features_on_device).
+  bool features_on_device = false;
   storage::IoEngineKind io_engine = storage::IoEngineKind::kAuto;
   // Unpartitioned datasets are split into ranges of this many nodes (0: 16 ranges).
   int64_t nodes_per_partition = 0;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "skiff/format/dataset.h"
+#include "skiff/prefetch.h"
 #include "skiff/storage/buffer_pool.h"
 #include "skiff/storage/partition_source.h"
 
@@ -31,6 +32,10 @@ namespace skiff::storage {
 struct DatasetPartitionSourceOptions {
   bool direct = true;               // O_DIRECT
   int64_t nodes_per_partition = 0;  // unpartitioned datasets: 0 = split into 16 ranges
+  // Partitions are their adjacency only (an empty feature extent): for a model that holds every
+  // feature row on its device, the pool's slots then hold only what sampling reads. Feature rows
+  // are still readable fine-grained (FeatureRowRead).
+  bool adjacency_only = false;
 };
 
 class DatasetPartitionSource final : public PartitionSource {
@@ -53,8 +58,13 @@ class DatasetPartitionSource final : public PartitionSource {
                 uint64_t bytes) const override;
 
   int64_t first_node(uint32_t partition) const { return boundaries_[partition]; }
+  // Whether a pinned partition's kFeatureExtent holds its feature rows (not adjacency_only).
+  bool partitions_hold_features() const { return !adjacency_only_; }
   uint32_t partition_of(int64_t node) const;
   int64_t degree(int64_t node) const { return offsets_[node + 1] - offsets_[node]; }
+  // Start loading node's degree entry / its row in a pinned partition (PrefetchRead hints).
+  void PrefetchDegree(int64_t node) const { PrefetchRead(offsets_.data() + node); }
+  void PrefetchRowFromPin(const PartitionPin& pin, int64_t node) const;
   // Neighbour ids of `node` read from a pinned partition's neighbour extent (widened to int64).
   void NeighborsFromPin(const PartitionPin& pin, int64_t node, std::vector<int64_t>* out) const;
   // The neighbours of `node` at `positions` (each in [0, degree)) from a pinned partition: only
@@ -76,6 +86,7 @@ class DatasetPartitionSource final : public PartitionSource {
   std::vector<int64_t> offsets_;
   uint64_t neighbor_bytes_ = 4;
   uint32_t read_alignment_ = 4096;
+  bool adjacency_only_ = false;
 };
 
 }  // namespace skiff::storage

@@ -41,8 +41,9 @@ constexpr float kNegativeSlope = 0.2f;  // as src/model/gat_layer.cpp
 // the model's activations, cuBLAS workspaces and the staged batches.
 constexpr uint64_t kMinDeviceMargin = uint64_t{2} << 30;
 constexpr uint64_t kDeviceMarginDivisor = 8;
-// Rows per copy when HoldFeatures uploads the features.
-constexpr uint64_t kUploadChunkBytes = uint64_t{32} << 20;
+// The pinned buffer HoldFeatures uploads the features through (pipeline::kDeviceUploadBytes, which
+// the memory plan counts).
+constexpr uint64_t kUploadChunkBytes = uint64_t{8} << 20;
 
 uint64_t LayerSeed(uint64_t seed, int layer, int stream) {
   return cpu::DropoutHash(seed, static_cast<uint64_t>(2 * layer + stream));
