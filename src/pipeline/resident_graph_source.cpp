@@ -79,6 +79,17 @@ int64_t ResidentGraphSource::Degree(int64_t v) const {
   return static_cast<int64_t>(row->size());
 }
 
+void ResidentGraphSource::Prefetch(int64_t v, bool row) const {
+  if (graph_.mode() != SamplingMode::kExact) return;
+  const storage::DatasetPartitionSource& source = graph_.source();
+  if (!row) {
+    source.PrefetchDegree(v);
+    return;
+  }
+  const uint32_t p = source.partition_of(v);
+  if (resident_.contains(p)) source.PrefetchRowFromPin(resident_.pin(p), v);
+}
+
 Status ResidentGraphSource::NeighborsAt(int64_t v, std::span<const int64_t> positions,
                                         int64_t* out) const {
   std::optional<std::span<const int64_t>> row = Cached(v);

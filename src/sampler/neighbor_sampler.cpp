@@ -4,6 +4,8 @@
 #include <sstream>
 #include <string>
 
+#include "skiff/prefetch.h"
+
 namespace skiff::sampler {
 namespace {
 
@@ -81,12 +83,7 @@ class LocalIds {
     const void* at =
         dense_mode_ ? static_cast<const void*>(dense_.data() + key)
                     : static_cast<const void*>(slots_.data() + (Hash(key) & (slots_.size() - 1)));
-#if defined(__x86_64__)
-    // An asm statement: GCC 12 dropped __builtin_prefetch from the sampler's loop.
-    asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(at)));
-#else
-    __builtin_prefetch(at);
-#endif
+    PrefetchRead(at);
   }
   // Returns the local ID of `key`, inserting `next` when absent (*inserted tells which).
   int32_t FindOrInsert(int64_t key, int32_t next, bool* inserted) {
@@ -319,7 +316,9 @@ Status NeighborSampler::Hop(int hop, BatchState* state, train::MiniBatch* out,
   // the largest such fanout; the others (-1, or >= degree) take the whole row.
   const int64_t begin = state->hop_begin[hop], end = state->hop_begin[hop + 1];
   std::vector<int64_t> positions, picked;
+  constexpr int64_t kAhead = 8;  // prefetch distance, in nodes
   for (int64_t u = begin; u < end; ++u) {
+    if (u + kAhead < end) graph_.Prefetch(nodes[u + kAhead], /*row=*/false);
     const int64_t d = graph_.Degree(nodes[u]);
     state->degree.push_back(d);
     int64_t longest = 0;
@@ -344,6 +343,9 @@ Status NeighborSampler::Hop(int hop, BatchState* state, train::MiniBatch* out,
   std::vector<int64_t>& flat = state->picks;
   flat.clear();
   for (int64_t u = 0; u < end; ++u) {
+    // Two stages: a node's degree entry, then (loaded by then) its row.
+    if (u + 2 * kAhead < end) graph_.Prefetch(nodes[u + 2 * kAhead], /*row=*/false);
+    if (u + kAhead < end) graph_.Prefetch(nodes[u + kAhead], /*row=*/true);
     const int64_t v = nodes[u];
     const int64_t d = state->degree[u];
     if (fanout < 0 || fanout >= d) {

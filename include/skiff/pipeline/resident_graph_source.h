@@ -50,6 +50,7 @@ class ResidentGraphSource final : public sampler::GraphSource {
 
   int64_t num_nodes() const override { return graph_.num_nodes(); }
   int64_t Degree(int64_t v) const override;
+  void Prefetch(int64_t v, bool row) const override;
   Status NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const override;
   Status Neighbors(int64_t v, std::vector<int64_t>* out) const override;
   void BeginHop(int hop) const override { hop_ = hop; }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "skiff/format/dataset.h"
+#include "skiff/prefetch.h"
 #include "skiff/status.h"
 
 namespace skiff::sampler {
@@ -34,6 +35,13 @@ class GraphSource {
   // has not seen before belong to hop `hop` + 1. Sources that batch their reads by hop use it; the
   // default ignores it.
   virtual void BeginHop(int hop) const { (void)hop; }
+  // A hint from the sampler: it will soon ask for v's degree (`row` false) or, having asked for
+  // its degree, its row (`row` true). Sources in memory start loading it (PrefetchRead); the
+  // default ignores it.
+  virtual void Prefetch(int64_t v, bool row) const {
+    (void)v;
+    (void)row;
+  }
 };
 
 // The whole CSR in memory.
@@ -48,6 +56,10 @@ class InMemoryGraph final : public GraphSource {
 
   int64_t num_nodes() const override { return static_cast<int64_t>(offsets_.size()) - 1; }
   int64_t Degree(int64_t v) const override { return offsets_[v + 1] - offsets_[v]; }
+  void Prefetch(int64_t v, bool row) const override {
+    PrefetchRead(row ? static_cast<const void*>(neighbors_.data() + offsets_[v])
+                     : static_cast<const void*>(offsets_.data() + v));
+  }
   Status NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const override;
   Status Neighbors(int64_t v, std::vector<int64_t>* out) const override;
   uint64_t MemoryBytes() const { return (offsets_.size() + neighbors_.size()) * sizeof(int64_t); }
