@@ -238,6 +238,11 @@ int GroupFor(uint64_t bytes, uint64_t batch, const BatchShape& shape, const Degr
   return group;
 }
 
+// Feature columns a batch holds on the host: none when the model holds the rows on its device.
+int64_t HostFeatureDim(const MemoryBudgetInputs& in) {
+  return in.features_on_device ? 0 : in.feature_dim;
+}
+
 // The largest evaluation batch size <= `requested` whose batch and activations are no larger than
 // a training batch's (binary search; the sizes grow with the batch size).
 int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees, bool aggregated,
@@ -245,7 +250,7 @@ int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees
   auto fits = [&](int64_t b) {
     const BatchShape s = EstimateBatch(degrees, b, in.eval_fanouts);
     const uint64_t bytes = aggregated ? AggregatedBatchBytes(s, in.feature_dim)
-                                      : BatchBytes(s, in.feature_dim) + SamplerScratchBytes(s);
+                                      : BatchBytes(s, HostFeatureDim(in)) + SamplerScratchBytes(s);
     // Activations on the device are not the host's to plan.
     return bytes <= train_batch &&
            (in.features_on_device || ActivationBytes(s, in.model, aggregated) <= train_activations);
@@ -268,9 +273,9 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
   // No budget: room for everything (every partition resident, the pipeline's full capacity).
   const uint64_t budget = in.budget_bytes > 0 ? in.budget_bytes : ~uint64_t{0} / 4;
   plan.train_batch = EstimateBatch(degrees, in.batch_size, in.fanouts);
-  plan.batch_held_bytes = aggregated ? 0 : BatchBytes(plan.train_batch, in.feature_dim);
+  plan.batch_held_bytes = aggregated ? 0 : BatchBytes(plan.train_batch, HostFeatureDim(in));
   plan.batch_bytes = aggregated ? AggregatedBatchBytes(plan.train_batch, in.feature_dim)
-                                : BatchBytes(plan.train_batch, in.feature_dim) +
+                                : BatchBytes(plan.train_batch, HostFeatureDim(in)) +
                                       SamplerScratchBytes(plan.train_batch);
   const uint64_t activations =
       in.features_on_device ? 0 : ActivationBytes(plan.train_batch, in.model, aggregated);
@@ -286,7 +291,10 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
     // The device model packs each batch's structure into one of two pinned slots.
     plan.items.push_back(
         {"pinned staging of two batches for the device", 2 * BatchBytes(plan.train_batch, 0)});
-    plan.items.push_back({"feature upload to the device (before training)", kDeviceUploadBytes});
+    plan.items.push_back(
+        {"feature upload to the device (before training)",
+         std::min(kDeviceUploadBytes, static_cast<uint64_t>(in.num_nodes) *
+                                          static_cast<uint64_t>(in.feature_dim) * 4)});
   } else {
     plan.items.push_back({"activations of the batch in compute (expected)", activations});
   }
@@ -392,13 +400,7 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
   }
   // Rows while every partition fits (the in-memory run's batches, bit for bit); otherwise
   // aggregated when the model allows, which may then accept a budget the rows plan refuses.
-  if (in.features_on_device) {
-    // Batches carry node IDs only: plan them without feature rows (and never aggregated).
-    MemoryBudgetInputs ids = in;
-    ids.feature_dim = 0;
-    ids.aggregated_input = false;
-    return Plan(ids, degrees, false);
-  }
+  if (in.features_on_device) return Plan(in, degrees, false);  // IDs only, never aggregated
   Result<MemoryPlan> rows = Plan(in, degrees, false);
   if (!in.aggregated_input || (rows.ok() && rows->fully_resident)) return rows;
   return Plan(in, degrees, true);

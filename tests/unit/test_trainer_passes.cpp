@@ -164,6 +164,58 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
   }
 }
 
+TEST_CASE(
+    "trainer passes: features held on the device -- batches carry IDs, partitions adjacency") {
+  testing::TempDir dir;
+  auto ds = Generated(dir / "g");
+  const train::TrainOptions t = Options("none");
+  auto memory = train::LoadInMemory(*ds);
+  REQUIRE(memory.ok());
+  // The smallest budget the rows plan accepts; the device plan needs less (no rows, no
+  // activations), and its partitions hold adjacency only.
+  uint64_t rows_minimum = 64 << 10;
+  while (!pipeline::OpenOutOfCoreTraining(ds.get(), t, rows_minimum, pipeline::SamplingMode::kExact,
+                                          2, false)
+              .ok()) {
+    rows_minimum += 16 << 10;
+  }
+  auto device = pipeline::OpenOutOfCoreTraining(ds.get(), t, rows_minimum - (16 << 10),
+                                                pipeline::SamplingMode::kExact, 2, false,
+                                                /*features_on_device=*/true);
+  REQUIRE_MESSAGE(device.ok(), device.status().ToString());
+  const pipeline::MemoryPlan& plan = (*device)->ooc->memory_plan();
+  for (const pipeline::MemoryItem& item : plan.items) {
+    CHECK(item.name.find("activations") == std::string::npos);
+  }
+  // What the model uploads: every row, read fine-grained (the partitions hold none of them).
+  const int64_t n = ds->manifest().num_nodes, dim = ds->manifest().feature_dim;
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  for (int64_t v = 0; v < n; ++v) all[static_cast<size_t>(v)] = v;
+  std::vector<float> from_disk(static_cast<size_t>(n * dim)), in_memory(from_disk.size());
+  REQUIRE((*device)->data.features->Gather(all, from_disk.data()).ok());
+  REQUIRE((*memory)->features->Gather(all, in_memory.data()).ok());
+  CHECK(from_disk == in_memory);
+  // A pass that does not gather: the same batches, without rows.
+  auto runner = pipeline::MakeOutOfCorePassRunner(device->get(), t, false);
+  auto record = [&](bool gather, std::vector<std::vector<int64_t>>* inputs) {
+    train::PassSpec pass{&(*device)->data.train, true, 1, 0, t.batch_size};
+    pass.gather_features = gather;
+    return runner(
+        pass,
+        [&](train::PreparedBatch& b) {
+          CHECK(b.features.empty() == !gather);
+          inputs->push_back(b.batch.input_nodes);
+          return Status::Ok();
+        },
+        nullptr);
+  };
+  std::vector<std::vector<int64_t>> with_rows, ids_only;
+  REQUIRE(record(true, &with_rows).ok());
+  REQUIRE(record(false, &ids_only).ok());
+  CHECK(ids_only == with_rows);
+  CHECK_FALSE(ids_only.empty());
+}
+
 TEST_CASE("input aggregator: grouped, streamed reads from disk give each batch its own aggregate") {
   testing::TempDir dir;
   auto ds = Generated(dir / "g");
