@@ -3,8 +3,10 @@
 // A Model runs forward over a MiniBatch (one block per layer, see train/minibatch.h) from the input
 // features of batch.input_nodes, keeps what its backward needs, and accumulates parameter gradients
 // in Backward(). Parameters() exposes every parameter tensor (with its gradient) so optimisers and
-// checkpoints treat all models alike. The CPU implementation runs on kernels/cpu; a CUDA
-// implementation of the same interface runs on kernels/cuda.
+// checkpoints treat all models alike. A training loop drives a model through TrainStep, EvalStep
+// and TakeLossTotals (loss, backward and update included), which a device model runs without
+// waiting for the device. The CPU implementation runs on kernels/cpu; a CUDA implementation of
+// the same interface (src/model/cuda/) runs on kernels/cuda.
 //
 // Thread safety: a Model is used by one thread at a time (the compute stage). Forward must be
 // followed by at most one Backward before the next Forward.
@@ -136,8 +138,9 @@ class Model {
   static Result<std::unique_ptr<Model>> CreateCpu(const ModelConfig& config);
   // Creates a CUDA model for the first CUDA device. InvalidArgument on a bad config (checked
   // first, as CreateCpu does); Unavailable, with the reason, when Skiff was built without CUDA,
-  // or when no CUDA device is usable. Parameters() of a CUDA model expose host memory (the master
-  // copy; see kernels/cuda/cuda_model.cuh and docs/cuda.md, "GPU compute stage").
+  // or when no CUDA device is usable. A CUDA model trains in device memory; its Parameters() are
+  // host copies brought up to date when asked for (src/model/cuda/cuda_model.h and docs/cuda.md,
+  // "GPU compute stage").
   static Result<std::unique_ptr<Model>> CreateCuda(const ModelConfig& config);
 
   const ModelConfig& config() const { return config_; }

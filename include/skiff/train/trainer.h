@@ -1,8 +1,10 @@
 // Trainer: mini-batch node-classification training as a sequence of stages per batch --
 // batch planning (PlanBatches), sampling (NeighborSampler over a GraphSource), feature gathering
-// (FeatureSource), both run ahead by a BatchStream's worker pool, and compute (Model::Forward,
-// SoftmaxCrossEntropy, Backward, Optimizer::Step) on the calling thread. The data sources are
-// interfaces, so an out-of-core source plugs in without another training loop.
+// (FeatureSource), both run ahead by a BatchStream's worker pool, and compute (Model::TrainStep:
+// forward, softmax cross-entropy, backward, Optimizer::Step) on the calling thread. A model that
+// holds the features on its device (Model::HoldFeatures, offered once per run) gets node IDs
+// only. The data sources are interfaces, so an out-of-core source plugs in without another
+// training loop.
 //
 // Each epoch: train over the shuffled training nodes, then evaluate valid and test accuracy with
 // eval_fanouts; write one JSON line of metrics; checkpoint the model when validation accuracy
