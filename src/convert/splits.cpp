@@ -1,6 +1,6 @@
 // Train/valid/test splits (see include/skiff/convert/splits.h).
 //
-// Decision: draws use skiff::generate::Rng and its Fisher-Yates Shuffle rather than std::shuffle,
+// Decision: draws use skiff::Rng and its Fisher-Yates Shuffle rather than std::shuffle,
 // whose sequence differs between standard libraries; a split is a function of (spec, labels) only.
 #include "skiff/convert/splits.h"
 
@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "skiff/generate/random.h"
+#include "skiff/random.h"
 
 namespace skiff::convert {
 namespace {
@@ -92,14 +92,14 @@ Result<Splits> MakeSplits(const SplitSpec& spec, const std::vector<int32_t>& lab
                                      std::to_string(num_classes) + " classes");
     }
   }
-  generate::Rng rng(generate::HashKey(spec.seed, kSplitStream, 0));
+  Rng rng(HashKey(spec.seed, kSplitStream, 0));
   Splits out;
   if (spec.kind == SplitSpec::Kind::kFractions) {
     std::vector<int64_t> labelled;
     for (size_t v = 0; v < labels.size(); ++v) {
       if (labels[v] >= 0) labelled.push_back(static_cast<int64_t>(v));
     }
-    generate::Shuffle(labelled, rng);
+    Shuffle(labelled, rng);
     const auto n = static_cast<double>(labelled.size());
     const auto total = static_cast<int64_t>(labelled.size());
     const int64_t n_train = std::min<int64_t>(total, std::llround(spec.train_fraction * n));
@@ -124,7 +124,7 @@ Result<Splits> MakeSplits(const SplitSpec& spec, const std::vector<int32_t>& lab
     }
     // Classes smaller than train + valid give what they have, train first.
     for (auto& members : by_class) {
-      generate::Shuffle(members, rng);
+      Shuffle(members, rng);
       const auto size = static_cast<int64_t>(members.size());
       const int64_t n_train = std::min(size, spec.train_per_class);
       const int64_t n_valid = std::min(size - n_train, spec.valid_per_class);

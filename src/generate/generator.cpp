@@ -14,10 +14,10 @@
 #include <thread>
 #include <unordered_set>
 
-#include "skiff/generate/random.h"
 #include "skiff/generate/sbm_model.h"
 #include "skiff/io/free_space.h"
 #include "skiff/log.h"
+#include "skiff/random.h"
 
 namespace skiff::generate {
 namespace {

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "skiff/log.h"
+#include "skiff/random.h"
 
 namespace skiff::partition {
 
@@ -83,19 +84,12 @@ class OptionalProgress {
   std::optional<Progress> progress_;
 };
 
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 // Fisher-Yates with SplitMix64, so the permutation is the same on every platform.
 template <typename T>
 void Shuffle(std::vector<T>& v, uint64_t seed) {
   uint64_t state = seed;
   for (size_t i = v.size(); i > 1; --i) {
-    state = SplitMix64(state);
+    state = Mix64(state);
     const size_t j = static_cast<size_t>(state % i);
     std::swap(v[i - 1], v[j]);
   }
@@ -458,7 +452,7 @@ int32_t StreamPartitioner::GreedyPlace(int64_t v, const PartCounter& c) const {
     if (best >= 0) fallback = best;
   }
   if (o_.algorithm == Algorithm::kRandom) {
-    const int32_t p = static_cast<int32_t>(SplitMix64(static_cast<uint64_t>(v) ^ (o_.seed << 1)) %
+    const int32_t p = static_cast<int32_t>(Mix64(static_cast<uint64_t>(v) ^ (o_.seed << 1)) %
                                            static_cast<uint64_t>(k_));
     return HasRoom(p, is_train) ? p : fallback;
   }
@@ -509,7 +503,7 @@ Status StreamPartitioner::BuildBfsOrder() {
   bfs_order_.reserve(static_cast<size_t>(n_));
   std::vector<bool> visited(static_cast<size_t>(n_), false);
   // Start from a seeded vertex; restart from the next unvisited vertex in natural order.
-  int64_t scan = n_ ? static_cast<int64_t>(SplitMix64(o_.seed) % static_cast<uint64_t>(n_)) : 0;
+  int64_t scan = n_ ? static_cast<int64_t>(Mix64(o_.seed) % static_cast<uint64_t>(n_)) : 0;
   int64_t scanned = 0;
   size_t head = 0;
   RowChunk chunk;
@@ -565,7 +559,7 @@ bool StreamPartitioner::ChunkIds(int pass, int64_t c, std::vector<int64_t>* ids)
       const int64_t first = blocks[c] * chunk_vertices_;
       const int64_t last = std::min(n_, first + chunk_vertices_);
       for (int64_t v = first; v < last; ++v) ids->push_back(v);
-      Shuffle(*ids, SplitMix64(o_.seed + static_cast<uint64_t>(c) * 131 + pass));
+      Shuffle(*ids, Mix64(o_.seed + static_cast<uint64_t>(c) * 131 + pass));
       break;
     }
     case StreamOrder::kBfs: {

@@ -5,22 +5,16 @@
 #include <string>
 
 #include "skiff/prefetch.h"
+#include "skiff/random.h"
 
 namespace skiff::sampler {
 namespace {
-
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // xoshiro256** seeded through SplitMix64.
 class Rng {
  public:
   explicit Rng(uint64_t seed) {
-    for (auto& w : s_) w = SplitMix64(seed);
+    for (auto& w : s_) w = SplitMix64Next(seed);
   }
   uint64_t Next() {
     const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
@@ -195,10 +189,10 @@ std::string FanoutsToString(const std::vector<int>& fanouts) {
 
 uint64_t BatchSeed(uint64_t seed, uint64_t stream, uint64_t epoch, uint64_t batch) {
   uint64_t state = seed;
-  uint64_t h = SplitMix64(state);
+  uint64_t h = SplitMix64Next(state);
   for (uint64_t part : {stream, epoch, batch}) {
     state = h ^ (part + 0x632BE59BD9B4E019ull);
-    h = SplitMix64(state);
+    h = SplitMix64Next(state);
   }
   return h;
 }

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "skiff/generate/generator.h"
-#include "skiff/generate/random.h"
+#include "skiff/random.h"
 
 namespace skiff::generate {
 

@@ -1,6 +1,6 @@
-// Small, portable pseudo-random generators with fully specified output, so that datasets and splits
-// drawn from a seed are byte-identical on every platform and standard library (std::shuffle and the
-// std:: distributions are not specified bit-for-bit across implementations).
+// Small, portable pseudo-random generators with fully specified output, so that datasets, splits
+// and partitions drawn from a seed are byte-identical on every platform and standard library
+// (std::shuffle and the std:: distributions are not specified bit-for-bit across implementations).
 //
 // Thread safety: values; one generator per thread.
 #pragma once
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-namespace skiff::generate {
+namespace skiff {
 
 // SplitMix64 finaliser: a bijective 64-bit mixer. Also used to derive independent streams:
 // Mix(seed ^ Mix(stream)) gives well-separated generator states.
@@ -18,6 +18,13 @@ inline constexpr uint64_t Mix64(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
+}
+
+// The SplitMix64 generator's step: returns Mix64(state) and advances the state.
+inline constexpr uint64_t SplitMix64Next(uint64_t& state) {
+  const uint64_t out = Mix64(state);
+  state += 0x9e3779b97f4a7c15ULL;
+  return out;
 }
 
 // Hash of (seed, stream, index): a counter-based random value, independent of evaluation order.
@@ -89,4 +96,4 @@ void Shuffle(std::vector<T>& v, Rng& rng) {
   }
 }
 
-}  // namespace skiff::generate
+}  // namespace skiff
