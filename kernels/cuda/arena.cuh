@@ -1,5 +1,6 @@
-// DeviceArena: the compute stage's device memory, sized once at start-up from the GPU memory
-// budget and handed out per batch by bump allocation; nothing allocates on the hot path.
+// DeviceArena: device memory sized once and handed out by bump allocation, reset as a whole
+// (nothing allocates on the hot path). The CUDA model does not use it (its buffers grow to the
+// largest batch and are reused: src/model/cuda/device_buffer.h); tests/gpu/test_memory.cpp does.
 //
 // Thread safety: not thread-safe; owned by the thread that drives the compute stream.
 #pragma once

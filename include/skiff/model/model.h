@@ -15,8 +15,9 @@
 // the first layer's with probability input_dropout);
 // hidden layers are followed by optional LayerNorm (norm == "layer") and then the activation.
 //   sage: h_dst = x_dst W_self + mean_{s in N(d)} x_s W_neigh + b
-//   gcn:  h_dst = (x_d / (deg_d + 1) + sum_s x_s / sqrt((deg_d + 1)(deg_s + 1))) W + b,
-//         degrees counted within the block
+//   gcn:  h_dst = (x_d / (deg_d + 1) + (deg_d / k_d) sum_s x_s / sqrt((deg_d + 1)(deg_s + 1))) W + b
+//         over d's k_d sampled edges, with whole-graph degrees (Block::src_degree, which the
+//         sampler records for GCN; cpu::GcnEdgeWeights); within the block when a batch has none
 //   gat:  `heads` heads of hidden_dim features each, concatenated on hidden layers (width
 //         heads * hidden_dim), 1 head on the last layer; a self-loop is added to every destination
 //         row; attention coefficients also go through dropout (same probability) when training.
