@@ -27,7 +27,7 @@ Status Optimizer::ValidateConfig(const Config& config) {
 
 Optimizer::Optimizer(Model& model, Config config) : model_(model), config_(std::move(config)) {
   SKIFF_CHECK_MSG(ValidateConfig(config_).ok(), "invalid optimizer config");
-  const int per_parameter = config_.kind == "adam" ? 2 : 1;
+  const int per_parameter = OptimizerStateSlots(config_);
   for (const Parameter& p : model_.Parameters()) {
     for (int slot = 0; slot < per_parameter; ++slot) {
       state_.emplace_back(static_cast<size_t>(p.size()), 0.0f);
@@ -45,14 +45,20 @@ Result<std::vector<std::vector<float>>*> Optimizer::state() {
   return &state_;
 }
 
+int OptimizerStateSlots(const OptimizerConfig& config) { return config.kind == "adam" ? 2 : 1; }
+
+float WeightDecayOf(const OptimizerConfig& config, const Parameter& param) {
+  const bool decayed = config.decay_scope == "all" || param.name.starts_with("layer0.");
+  return decayed ? config.weight_decay : 0.0f;
+}
+
 void UpdateOnHost(const OptimizerConfig& config, int64_t step, const std::vector<Parameter>& params,
                   std::vector<std::vector<float>>& state) {
   const bool adam = config.kind == "adam";
-  SKIFF_CHECK(state.size() == params.size() * (adam ? 2u : 1u));
+  SKIFF_CHECK(state.size() == params.size() * static_cast<size_t>(OptimizerStateSlots(config)));
   for (size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = params[i];
-    const bool decayed = config.decay_scope == "all" || p.name.starts_with("layer0.");
-    const float weight_decay = decayed ? config.weight_decay : 0.0f;
+    const float weight_decay = WeightDecayOf(config, p);
     if (adam) {
       cpu::AdamConfig adam_config;
       adam_config.lr = config.lr;

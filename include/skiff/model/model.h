@@ -15,7 +15,8 @@
 // the first layer's with probability input_dropout);
 // hidden layers are followed by optional LayerNorm (norm == "layer") and then the activation.
 //   sage: h_dst = x_dst W_self + mean_{s in N(d)} x_s W_neigh + b
-//   gcn:  h_dst = (x_d / (deg_d + 1) + (deg_d / k_d) sum_s x_s / sqrt((deg_d + 1)(deg_s + 1))) W + b
+//   gcn:  h_dst = (x_d / (deg_d + 1) + (deg_d / k_d) sum_s x_s / sqrt((deg_d + 1)(deg_s + 1))) W +
+//   b
 //         over d's k_d sampled edges, with whole-graph degrees (Block::src_degree, which the
 //         sampler records for GCN; cpu::GcnEdgeWeights); within the block when a batch has none
 //   gat:  `heads` heads of hidden_dim features each, concatenated on hidden layers (width
@@ -245,6 +246,11 @@ class Optimizer {
   int64_t step_ = 0;
   std::vector<std::vector<float>> state_;  // adam: m and v per parameter; sgd: momentum buffer
 };
+
+// State vectors the optimiser keeps per parameter: 2 for adam (m, v), 1 for sgd (momentum).
+int OptimizerStateSlots(const OptimizerConfig& config);
+// The weight decay `config` applies to `param` (its decay_scope), on the host and the device alike.
+float WeightDecayOf(const OptimizerConfig& config, const Parameter& param);
 
 // The optimiser update on host tensors (kernels/cpu/optimizer.h): step `step` (>= 1) of `config`
 // over `params` with their gradients, and `state` as Optimizer::state() describes it.

@@ -684,7 +684,7 @@ Status CudaModel::ApplyUpdate(const model::OptimizerConfig& config, int64_t step
     host_grads_current_ = false;
   }
   const bool adam = config.kind == "adam";
-  const int slots = adam ? 2 : 1;
+  const int slots = model::OptimizerStateSlots(config);
   SKIFF_CHECK(state.size() == host_params_.size() * static_cast<size_t>(slots));
   if (moments_owner_ == Owner::kHost || moment_slots_ != slots) {
     SKIFF_ASSIGN_OR_RETURN(float* m, moments_dev_.Ensure(slots * total, "optimiser state"));
@@ -702,8 +702,7 @@ Status CudaModel::ApplyUpdate(const model::OptimizerConfig& config, int64_t step
   float* m = moments_dev_.get();
   for (size_t i = 0; i < host_params_.size(); ++i) {
     const model::Parameter& p = host_params_[i];
-    const bool decayed = config.decay_scope == "all" || p.name.starts_with("layer0.");
-    const float weight_decay = decayed ? config.weight_decay : 0.0f;
+    const float weight_decay = model::WeightDecayOf(config, p);
     if (adam) {
       cpu::AdamConfig adam_config;
       adam_config.lr = config.lr;
