@@ -259,17 +259,17 @@ model::BatchInput Trainer::InputOf(const PreparedBatch& next) const {
   return input;
 }
 
-Status Trainer::OfferFeatures() {
-  if (features_offered_ || model_->holds_features()) return Status::Ok();
+Result<bool> Trainer::OfferFeatures() {
+  if (features_offered_) return model_->holds_features();
   features_offered_ = true;
   SKIFF_ASSIGN_OR_RETURN(const bool held,
                          model_->HoldFeatures(*data_.features, options_.device_memory_bytes));
-  if (held) LogInfo("features held on the device: batches carry node IDs only");
-  return Status::Ok();
+  if (held) LogInfo("features held in device memory: batches carry node IDs only");
+  return held;
 }
 
 Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
-  SKIFF_RETURN_IF_ERROR(OfferFeatures());  // once per run, before the first epoch's clock
+  SKIFF_RETURN_IF_ERROR(OfferFeatures().status());  // once per run, before the first epoch's clock
   EpochMetrics m;
   m.epoch = epoch;
   const auto start = Clock::now();
@@ -326,10 +326,8 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   SKIFF_ASSIGN_OR_RETURN(const model::LossTotals totals, model_->TakeLossTotals());
   compute_seconds += Seconds(f0, Clock::now());
   if (progress) progress->Finish();
-  m.loss = totals.labelled > 0 ? totals.loss_sum / static_cast<double>(totals.labelled) : 0;
-  m.train_acc = totals.labelled > 0
-                    ? static_cast<double>(totals.correct) / static_cast<double>(totals.labelled)
-                    : 0;
+  m.loss = totals.mean_loss();
+  m.train_acc = totals.accuracy();
   m.sample_seconds = sample_seconds;
   m.gather_seconds = gather_seconds;
   m.compute_wait_seconds = wait_seconds;
@@ -359,7 +357,7 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
   so.seed = options_.seed;
   so.stream = stream_id;
   so.gather_features = !model_->holds_features();
-  SKIFF_RETURN_IF_ERROR(OfferFeatures());
+  SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
   // Totals of earlier steps were taken by their pass; these are this evaluation's alone.
   auto consume = [&](PreparedBatch& next) -> Status { return model_->EvalStep(InputOf(next)); };
   if (pass_runner_) {
@@ -378,17 +376,12 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
     }
   }
   SKIFF_ASSIGN_OR_RETURN(const model::LossTotals totals, model_->TakeLossTotals());
-  Evaluation e;
-  if (totals.labelled > 0) {
-    e.accuracy = static_cast<double>(totals.correct) / static_cast<double>(totals.labelled);
-    e.loss = totals.loss_sum / static_cast<double>(totals.labelled);
-  }
-  return e;
+  return Evaluation{.accuracy = totals.accuracy(), .loss = totals.mean_loss()};
 }
 
 Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                         std::vector<float>* embeddings) {
-  SKIFF_RETURN_IF_ERROR(OfferFeatures());
+  SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
   const int64_t c = data_.num_classes;
   const int64_t h = model_->EmbeddingDim();
   classes->assign(nodes.size(), -1);

@@ -272,11 +272,9 @@ int RunTrain(const TrainCliOptions& o) {
   if (o.device == "cuda") {
     // The GPU tier: every feature row in device memory, batches carry node IDs. Out of core the
     // plan counted on it (the host holds no rows).
-    auto held = (*trainer)->model().HoldFeatures(*train_data->features, t.device_memory_bytes);
+    auto held = (*trainer)->OfferFeatures();
     if (!held.ok()) return ReportStatus("train", held.status());
-    if (*held) {
-      LogInfo("features held in device memory: batches carry node IDs only");
-    } else if (memory_bytes > 0) {
+    if (!*held && memory_bytes > 0) {
       return ReportStatus(
           "train", Status::ResourceExhausted(
                        "--memory with --device cuda needs the features in device memory, and "

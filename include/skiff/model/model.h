@@ -88,6 +88,11 @@ struct LossTotals {
   double loss_sum = 0;   // sum of the per-row losses
   int64_t labelled = 0;  // seeds whose label is not -1
   int64_t correct = 0;   // labelled seeds whose argmax is the label
+  // Mean loss and accuracy over the labelled seeds (0 when there are none).
+  double mean_loss() const { return labelled > 0 ? loss_sum / static_cast<double>(labelled) : 0; }
+  double accuracy() const {
+    return labelled > 0 ? static_cast<double>(correct) / static_cast<double>(labelled) : 0;
+  }
 };
 
 // The first layer's input of one batch, in one of three forms:

@@ -146,6 +146,11 @@ class Trainer {
   Status Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                  std::vector<float>* embeddings);
 
+  // Offers the features to the model's device (Model::HoldFeatures within
+  // TrainOptions::device_memory_bytes) the first time it is called -- training, evaluation and
+  // prediction call it -- and returns whether the model holds them.
+  Result<bool> OfferFeatures();
+
   // Replaces how training and evaluation passes produce their batches (see PassRunner).
   void SetPassRunner(PassRunner runner) { pass_runner_ = std::move(runner); }
 
@@ -164,8 +169,6 @@ class Trainer {
   // The model's input for a prepared batch: rows, aggregated rows, or (features held by the
   // model) node IDs only.
   model::BatchInput InputOf(const PreparedBatch& next) const;
-  // Offers the features to the model's device once (Model::HoldFeatures).
-  Status OfferFeatures();
 
   const TrainData& data_;
   TrainOptions options_;
