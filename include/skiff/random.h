@@ -42,6 +42,13 @@ class Rng {
       s = Mix64(x);
     }
   }
+  // The generator whose four state words are the SplitMix64 outputs from `state`
+  // (SplitMix64Next): Rng(seed) is FromSplitMix(seed + 0x9e3779b97f4a7c15).
+  static Rng FromSplitMix(uint64_t state) {
+    Rng rng(0);
+    for (auto& s : rng.s_) s = SplitMix64Next(state);
+    return rng;
+  }
   uint64_t Next() {
     const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
     const uint64_t t = s_[1] << 17;

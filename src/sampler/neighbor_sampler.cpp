@@ -10,33 +10,12 @@
 namespace skiff::sampler {
 namespace {
 
-// xoshiro256** seeded through SplitMix64.
-class Rng {
- public:
-  explicit Rng(uint64_t seed) {
-    for (auto& w : s_) w = SplitMix64Next(seed);
-  }
-  uint64_t Next() {
-    const uint64_t result = Rotl(s_[1] * 5, 7) * 9;
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = Rotl(s_[3], 45);
-    return result;
-  }
-  // Uniform in [0, n), n > 0 (Lemire's multiply-shift; the bias is < n / 2^64).
-  int64_t Below(int64_t n) {
-    return static_cast<int64_t>(
-        (static_cast<unsigned __int128>(Next()) * static_cast<uint64_t>(n)) >> 64);
-  }
-
- private:
-  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t s_[4];
-};
+// Uniform in [0, n), n > 0: Lemire's multiply-shift without rejection (the bias is < n / 2^64),
+// which is what the sampler has always drawn (skiff::Rng::Below rejects instead).
+int64_t Below(Rng& rng, int64_t n) {
+  return static_cast<int64_t>(
+      (static_cast<unsigned __int128>(rng.Next()) * static_cast<uint64_t>(n)) >> 64);
+}
 
 }  // namespace
 
@@ -143,7 +122,7 @@ namespace {
 void FloydSample(int64_t d, int64_t k, Rng& rng, std::vector<int64_t>* out) {
   out->clear();
   for (int64_t j = d - k; j < d; ++j) {
-    const int64_t t = rng.Below(j + 1);
+    const int64_t t = Below(rng, j + 1);
     const bool seen = std::find(out->begin(), out->end(), t) != out->end();
     out->push_back(seen ? j : t);
   }
@@ -205,7 +184,7 @@ NeighborSampler::NeighborSampler(const GraphSource& graph, std::vector<int> fano
 
 // One batch's sampling state between hops (SampleGroup interleaves batches hop by hop).
 struct NeighborSampler::BatchState {
-  explicit BatchState(uint64_t rng_seed) : rng(rng_seed) {}
+  explicit BatchState(uint64_t rng_seed) : rng(Rng::FromSplitMix(rng_seed)) {}
   Rng rng;
   size_t expected = 0;  // frontier the ID map is sized for
   // hop_begin[h]: first local ID of hop h; hop L+1's end is the batch's input_nodes.size().
@@ -323,7 +302,7 @@ Status NeighborSampler::Hop(int hop, BatchState* state, train::MiniBatch* out,
       // Floyd's uniform subset, then a Fisher-Yates shuffle: a uniformly ordered sample.
       FloydSample(d, longest, state->rng, &positions);
       for (int64_t i = longest - 1; i > 0; --i) {
-        std::swap(positions[i], positions[state->rng.Below(i + 1)]);
+        std::swap(positions[i], positions[Below(state->rng, i + 1)]);
       }
       state->order.insert(state->order.end(), positions.begin(), positions.end());
     }
