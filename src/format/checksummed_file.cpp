@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "skiff/io/write_path.h"
+
 namespace skiff::format {
 namespace {
 
@@ -40,7 +42,8 @@ Status PreadAll(int fd, void* dst, uint64_t bytes, uint64_t offset, const std::s
 
 uint64_t Xxh3(const void* data, size_t bytes) { return XXH3_64bits(data, bytes); }
 
-// --- Writer ---------------------------------------------------------------------------------------
+// --- Writer
+// ---------------------------------------------------------------------------------------
 
 ChecksummedFileWriter::ChecksummedFileWriter(std::string path, std::string name, int fd,
                                              uint32_t block_bytes)
@@ -65,28 +68,13 @@ Result<std::unique_ptr<ChecksummedFileWriter>> ChecksummedFileWriter::Create(
       new ChecksummedFileWriter(path, name, fd, block_bytes));
 }
 
-Status ChecksummedFileWriter::WriteAll(int fd, const void* data, size_t bytes,
-                                       const std::string& path) {
-  const auto* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    const ssize_t n = ::write(fd, p, bytes);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "write " + path);
-    }
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
 Status ChecksummedFileWriter::FlushFullBlocks() {
   const size_t full = buffer_.size() / block_bytes_ * block_bytes_;
   if (full == 0) return Status::Ok();
   for (size_t off = 0; off < full; off += block_bytes_) {
     sums_.push_back(Xxh3(buffer_.data() + off, block_bytes_));
   }
-  SKIFF_RETURN_IF_ERROR(WriteAll(fd_, buffer_.data(), full, path_));
+  SKIFF_RETURN_IF_ERROR(io::WriteAll(fd_, buffer_.data(), full, path_));
   buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<ptrdiff_t>(full));
   return Status::Ok();
 }
@@ -95,7 +83,8 @@ Status ChecksummedFileWriter::Append(const void* data, size_t bytes) {
   SKIFF_CHECK(!finished_);
   const auto* p = static_cast<const char*>(data);
   while (bytes > 0) {
-    const size_t take = std::min(bytes, kWriteChunkBytes - std::min(kWriteChunkBytes, buffer_.size()));
+    const size_t take =
+        std::min(bytes, kWriteChunkBytes - std::min(kWriteChunkBytes, buffer_.size()));
     if (take == 0) {
       SKIFF_RETURN_IF_ERROR(FlushFullBlocks());
       continue;
@@ -127,7 +116,7 @@ Result<FileInfo> ChecksummedFileWriter::Finish() {
   if (padded > logical) buffer_.resize(buffer_.size() + (padded - logical), 0);
   SKIFF_RETURN_IF_ERROR(FlushFullBlocks());
   SKIFF_CHECK(buffer_.empty());
-  if (::fsync(fd_) != 0) return Status::FromErrno(errno, "fsync " + path_);
+  SKIFF_RETURN_IF_ERROR(io::Fsync(fd_, path_));
   if (::close(fd_) != 0) {
     fd_ = -1;
     return Status::FromErrno(errno, "close " + path_);
@@ -148,8 +137,8 @@ Result<FileInfo> ChecksummedFileWriter::Finish() {
   const std::string sum_path = path_ + ".sum";
   const int sfd = ::open(sum_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (sfd < 0) return Status::FromErrno(errno, "create " + sum_path);
-  Status st = WriteAll(sfd, sidecar.data(), sidecar.size(), sum_path);
-  if (st.ok() && ::fsync(sfd) != 0) st = Status::FromErrno(errno, "fsync " + sum_path);
+  Status st = io::WriteAll(sfd, sidecar.data(), sidecar.size(), sum_path);
+  if (st.ok()) st = io::Fsync(sfd, sum_path);
   ::close(sfd);
   SKIFF_RETURN_IF_ERROR(st);
 
@@ -161,7 +150,8 @@ Result<FileInfo> ChecksummedFileWriter::Finish() {
   return info;
 }
 
-// --- Reader ---------------------------------------------------------------------------------------
+// --- Reader
+// ---------------------------------------------------------------------------------------
 
 ChecksummedFileReader::ChecksummedFileReader(std::string path, FileInfo info, int fd,
                                              std::vector<uint64_t> sums)
@@ -222,14 +212,16 @@ Result<std::unique_ptr<ChecksummedFileReader>> ChecksummedFileReader::Open(const
       new ChecksummedFileReader(path, std::move(copy), fd, std::move(sums)));
 }
 
-Status ChecksummedFileReader::VerifyBlocks(uint64_t offset, const void* data, uint64_t bytes) const {
+Status ChecksummedFileReader::VerifyBlocks(uint64_t offset, const void* data,
+                                           uint64_t bytes) const {
   const uint32_t bb = info_.block_bytes;
   SKIFF_CHECK(offset % bb == 0 && bytes % bb == 0);
   const auto* p = static_cast<const char*>(data);
   for (uint64_t off = 0; off < bytes; off += bb) {
     const uint64_t block = (offset + off) / bb;
     if (block >= sums_.size()) {
-      return Status::Corruption(path_ + ": read past the end (block " + std::to_string(block) + ")");
+      return Status::Corruption(path_ + ": read past the end (block " + std::to_string(block) +
+                                ")");
     }
     if (Xxh3(p + off, bb) != sums_[block]) {
       return Status::Corruption(path_ + ": checksum mismatch in block " + std::to_string(block) +

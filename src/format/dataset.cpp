@@ -1,5 +1,6 @@
 #include "skiff/format/dataset.h"
 
+#include "skiff/io/write_path.h"
 #include "skiff/log.h"
 
 #include <dirent.h>
@@ -242,40 +243,74 @@ DatasetWriter::~DatasetWriter() {
 
 namespace {
 
-// Removes `<dir>.tmp-<pid>`, `<dir>.old-<pid>` and `<dir>.unpartitioned-<pid>` (`skiff convert
-// --partitions` staging) directories left beside `dir` by runs that no longer exist (killed
-// before they committed or cleaned up). A live run's are left alone.
-void RemoveStaleSiblings(const std::string& dir) {
+// The PID in a sibling's name `<base><prefix><pid>`, when it names a process that no longer exists
+// (a live run's siblings, and names that are not of this form, are not ours to touch).
+bool LeftByDeadRun(const std::string& name, const std::string& prefix) {
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
+  const std::string digits = name.substr(prefix.size());
+  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) {
+    return false;
+  }
+  const pid_t pid = static_cast<pid_t>(std::stol(digits));
+  return pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+// Cleans up beside `dir` after runs that died while writing it (the caller holds dir's PathLock):
+//  - `<dir>.old-<pid>` is the previous dataset, moved aside by a replace that cannot swap in one
+//    step (DatasetWriter::Exchange). If nothing is at `dir`, the run died between its two renames:
+//    the previous dataset is moved back (rolled back). Otherwise the swap finished: it is removed.
+//  - `<dir>.tmp-<pid>` (a staging directory) and `<dir>.unpartitioned-<pid>` (`skiff convert
+//    --partitions` staging) are removed.
+void RecoverSiblings(const std::string& dir) {
   std::error_code ec;
   const fs::path path = fs::absolute(dir, ec);
   if (ec) return;
   const std::string base = path.filename().string();
+  std::vector<fs::path> stale;
   for (const auto& entry : fs::directory_iterator(path.parent_path(), ec)) {
     const std::string name = entry.path().filename().string();
+    if (LeftByDeadRun(name, base + ".old-") && !fs::exists(path, ec)) {
+      LogWarning("restoring " + path.string() + " from " + entry.path().string() +
+                 ", left by a run that died while replacing it");
+      if (io::Rename(entry.path().string(), path.string()) == 0) continue;
+    }
     for (const std::string& prefix : {base + ".tmp-", base + ".old-", base + ".unpartitioned-"}) {
-      if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-      const std::string digits = name.substr(prefix.size());
-      if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9)
-        continue;
-      const pid_t pid = static_cast<pid_t>(std::stol(digits));
-      if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-      LogInfo("removing " + entry.path().string() + ", left by a run that no longer exists");
-      fs::remove_all(entry.path(), ec);
+      if (LeftByDeadRun(name, prefix)) stale.push_back(entry.path());
     }
   }
+  for (const fs::path& p : stale) {
+    LogInfo("removing " + p.string() + ", left by a run that no longer exists");
+    fs::remove_all(p, ec);
+  }
+}
+
+// Called when nothing is at `dir`: if a run died between the two renames of replacing it (a
+// `<dir>.old-<pid>` of a dead run is left), moves the previous dataset back, under dir's lock.
+void RecoverInterruptedReplace(const std::string& dir) {
+  std::error_code ec;
+  const fs::path path = fs::absolute(dir, ec);
+  if (ec || !path.has_parent_path()) return;
+  const std::string prefix = path.filename().string() + ".old-";
+  bool found = false;
+  for (const auto& entry : fs::directory_iterator(path.parent_path(), ec)) {
+    found = found || LeftByDeadRun(entry.path().filename().string(), prefix);
+  }
+  if (!found) return;
+  auto lock = PathLock::Acquire(dir);
+  if (lock.ok()) RecoverSiblings(dir);
 }
 
 // rename(2) that fails with EEXIST instead of replacing `to` (renameat2 RENAME_NOREPLACE; where the
 // file system lacks it, a check then rename, which leaves a window a concurrent writer can hit).
 int RenameNoReplace(const std::string& from, const std::string& to) {
-  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (io::Rename(from, to, RENAME_NOREPLACE) == 0) return 0;
   if (errno != EINVAL && errno != ENOSYS) return -1;
   std::error_code ec;
   if (fs::exists(to, ec)) {
     errno = EEXIST;
     return -1;
   }
-  return ::rename(from.c_str(), to.c_str());
+  return io::Rename(from, to);
 }
 
 }  // namespace
@@ -295,7 +330,7 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
     return Status::InvalidArgument("output " + dir +
                                    " already exists (remove it or pass --overwrite)");
   }
-  RemoveStaleSiblings(dir);
+  RecoverSiblings(dir);
   const std::string temp = dir + ".tmp-" + std::to_string(::getpid());
   fs::remove_all(temp, ec);
   if (::mkdir(temp.c_str(), 0755) != 0) return Status::FromErrno(errno, "create directory " + temp);
@@ -319,14 +354,14 @@ Status DatasetWriter::WriteFile(const std::string& name, const void* data, size_
 }
 
 namespace {
-Status FsyncPath(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open " + path + " for fsync");
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0) return Status::FromErrno(err, "fsync " + path);
-  return Status::Ok();
+// The manifest, written last into the staging directory and fsync'ed.
+Status WriteManifest(const std::string& path, const std::string& json) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::FromErrno(errno, "create " + path);
+  Status st = io::WriteAll(fd, json.data(), json.size(), path);
+  if (st.ok()) st = io::Fsync(fd, path);
+  if (::close(fd) != 0 && st.ok()) st = Status::FromErrno(errno, "close " + path);
+  return st;
 }
 
 Status CheckFileSize(const Manifest& m, const std::string& name, uint64_t expected) {
@@ -368,14 +403,8 @@ Status DatasetWriter::Commit() {
   SKIFF_CHECK(!committed_);
   SKIFF_RETURN_IF_ERROR(ValidateSizes(manifest_).WithContext("refusing to commit " + final_dir_));
   const std::string manifest_path = temp_dir_ + "/" + kManifestFile;
-  {
-    std::ofstream out(manifest_path, std::ios::trunc);
-    out << manifest_.ToJson();
-    out.flush();
-    if (!out) return Status::IOError("write " + manifest_path + " failed (disk full?)");
-  }
-  SKIFF_RETURN_IF_ERROR(FsyncPath(manifest_path));
-  SKIFF_RETURN_IF_ERROR(FsyncPath(temp_dir_));
+  SKIFF_RETURN_IF_ERROR(WriteManifest(manifest_path, manifest_.ToJson()));
+  SKIFF_RETURN_IF_ERROR(io::FsyncPath(temp_dir_));
   std::error_code ec;
   // Publish atomically: a new output appears whole or not at all, and an existing one is swapped
   // with the new one in one step (RENAME_EXCHANGE), so that no crash leaves nothing at the path.
@@ -394,14 +423,13 @@ Status DatasetWriter::Commit() {
   }
   committed_ = true;
   const std::string parent = fs::absolute(final_dir_).parent_path().string();
-  (void)FsyncPath(parent);
+  (void)io::FsyncPath(parent);
   if (replaced) fs::remove_all(temp_dir_, ec);  // now the previous dataset
   return Status::Ok();
 }
 
 Status DatasetWriter::Exchange() {
-  if (::renameat2(AT_FDCWD, temp_dir_.c_str(), AT_FDCWD, final_dir_.c_str(), RENAME_EXCHANGE) ==
-      0) {
+  if (io::Rename(temp_dir_, final_dir_, RENAME_EXCHANGE) == 0) {
     return Status::Ok();
   }
   if (errno != EINVAL && errno != ENOSYS) {
@@ -410,13 +438,13 @@ Status DatasetWriter::Exchange() {
   // No RENAME_EXCHANGE on this file system: move the old one aside, then the new one in (a crash
   // in between leaves the old one at <dir>.old-<pid>, which the next writer removes).
   const std::string old_dir = final_dir_ + ".old-" + std::to_string(::getpid());
-  if (::rename(final_dir_.c_str(), old_dir.c_str()) != 0) {
+  if (io::Rename(final_dir_, old_dir) != 0) {
     return Status::FromErrno(errno, "move existing " + final_dir_ + " aside");
   }
-  if (::rename(temp_dir_.c_str(), final_dir_.c_str()) != 0) {
+  if (io::Rename(temp_dir_, final_dir_) != 0) {
     return Status::FromErrno(errno, "rename " + temp_dir_ + " to " + final_dir_);
   }
-  if (::rename(old_dir.c_str(), temp_dir_.c_str()) != 0) {
+  if (io::Rename(old_dir, temp_dir_) != 0) {
     return Status::FromErrno(errno, "rename " + old_dir + " to " + temp_dir_);
   }
   return Status::Ok();
@@ -427,6 +455,8 @@ Status DatasetWriter::Exchange() {
 
 Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
   const std::string path = dir + "/" + kManifestFile;
+  std::error_code exists_ec;
+  if (!fs::exists(dir, exists_ec)) RecoverInterruptedReplace(dir);
   std::ifstream in(path);
   if (!in) {
     std::error_code ec;

@@ -4,8 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <filesystem>
+
+#include "skiff/io/write_path.h"
 
 namespace skiff::io {
 
@@ -15,20 +16,11 @@ Status WriteFileAtomic(const std::string& path, std::initializer_list<std::strin
   if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
   Status st;
   for (std::string_view part : parts) {
-    size_t done = 0;
-    while (st.ok() && done < part.size()) {
-      const ssize_t n = ::write(fd, part.data() + done, part.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        st = Status::FromErrno(errno, "write " + tmp);
-      } else {
-        done += static_cast<size_t>(n);
-      }
-    }
+    if (st.ok()) st = WriteAll(fd, part.data(), part.size(), tmp);
   }
-  if (st.ok() && ::fsync(fd) != 0) st = Status::FromErrno(errno, "fsync " + tmp);
+  if (st.ok()) st = Fsync(fd, tmp);
   if (::close(fd) != 0 && st.ok()) st = Status::FromErrno(errno, "close " + tmp);
-  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (st.ok() && Rename(tmp, path) != 0) {
     st = Status::FromErrno(errno, "rename " + tmp + " to " + path);
   }
   if (!st.ok()) {
@@ -37,11 +29,7 @@ Status WriteFileAtomic(const std::string& path, std::initializer_list<std::strin
   }
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  (void)FsyncPath(dir);  // the file is complete either way; this makes its name durable
   return Status::Ok();
 }
 

@@ -13,62 +13,15 @@
 
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
+#include "tests/unit/test_dataset_util.h"
 #include "tests/unit/test_util.h"
 
 using namespace skiff;
 using namespace skiff::format;
+using skiff::testing::FillTinyDataset;
+using skiff::testing::WriteTinyDataset;
 
 namespace {
-// Writes a small valid dataset: a path graph 0-1-2-...-(n-1), dim-d features.
-Status FillTinyDataset(DatasetWriter* w, int64_t n, int64_t d, DType fdt = DType::kFloat32);
-
-Status WriteTinyDataset(const std::string& dir, int64_t n, int64_t d, DType fdt = DType::kFloat32,
-                        bool overwrite = false) {
-  SKIFF_ASSIGN_OR_RETURN(auto w, DatasetWriter::Create(dir, overwrite));
-  SKIFF_RETURN_IF_ERROR(FillTinyDataset(w.get(), n, d, fdt));
-  return w->Commit();
-}
-
-Status FillTinyDataset(DatasetWriter* w, int64_t n, int64_t d, DType fdt) {
-  std::vector<int64_t> offsets{0};
-  std::vector<int32_t> nbrs;
-  for (int64_t v = 0; v < n; ++v) {
-    if (v > 0) nbrs.push_back(static_cast<int32_t>(v - 1));
-    if (v + 1 < n) nbrs.push_back(static_cast<int32_t>(v + 1));
-    offsets.push_back(static_cast<int64_t>(nbrs.size()));
-  }
-  auto& m = w->manifest();
-  m.name = "tiny";
-  m.num_nodes = n;
-  m.num_edges = static_cast<int64_t>(nbrs.size());
-  m.undirected = true;
-  m.feature_dim = d;
-  m.feature_dtype = fdt;
-  m.num_classes = 2;
-  SKIFF_RETURN_IF_ERROR(w->WriteFile(kOffsetsFile, offsets.data(), offsets.size() * 8));
-  SKIFF_RETURN_IF_ERROR(w->WriteFile(kNeighborsFile, nbrs.data(), nbrs.size() * 4));
-  std::vector<float> feats(n * d);
-  std::iota(feats.begin(), feats.end(), 0.0f);
-  if (fdt == DType::kFloat32) {
-    SKIFF_RETURN_IF_ERROR(w->WriteFile(kFeaturesFile, feats.data(), feats.size() * 4));
-  } else {
-    std::vector<uint16_t> h(feats.size());
-    for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(feats[i]);
-    SKIFF_RETURN_IF_ERROR(w->WriteFile(kFeaturesFile, h.data(), h.size() * 2));
-  }
-  std::vector<int32_t> labels(n);
-  for (int64_t v = 0; v < n; ++v) labels[v] = static_cast<int32_t>(v % 2);
-  SKIFF_RETURN_IF_ERROR(w->WriteFile(kLabelsFile, labels.data(), labels.size() * 4));
-  std::vector<int64_t> train{0, 1}, valid{2}, test{3};
-  m.train_count = 2;
-  m.valid_count = 1;
-  m.test_count = 1;
-  SKIFF_RETURN_IF_ERROR(w->WriteFile(kTrainFile, train.data(), 16));
-  SKIFF_RETURN_IF_ERROR(w->WriteFile(kValidFile, valid.data(), 8));
-  SKIFF_RETURN_IF_ERROR(w->WriteFile(kTestFile, test.data(), 8));
-  return Status::Ok();
-}
-
 void FlipByte(const std::string& path, uint64_t offset) {
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   f.seekg(static_cast<std::streamoff>(offset));
@@ -255,18 +208,41 @@ TEST_CASE("format: a writer removes temporary directories left by runs that no l
   REQUIRE(dead >= 0);
   if (dead == 0) ::_exit(0);
   REQUIRE(::waitpid(dead, nullptr, 0) == dead);
+  REQUIRE(WriteTinyDataset(dir, 10, 1).ok());
   const std::string stale_tmp = dir + ".tmp-" + std::to_string(dead);
-  const std::string stale_old = dir + ".old-" + std::to_string(dead);
+  const std::string stale_old = dir + ".old-" + std::to_string(dead);  // a replace that finished
   const std::string alive = dir + ".tmp-1";  // PID 1 runs: not ours to remove
   const std::string unrelated = tmp / "ds.tmp-notapid";
   for (const std::string& d : {stale_tmp, stale_old, alive, unrelated}) {
     std::filesystem::create_directories(d + "/sub");
   }
-  REQUIRE(WriteTinyDataset(dir, 10, 1).ok());
+  REQUIRE(WriteTinyDataset(dir, 10, 1, DType::kFloat32, /*overwrite=*/true).ok());
   CHECK_FALSE(std::filesystem::exists(stale_tmp));
   CHECK_FALSE(std::filesystem::exists(stale_old));
   CHECK(std::filesystem::exists(alive));
   CHECK(std::filesystem::exists(unrelated));
+}
+
+TEST_CASE("format: a replace interrupted between its two renames is rolled back on open") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  const pid_t dead = ::fork();
+  REQUIRE(dead >= 0);
+  if (dead == 0) ::_exit(0);
+  REQUIRE(::waitpid(dead, nullptr, 0) == dead);
+  REQUIRE(WriteTinyDataset(dir, 10, 1).ok());
+  // The state a run leaves when it dies after moving the dataset aside, before moving the new one
+  // in: nothing at the path, the previous dataset at .old-PID, the new one at .tmp-PID.
+  std::filesystem::rename(dir, dir + ".old-" + std::to_string(dead));
+  REQUIRE(WriteTinyDataset(tmp / "new", 12, 1).ok());
+  std::filesystem::rename(tmp / "new", dir + ".tmp-" + std::to_string(dead));
+  auto ds = Dataset::Open(dir);
+  REQUIRE_MESSAGE(ds.ok(), ds.status().ToString());
+  CHECK((*ds)->manifest().num_nodes == 10);
+  CHECK((*ds)->VerifyAll().ok());
+  CHECK_FALSE(std::filesystem::exists(dir + ".tmp-" + std::to_string(dead)));
+  CHECK(std::distance(std::filesystem::directory_iterator(tmp.path()),
+                      std::filesystem::directory_iterator()) == 1);
 }
 
 namespace {

@@ -60,7 +60,6 @@ class ChecksummedFileWriter {
  private:
   ChecksummedFileWriter(std::string path, std::string name, int fd, uint32_t block_bytes);
   Status FlushFullBlocks();
-  Status WriteAll(int fd, const void* data, size_t bytes, const std::string& path);
 
   const std::string path_;
   const std::string name_;
