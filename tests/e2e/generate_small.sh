@@ -55,3 +55,9 @@ if "$skiff" generate --preset small --out "$work/no/such/dir" 2>"$work/parent.er
 fi
 grep -q "does not exist" "$work/parent.err" || fail "no message about the missing parent"
 echo "generate_small: OK"
+
+# A manifest edited out of step with its data passes the checksums but not `info --verify`.
+cp -r "$work/a" "$work/e"
+sed -i 's/^  "num_classes": 8,/  "num_classes": 3,/' "$work/e/manifest.json"
+if "$skiff" info "$work/e" --verify >"$work/e.out" 2>&1; then fail "num_classes 3 passed verify"; fi
+grep -q "outside \[-1, num_classes = 3)" "$work/e.out" || fail "verify: $(cat "$work/e.out")"

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -300,6 +301,115 @@ TEST_CASE("format: a manifest edited out of step with its data is caught") {
     REQUIRE_FALSE(ds.ok());
     CHECK(ds.status().message().find("boundaries and feature_extent_offsets disagree") !=
           std::string::npos);
+  }
+}
+
+namespace {
+
+// Replaces one file of a committed dataset by `data` (with a matching sidecar and manifest entry):
+// data that passes every checksum yet is wrong.
+void ReplaceFile(const std::string& dir, const std::string& name, const void* data, size_t bytes) {
+  auto ds = Dataset::Open(dir);
+  REQUIRE(ds.ok());
+  const Manifest manifest = (*ds)->manifest();
+  ds->reset();
+  testing::TempDir staging;
+  auto w = ChecksummedFileWriter::Create(staging.path(), name);
+  REQUIRE(w.ok());
+  REQUIRE((*w)->Append(data, bytes).ok());
+  auto info = (*w)->Finish();
+  REQUIRE(info.ok());
+  for (const std::string& file : {name, name + ".sum"}) {
+    std::filesystem::copy_file(staging / file, dir + "/" + file,
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(info->sum_xxh3));
+  EditManifest(dir, [&](nlohmann::json& j) {
+    j["files"][name] = {{"data_bytes", info->data_bytes},
+                        {"checksum_block_bytes", info->block_bytes},
+                        {"sum_xxh3", hex}};
+  });
+}
+
+std::string VerifyMessage(const std::string& dir) {
+  auto ds = Dataset::Open(dir);
+  REQUIRE_MESSAGE(ds.ok(), ds.status().ToString());
+  const Status st = (*ds)->VerifyAll();
+  return st.ok() ? "" : st.ToString();
+}
+
+}  // namespace
+
+TEST_CASE("format: VerifyAll checks the graph and the relabelling against the manifest") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  REQUIRE(WriteTinyDataset(dir, 10, 2).ok());  // the path 0-1-...-9, stored both ways
+  CHECK(VerifyMessage(dir).empty());
+  SUBCASE("an edge stored one way in an undirected graph") {
+    // Node 0's neighbour 1 becomes 2: (0, 2) without (2, 0), and (1, 0) without (0, 1).
+    std::vector<int32_t> nbrs = {2, 0, 2, 1, 3, 2, 4, 3, 5, 4, 6, 5, 7, 6, 8, 7, 9, 8};
+    ReplaceFile(dir, kNeighborsFile, nbrs.data(), nbrs.size() * 4);
+    CHECK(
+        VerifyMessage(dir).find("says undirected, but some edge (u, v) is stored without (v, u)") !=
+        std::string::npos);
+    EditManifest(dir, [](nlohmann::json& j) { j["undirected"] = false; });
+    CHECK(VerifyMessage(dir).empty());  // as a directed graph it is fine
+  }
+  SUBCASE("a neighbour outside the graph") {
+    std::vector<int32_t> nbrs = {1, 0, 2, 1, 3, 2, 4, 3, 5, 4, 6, 5, 7, 6, 8, 7, 9, 10};
+    ReplaceFile(dir, kNeighborsFile, nbrs.data(), nbrs.size() * 4);
+    CHECK(VerifyMessage(dir).find("node 9 has neighbour 10, outside [0, num_nodes = 10)") !=
+          std::string::npos);
+  }
+  SUBCASE("offsets that decrease") {
+    std::vector<int64_t> offsets = {0, 1, 3, 2, 7, 9, 11, 13, 15, 17, 18};
+    ReplaceFile(dir, kOffsetsFile, offsets.data(), offsets.size() * 8);
+    CHECK(VerifyMessage(dir).find("offsets of node 2 decrease") != std::string::npos);
+  }
+  SUBCASE("a relabelling that is not a permutation") {
+    std::vector<int64_t> old_ids = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    ReplaceFile(dir, kRelabelOldIdsFile, old_ids.data(), old_ids.size() * 8);
+    CHECK(VerifyMessage(dir).empty());
+    old_ids[7] = 3;
+    ReplaceFile(dir, kRelabelOldIdsFile, old_ids.data(), old_ids.size() * 8);
+    CHECK(VerifyMessage(dir).find("node 7 maps to ID 3, which is out of range or taken") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("format: partition boundaries moved within an extent's padding fail VerifyAll") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  // Rows of 1 KiB in three partitions, nodes 0..2, 3..5 and 6..9, at 0, 4 KiB and 8 KiB. Moving the
+  // first boundary to 2 or 4 keeps every extent the size it was.
+  REQUIRE(WriteTinyDataset(dir, 10, 256).ok());
+  auto ds = Dataset::Open(dir);
+  REQUIRE(ds.ok());
+  std::vector<float> rows(10 * 256);
+  REQUIRE((*ds)->ReadFeatureRows(0, 10, rows.data()).ok());
+  ds->reset();
+  std::vector<char> file(8192 + 4 * 1024, 0);
+  std::memcpy(file.data(), rows.data(), 3 * 1024);
+  std::memcpy(file.data() + 4096, rows.data() + 3 * 256, 3 * 1024);
+  std::memcpy(file.data() + 8192, rows.data() + 6 * 256, 4 * 1024);
+  ReplaceFile(dir, kFeaturesFile, file.data(), file.size());
+  auto partitioned = [&](int64_t boundary) {
+    EditManifest(dir, [&](nlohmann::json& j) {
+      j["partitions"] = {{"count", 3},
+                         {"algorithm", "random"},
+                         {"boundaries", {0, boundary, 6, 10}},
+                         {"edge_cut_fraction", 0.0},
+                         {"imbalance", 0.0}};
+      j["feature_extent_offsets"] = {0, 4096, 8192};
+    });
+  };
+  partitioned(3);
+  CHECK(VerifyMessage(dir).empty());
+  for (const int64_t moved : {2, 4}) {
+    CAPTURE(moved);
+    partitioned(moved);
+    CHECK(VerifyMessage(dir).find("do not match the feature layout") != std::string::npos);
   }
 }
 

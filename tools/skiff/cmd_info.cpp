@@ -57,16 +57,22 @@ int RunInfo(const InfoOptions& opt) {
     }
     progress.Finish();
     std::fflush(stderr);
-    std::printf("verify       OK (every block of every file matches its checksum)\n");
+    if (Status st = (*ds)->VerifyConsistency(); !st.ok()) return ReportStatus("info", st);
+    std::printf(
+        "verify       OK (every block of every file matches its checksum; labels, splits, "
+        "graph and relabelling agree with the manifest)\n");
   }
   return 0;
 }
 
 RunFn Setup(CLI::App& app) {
   auto opt = std::make_shared<InfoOptions>();
-  app.description("Print a dataset's summary; --verify checks every block's checksum");
+  app.description(
+      "Print a dataset's summary; --verify checks every block's checksum and the data's "
+      "consistency with the manifest");
   app.add_option("dataset", opt->dataset, "Dataset directory")->required();
-  app.add_flag("--verify", opt->verify, "Read every file and verify every block's checksum");
+  app.add_flag("--verify", opt->verify,
+               "Read every file, verify every block's checksum and the data's consistency");
   app.add_flag("--json", opt->json, "Print the manifest as JSON");
   return [opt] { return RunInfo(*opt); };
 }

@@ -152,10 +152,21 @@ class Dataset {
   // Byte offset in features.bin of node v's row.
   uint64_t FeatureRowOffset(int64_t node) const;
 
-  // Verifies every block of every file. Reports the first mismatch (file and block).
+  // Verifies every block of every file (reporting the first mismatch: file and block), then
+  // VerifyConsistency.
   Status VerifyAll() const;
+  // What checksums cannot see, a manifest edited out of step with its data or data written
+  // inconsistent: labels within num_classes, splits disjoint and in range, CSR offsets ascending
+  // and neighbours in range, every edge stored both ways when the manifest says undirected,
+  // partition boundaries that match the feature extents' rows (padding is zeros), and
+  // relabel.old_ids a permutation. Memory: one byte per node and ~1M nodes' adjacency at a time.
+  Status VerifyConsistency() const;
 
  private:
+  Status VerifySplits() const;
+  Status VerifyGraph() const;
+  Status VerifyFeatureExtents() const;
+  Status VerifyRelabelling() const;
   Dataset(std::string dir, Manifest manifest)
       : dir_(std::move(dir)), manifest_(std::move(manifest)) {}
   std::string dir_;
