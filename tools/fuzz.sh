@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 mode=time
 seconds=60
 if [ "${1:-}" = "--ci" ]; then mode=ci; elif [ -n "${1:-}" ]; then seconds=$1; fi
-targets=(npy npz edge_list metis ogb manifest)
+targets=(npy npz edge_list metis ogb manifest config)
 
 if ! command -v clang++ > /dev/null; then
   echo "tools/fuzz.sh: clang++ is missing (Debian: clang, libclang-rt-14-dev)" >&2

@@ -5,8 +5,6 @@
 #include <filesystem>
 #include <optional>
 
-#include <toml++/toml.h>
-
 #include <nlohmann/json.hpp>
 
 #include "kernels/cpu/gemm.h"
@@ -18,6 +16,7 @@
 #include "skiff/train/export.h"
 #include "skiff/train/trainer.h"
 #include "tools/skiff/command.h"
+#include "tools/skiff/config_file.h"
 #include "tools/skiff/output_paths.h"
 
 namespace skiff::cli {
@@ -66,76 +65,6 @@ constexpr const char* kRunDefiningOptions[] = {
 
 bool Given(const TrainCliOptions& o, const std::string& name) {
   return std::find(o.given.begin(), o.given.end(), name) != o.given.end();
-}
-
-// The text CLI11 parses for one TOML value (strings as they are, numbers and booleans spelled out),
-// or nullopt for a type an option cannot take (a date, a table).
-std::optional<std::string> OptionText(const toml::node& node) {
-  if (const auto* v = node.as_string()) return v->get();
-  if (const auto* v = node.as_integer()) return std::to_string(v->get());
-  if (const auto* v = node.as_boolean()) return v->get() ? "true" : "false";
-  if (const auto* v = node.as_floating_point()) {
-    char text[64];
-    std::snprintf(text, sizeof(text), "%.17g", v->get());
-    return std::string(text);
-  }
-  return std::nullopt;
-}
-
-// Applies a TOML config file (parsed by toml++) to the options not given on the command line (so
-// the command line wins). Keys are long option names at the top level; errors name the file and
-// the line and column (syntax), or the key (unknown, inside a [section], or a bad value).
-int ApplyConfig(CLI::App& app, const std::string& path) {
-  auto fail = [&](const std::string& what) {
-    return ReportStatus("train", Status::InvalidArgument("config " + path + ": " + what));
-  };
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    return fail(std::filesystem::exists(path, ec) ? "not a regular file" : "no such file");
-  }
-  toml::table table;
-  try {
-    table = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    return fail("line " + std::to_string(e.source().begin.line) + ", column " +
-                std::to_string(e.source().begin.column) +
-                ": TOML syntax error: " + std::string(e.description()));
-  }
-  for (const auto& [key, node] : table) {
-    const std::string name(key.str());
-    if (node.is_table()) {
-      return fail("[" + name + "] is a section; options are top-level keys (no sections)");
-    }
-    if (name == "config") continue;
-    CLI::Option* opt = nullptr;
-    try {
-      opt = app.get_option("--" + name);
-    } catch (const std::exception&) {
-      return fail("unknown key \"" + name + "\"");
-    }
-    if (opt->count() > 0) continue;
-    std::vector<std::string> inputs;
-    bool typed = true;
-    if (const auto* array = node.as_array()) {
-      for (const toml::node& element : *array) {
-        const auto text = OptionText(element);
-        typed = typed && text.has_value();
-        if (text) inputs.push_back(*text);
-      }
-    } else if (const auto text = OptionText(node)) {
-      inputs.push_back(*text);
-    } else {
-      typed = false;
-    }
-    if (!typed) return fail("key \"" + name + "\": a value of a type no option takes");
-    try {
-      opt->add_result(inputs);
-      opt->run_callback();
-    } catch (const std::exception& e) {
-      return fail("key \"" + name + "\": " + e.what());
-    }
-  }
-  return 0;
 }
 
 // The checkpoint --resume continues from: `path`, or the state after the run's last finished
@@ -378,7 +307,9 @@ RunFn Setup(CLI::App& app) {
   CLI::App* app_ptr = &app;
   return [o, app_ptr] {
     if (!o->config.empty()) {
-      if (int rc = ApplyConfig(*app_ptr, o->config); rc != 0) return rc;
+      if (Status st = ApplyConfigFile(*app_ptr, o->config); !st.ok()) {
+        return ReportStatus("train", st);
+      }
     }
     for (const CLI::Option* opt : app_ptr->get_options()) {
       if (opt->count() > 0) o->given.push_back(opt->get_name());
