@@ -324,7 +324,15 @@ Status ConvertMetis(Job& job) {
   progress.Set(static_cast<uint64_t>(h.num_nodes));
   progress.Finish();
   job.summary.input_edges = entries;
-  return BuildCsr(job, *sorter, h.num_nodes);
+  SKIFF_RETURN_IF_ERROR(BuildCsr(job, *sorter, h.num_nodes));
+  const auto stored = static_cast<uint64_t>(job.summary.num_edges);
+  if (symmetrize && stored > entries) {
+    LogWarning(job.opt.input + " is not symmetric: at least " + std::to_string(stored - entries) +
+               " adjacency entries are listed at one end only (METIS lists each edge at both "
+               "ends); they are stored both ways. Check the file, or convert with --directed "
+               "to keep its entries as they are");
+  }
+  return Status::Ok();
 }
 
 // --- Features and labels from .npy / OGB

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 
 namespace skiff::convert {
@@ -144,8 +145,15 @@ bool LineReader::CheckText(std::string_view* line) {
     // A UTF-8 byte order mark is not part of the first field.
     if (line->substr(0, 3) == "\xEF\xBB\xBF") line->remove_prefix(3);
   }
-  if (std::memchr(line->data(), '\0', line->size()) != nullptr) {
-    status_ = Status::Corruption(Where() + ": a NUL byte: this is binary data, not a text file");
+  // Text has no control characters but tab, carriage return and form feed; binary data almost
+  // always has some within a line or two.
+  for (size_t i = 0; i < line->size(); ++i) {
+    const auto c = static_cast<unsigned char>((*line)[i]);
+    if (c >= 0x20 || c == '\t' || c == '\r' || c == '\f') continue;
+    char what[64];
+    std::snprintf(what, sizeof(what), ": byte 0x%02x at column %zu", c, i + 1);
+    status_ = Status::Corruption(Where() + what + (c == 0 ? " (NUL)" : " (a control character)") +
+                                 ": this is binary data, not a text file");
     return false;
   }
   return true;

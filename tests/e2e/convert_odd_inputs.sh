@@ -43,3 +43,10 @@ printf '0 1\n1 2\n2 0\n' > three.tsv
 grep -q "labels go up to 1000000 but only 3 distinct values occur" wide.err || {
   echo "FAIL: no warning for 1000001 classes"; cat wide.err; exit 1; }
 echo "convert odd inputs: OK"
+
+# A METIS file listing some edges at one end only: stored both ways, with a warning saying so.
+printf '3 2\n2 3\n3\n2\n' > asym.graph
+"$SKIFF" convert asym.graph asym > asym.out 2> asym.err
+grep -q "asym.graph is not symmetric: at least 2 adjacency entries are listed at one end only" \
+  asym.err || { echo "FAIL: asymmetric METIS without a warning"; cat asym.err; exit 1; }
+"$SKIFF" info asym --verify | grep -q "verify       OK"

@@ -169,7 +169,15 @@ TEST_CASE("line reader: a BOM is skipped; binary and non-gzip compressed data ar
   WriteText(dir / "bin.tsv", std::string("0 1\n2 3\x00\x01 4\n", 13));
   ReadEdges bin = ReadAll(dir / "bin.tsv");
   CHECK(bin.status.code() == StatusCode::kCorruption);
-  CHECK(Contains(bin.status.message(), "bin.tsv line 2: a NUL byte"));
+  CHECK(Contains(bin.status.message(), "bin.tsv line 2: byte 0x00 at column 4 (NUL)"));
+  // Binary data without NUL bytes: control characters give it away.
+  WriteText(dir / "ctl.tsv", "0 1\n\x8f\x03 \xd2\x1b\x9a 7\n");
+  ReadEdges ctl = ReadAll(dir / "ctl.tsv");
+  CHECK(ctl.status.code() == StatusCode::kCorruption);
+  CHECK(Contains(ctl.status.message(),
+                 "ctl.tsv line 2: byte 0x03 at column 2 (a control character): this is binary"));
+  WriteText(dir / "crlf.tsv", "0\t1\r\n1\t2\f\r\n");  // tabs, CR and form feed are text
+  CHECK(ReadAll(dir / "crlf.tsv").status.ok());
 
   const std::pair<std::string, std::string> compressed[] = {
       {std::string("BZh91AY&SY\x00\x01", 12), "bzip2"},
