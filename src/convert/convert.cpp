@@ -11,6 +11,7 @@
 
 #include "skiff/convert/csr_builder.h"
 #include "skiff/convert/external_sort.h"
+#include "skiff/convert/feature_values.h"
 #include "skiff/convert/id_map.h"
 #include "skiff/convert/metis.h"
 #include "skiff/convert/npz_graph.h"
@@ -338,9 +339,11 @@ Status ConvertMetis(Job& job) {
 // --- Features and labels from .npy / OGB
 // ----------------------------------------------------------
 
-// Streams rows of `dim` floats from `next_rows` into features.bin in the chosen dtype.
+// Streams rows of `dim` floats from `next_rows` (read from `source`) into features.bin in the
+// chosen dtype, checking every value (CheckFeatureValues).
 template <typename NextRows>
-Status WriteFeatureRows(Job& job, int64_t num_rows, int64_t dim, NextRows next_rows) {
+Status WriteFeatureRows(Job& job, const std::string& source, int64_t num_rows, int64_t dim,
+                        NextRows next_rows) {
   SKIFF_ASSIGN_OR_RETURN(auto file, job.writer.CreateFile(format::kFeaturesFile));
   const bool half = job.opt.feature_dtype == format::DType::kFloat16;
   const int64_t chunk_rows = std::max<int64_t>(1, (8 << 20) / std::max<int64_t>(dim * 4, 1));
@@ -350,6 +353,8 @@ Status WriteFeatureRows(Job& job, int64_t num_rows, int64_t dim, NextRows next_r
   for (int64_t done = 0; done < num_rows;) {
     const int64_t n = std::min(chunk_rows, num_rows - done);
     SKIFF_RETURN_IF_ERROR(next_rows(n, rows.data()));
+    SKIFF_RETURN_IF_ERROR(
+        CheckFeatureValues(rows.data(), n, dim, done, job.opt.feature_dtype, source));
     const size_t count = static_cast<size_t>(n * dim);
     if (half) {
       for (size_t i = 0; i < count; ++i) halves[i] = format::FloatToHalf(rows[i]);
@@ -383,7 +388,7 @@ Status ReadNpyFeatures(Job& job, int64_t num_nodes) {
                                    std::to_string(num_nodes) + " nodes in " + job.opt.input + ")");
   }
   const int64_t dim = shape.size() == 2 ? shape[1] : 1;
-  return WriteFeatureRows(job, num_nodes, dim,
+  return WriteFeatureRows(job, path, num_nodes, dim,
                           [&](int64_t n, float* dst) { return reader->ReadFloat(n * dim, dst); });
 }
 
@@ -457,17 +462,18 @@ Status ConvertOgb(Job& job) {
       num_nodes = rows;
     }
     const int64_t dim = feats->dim();
-    SKIFF_RETURN_IF_ERROR(WriteFeatureRows(job, num_nodes, dim, [&](int64_t n, float* dst) {
-      for (int64_t r = 0; r < n; ++r) {
-        if (!feats->NextRow(dst + r * dim)) {
-          SKIFF_RETURN_IF_ERROR(feats->status());
-          return Status::Corruption(
-              layout.node_feat_file + ": " + std::to_string(feats->rows_read()) +
-              " feature rows, expected one per node (" + std::to_string(num_nodes) + ")");
-        }
-      }
-      return Status::Ok();
-    }));
+    SKIFF_RETURN_IF_ERROR(
+        WriteFeatureRows(job, layout.node_feat_file, num_nodes, dim, [&](int64_t n, float* dst) {
+          for (int64_t r = 0; r < n; ++r) {
+            if (!feats->NextRow(dst + r * dim)) {
+              SKIFF_RETURN_IF_ERROR(feats->status());
+              return Status::Corruption(
+                  layout.node_feat_file + ": " + std::to_string(feats->rows_read()) +
+                  " feature rows, expected one per node (" + std::to_string(num_nodes) + ")");
+            }
+          }
+          return Status::Ok();
+        }));
     std::vector<float> extra(static_cast<size_t>(std::max<int64_t>(dim, 1)));
     if (feats->NextRow(extra.data())) {
       return Status::Corruption(feats->lines().Where() + ": more feature rows than the " +

@@ -6,6 +6,8 @@
 // readers (scipy), so this is no larger than what produced the archive.
 #include "skiff/convert/npz_graph.h"
 
+#include "skiff/convert/feature_values.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <iterator>
@@ -189,9 +191,12 @@ Status WriteAdjacency(const Archive& a, const NpzGraphOptions& opt, int64_t n,
   return Status::Ok();
 }
 
-// Appends one float32 row to features.bin in the dataset's feature dtype.
+// Appends node v's float32 row to features.bin in the dataset's feature dtype.
 Status AppendFeatureRow(format::ChecksummedFileWriter& file, const std::vector<float>& row,
-                        format::DType dtype, std::vector<uint16_t>& half) {
+                        int64_t v, const std::string& source, format::DType dtype,
+                        std::vector<uint16_t>& half) {
+  SKIFF_RETURN_IF_ERROR(
+      CheckFeatureValues(row.data(), 1, static_cast<int64_t>(row.size()), v, dtype, source));
   if (dtype == format::DType::kFloat32) return file.Append(row.data(), row.size() * 4);
   half.resize(row.size());
   for (size_t k = 0; k < row.size(); ++k) half[k] = format::FloatToHalf(row[k]);
@@ -242,7 +247,8 @@ Status WriteFeatures(const Archive& a, const NpzGraphOptions& opt, int64_t n,
         }
         row[static_cast<size_t>(row_cols[k])] += row_vals[k];  // duplicates sum, as in scipy
       }
-      SKIFF_RETURN_IF_ERROR(AppendFeatureRow(*features, row, opt.feature_dtype, half));
+      SKIFF_RETURN_IF_ERROR(
+          AppendFeatureRow(*features, row, v, vals->source(), opt.feature_dtype, half));
       if ((v & 0xffff) == 0) progress.Set(static_cast<uint64_t>(v));
     }
     progress.Set(static_cast<uint64_t>(n));
@@ -258,7 +264,8 @@ Status WriteFeatures(const Archive& a, const NpzGraphOptions& opt, int64_t n,
     row.resize(static_cast<size_t>(dim));
     for (int64_t v = 0; v < n; ++v) {
       SKIFF_RETURN_IF_ERROR(r->ReadFloat(dim, row.data()));
-      SKIFF_RETURN_IF_ERROR(AppendFeatureRow(*features, row, opt.feature_dtype, half));
+      SKIFF_RETURN_IF_ERROR(
+          AppendFeatureRow(*features, row, v, r->source(), opt.feature_dtype, half));
     }
   } else {
     return Missing(a,

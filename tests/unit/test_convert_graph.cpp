@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "skiff/convert/convert.h"
@@ -269,6 +270,42 @@ TEST_CASE("convert: edge list with .npy features and labels; row count must equa
   CHECK(bad.status().message().find("x99.npy: 99 feature rows, expected one per node (100") !=
         std::string::npos);
   CHECK_FALSE(fs::exists(dir / "bad"));
+}
+
+TEST_CASE("convert: non-finite features, or features beyond float16, are refused naming the node") {
+  testing::TempDir dir;
+  std::string text;
+  for (int v = 0; v < 10; ++v)
+    text += std::to_string(v) + " " + std::to_string((v + 1) % 10) + "\n";
+  WriteText(dir / "ring.txt", text);
+  const struct {
+    float value;
+    bool half;
+    const char* message;
+  } cases[] = {
+      {std::numeric_limits<float>::quiet_NaN(), false,
+       "node 6, column 2, is nan: features must be finite"},
+      {-std::numeric_limits<float>::infinity(), false,
+       "node 6, column 2, is -inf: features must be finite"},
+      {70000.0f, true, "node 6, column 2, is 70000, outside float16's range"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.message);
+    std::vector<float> feats(10 * 3, 1.0f);
+    feats[6 * 3 + 2] = c.value;
+    WriteNpy(dir / "x.npy", "<f4", {10, 3}, feats.data(), feats.size() * 4);
+    auto o = Options(dir / "ring.txt", dir / "ds");
+    o.features_npy = dir / "x.npy";
+    if (c.half) o.feature_dtype = format::DType::kFloat16;
+    auto s = ConvertGraph(o);
+    CHECK(s.status().code() == StatusCode::kInvalidArgument);
+    CHECK(s.status().message().find(c.message) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "ds"));
+  }
+  // 70000 is fine as float32.
+  auto o = Options(dir / "ring.txt", dir / "ds");
+  o.features_npy = dir / "x.npy";
+  CHECK(ConvertGraph(o).ok());
 }
 
 TEST_CASE("convert: a METIS file that lists an edge at one end only is stored symmetric") {
