@@ -12,24 +12,16 @@
 #include "skiff/convert/convert.h"
 #include "skiff/convert/id_map.h"
 #include "skiff/format/dataset.h"
+#include "tests/unit/test_text_files.h"
 #include "tests/unit/test_util.h"
 
 using namespace skiff;
 using namespace skiff::convert;
+using skiff::testing::WriteGz;
+using skiff::testing::WriteText;
 namespace fs = std::filesystem;
 
 namespace {
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-void WriteGz(const std::string& path, const std::string& text) {
-  gzFile gz = gzopen(path.c_str(), "wb");
-  REQUIRE(gz != nullptr);
-  REQUIRE(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())) ==
-          static_cast<int>(text.size()));
-  REQUIRE(gzclose(gz) == Z_OK);
-}
 ConvertOptions Options(const std::string& in, const std::string& out) {
   ConvertOptions o;
   o.input = in;

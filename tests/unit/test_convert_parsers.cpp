@@ -10,23 +10,15 @@
 #include "skiff/convert/line_reader.h"
 #include "skiff/convert/metis.h"
 #include "skiff/convert/ogb.h"
+#include "tests/unit/test_text_files.h"
 #include "tests/unit/test_util.h"
 
 using namespace skiff;
 using namespace skiff::convert;
+using skiff::testing::WriteGz;
+using skiff::testing::WriteText;
 
 namespace {
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-}
-void WriteGz(const std::string& path, const std::string& text) {
-  gzFile gz = gzopen(path.c_str(), "wb");
-  REQUIRE(gz != nullptr);
-  REQUIRE(gzwrite(gz, text.data(), static_cast<unsigned>(text.size())) ==
-          static_cast<int>(text.size()));
-  REQUIRE(gzclose(gz) == Z_OK);
-}
 
 struct ReadEdges {
   std::vector<std::pair<std::string, std::string>> edges;
