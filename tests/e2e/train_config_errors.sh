@@ -29,6 +29,13 @@ if "$SKIFF" train "$DATA" --config adir --epochs 1 > d.out 2> d.err; then
 fi
 grep -q "config adir: not a regular file" d.err
 
+# An empty list (a value CLI11 cannot take: it read past the end for a flag) is an error.
+printf 'fanouts = []\n' > empty.toml
+if "$SKIFF" train "$DATA" --config empty.toml --epochs 1 > e.out 2> e.err; then
+  echo "FAIL: an empty list was accepted"; exit 1
+fi
+grep -q 'empty.toml: key "fanouts": an empty list' e.err
+
 printf 'hidden = 16\nepochs = 1\n' > ok.toml
 "$SKIFF" train "$DATA" --config ok.toml --metrics m.jsonl > ok.out 2>&1
 grep -q "trained 1 epochs" ok.out

@@ -60,6 +60,9 @@ Status ApplyKey(CLI::App& app, const std::string& name, const toml::node& node,
   if (opt->count() > 0) return Status::Ok();
   const auto inputs = OptionInputs(node);
   if (!inputs) return fail("key \"" + name + "\": a value of a type no option takes");
+  // CLI11 expects at least one input per result (a flag with none reads past the end).
+  if (inputs->empty())
+    return fail("key \"" + name + "\": an empty list (give a value or leave it out)");
   try {
     opt->add_result(*inputs);
     opt->run_callback();
