@@ -242,275 +242,310 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleFn& samp
   return Run(plan, OneByOne(sample), compute);
 }
 
-Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn& sample,
-                                     const ComputeFn& compute) {
-  storage::BufferPool& pool = graph_->pool();
-  const uint32_t k = plan.num_partitions();
-  if (k != graph_->source().num_partitions()) {
-    return Status::InvalidArgument("epoch plan has " + std::to_string(k) +
-                                   " partitions, the dataset " +
-                                   std::to_string(graph_->source().num_partitions()));
-  }
-  const storage::BufferPoolStats pool_before = pool.stats();
-  const GraphAccessCounters graph_before = graph_->counters();
-  pool.SetPlan(plan.PartitionAccessSequence());
+namespace {
 
-  const EpochRunnerOptions& opt = options_;
-  BoundedQueue<WorkItem> work("work", opt.work_queue_capacity);
-  BoundedQueue<SampledItem> sampled("sampled", opt.sampled_queue_capacity);
-  BoundedQueue<PreparedBatch> ready("ready", opt.ready_queue_capacity);
-  RecycledStaging recycled;
-  InFlightWindow window(opt.InFlightBatches(), opt.batch_allowance_bytes, opt.expected_batch_bytes,
-                        opt.expected_held_bytes);
-  const int64_t dim = graph_->feature_dim();
-  const bool aggregate = opt.aggregation.has_value();
+using PinPtr = std::shared_ptr<const storage::PartitionPin>;
 
-  Pipeline pipeline;
-  pipeline.AddQueue(&work);
-  pipeline.AddQueue(&sampled);
-  pipeline.AddQueue(&ready);
-  pipeline.OnCancel([&window] { window.Cancel(); });
+// One epoch through the pipeline: the queues between the stages, the admission window, and one
+// method per stage (EpochRunner::Run wires them up).
+//   io      pins the partitions in the plan's access order, one partition ahead of the plan stage
+//           (the "loaded" queue), so the next partition loads while the current state trains;
+//           waiting in Pin is waiting for the disk and counts as this stage's busy time.
+//   plan    walks the buffer states, takes each admitted partition's pin, drops each evicted
+//           one, and emits the state's batches (whole gather groups) with a shared ResidentSet.
+//   sample  samples a work item (a batch, or an aggregated group as one).
+//   gather  stages each batch's rows, or gathers each aggregated group in one pass.
+//   compute runs the batches in epoch order.
+class EpochRun {
+ public:
+  EpochRun(BufferedGraph* graph, const EpochRunnerOptions& options, const EpochPlan& plan,
+           const SampleGroupFn& sample, const ComputeFn& compute)
+      : graph_(graph),
+        opt_(options),
+        plan_(plan),
+        sample_(sample),
+        compute_(compute),
+        dim_(graph->feature_dim()),
+        aggregate_(options.aggregation.has_value()),
+        work_("work", options.work_queue_capacity),
+        sampled_("sampled", options.sampled_queue_capacity),
+        ready_("ready", options.ready_queue_capacity),
+        loaded_("loaded", 1),
+        window_(options.InFlightBatches(), options.batch_allowance_bytes,
+                options.expected_batch_bytes, options.expected_held_bytes) {}
 
-  // io: pins the partitions in the plan's access order, one partition ahead of the plan stage
-  // (the "loaded" queue), so the next partition loads while the current state trains. Waiting in
-  // Pin is waiting for the disk: it counts as this stage's busy time.
-  using PinPtr = std::shared_ptr<const storage::PartitionPin>;
-  BoundedQueue<PinPtr> loaded("loaded", 1);
-  pipeline.AddQueue(&loaded);
-  const std::vector<uint32_t> sequence = plan.PartitionAccessSequence();
-  pipeline.AddStage(
-      "io", 1,
-      [&](StageContext& ctx) -> Status {
-        for (uint32_t p : sequence) {
-          auto pin = pool.Pin(p);
-          if (!pin.ok()) return pin.status();
-          if (!loaded.Push(std::make_shared<const storage::PartitionPin>(std::move(pin).value()),
-                           ctx.timer())) {
-            return Status::Aborted("cancelled");
-          }
-          ctx.AddItems(1);
-        }
-        return Status::Ok();
-      },
-      {&loaded});
+  // Adds the queues and stages to `pipeline` (which must outlive nothing of this run).
+  void AddTo(Pipeline* pipeline);
 
-  // plan: walks the buffer states; takes each admitted partition's pin from "loaded", drops its
-  // reference to each evicted one, and emits the state's batches with a shared ResidentSet.
-  pipeline.AddStage(
-      "plan", 1,
-      [&](StageContext& ctx) -> Status {
-        std::vector<PinPtr> pins(k);
-        int64_t index = 0;
-        for (size_t s = 0; s < plan.states().size(); ++s) {
-          const BufferState& state = plan.states()[s];
-          if (state.evicted != kNoPartition) pins[state.evicted].reset();
-          for (uint32_t p : state.resident) {
-            if (pins[p] != nullptr) continue;
-            auto pin = loaded.Pop(ctx.timer());
-            if (!pin.has_value()) return Status::Aborted("cancelled");
-            SKIFF_CHECK((*pin)->partition() == p);
-            pins[p] = std::move(*pin);
-          }
-          auto resident = std::make_shared<const ResidentSet>(pins);
-          const auto batches = plan.Batches(s, opt.batch_size);
-          const auto group = static_cast<size_t>(aggregate ? opt.gather_group : 1);
-          for (size_t first = 0; first < batches.size(); first += group) {
-            const auto size = static_cast<int>(std::min(group, batches.size() - first));
-            const int64_t group_first = index;
-            const std::optional<uint64_t> reserved = window.Admit(index, size, ctx.timer());
-            if (!reserved.has_value()) return Status::Aborted("cancelled");
-            // A group is sampled as one item when aggregated, else batch by batch.
-            const int per_item = aggregate ? size : 1;
-            for (int b = 0; b < size; b += per_item) {
-              WorkItem item{index, group_first, size, *reserved, {}, resident};
-              for (int i = b; i < b + per_item; ++i) item.seeds.push_back(batches[first + i]);
-              if (!work.Push(std::move(item), ctx.timer())) return Status::Aborted("cancelled");
-              index += per_item;
-              ctx.AddItems(per_item);
-            }
-          }
-        }
-        return Status::Ok();
-      },
-      {&work});
+  int64_t computed() const { return computed_; }
+  int64_t seeds() const { return seeds_total_; }
+  const InFlightWindow& window() const { return window_; }
 
-  pipeline.AddStage(
-      "sample", aggregate ? 1 : opt.sample_threads,
-      [&](StageContext& ctx) -> Status {
-        while (auto item = work.Pop(ctx.timer())) {
-          const size_t count = item->seeds.size();
-          std::vector<SampledItem> out(count);
-          std::vector<uint64_t> sample_seeds(count);
-          std::vector<train::MiniBatch*> batches(count);
-          for (size_t i = 0; i < count; ++i) {
-            out[i].group_first = item->group_first;
-            out[i].group_size = item->group_size;
-            out[i].prepared.index = item->index + static_cast<int64_t>(i);
-            sample_seeds[i] = out[i].prepared.sample_seed =
-                BatchSampleSeed(opt.seed, opt.stream, opt.epoch, out[i].prepared.index);
-            batches[i] = &out[i].prepared.batch;
-          }
-          const BatchGraph view(graph_, item->resident.get());
-          SKIFF_RETURN_IF_ERROR(
-              sample(view, item->seeds, sample_seeds, batches)
-                  .WithContext(count == 1 ? "sampling batch " + std::to_string(item->index)
-                                          : "sampling batches " + std::to_string(item->index) +
-                                                ".." + std::to_string(item->index + count - 1)));
-          for (SampledItem& sampled_item : out) {
-            sampled_item.resident = item->resident;
-            PreparedBatch& prepared = sampled_item.prepared;
-            // Without gathering (the model holds the features) a batch holds no rows.
-            prepared.held_bytes =
-                HeldBytes(prepared.batch, opt.gather_features ? dim : 0, aggregate);
-            window.Resize(item->reserved, prepared.held_bytes);
-            window.Observe(prepared.held_bytes);
-            if (!sampled.Push(std::move(sampled_item), ctx.timer())) {
-              return Status::Aborted("cancelled");
-            }
-          }
-          item->resident.reset();
-          ctx.AddItems(static_cast<int64_t>(count));
-        }
-        return Status::Ok();
-      },
-      {&sampled});
-
+ private:
+  Status PinPartitions(StageContext& ctx);
+  Status EmitBatches(StageContext& ctx);
+  Status EmitGroup(std::span<const std::span<const int64_t>> batches,
+                   const std::shared_ptr<const ResidentSet>& resident, int64_t* index,
+                   StageContext& ctx);
+  Status SampleItems(StageContext& ctx);
+  Status GatherRows(StageContext& ctx);
+  Status GatherGroups(StageContext& ctx);
+  Status GatherGroup(int64_t first, int size, std::map<int64_t, SampledItem>* pending,
+                     StageContext& ctx);
+  Status ComputeInOrder(StageContext& ctx);
   // Gives `prepared` a staging buffer of `floats` (the recycled one when there is one), counting
   // any spare capacity it brings against the window.
-  auto stage = [&](PreparedBatch& prepared, size_t floats) {
-    recycled.TakeInto(&prepared.features, &window);
-    prepared.features.resize(floats);
-    const uint64_t held =
-        prepared.held_bytes + (prepared.features.capacity() - prepared.features.size()) * 4;
-    window.Resize(prepared.held_bytes, held);
-    prepared.held_bytes = held;
-  };
-  if (!aggregate) {
-    pipeline.AddStage("gather", opt.gather_threads,
-                      [&](StageContext& ctx) -> Status {
-                        while (auto item = sampled.Pop(ctx.timer())) {
-                          PreparedBatch& prepared = item->prepared;
-                          const auto& nodes = prepared.batch.input_nodes;
-                          if (opt.gather_features) {
-                            stage(prepared, nodes.size() * static_cast<size_t>(dim));
-                            SKIFF_RETURN_IF_ERROR(
-                                graph_->Features(*item->resident, nodes, prepared.features.data())
-                                    .WithContext("gathering features of batch " +
-                                                 std::to_string(prepared.index)));
-                          }
-                          item->resident.reset();  // unpin: compute needs only the staged features
-                          if (!ready.Push(std::move(prepared), ctx.timer()))
-                            return Status::Aborted("cancelled");
-                          ctx.AddItems(1);
-                        }
-                        return Status::Ok();
-                      },
-                      {&ready});
-  } else {
-    pipeline.AddStage(
-        "gather", 1,
-        [&](StageContext& ctx) -> Status {
-          std::map<int64_t, SampledItem> pending;  // sampled, waiting for the rest of their group
-          int64_t next = 0;                        // the first batch of the next group
-          std::vector<AggregationTarget> targets;
-          while (auto item = sampled.Pop(ctx.timer())) {
-            pending.emplace(item->prepared.index, std::move(*item));
-            while (pending.count(next) > 0) {
-              const int size = pending.at(next).group_size;
-              SKIFF_CHECK(pending.at(next).group_first == next);
-              bool whole = true;  // the group's batches may arrive in any order
-              for (int64_t i = next; i < next + size && whole; ++i) whole = pending.count(i) > 0;
-              if (!whole) break;
-              // The group's features are reserved together: they are gathered together.
-              uint64_t features = 0;
-              for (int64_t i = next; i < next + size; ++i) {
-                features += AggregatedFeatureBytes(pending.at(i).prepared.batch, dim);
-              }
-              if (!window.Reserve(features, size, ctx.timer())) {
-                return Status::Aborted("cancelled");
-              }
-              targets.clear();
-              for (int64_t i = next; i < next + size; ++i) {
-                PreparedBatch& prepared = pending.at(i).prepared;
-                prepared.held_bytes += AggregatedFeatureBytes(prepared.batch, dim);
-                const auto nd = static_cast<size_t>(prepared.batch.blocks.at(0).num_dst);
-                stage(prepared, 2 * nd * static_cast<size_t>(dim));
-                prepared.aggregated = true;
-                float* rows = prepared.features.data();
-                targets.push_back({&prepared.batch, rows, rows + nd * static_cast<size_t>(dim),
-                                   opt.dropout_seed ? opt.dropout_seed(i) : 0});
-              }
-              SKIFF_RETURN_IF_ERROR(
-                  GatherAggregated(*graph_, *pending.at(next).resident, targets, *opt.aggregation)
-                      .WithContext("gathering features of batches " + std::to_string(next) + ".." +
-                                   std::to_string(next + size - 1)));
-              for (int64_t i = next; i < next + size; ++i) {
-                auto node = pending.extract(i);
-                node.mapped().resident.reset();  // unpin
-                if (!ready.Push(std::move(node.mapped().prepared), ctx.timer())) {
-                  return Status::Aborted("cancelled");
-                }
-                ctx.AddItems(1);
-              }
-              next += size;
-            }
-          }
-          if (!pending.empty()) {
-            return Status::Internal("gather stage ended with " + std::to_string(pending.size()) +
-                                    " batches of an incomplete group (next " +
-                                    std::to_string(next) + ")");
-          }
-          return Status::Ok();
-        },
-        {&ready});
-  }
+  void Stage(PreparedBatch& prepared, size_t floats);
 
-  int64_t seeds_total = 0;
-  int64_t computed = 0;
-  pipeline.AddStage("compute", 1, [&](StageContext& ctx) -> Status {
-    std::map<int64_t, PreparedBatch> pending;  // at most InFlightBatches() entries (window)
-    while (auto item = ready.Pop(ctx.timer())) {
-      pending.emplace(item->index, std::move(*item));
-      while (!pending.empty() && pending.begin()->first == computed) {
-        PreparedBatch& batch = pending.begin()->second;
-        seeds_total += static_cast<int64_t>(batch.batch.seeds.size());  // compute may move it
-        const uint64_t held = batch.held_bytes;
-        SKIFF_RETURN_IF_ERROR(compute(batch));
-        // Keep the staging buffer for a later batch (the window counts it while it waits).
-        const uint64_t kept = recycled.Put(&batch.features);
-        pending.erase(pending.begin());
-        ++computed;
-        window.Done(held - std::min(held, kept), aggregate);
-        ctx.AddItems(1);
+  BufferedGraph* const graph_;
+  const EpochRunnerOptions& opt_;
+  const EpochPlan& plan_;
+  const SampleGroupFn& sample_;
+  const ComputeFn& compute_;
+  const int64_t dim_;
+  const bool aggregate_;
+  BoundedQueue<WorkItem> work_;
+  BoundedQueue<SampledItem> sampled_;
+  BoundedQueue<PreparedBatch> ready_;
+  BoundedQueue<PinPtr> loaded_;
+  RecycledStaging recycled_;
+  InFlightWindow window_;
+  int64_t seeds_total_ = 0;  // compute stage only
+  int64_t computed_ = 0;     // compute stage only
+};
+
+void EpochRun::AddTo(Pipeline* pipeline) {
+  pipeline->AddQueue(&work_);
+  pipeline->AddQueue(&sampled_);
+  pipeline->AddQueue(&ready_);
+  pipeline->AddQueue(&loaded_);
+  pipeline->OnCancel([this] { window_.Cancel(); });
+  pipeline->AddStage("io", 1, [this](StageContext& ctx) { return PinPartitions(ctx); }, {&loaded_});
+  pipeline->AddStage("plan", 1, [this](StageContext& ctx) { return EmitBatches(ctx); }, {&work_});
+  pipeline->AddStage("sample", aggregate_ ? 1 : opt_.sample_threads,
+                     [this](StageContext& ctx) { return SampleItems(ctx); }, {&sampled_});
+  if (aggregate_) {
+    pipeline->AddStage("gather", 1, [this](StageContext& ctx) { return GatherGroups(ctx); },
+                       {&ready_});
+  } else {
+    pipeline->AddStage("gather", opt_.gather_threads,
+                       [this](StageContext& ctx) { return GatherRows(ctx); }, {&ready_});
+  }
+  pipeline->AddStage("compute", 1, [this](StageContext& ctx) { return ComputeInOrder(ctx); });
+}
+
+Status EpochRun::PinPartitions(StageContext& ctx) {
+  storage::BufferPool& pool = graph_->pool();
+  for (uint32_t p : plan_.PartitionAccessSequence()) {
+    auto pin = pool.Pin(p);
+    if (!pin.ok()) return pin.status();
+    if (!loaded_.Push(std::make_shared<const storage::PartitionPin>(std::move(pin).value()),
+                      ctx.timer())) {
+      return Status::Aborted("cancelled");
+    }
+    ctx.AddItems(1);
+  }
+  return Status::Ok();
+}
+
+Status EpochRun::EmitBatches(StageContext& ctx) {
+  std::vector<PinPtr> pins(plan_.num_partitions());
+  int64_t index = 0;
+  for (size_t s = 0; s < plan_.states().size(); ++s) {
+    const BufferState& state = plan_.states()[s];
+    if (state.evicted != kNoPartition) pins[state.evicted].reset();
+    for (uint32_t p : state.resident) {
+      if (pins[p] != nullptr) continue;
+      auto pin = loaded_.Pop(ctx.timer());
+      if (!pin.has_value()) return Status::Aborted("cancelled");
+      SKIFF_CHECK((*pin)->partition() == p);
+      pins[p] = std::move(*pin);
+    }
+    auto resident = std::make_shared<const ResidentSet>(pins);
+    const std::vector<std::span<const int64_t>> batches = plan_.Batches(s, opt_.batch_size);
+    const auto group = static_cast<size_t>(aggregate_ ? opt_.gather_group : 1);
+    for (size_t first = 0; first < batches.size(); first += group) {
+      const size_t size = std::min(group, batches.size() - first);
+      SKIFF_RETURN_IF_ERROR(
+          EmitGroup(std::span(batches).subspan(first, size), resident, &index, ctx));
+    }
+  }
+  return Status::Ok();
+}
+
+// Admits one gather group and hands it to the samplers: as one item when aggregated, else batch
+// by batch.
+Status EpochRun::EmitGroup(std::span<const std::span<const int64_t>> batches,
+                           const std::shared_ptr<const ResidentSet>& resident, int64_t* index,
+                           StageContext& ctx) {
+  const auto size = static_cast<int>(batches.size());
+  const int64_t group_first = *index;
+  const std::optional<uint64_t> reserved = window_.Admit(group_first, size, ctx.timer());
+  if (!reserved.has_value()) return Status::Aborted("cancelled");
+  const int per_item = aggregate_ ? size : 1;
+  for (int b = 0; b < size; b += per_item) {
+    WorkItem item{*index, group_first, size, *reserved, {}, resident};
+    for (int i = b; i < b + per_item; ++i) item.seeds.push_back(batches[static_cast<size_t>(i)]);
+    if (!work_.Push(std::move(item), ctx.timer())) return Status::Aborted("cancelled");
+    *index += per_item;
+    ctx.AddItems(per_item);
+  }
+  return Status::Ok();
+}
+
+Status EpochRun::SampleItems(StageContext& ctx) {
+  while (auto item = work_.Pop(ctx.timer())) {
+    const size_t count = item->seeds.size();
+    std::vector<SampledItem> out(count);
+    std::vector<uint64_t> sample_seeds(count);
+    std::vector<train::MiniBatch*> batches(count);
+    for (size_t i = 0; i < count; ++i) {
+      out[i].group_first = item->group_first;
+      out[i].group_size = item->group_size;
+      out[i].prepared.index = item->index + static_cast<int64_t>(i);
+      sample_seeds[i] = out[i].prepared.sample_seed =
+          BatchSampleSeed(opt_.seed, opt_.stream, opt_.epoch, out[i].prepared.index);
+      batches[i] = &out[i].prepared.batch;
+    }
+    const BatchGraph view(graph_, item->resident.get());
+    SKIFF_RETURN_IF_ERROR(
+        sample_(view, item->seeds, sample_seeds, batches)
+            .WithContext(count == 1 ? "sampling batch " + std::to_string(item->index)
+                                    : "sampling batches " + std::to_string(item->index) + ".." +
+                                          std::to_string(item->index + count - 1)));
+    for (SampledItem& sampled_item : out) {
+      sampled_item.resident = item->resident;
+      PreparedBatch& prepared = sampled_item.prepared;
+      // Without gathering (the model holds the features) a batch holds no rows.
+      prepared.held_bytes = HeldBytes(prepared.batch, opt_.gather_features ? dim_ : 0, aggregate_);
+      window_.Resize(item->reserved, prepared.held_bytes);
+      window_.Observe(prepared.held_bytes);
+      if (!sampled_.Push(std::move(sampled_item), ctx.timer())) {
+        return Status::Aborted("cancelled");
       }
     }
-    if (!pending.empty()) {
-      return Status::Internal("compute stage ended with " + std::to_string(pending.size()) +
-                              " batches out of order (next expected " + std::to_string(computed) +
-                              ")");
-    }
-    return Status::Ok();
-  });
-
-  SKIFF_RETURN_IF_ERROR(pipeline.Run());
-  const int64_t expected = plan.NumBatches(opt.batch_size);
-  if (computed != expected) {
-    return Status::Internal("epoch computed " + std::to_string(computed) + " of " +
-                            std::to_string(expected) + " batches");
+    item->resident.reset();
+    ctx.AddItems(static_cast<int64_t>(count));
   }
+  return Status::Ok();
+}
 
-  EpochReport report;
-  report.epoch = opt.epoch;
-  report.batches = computed;
-  report.seeds = seeds_total;
-  report.buffer_states = plan.states().size();
-  report.wall_seconds = pipeline.wall_seconds();
-  report.stages = pipeline.stats();
-  report.peak_batch_bytes = window.peak_bytes();
-  report.peak_batches_in_flight = window.peak_in_flight();
-  const storage::BufferPoolStats pool_after = pool.stats();
-  const GraphAccessCounters graph_after = graph_->counters();
-  EpochIoStats& io = report.io;
+void EpochRun::Stage(PreparedBatch& prepared, size_t floats) {
+  recycled_.TakeInto(&prepared.features, &window_);
+  prepared.features.resize(floats);
+  const uint64_t held =
+      prepared.held_bytes + (prepared.features.capacity() - prepared.features.size()) * 4;
+  window_.Resize(prepared.held_bytes, held);
+  prepared.held_bytes = held;
+}
+
+Status EpochRun::GatherRows(StageContext& ctx) {
+  while (auto item = sampled_.Pop(ctx.timer())) {
+    PreparedBatch& prepared = item->prepared;
+    const auto& nodes = prepared.batch.input_nodes;
+    if (opt_.gather_features) {
+      Stage(prepared, nodes.size() * static_cast<size_t>(dim_));
+      SKIFF_RETURN_IF_ERROR(
+          graph_->Features(*item->resident, nodes, prepared.features.data())
+              .WithContext("gathering features of batch " + std::to_string(prepared.index)));
+    }
+    item->resident.reset();  // unpin: compute needs only the staged features
+    if (!ready_.Push(std::move(prepared), ctx.timer())) return Status::Aborted("cancelled");
+    ctx.AddItems(1);
+  }
+  return Status::Ok();
+}
+
+// Groups are gathered in order, each once all its batches are sampled (they may arrive in any
+// order).
+Status EpochRun::GatherGroups(StageContext& ctx) {
+  std::map<int64_t, SampledItem> pending;  // sampled, waiting for the rest of their group
+  int64_t next = 0;                        // the first batch of the next group
+  while (auto item = sampled_.Pop(ctx.timer())) {
+    pending.emplace(item->prepared.index, std::move(*item));
+    while (pending.count(next) > 0) {
+      const int size = pending.at(next).group_size;
+      SKIFF_CHECK(pending.at(next).group_first == next);
+      bool whole = true;
+      for (int64_t i = next; i < next + size && whole; ++i) whole = pending.count(i) > 0;
+      if (!whole) break;
+      SKIFF_RETURN_IF_ERROR(GatherGroup(next, size, &pending, ctx));
+      next += size;
+    }
+  }
+  if (!pending.empty()) {
+    return Status::Internal("gather stage ended with " + std::to_string(pending.size()) +
+                            " batches of an incomplete group (next " + std::to_string(next) + ")");
+  }
+  return Status::Ok();
+}
+
+// Gathers batches [first, first + size) of `pending` in one pass and hands them to compute.
+Status EpochRun::GatherGroup(int64_t first, int size, std::map<int64_t, SampledItem>* pending,
+                             StageContext& ctx) {
+  // The group's features are reserved together: they are gathered together.
+  uint64_t features = 0;
+  for (int64_t i = first; i < first + size; ++i) {
+    features += AggregatedFeatureBytes(pending->at(i).prepared.batch, dim_);
+  }
+  if (!window_.Reserve(features, size, ctx.timer())) return Status::Aborted("cancelled");
+  std::vector<AggregationTarget> targets;
+  for (int64_t i = first; i < first + size; ++i) {
+    PreparedBatch& prepared = pending->at(i).prepared;
+    prepared.held_bytes += AggregatedFeatureBytes(prepared.batch, dim_);
+    const auto nd = static_cast<size_t>(prepared.batch.blocks.at(0).num_dst);
+    Stage(prepared, 2 * nd * static_cast<size_t>(dim_));
+    prepared.aggregated = true;
+    float* rows = prepared.features.data();
+    targets.push_back({&prepared.batch, rows, rows + nd * static_cast<size_t>(dim_),
+                       opt_.dropout_seed ? opt_.dropout_seed(i) : 0});
+  }
+  SKIFF_RETURN_IF_ERROR(
+      GatherAggregated(*graph_, *pending->at(first).resident, targets, *opt_.aggregation)
+          .WithContext("gathering features of batches " + std::to_string(first) + ".." +
+                       std::to_string(first + size - 1)));
+  for (int64_t i = first; i < first + size; ++i) {
+    auto node = pending->extract(i);
+    node.mapped().resident.reset();  // unpin
+    if (!ready_.Push(std::move(node.mapped().prepared), ctx.timer())) {
+      return Status::Aborted("cancelled");
+    }
+    ctx.AddItems(1);
+  }
+  return Status::Ok();
+}
+
+Status EpochRun::ComputeInOrder(StageContext& ctx) {
+  std::map<int64_t, PreparedBatch> pending;  // at most InFlightBatches() entries (window)
+  while (auto item = ready_.Pop(ctx.timer())) {
+    pending.emplace(item->index, std::move(*item));
+    while (!pending.empty() && pending.begin()->first == computed_) {
+      PreparedBatch& batch = pending.begin()->second;
+      seeds_total_ += static_cast<int64_t>(batch.batch.seeds.size());  // compute may move it
+      const uint64_t held = batch.held_bytes;
+      SKIFF_RETURN_IF_ERROR(compute_(batch));
+      // Keep the staging buffer for a later batch (the window counts it while it waits).
+      const uint64_t kept = recycled_.Put(&batch.features);
+      pending.erase(pending.begin());
+      ++computed_;
+      window_.Done(held - std::min(held, kept), aggregate_);
+      ctx.AddItems(1);
+    }
+  }
+  if (!pending.empty()) {
+    return Status::Internal("compute stage ended with " + std::to_string(pending.size()) +
+                            " batches out of order (next expected " + std::to_string(computed_) +
+                            ")");
+  }
+  return Status::Ok();
+}
+
+// The epoch's I/O: the pool's and the graph's counters after minus before.
+EpochIoStats IoStatsBetween(const storage::BufferPoolStats& pool_before,
+                            const storage::BufferPoolStats& pool_after,
+                            const GraphAccessCounters& graph_before,
+                            const GraphAccessCounters& graph_after) {
+  EpochIoStats io;
   io.bytes_read = pool_after.bytes_read_total - pool_before.bytes_read_total;
   io.fine_bytes_read = pool_after.fine_bytes_read - pool_before.fine_bytes_read;
   io.reads_issued = pool_after.reads_issued - pool_before.reads_issued;
@@ -528,6 +563,44 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn&
   io.read_amplification =
       io.bytes_used > 0 ? static_cast<double>(io.bytes_read) / static_cast<double>(io.bytes_used)
                         : 0.0;
+  return io;
+}
+
+}  // namespace
+
+Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn& sample,
+                                     const ComputeFn& compute) {
+  storage::BufferPool& pool = graph_->pool();
+  const uint32_t k = plan.num_partitions();
+  if (k != graph_->source().num_partitions()) {
+    return Status::InvalidArgument("epoch plan has " + std::to_string(k) +
+                                   " partitions, the dataset " +
+                                   std::to_string(graph_->source().num_partitions()));
+  }
+  const storage::BufferPoolStats pool_before = pool.stats();
+  const GraphAccessCounters graph_before = graph_->counters();
+  pool.SetPlan(plan.PartitionAccessSequence());
+
+  EpochRun run(graph_, options_, plan, sample, compute);
+  Pipeline pipeline;
+  run.AddTo(&pipeline);
+  SKIFF_RETURN_IF_ERROR(pipeline.Run());
+  const int64_t expected = plan.NumBatches(options_.batch_size);
+  if (run.computed() != expected) {
+    return Status::Internal("epoch computed " + std::to_string(run.computed()) + " of " +
+                            std::to_string(expected) + " batches");
+  }
+
+  EpochReport report;
+  report.epoch = options_.epoch;
+  report.batches = run.computed();
+  report.seeds = run.seeds();
+  report.buffer_states = plan.states().size();
+  report.wall_seconds = pipeline.wall_seconds();
+  report.stages = pipeline.stats();
+  report.peak_batch_bytes = run.window().peak_bytes();
+  report.peak_batches_in_flight = run.window().peak_in_flight();
+  report.io = IoStatsBetween(pool_before, pool.stats(), graph_before, graph_->counters());
   return report;
 }
 
