@@ -16,6 +16,7 @@
 #include "skiff/convert/metis.h"
 #include "skiff/convert/npz_graph.h"
 #include "skiff/convert/ogb.h"
+#include "skiff/half.h"
 #include "skiff/io/free_space.h"
 #include "skiff/io/npy.h"
 #include "skiff/log.h"
@@ -357,7 +358,7 @@ Status WriteFeatureRows(Job& job, const std::string& source, int64_t num_rows, i
         CheckFeatureValues(rows.data(), n, dim, done, job.opt.feature_dtype, source));
     const size_t count = static_cast<size_t>(n * dim);
     if (half) {
-      for (size_t i = 0; i < count; ++i) halves[i] = format::FloatToHalf(rows[i]);
+      for (size_t i = 0; i < count; ++i) halves[i] = FloatToHalf(rows[i]);
       SKIFF_RETURN_IF_ERROR(file->Append(halves.data(), count * 2));
     } else {
       SKIFF_RETURN_IF_ERROR(file->Append(rows.data(), count * 4));

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <set>
 
+#include "skiff/half.h"
 #include "skiff/io/npy.h"
 #include "skiff/log.h"
 
@@ -199,7 +200,7 @@ Status AppendFeatureRow(format::ChecksummedFileWriter& file, const std::vector<f
       CheckFeatureValues(row.data(), 1, static_cast<int64_t>(row.size()), v, dtype, source));
   if (dtype == format::DType::kFloat32) return file.Append(row.data(), row.size() * 4);
   half.resize(row.size());
-  for (size_t k = 0; k < row.size(); ++k) half[k] = format::FloatToHalf(row[k]);
+  for (size_t k = 0; k < row.size(); ++k) half[k] = FloatToHalf(row[k]);
   return file.Append(half.data(), half.size() * 2);
 }
 

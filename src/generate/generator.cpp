@@ -15,6 +15,7 @@
 #include <unordered_set>
 
 #include "skiff/generate/sbm_model.h"
+#include "skiff/half.h"
 #include "skiff/io/free_space.h"
 #include "skiff/log.h"
 #include "skiff/random.h"
@@ -83,8 +84,7 @@ void GenerateChunk(const SbmModel& model, const GenerateOptions& opt, bool wide,
       std::memcpy(out->features.data() + k * f * 4, features.data(), static_cast<size_t>(f) * 4);
     } else {
       auto* dst = reinterpret_cast<uint16_t*>(out->features.data() + k * f * 2);
-      for (int64_t d = 0; d < f; ++d)
-        dst[d] = format::FloatToHalf(features[static_cast<size_t>(d)]);
+      for (int64_t d = 0; d < f; ++d) dst[d] = FloatToHalf(features[static_cast<size_t>(d)]);
     }
     out->labels[static_cast<size_t>(k)] = model.ClassOf(node);
     if (per_class != nullptr) {

@@ -21,7 +21,7 @@
 #include <cstring>
 #include <limits>
 
-#include "skiff/format/dataset.h"
+#include "skiff/half.h"
 
 namespace skiff::io {
 namespace {
@@ -345,7 +345,7 @@ int64_t ConvertElements(const NpyHeader& h, const unsigned char* src, int64_t co
         is_unsigned64 = true;
         break;
       case NpyType::kFloat16:
-        dv = format::HalfToFloat(LoadElement<uint16_t>(p, swap));
+        dv = HalfToFloat(LoadElement<uint16_t>(p, swap));
         is_float = true;
         break;
       case NpyType::kFloat32:

@@ -84,7 +84,7 @@ class CpuModel final : public Model {
     }
   }
 
-  Status Forward(const train::MiniBatch& batch, const float* x, bool training,
+  Status Forward(const sampler::MiniBatch& batch, const float* x, bool training,
                  uint64_t dropout_seed, std::vector<float>* logits,
                  std::vector<float>* embeddings) override {
     ready_for_backward_ = false;
@@ -92,7 +92,7 @@ class CpuModel final : public Model {
     return Run(batch, {x, nullptr}, training, dropout_seed, logits, embeddings);
   }
 
-  Status ForwardAggregated(const train::MiniBatch& batch, const float* dst_rows,
+  Status ForwardAggregated(const sampler::MiniBatch& batch, const float* dst_rows,
                            const float* aggregated, bool training, uint64_t dropout_seed,
                            std::vector<float>* logits, std::vector<float>* embeddings) override {
     ready_for_backward_ = false;
@@ -117,10 +117,10 @@ class CpuModel final : public Model {
       return Status::InvalidArgument("Model::Backward called without a preceding Forward");
     }
     ready_for_backward_ = false;
-    const train::MiniBatch& batch = *batch_;
+    const sampler::MiniBatch& batch = *batch_;
     const float* grad_out = grad_logits;
     for (int l = config_.num_layers - 1; l >= 0; --l) {
-      const train::Block& block = batch.blocks[static_cast<size_t>(l)];
+      const sampler::Block& block = batch.blocks[static_cast<size_t>(l)];
       Layer& layer = *layers_[static_cast<size_t>(l)];
       LayerState& st = states_[static_cast<size_t>(l)];
       if (l == 0) {
@@ -178,8 +178,8 @@ class CpuModel final : public Model {
     const float* aggregated;
   };
 
-  Status Run(const train::MiniBatch& batch, FirstInput input, bool training, uint64_t dropout_seed,
-             std::vector<float>* logits, std::vector<float>* embeddings) {
+  Status Run(const sampler::MiniBatch& batch, FirstInput input, bool training,
+             uint64_t dropout_seed, std::vector<float>* logits, std::vector<float>* embeddings) {
     SKIFF_CHECK(logits != nullptr);
     batch_ = &batch;
     training_ = training;
@@ -188,7 +188,7 @@ class CpuModel final : public Model {
     const float* h = input.rows;
     int64_t h_dim = config_.in_dim;
     for (int l = 0; l < num_layers; ++l) {
-      const train::Block& block = batch.blocks[static_cast<size_t>(l)];
+      const sampler::Block& block = batch.blocks[static_cast<size_t>(l)];
       Layer& layer = *layers_[static_cast<size_t>(l)];
       LayerState& st = states_[static_cast<size_t>(l)];
       const bool last = l == num_layers - 1;
@@ -259,14 +259,14 @@ class CpuModel final : public Model {
     return l == 0 && config_.input_dropout >= 0.0f ? config_.input_dropout : config_.dropout;
   }
 
-  Status ValidateBatch(const train::MiniBatch& batch, const float* x) const {
+  Status ValidateBatch(const sampler::MiniBatch& batch, const float* x) const {
     return ValidateMiniBatch(config_, batch, x);
   }
 
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<LayerState> states_;
   // Per-batch state between Forward and Backward.
-  const train::MiniBatch* batch_ = nullptr;
+  const sampler::MiniBatch* batch_ = nullptr;
   bool training_ = false;
   uint64_t dropout_seed_ = 0;
   bool ready_for_backward_ = false;
@@ -274,7 +274,8 @@ class CpuModel final : public Model {
 
 }  // namespace
 
-Status ValidateMiniBatch(const ModelConfig& config, const train::MiniBatch& batch, const float* x) {
+Status ValidateMiniBatch(const ModelConfig& config, const sampler::MiniBatch& batch,
+                         const float* x) {
   auto bad = [](const std::string& what) { return Status::InvalidArgument("mini-batch: " + what); };
   if (static_cast<int>(batch.blocks.size()) != config.num_layers) {
     return bad("has " + std::to_string(batch.blocks.size()) + " blocks, the model has " +
@@ -283,7 +284,7 @@ Status ValidateMiniBatch(const ModelConfig& config, const train::MiniBatch& batc
   int64_t expected_src = static_cast<int64_t>(batch.input_nodes.size());
   if (expected_src > 0 && x == nullptr) return bad("features are null");
   for (size_t l = 0; l < batch.blocks.size(); ++l) {
-    const train::Block& b = batch.blocks[l];
+    const sampler::Block& b = batch.blocks[l];
     const std::string where = "block " + std::to_string(l) + ": ";
     if (b.num_src != expected_src) {
       return bad(where + "num_src " + std::to_string(b.num_src) + ", expected " +

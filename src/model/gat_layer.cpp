@@ -36,8 +36,8 @@ class GatLayer final : public Layer {
   int64_t in_dim() const override { return in_dim_; }
   int64_t out_dim() const override { return heads_ * per_head_; }
 
-  void Forward(const train::Block& block, const float* x_src, bool training, uint64_t dropout_seed,
-               float* out) override {
+  void Forward(const sampler::Block& block, const float* x_src, bool training,
+               uint64_t dropout_seed, float* out) override {
     const int64_t nd = block.num_dst, ns = block.num_src, width = out_dim();
     x_src_ = x_src;
     BuildSelfLoopCsr(block);
@@ -65,7 +65,7 @@ class GatLayer final : public Layer {
     cpu::BiasAdd(nd, width, bias_.data.data(), out);
   }
 
-  void Backward(const train::Block& block, const float* grad_out, float* grad_x_src) override {
+  void Backward(const sampler::Block& block, const float* grad_out, float* grad_x_src) override {
     const int64_t nd = block.num_dst, ns = block.num_src, width = out_dim();
     const int64_t nnz = indptr_.back();
     cpu::BiasGrad(nd, width, grad_out, bias_.grad.data());
@@ -105,7 +105,7 @@ class GatLayer final : public Layer {
 
  private:
   // indptr_/indices_: the block's CSR with edge d -> d prepended to every row.
-  void BuildSelfLoopCsr(const train::Block& block) {
+  void BuildSelfLoopCsr(const sampler::Block& block) {
     const int64_t nd = block.num_dst;
     indptr_.resize(static_cast<size_t>(nd + 1));
     indices_.resize(static_cast<size_t>(block.num_edges() + nd));

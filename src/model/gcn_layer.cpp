@@ -30,7 +30,7 @@ class GcnLayer final : public Layer {
   int64_t in_dim() const override { return in_dim_; }
   int64_t out_dim() const override { return out_dim_; }
 
-  void Forward(const train::Block& block, const float* x_src, bool /*training*/,
+  void Forward(const sampler::Block& block, const float* x_src, bool /*training*/,
                uint64_t /*dropout_seed*/, float* out) override {
     const int64_t nd = block.num_dst, ns = block.num_src, nnz = block.num_edges();
     x_src_ = x_src;
@@ -55,7 +55,7 @@ class GcnLayer final : public Layer {
     cpu::BiasAdd(nd, out_dim_, bias_.data.data(), out);
   }
 
-  void Backward(const train::Block& block, const float* grad_out, float* grad_x_src) override {
+  void Backward(const sampler::Block& block, const float* grad_out, float* grad_x_src) override {
     const int64_t nd = block.num_dst, ns = block.num_src;
     cpu::BiasGrad(nd, out_dim_, grad_out, bias_.grad.data());
     if (project_first_) {
@@ -86,7 +86,7 @@ class GcnLayer final : public Layer {
 
  private:
   // y (num_dst x dim) = self_weight * x_dst + sum_e w_e x_src.
-  void Propagate(const train::Block& block, const float* x, int64_t dim, float* y) const {
+  void Propagate(const sampler::Block& block, const float* x, int64_t dim, float* y) const {
     cpu::CsrAggregateForward(block.num_dst, block.num_src, block.indptr.data(),
                              block.indices.data(), edge_weight_.data(), AggregateMode::kWeighted, x,
                              dim, y);
@@ -96,7 +96,7 @@ class GcnLayer final : public Layer {
     }
   }
   // grad_x (num_src x dim, overwritten) from grad_y (num_dst x dim).
-  void PropagateBackward(const train::Block& block, const float* grad_y, int64_t dim,
+  void PropagateBackward(const sampler::Block& block, const float* grad_y, int64_t dim,
                          float* grad_x) const {
     cpu::CsrAggregateBackward(block.num_dst, block.num_src, block.indptr.data(),
                               block.indices.data(), edge_weight_.data(), AggregateMode::kWeighted,

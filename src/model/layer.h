@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "skiff/model/model.h"
-#include "skiff/train/minibatch.h"
+#include "skiff/sampler/minibatch.h"
 
 namespace skiff::model {
 
@@ -45,25 +45,26 @@ class Layer {
   virtual int64_t out_dim() const = 0;
   // x_src: block.num_src x in_dim. Writes out (block.num_dst x out_dim, overwritten). `training`
   // enables the layer's own dropout (GAT attention), seeded by `dropout_seed`.
-  virtual void Forward(const train::Block& block, const float* x_src, bool training,
+  virtual void Forward(const sampler::Block& block, const float* x_src, bool training,
                        uint64_t dropout_seed, float* out) = 0;
   // Forward from the first layer's aggregated input (model::AggregateFirstLayerInput: num_dst x
   // in_dim own rows and neighbour means), for layers whose aggregation is kMean. Backward must then
   // get grad_x_src == nullptr (the input is not trained). Returns false when the layer cannot.
-  virtual bool ForwardAggregated(const train::Block& /*block*/, const float* /*dst_rows*/,
+  virtual bool ForwardAggregated(const sampler::Block& /*block*/, const float* /*dst_rows*/,
                                  const float* /*aggregated*/, float* /*out*/) {
     return false;
   }
   // grad_out: block.num_dst x out_dim. Accumulates parameter gradients; when grad_x_src is
   // non-null, overwrites it (block.num_src x in_dim) with the gradient of the layer's input.
-  virtual void Backward(const train::Block& block, const float* grad_out, float* grad_x_src) = 0;
+  virtual void Backward(const sampler::Block& block, const float* grad_out, float* grad_x_src) = 0;
   virtual void AppendParameters(std::vector<Parameter>* params) = 0;
 };
 
 // InvalidArgument for a malformed batch for a model of this config (block count != layers,
 // num_src/num_dst chain broken, indptr/indices inconsistent or out of range, null features);
 // shared by the CPU and CUDA models.
-Status ValidateMiniBatch(const ModelConfig& config, const train::MiniBatch& batch, const float* x);
+Status ValidateMiniBatch(const ModelConfig& config, const sampler::MiniBatch& batch,
+                         const float* x);
 
 std::unique_ptr<Layer> MakeSageLayer(int index, int64_t in_dim, int64_t out_dim,
                                      std::mt19937_64& rng);

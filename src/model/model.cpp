@@ -39,7 +39,7 @@ uint64_t FirstLayerDropoutSeed(uint64_t dropout_seed) {
   return cpu::DropoutHash(dropout_seed, 0);  // layer 0, stream 0 (cpu_model.cpp: LayerSeed)
 }
 
-void AggregateFirstLayerInput(const train::Block& block, const float* rows, int64_t dim,
+void AggregateFirstLayerInput(const sampler::Block& block, const float* rows, int64_t dim,
                               float dropout, bool training, uint64_t dropout_seed, float* dst_rows,
                               float* aggregated) {
   const int64_t nd = block.num_dst;
@@ -64,7 +64,7 @@ void AggregateFirstLayerInput(const train::Block& block, const float* rows, int6
   }
 }
 
-Status Model::ForwardAggregated(const train::MiniBatch& /*batch*/, const float* /*dst_rows*/,
+Status Model::ForwardAggregated(const sampler::MiniBatch& /*batch*/, const float* /*dst_rows*/,
                                 const float* /*aggregated*/, bool /*training*/,
                                 uint64_t /*dropout_seed*/, std::vector<float>* /*logits*/,
                                 std::vector<float>* /*embeddings*/) {

@@ -28,7 +28,7 @@ class SageLayer final : public Layer {
   int64_t in_dim() const override { return in_dim_; }
   int64_t out_dim() const override { return out_dim_; }
 
-  void Forward(const train::Block& block, const float* x_src, bool /*training*/,
+  void Forward(const sampler::Block& block, const float* x_src, bool /*training*/,
                uint64_t /*dropout_seed*/, float* out) override {
     const int64_t nd = block.num_dst, ns = block.num_src, nnz = block.num_edges();
     x_src_ = x_src;
@@ -54,15 +54,15 @@ class SageLayer final : public Layer {
     cpu::BiasAdd(nd, out_dim_, bias_.data.data(), out);
   }
 
-  bool ForwardAggregated(const train::Block& block, const float* dst_rows, const float* aggregated,
-                         float* out) override {
+  bool ForwardAggregated(const sampler::Block& block, const float* dst_rows,
+                         const float* aggregated, float* out) override {
     x_src_ = dst_rows;  // Backward reads only the first num_dst rows of the input
     project_first_ = false;
     ProjectAggregated(block.num_dst, dst_rows, aggregated, out);
     return true;
   }
 
-  void Backward(const train::Block& block, const float* grad_out, float* grad_x_src) override {
+  void Backward(const sampler::Block& block, const float* grad_out, float* grad_x_src) override {
     const int64_t nd = block.num_dst, ns = block.num_src;
     cpu::BiasGrad(nd, out_dim_, grad_out, bias_.grad.data());
     cpu::Gemm(true, false, in_dim_, out_dim_, nd, 1.0f, x_src_, in_dim_, grad_out, out_dim_, 1.0f,

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "skiff/format/dataset.h"
+#include "skiff/half.h"
 #include "skiff/sampler/feature_source.h"
 
 namespace skiff::pipeline {
@@ -44,7 +45,7 @@ void BufferedGraph::CopyRow(const std::byte* row, float* dst) const {
   for (int64_t d = 0; d < feature_dim_; ++d) {
     uint16_t h;
     std::memcpy(&h, row + 2 * d, 2);
-    dst[d] = format::HalfToFloat(h);
+    dst[d] = HalfToFloat(h);
   }
 }
 

@@ -178,9 +178,9 @@ class RecycledStaging {
 // Bytes a sampled batch holds until it is computed: its MiniBatch and, unless `aggregated`, its
 // float32 staging (`feature_dim` per input node, allocated by the gather stage). Aggregated batches
 // reserve their features when gathered (AggregatedFeatureBytes).
-uint64_t HeldBytes(const train::MiniBatch& b, int64_t feature_dim, bool aggregated) {
+uint64_t HeldBytes(const sampler::MiniBatch& b, int64_t feature_dim, bool aggregated) {
   uint64_t bytes = b.input_nodes.capacity() * 8 + b.seeds.capacity() * 8 + b.labels.capacity() * 4;
-  for (const train::Block& block : b.blocks) {
+  for (const sampler::Block& block : b.blocks) {
     bytes += block.indptr.capacity() * 8 + block.indices.capacity() * 4 +
              block.src_degree.capacity() * 8;
   }
@@ -190,7 +190,7 @@ uint64_t HeldBytes(const train::MiniBatch& b, int64_t feature_dim, bool aggregat
 
 // An aggregated batch's features: two float32 rows per block-0 destination, and the aggregation's
 // transient state per input row.
-uint64_t AggregatedFeatureBytes(const train::MiniBatch& b, int64_t feature_dim) {
+uint64_t AggregatedFeatureBytes(const sampler::MiniBatch& b, int64_t feature_dim) {
   return static_cast<uint64_t>(b.blocks.at(0).num_dst) * 2 * static_cast<uint64_t>(feature_dim) *
              4 +
          b.input_nodes.size() * kAggregationBytesPerRow;
@@ -229,7 +229,7 @@ SampleGroupFn OneByOne(SampleFn sample) {
   return [sample = std::move(sample)](const BatchGraph& graph,
                                       std::span<const std::span<const int64_t>> seeds,
                                       std::span<const uint64_t> sample_seeds,
-                                      std::span<train::MiniBatch* const> batches) -> Status {
+                                      std::span<sampler::MiniBatch* const> batches) -> Status {
     for (size_t i = 0; i < seeds.size(); ++i) {
       SKIFF_RETURN_IF_ERROR(sample(graph, seeds[i], sample_seeds[i], batches[i]));
     }
@@ -398,7 +398,7 @@ Status EpochRun::SampleItems(StageContext& ctx) {
     const size_t count = item->seeds.size();
     std::vector<SampledItem> out(count);
     std::vector<uint64_t> sample_seeds(count);
-    std::vector<train::MiniBatch*> batches(count);
+    std::vector<sampler::MiniBatch*> batches(count);
     for (size_t i = 0; i < count; ++i) {
       out[i].group_first = item->group_first;
       out[i].group_size = item->group_size;

@@ -24,7 +24,7 @@ struct Transposed {
   std::vector<float> weight;     // per destination: 1 / degree (as cpu::CsrAggregateForward)
 };
 
-void Transpose(const train::Block& block, Transposed* t) {
+void Transpose(const sampler::Block& block, Transposed* t) {
   t->offsets.assign(static_cast<size_t>(block.num_src) + 1, 0);
   for (const int32_t s : block.indices) ++t->offsets[static_cast<size_t>(s) + 1];
   for (size_t s = 0; s < static_cast<size_t>(block.num_src); ++s) {
@@ -70,9 +70,9 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
   for (const AggregationTarget& target : targets) num_entries += target.batch->input_nodes.size();
   entries.reserve(num_entries);
   for (size_t t = 0; t < targets.size(); ++t) {
-    const train::MiniBatch& batch = *targets[t].batch;
+    const sampler::MiniBatch& batch = *targets[t].batch;
     SKIFF_CHECK(!batch.blocks.empty());
-    const train::Block& block = batch.blocks[0];
+    const sampler::Block& block = batch.blocks[0];
     SKIFF_CHECK(block.num_src == static_cast<int64_t>(batch.input_nodes.size()));
     Transpose(block, &transposed[t]);
     std::fill_n(targets[t].aggregated, block.num_dst * dim, 0.0f);

@@ -72,7 +72,7 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
     SampleGroupFn sample = [&](const BatchGraph& view,
                                std::span<const std::span<const int64_t>> seeds,
                                std::span<const uint64_t> rng_seeds,
-                               std::span<train::MiniBatch* const> batches) -> Status {
+                               std::span<sampler::MiniBatch* const> batches) -> Status {
       std::vector<int64_t> all_seeds;
       for (const std::span<const int64_t> s : seeds)
         all_seeds.insert(all_seeds.end(), s.begin(), s.end());
@@ -80,7 +80,7 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
                                  static_cast<int>(layer_fanouts.size()));
       sampler::NeighborSampler sampler(source, layer_fanouts, record_degrees);
       SKIFF_RETURN_IF_ERROR(sampler.SampleGroup(seeds, rng_seeds, batches));
-      for (train::MiniBatch* batch : batches) {
+      for (sampler::MiniBatch* batch : batches) {
         batch->labels.resize(batch->seeds.size());
         for (size_t i = 0; i < batch->seeds.size(); ++i) {
           batch->labels[i] = labels != nullptr ? (*labels)[batch->seeds[i]] : -1;

@@ -209,16 +209,16 @@ LocalIds& ThreadLocalIds() {
 }  // namespace
 
 Status NeighborSampler::Sample(std::span<const int64_t> seeds, uint64_t rng_seed,
-                               train::MiniBatch* out) const {
+                               sampler::MiniBatch* out) const {
   const std::span<const int64_t> group[1] = {seeds};
   const uint64_t rng_seeds[1] = {rng_seed};
-  train::MiniBatch* const outs[1] = {out};
+  sampler::MiniBatch* const outs[1] = {out};
   return SampleGroup(group, rng_seeds, outs);
 }
 
 Status NeighborSampler::SampleGroup(std::span<const std::span<const int64_t>> seeds,
                                     std::span<const uint64_t> rng_seeds,
-                                    std::span<train::MiniBatch* const> out) const {
+                                    std::span<sampler::MiniBatch* const> out) const {
   SKIFF_CHECK(seeds.size() == rng_seeds.size() && seeds.size() == out.size());
   LocalIds& local = ThreadLocalIds();
   std::vector<BatchState> states;
@@ -247,7 +247,7 @@ Status NeighborSampler::SampleGroup(std::span<const std::span<const int64_t>> se
 }
 
 Status NeighborSampler::Begin(std::span<const int64_t> seeds, BatchState* state,
-                              train::MiniBatch* out, LocalIds* local) const {
+                              sampler::MiniBatch* out, LocalIds* local) const {
   const int64_t n = graph_.num_nodes();
   out->seeds.assign(seeds.begin(), seeds.end());
   out->labels.clear();
@@ -279,7 +279,7 @@ Status NeighborSampler::Begin(std::span<const int64_t> seeds, BatchState* state,
   return Status::Ok();
 }
 
-Status NeighborSampler::Hop(int hop, BatchState* state, train::MiniBatch* out,
+Status NeighborSampler::Hop(int hop, BatchState* state, sampler::MiniBatch* out,
                             LocalIds* local) const {
   std::vector<int64_t>& nodes = out->input_nodes;
   const int block_index = num_layers() - 1 - hop;  // this hop builds the sources of this block
@@ -308,7 +308,7 @@ Status NeighborSampler::Hop(int hop, BatchState* state, train::MiniBatch* out,
     }
     state->order_ptr.push_back(static_cast<int64_t>(state->order.size()));
   }
-  train::Block& block = out->blocks[block_index];
+  sampler::Block& block = out->blocks[block_index];
   block.num_dst = end;
   block.indptr.assign(1, 0);
   // First every destination's picks (global IDs, in CSR order), then their local IDs: the ID map's
@@ -349,14 +349,14 @@ Status NeighborSampler::Hop(int hop, BatchState* state, train::MiniBatch* out,
   return Status::Ok();
 }
 
-void NeighborSampler::Finish(BatchState* state, train::MiniBatch* out) const {
+void NeighborSampler::Finish(BatchState* state, sampler::MiniBatch* out) const {
   std::vector<int64_t>& degree = state->degree;
   const std::vector<int64_t>& nodes = out->input_nodes;
   if (record_degrees_) {
     // Nodes of the outermost hop were never expanded; ask for their degrees now.
     for (size_t u = degree.size(); u < nodes.size(); ++u) degree.push_back(graph_.Degree(nodes[u]));
   }
-  for (train::Block& b : out->blocks) {
+  for (sampler::Block& b : out->blocks) {
     if (record_degrees_) {
       b.src_degree.assign(degree.begin(), degree.begin() + b.num_src);
     } else {

@@ -56,7 +56,7 @@ void BatchStream::Worker() {
         &prepared.batch);
     const auto t1 = Clock::now();
     if (st.ok()) {
-      MiniBatch& b = prepared.batch;
+      sampler::MiniBatch& b = prepared.batch;
       b.labels.resize(b.seeds.size());
       for (size_t i = 0; i < b.seeds.size(); ++i) {
         b.labels[i] = labels_ != nullptr ? (*labels_)[b.seeds[i]] : -1;

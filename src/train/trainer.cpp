@@ -403,7 +403,7 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
   Progress progress("predict", pass_runner_ ? 0 : num_batches, "batches");
   std::vector<float> logits, emb;
   auto consume = [&](PreparedBatch& next) -> Status {
-    const MiniBatch& b = next.batch;
+    const sampler::MiniBatch& b = next.batch;
     SKIFF_RETURN_IF_ERROR(model_->ForwardInput(InputOf(next), false, 0, &logits, &emb));
     const int64_t rows = static_cast<int64_t>(b.seeds.size());
     for (int64_t i = 0; i < rows; ++i) {

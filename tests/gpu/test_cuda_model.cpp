@@ -58,7 +58,7 @@ ModelConfig Config(ModelKind kind, const std::string& norm, const std::string& a
 
 void CompareOnce(const ModelConfig& c, bool training) {
   std::mt19937_64 rng(5);
-  const train::MiniBatch batch = testing::RandomMiniBatch({300, 120, 40, 17}, 9, 5, rng);
+  const sampler::MiniBatch batch = testing::RandomMiniBatch({300, 120, 40, 17}, 9, 5, rng);
   std::vector<float> x = gpu_testing::RandomFloats(batch.input_nodes.size() * c.in_dim, 3);
   auto cpu = Model::CreateCpu(c);
   auto gpu = Model::CreateCuda(c);
@@ -116,7 +116,8 @@ TEST_CASE("cuda model: rejects a malformed batch and Backward without Forward") 
   REQUIRE_MESSAGE(gpu.ok(), gpu.status().ToString());
   CHECK((*gpu)->Backward(nullptr).code() == StatusCode::kInvalidArgument);
   std::mt19937_64 rng(1);
-  train::MiniBatch batch = testing::RandomMiniBatch({50, 20, 10}, 4, 5, rng);  // 2 blocks, 3 layers
+  sampler::MiniBatch batch =
+      testing::RandomMiniBatch({50, 20, 10}, 4, 5, rng);  // 2 blocks, 3 layers
   std::vector<float> x(50 * 37, 0.5f), logits;
   CHECK((*gpu)->Forward(batch, x.data(), false, 0, &logits).code() == StatusCode::kInvalidArgument);
 }
@@ -128,7 +129,7 @@ TEST_CASE("cuda model: a few Adam steps lower the training loss") {
     c.dropout = 0.0f;
     c.input_dropout = 0.0f;
     std::mt19937_64 rng(9);
-    const train::MiniBatch batch = testing::RandomMiniBatch({300, 120, 40, 17}, 9, 5, rng);
+    const sampler::MiniBatch batch = testing::RandomMiniBatch({300, 120, 40, 17}, 9, 5, rng);
     std::vector<float> x = gpu_testing::RandomFloats(batch.input_nodes.size() * c.in_dim, 4);
     auto gpu = Model::CreateCuda(c);
     REQUIRE_MESSAGE(gpu.ok(), gpu.status().ToString());
@@ -164,7 +165,7 @@ struct HeldFeatures {
   std::vector<float> rows;
 };
 
-HeldFeatures MakeFeatures(const train::MiniBatch& batch, int64_t dim) {
+HeldFeatures MakeFeatures(const sampler::MiniBatch& batch, int64_t dim) {
   const int64_t num_nodes = batch.input_nodes.back() + 7;
   std::vector<float> values = gpu_testing::RandomFloats(static_cast<size_t>(num_nodes * dim), 21);
   HeldFeatures f;
@@ -193,7 +194,7 @@ TEST_CASE("cuda model: device-resident SGD steps follow the CPU model") {
     CAPTURE(ModelKindName(kind));
     const ModelConfig c = Config(kind, "layer", "relu");
     std::mt19937_64 rng(13);
-    const train::MiniBatch batch = testing::RandomMiniBatch({300, 120, 40, 17}, 9, 5, rng);
+    const sampler::MiniBatch batch = testing::RandomMiniBatch({300, 120, 40, 17}, 9, 5, rng);
     HeldFeatures f = MakeFeatures(batch, c.in_dim);
     auto cpu = Model::CreateCpu(c);
     auto gpu = Model::CreateCuda(c);
@@ -234,7 +235,7 @@ TEST_CASE("cuda model: device-resident SGD steps follow the CPU model") {
 TEST_CASE("cuda model: held features give the logits of the rows passed in") {
   const ModelConfig c = Config(ModelKind::kSage, "none", "relu");
   std::mt19937_64 rng(3);
-  const train::MiniBatch batch = testing::RandomMiniBatch({200, 90, 30, 11}, 7, 5, rng);
+  const sampler::MiniBatch batch = testing::RandomMiniBatch({200, 90, 30, 11}, 7, 5, rng);
   HeldFeatures f = MakeFeatures(batch, c.in_dim);
   auto gpu = Model::CreateCuda(c);
   REQUIRE_MESSAGE(gpu.ok(), gpu.status().ToString());
@@ -258,7 +259,7 @@ TEST_CASE("cuda model: held features give the logits of the rows passed in") {
 TEST_CASE("cuda model: a checkpoint's state read back continues the run on another model") {
   const ModelConfig c = Config(ModelKind::kSage, "none", "relu");
   std::mt19937_64 rng(17);
-  const train::MiniBatch batch = testing::RandomMiniBatch({300, 120, 40, 17}, 9, 5, rng);
+  const sampler::MiniBatch batch = testing::RandomMiniBatch({300, 120, 40, 17}, 9, 5, rng);
   HeldFeatures f = MakeFeatures(batch, c.in_dim);
   auto a = Model::CreateCuda(c);
   auto b = Model::CreateCuda(c);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "skiff/format/dataset.h"
+#include "skiff/half.h"
 
 namespace skiff::testing {
 
@@ -37,7 +38,7 @@ inline Status FillTinyDataset(DatasetWriter* w, int64_t n, int64_t d, DType fdt 
     SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kFeaturesFile, feats.data(), feats.size() * 4));
   } else {
     std::vector<uint16_t> h(feats.size());
-    for (size_t i = 0; i < h.size(); ++i) h[i] = format::FloatToHalf(feats[i]);
+    for (size_t i = 0; i < h.size(); ++i) h[i] = FloatToHalf(feats[i]);
     SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kFeaturesFile, h.data(), h.size() * 2));
   }
   std::vector<int32_t> labels(n);

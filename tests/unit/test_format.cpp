@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "skiff/format/dataset.h"
+#include "skiff/half.h"
 #include "skiff/log.h"
 #include "tests/unit/test_dataset_util.h"
 #include "tests/unit/test_util.h"

@@ -27,7 +27,7 @@ TEST_CASE(
       CAPTURE(s.num_dst);
       CAPTURE(s.dim);
       CAPTURE(static_cast<int>(mode));
-      train::Block block = testing::RandomBlock(s.num_dst, s.num_src, s.max_degree, rng);
+      sampler::Block block = testing::RandomBlock(s.num_dst, s.num_src, s.max_degree, rng);
       const int64_t nnz = block.num_edges();
       auto w = testing::RandomVector(nnz, rng, 0.1f, 1.0f);
       auto x = testing::RandomVector(s.num_src * s.dim, rng);
@@ -64,7 +64,7 @@ TEST_CASE(
 
 TEST_CASE("kernels: CsrAggregate results do not depend on the thread count") {
   std::mt19937_64 rng(3);
-  train::Block block = testing::RandomBlock(300, 400, 40, rng);
+  sampler::Block block = testing::RandomBlock(300, 400, 40, rng);
   const int64_t dim = 37;
   auto x = testing::RandomVector(400 * dim, rng);
   auto g = testing::RandomVector(300 * dim, rng);
@@ -87,7 +87,7 @@ TEST_CASE("kernels: CsrAggregate results do not depend on the thread count") {
 
 TEST_CASE("kernels: GcnEdgeWeights uses block in/out degrees plus one") {
   // dst 0 <- {0, 1}; dst 1 <- {}; dst 2 <- {1}. Source out-degrees: s0: 1, s1: 2, s2: 0.
-  train::Block block;
+  sampler::Block block;
   block.num_dst = 3;
   block.num_src = 3;
   block.indptr = {0, 2, 2, 3};

@@ -56,7 +56,7 @@ TEST_CASE(
   std::mt19937_64 rng(5);
   for (const Shape& s : kShapes) {
     CAPTURE(s.num_dst);
-    train::Block block = testing::RandomBlock(s.num_dst, s.num_src, s.max_degree, rng);
+    sampler::Block block = testing::RandomBlock(s.num_dst, s.num_src, s.max_degree, rng);
     const int64_t nnz = block.num_edges();
     auto el = testing::RandomVector(s.num_src * s.heads, rng, -2.0f, 2.0f);
     auto er = testing::RandomVector(s.num_dst * s.heads, rng, -2.0f, 2.0f);
@@ -93,7 +93,7 @@ TEST_CASE("kernels: GAT aggregation forward and backward (finite differences)") 
   std::mt19937_64 rng(6);
   for (const Shape& s : kShapes) {
     CAPTURE(s.num_dst);
-    train::Block block = testing::RandomBlock(s.num_dst, s.num_src, s.max_degree, rng);
+    sampler::Block block = testing::RandomBlock(s.num_dst, s.num_src, s.max_degree, rng);
     const int64_t nnz = block.num_edges();
     auto alpha = testing::RandomVector(nnz * s.heads, rng, 0.0f, 1.0f);
     auto feat = testing::RandomVector(s.num_src * s.heads * s.dim, rng);
@@ -129,7 +129,7 @@ TEST_CASE("kernels: GAT aggregation forward and backward (finite differences)") 
 TEST_CASE("kernels: GAT kernels give bit-identical results for any thread count") {
   std::mt19937_64 rng(14);
   const int64_t nd = 200, ns = 300, heads = 3, dim = 21;
-  train::Block block = testing::RandomBlock(nd, ns, 30, rng);
+  sampler::Block block = testing::RandomBlock(nd, ns, 30, rng);
   const int64_t nnz = block.num_edges();
   auto feat = testing::RandomVector(ns * heads * dim, rng);
   auto attn = testing::RandomVector(heads * dim, rng);

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "skiff/train/minibatch.h"
+#include "skiff/sampler/minibatch.h"
 
 namespace skiff::testing {
 
@@ -27,9 +27,9 @@ inline std::vector<float> RandomVector(int64_t n, std::mt19937_64& rng, float lo
 // A random bipartite block: num_dst rows, each with 0..max_degree distinct-or-repeated sources in
 // [0, num_src); row 0 always has degree 0 when num_dst > 1 so empty rows are always covered, and
 // the last row has max_degree edges (a skewed row).
-inline train::Block RandomBlock(int64_t num_dst, int64_t num_src, int64_t max_degree,
-                                std::mt19937_64& rng) {
-  train::Block block;
+inline sampler::Block RandomBlock(int64_t num_dst, int64_t num_src, int64_t max_degree,
+                                  std::mt19937_64& rng) {
+  sampler::Block block;
   block.num_dst = num_dst;
   block.num_src = num_src;
   block.indptr.push_back(0);

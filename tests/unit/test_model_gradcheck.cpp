@@ -37,7 +37,7 @@ void CheckModelGradients(ModelConfig config, bool whole_graph_degrees = false) {
   Model& m = **created;
   std::mt19937_64 rng(12);
   JitterParameters(m, rng);
-  train::MiniBatch batch = testing::RandomMiniBatch({13, 7, 5}, 4, 3, rng);
+  sampler::MiniBatch batch = testing::RandomMiniBatch({13, 7, 5}, 4, 3, rng);
   if (whole_graph_degrees) testing::AddRandomDegrees(&batch, rng);
   auto x = testing::RandomVector(13 * config.in_dim, rng);
   const uint64_t dropout_seed = 99;
@@ -103,7 +103,7 @@ TEST_CASE("model: three-layer models with wide layers take both aggregation orde
     Model& m = **created;
     std::mt19937_64 rng(13);
     JitterParameters(m, rng);
-    train::MiniBatch batch = testing::RandomMiniBatch({30, 20, 9, 4}, 6, 3, rng);
+    sampler::MiniBatch batch = testing::RandomMiniBatch({30, 20, 9, 4}, 6, 3, rng);
     auto x = testing::RandomVector(30 * 5, rng);
     std::vector<float> logits, grad(4 * 3);
     auto loss = [&]() -> double {
@@ -126,12 +126,12 @@ namespace {
 
 // Forward + Backward of `m` on `batch`, from rows or from their aggregated form; returns the logits
 // and every parameter gradient, concatenated.
-std::vector<float> StepResult(Model& m, const train::MiniBatch& batch, const std::vector<float>& x,
-                              bool aggregated, bool training) {
+std::vector<float> StepResult(Model& m, const sampler::MiniBatch& batch,
+                              const std::vector<float>& x, bool aggregated, bool training) {
   const ModelConfig& c = m.config();
   std::vector<float> logits, dst_rows, agg;
   if (aggregated) {
-    const train::Block& b0 = batch.blocks[0];
+    const sampler::Block& b0 = batch.blocks[0];
     dst_rows.resize(static_cast<size_t>(b0.num_dst * c.in_dim));
     agg.resize(dst_rows.size());
     AggregateFirstLayerInput(b0, x.data(), c.in_dim, FirstLayerDropout(c), training, 77,
@@ -174,7 +174,7 @@ TEST_CASE("model: SAGE from aggregated first-layer input computes what it comput
       std::mt19937_64 rng(static_cast<uint64_t>(layers) * 10 + training);
       std::vector<int64_t> sizes = {40, 17, 9, 4};
       sizes.erase(sizes.begin() + 1, sizes.begin() + (4 - layers));
-      const train::MiniBatch batch = testing::RandomMiniBatch(sizes, 5, 3, rng);
+      const sampler::MiniBatch batch = testing::RandomMiniBatch(sizes, 5, 3, rng);
       const std::vector<float> x = testing::RandomVector(40 * config.in_dim, rng);
       const std::vector<float> from_rows = StepResult(m, batch, x, false, training);
       const std::vector<float> from_aggregated = StepResult(m, batch, x, true, training);
@@ -199,7 +199,7 @@ TEST_CASE("model: GCN and GAT refuse aggregated input") {
     CHECK_FALSE((*created)->accepts_aggregated_input());
     CHECK(InputAggregationOf(config) == InputAggregation::kNone);
     std::mt19937_64 rng(1);
-    const train::MiniBatch batch = testing::RandomMiniBatch({6, 4, 2}, 2, 2, rng);
+    const sampler::MiniBatch batch = testing::RandomMiniBatch({6, 4, 2}, 2, 2, rng);
     std::vector<float> rows(4 * 4, 1.0f), logits;
     const Status s =
         (*created)->ForwardAggregated(batch, rows.data(), rows.data(), false, 0, &logits);

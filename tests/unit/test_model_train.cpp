@@ -17,7 +17,7 @@ namespace {
 // (signal 0.4 against unit noise), so neighbours disambiguate. Full batch: every block maps all
 // nodes to all nodes. Labels of even-indexed nodes train, odd-indexed ones are held out.
 struct Problem {
-  train::MiniBatch batch;
+  sampler::MiniBatch batch;
   std::vector<float> x;
   std::vector<int32_t> labels, train_labels;
   int64_t n = 240, dim = 8;
@@ -28,7 +28,7 @@ Problem MakeProblem(int num_layers) {
   std::mt19937_64 rng(21);
   std::normal_distribution<float> noise(0.0f, 1.0f);
   std::uniform_int_distribution<int64_t> pick(0, p.n / 2 - 1);
-  train::Block block;
+  sampler::Block block;
   block.num_dst = block.num_src = p.n;
   block.indptr.push_back(0);
   for (int64_t v = 0; v < p.n; ++v) {
@@ -128,10 +128,10 @@ TEST_CASE("model: config and batch errors are reported, not crashes") {
   REQUIRE(created.ok());
   Model& m = **created;
   std::mt19937_64 rng(3);
-  train::MiniBatch batch = testing::RandomMiniBatch({10, 6, 3}, 3, 3, rng);
+  sampler::MiniBatch batch = testing::RandomMiniBatch({10, 6, 3}, 3, 3, rng);
   std::vector<float> x(40, 0.5f), logits;
   CHECK(m.Backward(logits.data()).code() == StatusCode::kInvalidArgument);  // no Forward yet
-  train::MiniBatch broken = batch;
+  sampler::MiniBatch broken = batch;
   broken.blocks.pop_back();
   CHECK(!m.Forward(broken, x.data(), false, 0, &logits).ok());
   broken = batch;
@@ -163,7 +163,7 @@ TEST_CASE("model: initialisation and dropout are deterministic; eval mode has no
   CHECK((*a)->NumParameters() == 4 * 15 + 15 + 15 + 15 + 15 * 3 + 3 + 3 + 3);
   CHECK((*a)->EmbeddingDim() == 15);
   std::mt19937_64 rng(4);
-  train::MiniBatch batch = testing::RandomMiniBatch({12, 8, 4}, 4, 3, rng);
+  sampler::MiniBatch batch = testing::RandomMiniBatch({12, 8, 4}, 4, 3, rng);
   auto x = testing::RandomVector(12 * 4, rng);
   std::vector<float> la, lb, emb;
   REQUIRE((*a)->Forward(batch, x.data(), true, 77, &la, &emb).ok());

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "skiff/format/dataset.h"
+#include "skiff/half.h"
 #include "skiff/io/npy.h"
 #include "tests/unit/test_npy_util.h"
 #include "tests/unit/test_util.h"
@@ -83,7 +84,7 @@ TEST_CASE("npy: float dtypes, both byte orders, 2-D C order, streamed in pieces"
   testing::TempDir dir;
   const std::vector<float> values = {0.5f, -1.25f, 3.0f, 1e-3f, 42.0f, -0.0f};
   std::vector<uint16_t> halves;
-  for (float v : values) halves.push_back(format::FloatToHalf(v));
+  for (float v : values) halves.push_back(FloatToHalf(v));
   std::vector<double> doubles(values.begin(), values.end());
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"<f4", Raw(values)},       {">f4", Raw(values, true)}, {"<f2", Raw(halves)},

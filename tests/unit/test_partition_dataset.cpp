@@ -11,6 +11,7 @@
 #include <set>
 
 #include "skiff/format/dataset.h"
+#include "skiff/half.h"
 #include "skiff/partition/partition_dataset.h"
 #include "tests/unit/test_util.h"
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "skiff/format/dataset.h"
+#include "skiff/half.h"
 #include "skiff/pipeline/buffered_graph.h"
 #include "skiff/pipeline/disk_sources.h"
 #include "skiff/pipeline/epoch_plan.h"
@@ -80,7 +81,7 @@ Status WriteGraph(const std::string& dir, format::DType feature_dtype) {
     SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kFeaturesFile, feats.data(), feats.size() * 4));
   } else {
     std::vector<uint16_t> half(feats.size());
-    for (size_t i = 0; i < half.size(); ++i) half[i] = format::FloatToHalf(feats[i]);
+    for (size_t i = 0; i < half.size(); ++i) half[i] = FloatToHalf(feats[i]);
     SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kFeaturesFile, half.data(), half.size() * 2));
   }
   std::vector<int32_t> labels(kNodes);
@@ -104,7 +105,7 @@ Status WriteGraph(const std::string& dir, format::DType feature_dtype) {
 // return the same adjacency lists; the production sampler lives in the training core.
 template <typename NeighborsFn>
 Status TestSample(const NeighborsFn& neighbors, std::span<const int64_t> seeds, uint64_t seed,
-                  train::MiniBatch* batch) {
+                  sampler::MiniBatch* batch) {
   batch->seeds.assign(seeds.begin(), seeds.end());
   batch->input_nodes.assign(seeds.begin(), seeds.end());
   std::unordered_map<int64_t, int32_t> local;
@@ -114,7 +115,7 @@ Status TestSample(const NeighborsFn& neighbors, std::span<const int64_t> seeds, 
   for (int fanout : {4, 3}) {
     SKIFF_RETURN_IF_ERROR(neighbors(frontier, &indptr, &nbrs));
     std::vector<int64_t> next;
-    train::Block block;
+    sampler::Block block;
     block.num_dst = static_cast<int64_t>(frontier.size());
     block.indptr.push_back(0);
     for (size_t i = 0; i < frontier.size(); ++i) {
@@ -210,7 +211,7 @@ Result<EpochReport> RunAndRecord(BufferedGraph& graph, const EpochPlan& plan, ui
                               .expected_batch_bytes = expected_batch,
                               .expected_held_bytes = expected_held});
   auto sample = [](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t seed,
-                   train::MiniBatch* batch) {
+                   sampler::MiniBatch* batch) {
     return TestSample([&](auto nodes, auto* i, auto* n) { return view.Neighbors(nodes, i, n); },
                       seeds, seed, batch);
   };
@@ -275,7 +276,7 @@ TEST_CASE("ooc pipeline: a tiny budget gives the same batches as the in-memory g
       for (size_t s = 0; s < plan.states().size(); ++s) {
         for (auto seeds : plan.Batches(s, 16)) {
           REQUIRE(index < got.size());
-          train::MiniBatch expected;
+          sampler::MiniBatch expected;
           REQUIRE(TestSample([&](auto n, auto* i, auto* o) { return f.MemoryNeighbors(n, i, o); },
                              seeds, BatchSampleSeed(5, 0, epoch, static_cast<int64_t>(index)),
                              &expected)
@@ -507,7 +508,7 @@ TEST_CASE("ooc pipeline: an error in the compute callback stops the epoch cleanl
   EpochRunner runner(&graph, {.batch_size = 8, .sample_threads = 2});
   int calls = 0;
   auto sample = [](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t seed,
-                   train::MiniBatch* batch) {
+                   sampler::MiniBatch* batch) {
     return TestSample([&](auto nodes, auto* i, auto* n) { return view.Neighbors(nodes, i, n); },
                       seeds, seed, batch);
   };
@@ -554,7 +555,7 @@ TEST_CASE("ooc pipeline: OutOfCore plans the budget, refuses one too small, cove
   CHECK((*ooc)->Describe().find("hot row cache") != std::string::npos);
 
   auto sample = [](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t seed,
-                   train::MiniBatch* batch) {
+                   sampler::MiniBatch* batch) {
     return TestSample([&](auto nodes, auto* i, auto* n) { return view.Neighbors(nodes, i, n); },
                       seeds, seed, batch);
   };
@@ -591,7 +592,7 @@ namespace {
 // SampleFn running the training core's NeighborSampler over the batch's ResidentGraphSource.
 SampleFn ProductionSampler(std::vector<int> fanouts, bool prepare_hops) {
   return [fanouts, prepare_hops](const BatchGraph& view, std::span<const int64_t> seeds,
-                                 uint64_t seed, train::MiniBatch* batch) -> Status {
+                                 uint64_t seed, sampler::MiniBatch* batch) -> Status {
     if (prepare_hops) {
       ResidentGraphSource source(view.graph(), view.resident(), seeds,
                                  static_cast<int>(fanouts.size()));
@@ -615,7 +616,7 @@ TEST_CASE(
     auto pool = f.MakePool(3);
     BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
     EpochRunner runner(&graph, {.batch_size = 16, .seed = 9, .epoch = 1, .sample_threads = 3});
-    std::vector<train::MiniBatch> got;
+    std::vector<sampler::MiniBatch> got;
     auto report = runner.Run(plan, ProductionSampler(fanouts, prepare), [&](PreparedBatch& b) {
       got.push_back(b.batch);
       return Status::Ok();
@@ -625,7 +626,7 @@ TEST_CASE(
     size_t index = 0;
     for (size_t s = 0; s < plan.states().size(); ++s) {
       for (auto seeds : plan.Batches(s, 16)) {
-        train::MiniBatch expected;
+        sampler::MiniBatch expected;
         REQUIRE(memory_sampler
                     .Sample(seeds, BatchSampleSeed(9, 0, 1, static_cast<int64_t>(index)), &expected)
                     .ok());
@@ -649,7 +650,7 @@ TEST_CASE("ooc pipeline: in-buffer sampling with the training core's sampler sta
   BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kInBuffer);
   const EpochPlan plan = Plan(f, 3, 0);
   EpochRunner runner(&graph, {.batch_size = 16, .seed = 9, .sample_threads = 2});
-  std::vector<train::MiniBatch> got;
+  std::vector<sampler::MiniBatch> got;
   auto report = runner.Run(plan, ProductionSampler({5, 3}, false), [&](PreparedBatch& b) {
     got.push_back(b.batch);
     return Status::Ok();

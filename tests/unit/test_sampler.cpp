@@ -37,7 +37,7 @@ std::unique_ptr<InMemoryGraph> RandomGraph(int64_t n, int max_degree, uint64_t s
 }
 
 // Checks the MiniBatch layout invariants; returns the global edges (dst, src) of each block.
-void CheckLayout(const train::MiniBatch& mb, const GraphSource& g,
+void CheckLayout(const sampler::MiniBatch& mb, const GraphSource& g,
                  const std::vector<int>& fanouts) {
   const int L = static_cast<int>(fanouts.size());
   REQUIRE(mb.blocks.size() == static_cast<size_t>(L));
@@ -95,7 +95,7 @@ TEST_CASE("sampler: fanout 0 samples no neighbours") {
   auto graph = InMemoryGraph::FromCsr(std::move(offsets), std::move(neighbors));
   REQUIRE(graph.ok());
   NeighborSampler sampler(**graph, {0, 0});
-  train::MiniBatch batch;
+  sampler::MiniBatch batch;
   const std::vector<int64_t> seeds{1, 2};
   REQUIRE(sampler.Sample(seeds, 7, &batch).ok());
   CHECK(batch.input_nodes == std::vector<int64_t>{1, 2});
@@ -112,7 +112,7 @@ TEST_CASE("sampler: layout, fanout bounds, no duplicates, prefix property") {
   std::vector<int> fanouts{7, 4, 3};
   NeighborSampler s(*g, fanouts);
   std::vector<int64_t> seeds{5, 17, 99, 123, 400, 0};
-  train::MiniBatch mb;
+  sampler::MiniBatch mb;
   REQUIRE(s.Sample(seeds, 42, &mb).ok());
   CheckLayout(mb, *g, fanouts);
   // Seeds' rows in the last block have min(3, degree) edges exactly.
@@ -139,7 +139,7 @@ TEST_CASE("sampler: deterministic for a seed, different for another") {
   auto g = RandomGraph(300, 40, 2);
   NeighborSampler s(*g, {10, 5});
   std::vector<int64_t> seeds{1, 2, 3, 50, 60};
-  train::MiniBatch a, b, c;
+  sampler::MiniBatch a, b, c;
   REQUIRE(s.Sample(seeds, 7, &a).ok());
   REQUIRE(s.Sample(seeds, 7, &b).ok());
   REQUIRE(s.Sample(seeds, 8, &c).ok());
@@ -156,7 +156,7 @@ TEST_CASE("sampler: batches alternating the ID map's dense and hashed forms stay
   NeighborSampler small(*g, {3, 2}), big(*g, {8, 8});
   std::vector<int64_t> few{17, 40000}, many;
   for (int64_t v = 0; v < 2000; ++v) many.push_back(v * 23);
-  train::MiniBatch a1, b1, a2, b2;
+  sampler::MiniBatch a1, b1, a2, b2;
   REQUIRE(small.Sample(few, 5, &a1).ok());
   REQUIRE(big.Sample(many, 6, &b1).ok());
   REQUIRE(small.Sample(few, 5, &a2).ok());
@@ -178,9 +178,9 @@ TEST_CASE("sampler: SampleGroup gives each batch exactly what Sample gives it") 
     // Batches of different sizes that share neighbours, sampled alone and as one group.
     const std::vector<std::vector<int64_t>> seeds{{1, 2, 3, 50}, {60, 61}, {7, 300, 301, 302, 9}};
     const std::vector<uint64_t> rng_seeds{11, 12, 13};
-    std::vector<train::MiniBatch> alone(seeds.size()), grouped(seeds.size());
+    std::vector<sampler::MiniBatch> alone(seeds.size()), grouped(seeds.size());
     std::vector<std::span<const int64_t>> spans;
-    std::vector<train::MiniBatch*> outs;
+    std::vector<sampler::MiniBatch*> outs;
     for (size_t b = 0; b < seeds.size(); ++b) {
       REQUIRE(s.Sample(seeds[b], rng_seeds[b], &alone[b]).ok());
       spans.emplace_back(seeds[b]);
@@ -208,13 +208,13 @@ TEST_CASE("sampler: record_degrees gives every block its sources' whole-graph de
   NeighborSampler plain(*g, {10, 5});
   NeighborSampler with(*g, {10, 5}, /*record_degrees=*/true);
   std::vector<int64_t> seeds{1, 2, 3, 50, 60};
-  train::MiniBatch a, b;
+  sampler::MiniBatch a, b;
   REQUIRE(plain.Sample(seeds, 7, &a).ok());
   REQUIRE(with.Sample(seeds, 7, &b).ok());
   CHECK(a.input_nodes == b.input_nodes);  // recording does not change the picks
   for (size_t l = 0; l < b.blocks.size(); ++l) {
     CHECK(a.blocks[l].src_degree.empty());
-    const train::Block& block = b.blocks[l];
+    const sampler::Block& block = b.blocks[l];
     REQUIRE(static_cast<int64_t>(block.src_degree.size()) == block.num_src);
     for (int64_t s = 0; s < block.num_src; ++s) {
       CHECK(block.src_degree[s] == g->Degree(b.input_nodes[s]));
@@ -226,7 +226,7 @@ TEST_CASE("sampler: full-neighbourhood mode is exact") {
   auto g = RandomGraph(200, 12, 3);
   NeighborSampler s(*g, {-1, -1});
   std::vector<int64_t> seeds{10, 20, 30};
-  train::MiniBatch mb;
+  sampler::MiniBatch mb;
   REQUIRE(s.Sample(seeds, 1, &mb).ok());
   CheckLayout(mb, *g, {-1, -1});
   for (int l = 0; l < 2; ++l) {
@@ -268,7 +268,7 @@ TEST_CASE("sampler: uniform picks (every neighbour chosen with similar frequency
   std::map<int64_t, int> counts;
   std::vector<int64_t> seeds{0};
   for (uint64_t r = 0; r < 4000; ++r) {
-    train::MiniBatch mb;
+    sampler::MiniBatch mb;
     REQUIRE(s.Sample(seeds, BatchSeed(0, 0, 0, r), &mb).ok());
     CHECK(mb.blocks[0].num_edges() == 5);
     for (size_t i = 1; i < mb.input_nodes.size(); ++i) counts[mb.input_nodes[i]]++;
@@ -293,7 +293,7 @@ TEST_CASE("sampler: nested picks stay uniform in every layer") {
   std::vector<int64_t> seeds{0};
   const int draws = 4000;
   for (uint64_t r = 0; r < draws; ++r) {
-    train::MiniBatch mb;
+    sampler::MiniBatch mb;
     REQUIRE(s.Sample(seeds, BatchSeed(0, 0, 0, r), &mb).ok());
     REQUIRE(mb.blocks[1].indptr[1] == 3);
     REQUIRE(mb.blocks[0].indptr[1] == 8);
@@ -311,7 +311,7 @@ TEST_CASE("sampler: nested picks stay uniform in every layer") {
 TEST_CASE("sampler: bad seeds are rejected") {
   auto g = RandomGraph(10, 3, 4);
   NeighborSampler s(*g, {2});
-  train::MiniBatch mb;
+  sampler::MiniBatch mb;
   std::vector<int64_t> out_of_range{3, 10};
   CHECK(s.Sample(out_of_range, 0, &mb).code() == StatusCode::kInvalidArgument);
   std::vector<int64_t> repeated{3, 3};

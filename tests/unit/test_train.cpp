@@ -66,8 +66,9 @@ class RecordingModel final : public model::Model {
  public:
   explicit RecordingModel(const model::ModelConfig& c)
       : Model(c), w_(c.in_dim * c.num_classes, 0.01f), g_(w_.size(), 0.0f) {}
-  Status Forward(const MiniBatch& batch, const float* x, bool training, uint64_t dropout_seed,
-                 std::vector<float>* logits, std::vector<float>* embeddings) override {
+  Status Forward(const sampler::MiniBatch& batch, const float* x, bool training,
+                 uint64_t dropout_seed, std::vector<float>* logits,
+                 std::vector<float>* embeddings) override {
     const int64_t rows = static_cast<int64_t>(batch.seeds.size());
     const int64_t d = config_.in_dim, c = config_.num_classes;
     if (training) seen.insert(seen.end(), batch.seeds.begin(), batch.seeds.end());

@@ -234,7 +234,7 @@ TEST_CASE("input aggregator: grouped, streamed reads from disk give each batch i
   const int64_t dim = ds->manifest().feature_dim;
   for (const bool training : {false, true}) {
     CAPTURE(training);
-    std::vector<train::MiniBatch> batches(4);
+    std::vector<sampler::MiniBatch> batches(4);
     std::vector<std::vector<float>> dst_rows(4), aggregated(4);
     std::vector<pipeline::AggregationTarget> targets;
     for (int b = 0; b < 4; ++b) {
@@ -254,7 +254,7 @@ TEST_CASE("input aggregator: grouped, streamed reads from disk give each batch i
     CHECK((*ooc)->graph().counters().fine_rows > 0);  // it read from disk
     for (int b = 0; b < 4; ++b) {
       CAPTURE(b);
-      const train::MiniBatch& batch = batches[b];
+      const sampler::MiniBatch& batch = batches[b];
       std::vector<float> rows(batch.input_nodes.size() * dim);
       REQUIRE((*memory)->features->Gather(batch.input_nodes, rows.data()).ok());
       std::vector<float> want_dst(dst_rows[b].size()), want_agg(aggregated[b].size());

@@ -48,11 +48,11 @@ int main(int argc, char** argv) {
                     static_cast<int64_t>(outside * (1.0 - std::exp(-draws / nodes))));
   }
   std::mt19937_64 rng(1);
-  train::MiniBatch batch;
+  sampler::MiniBatch batch;
   for (int64_t v = 0; v < sizes.back(); ++v) batch.input_nodes.push_back(v);
   batch.seeds.assign(batch.input_nodes.begin(), batch.input_nodes.begin() + batch_size);
   for (int l = 0; l < 3; ++l) {
-    train::Block b;
+    sampler::Block b;
     b.num_src = sizes[static_cast<size_t>(3 - l)];
     b.num_dst = sizes[static_cast<size_t>(2 - l)];
     std::uniform_int_distribution<int32_t> src(0, static_cast<int32_t>(b.num_src - 1));

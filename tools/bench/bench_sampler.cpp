@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   if (!train.ok()) return 1;
   sampler::NeighborSampler sampler(**graph, *fanouts, /*record_degrees=*/false);
   const auto plan = train::PlanBatches(*train, batch_size, true, 1, 0);
-  train::MiniBatch mb;
+  sampler::MiniBatch mb;
   double edges = 0, inputs = 0;
   const int n = std::min<int>(batches, static_cast<int>(plan.size()));
   SKIFF_CHECK(sampler.Sample(plan[0], 7, &mb).ok());  // warm-up: the thread's ID map
@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
     inputs += static_cast<double>(mb.input_nodes.size());
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("sampler: %.2f ms per batch, %.0f edges and %.0f input nodes per batch (%d batches)\n",
-              1e3 * s / n, edges / n, inputs / n, n);
+  std::printf(
+      "sampler: %.2f ms per batch, %.0f edges and %.0f input nodes per batch (%d batches)\n",
+      1e3 * s / n, edges / n, inputs / n, n);
   return 0;
 }

@@ -174,8 +174,4 @@ class Dataset {
   std::map<std::string, std::unique_ptr<ChecksummedFileReader>> readers_;
 };
 
-// IEEE half <-> float conversion (round to nearest even).
-uint16_t FloatToHalf(float f);
-float HalfToFloat(uint16_t h);
-
 }  // namespace skiff::format

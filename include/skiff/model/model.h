@@ -31,15 +31,15 @@
 #include <vector>
 
 #include "skiff/sampler/feature_source.h"
+#include "skiff/sampler/minibatch.h"
 #include "skiff/status.h"
-#include "skiff/train/minibatch.h"
 
 namespace skiff::model {
 
 enum class ModelKind { kSage, kGcn, kGat };
 const char* ModelKindName(ModelKind kind);
 Result<ModelKind> ParseModelKind(const std::string& name);  // "sage", "gcn", "gat"
-// Whether the model's layers read train::Block::src_degree (GCN's normalisation), so the sampler
+// Whether the model's layers read sampler::Block::src_degree (GCN's normalisation), so the sampler
 // must record whole-graph degrees.
 inline bool NeedsNodeDegrees(ModelKind kind) { return kind == ModelKind::kGcn; }
 
@@ -101,7 +101,7 @@ struct LossTotals {
 //   x = null, aggregated = null: the model gathers the rows of batch->input_nodes from the features
 //     it holds (HoldFeatures returned true).
 struct BatchInput {
-  const train::MiniBatch* batch = nullptr;
+  const sampler::MiniBatch* batch = nullptr;
   const float* x = nullptr;
   const float* aggregated = nullptr;
 };
@@ -121,7 +121,7 @@ uint64_t FirstLayerDropoutSeed(uint64_t dropout_seed);
 // layer's dropout (probability `dropout`, mask seed FirstLayerDropoutSeed(dropout_seed)) when
 // `training`. Both outputs are num_dst x dim. The reference for what a streaming gatherer must
 // produce (it may add the terms in another order).
-void AggregateFirstLayerInput(const train::Block& block, const float* rows, int64_t dim,
+void AggregateFirstLayerInput(const sampler::Block& block, const float* rows, int64_t dim,
                               float dropout, bool training, uint64_t dropout_seed, float* dst_rows,
                               float* aggregated);
 
@@ -159,7 +159,7 @@ class Model {
   // num_src/num_dst chain broken, indptr/indices inconsistent or out of range).
   // `batch` and `x` are referenced, not copied: both must stay alive and unchanged until Backward
   // (or the next Forward). Logits/embeddings vectors are resized; reusing them avoids allocation.
-  virtual Status Forward(const train::MiniBatch& batch, const float* x, bool training,
+  virtual Status Forward(const sampler::MiniBatch& batch, const float* x, bool training,
                          uint64_t dropout_seed, std::vector<float>* logits,
                          std::vector<float>* embeddings = nullptr) = 0;
   // Forward from aggregated first-layer input (InputAggregationOf(config()) != kNone):
@@ -168,7 +168,7 @@ class Model {
   // already applied; later layers' dropout is applied here). Otherwise as Forward; with one layer,
   // `embeddings` are the (dropped-out when training) seed rows. Unavailable when the model does not
   // take aggregated input (accepts_aggregated_input()).
-  virtual Status ForwardAggregated(const train::MiniBatch& batch, const float* dst_rows,
+  virtual Status ForwardAggregated(const sampler::MiniBatch& batch, const float* dst_rows,
                                    const float* aggregated, bool training, uint64_t dropout_seed,
                                    std::vector<float>* logits,
                                    std::vector<float>* embeddings = nullptr);

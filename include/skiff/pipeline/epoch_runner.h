@@ -50,8 +50,8 @@
 #include "skiff/pipeline/epoch_plan.h"
 #include "skiff/pipeline/input_aggregator.h"
 #include "skiff/pipeline/stage_stats.h"
+#include "skiff/sampler/minibatch.h"
 #include "skiff/status.h"
-#include "skiff/train/minibatch.h"
 
 namespace skiff::pipeline {
 
@@ -76,7 +76,7 @@ class BatchGraph {
 struct PreparedBatch {
   int64_t index = 0;         // position in the epoch (0, 1, ...)
   uint64_t sample_seed = 0;  // the seed its sampler call got
-  train::MiniBatch batch;
+  sampler::MiniBatch batch;
   // batch.input_nodes.size() x feature_dim, row-major; when `aggregated`, block 0's num_dst own
   // rows then its num_dst aggregated rows (model::AggregateFirstLayerInput).
   std::vector<float> features;
@@ -85,13 +85,13 @@ struct PreparedBatch {
 };
 
 using SampleFn = std::function<Status(const BatchGraph& graph, std::span<const int64_t> seeds,
-                                      uint64_t sample_seed, train::MiniBatch* batch)>;
+                                      uint64_t sample_seed, sampler::MiniBatch* batch)>;
 // Samples a group of batches at once (the batches of one gather group, or a single batch):
 // batches[i] from seeds[i] with sample_seeds[i], each exactly as a SampleFn would, but free to
 // share the group's reads (NeighborSampler::SampleGroup over one ResidentGraphSource).
 using SampleGroupFn = std::function<Status(
     const BatchGraph& graph, std::span<const std::span<const int64_t>> seeds,
-    std::span<const uint64_t> sample_seeds, std::span<train::MiniBatch* const> batches)>;
+    std::span<const uint64_t> sample_seeds, std::span<sampler::MiniBatch* const> batches)>;
 // A SampleGroupFn that samples the batches one by one with `sample`.
 SampleGroupFn OneByOne(SampleFn sample);
 using ComputeFn = std::function<Status(PreparedBatch& batch)>;

@@ -28,13 +28,13 @@
 
 #include "skiff/model/model.h"
 #include "skiff/pipeline/buffered_graph.h"
+#include "skiff/sampler/minibatch.h"
 #include "skiff/status.h"
-#include "skiff/train/minibatch.h"
 
 namespace skiff::pipeline {
 
 struct AggregationTarget {
-  const train::MiniBatch* batch = nullptr;
+  const sampler::MiniBatch* batch = nullptr;
   float* dst_rows = nullptr;    // block 0's num_dst x feature_dim (written)
   float* aggregated = nullptr;  // num_dst x feature_dim (written)
   uint64_t dropout_seed = 0;    // the seed the batch's Forward gets (used when training)

@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "skiff/sampler/graph_source.h"
+#include "skiff/sampler/minibatch.h"
 #include "skiff/status.h"
-#include "skiff/train/minibatch.h"
 
 namespace skiff::sampler {
 
@@ -56,23 +56,23 @@ class NeighborSampler {
 
   // Samples the neighbourhood of `seeds` (distinct node IDs) into *out (labels left empty).
   // InvalidArgument on an out-of-range or repeated seed; errors of the GraphSource pass through.
-  Status Sample(std::span<const int64_t> seeds, uint64_t rng_seed, train::MiniBatch* out) const;
+  Status Sample(std::span<const int64_t> seeds, uint64_t rng_seed, sampler::MiniBatch* out) const;
   // Samples several batches at once, hop by hop: hop h of every batch before hop h+1 of any
   // (GraphSource::BeginHop once per hop), so a source that reads a hop's lists in one batch
   // (pipeline::ResidentGraphSource) reads those of the whole group together. out[i] is exactly what
   // Sample(seeds[i], rng_seeds[i], out[i]) gives. The spans have equal lengths.
   Status SampleGroup(std::span<const std::span<const int64_t>> seeds,
                      std::span<const uint64_t> rng_seeds,
-                     std::span<train::MiniBatch* const> out) const;
+                     std::span<sampler::MiniBatch* const> out) const;
 
  private:
   struct BatchState;
   // Sampling one batch in steps: the seeds, each hop, then the recorded degrees. `local` maps the
   // batch's nodes so far to their local IDs.
-  Status Begin(std::span<const int64_t> seeds, BatchState* state, train::MiniBatch* out,
+  Status Begin(std::span<const int64_t> seeds, BatchState* state, sampler::MiniBatch* out,
                LocalIds* local) const;
-  Status Hop(int hop, BatchState* state, train::MiniBatch* out, LocalIds* local) const;
-  void Finish(BatchState* state, train::MiniBatch* out) const;
+  Status Hop(int hop, BatchState* state, sampler::MiniBatch* out, LocalIds* local) const;
+  void Finish(BatchState* state, sampler::MiniBatch* out) const;
 
   const GraphSource& graph_;
   std::vector<int> fanouts_;

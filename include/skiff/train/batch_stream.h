@@ -23,15 +23,15 @@
 #include <vector>
 
 #include "skiff/sampler/feature_source.h"
+#include "skiff/sampler/minibatch.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/status.h"
-#include "skiff/train/minibatch.h"
 
 namespace skiff::train {
 
 struct PreparedBatch {
   int64_t index = 0;
-  MiniBatch batch;
+  sampler::MiniBatch batch;
   std::vector<float> features;  // batch.input_nodes.size() x FeatureSource::dim()
   // `features` holds block 0's num_dst own rows then its num_dst aggregated rows instead
   // (model::AggregateFirstLayerInput; only from a pass runner, when PassSpec::aggregation asks).

@@ -38,10 +38,10 @@ Result<BatchStaging> BatchStaging::Create() {
   return s;
 }
 
-size_t BatchStaging::PackedBytes(const train::MiniBatch& batch, BlockAugment augment,
+size_t BatchStaging::PackedBytes(const sampler::MiniBatch& batch, BlockAugment augment,
                                  bool input_ids) {
   Cursor c;
-  for (const train::Block& b : batch.blocks) {
+  for (const sampler::Block& b : batch.blocks) {
     const auto loops = static_cast<size_t>(augment == BlockAugment::kNone ? 0 : b.num_dst);
     const size_t nnz = static_cast<size_t>(b.num_edges()) + loops;
     c.Take(sizeof(int64_t) * static_cast<size_t>(b.num_dst + 1));
@@ -53,12 +53,12 @@ size_t BatchStaging::PackedBytes(const train::MiniBatch& batch, BlockAugment aug
   return c.offset();
 }
 
-void BatchStaging::Pack(const train::MiniBatch& batch, BlockAugment augment, bool input_ids,
+void BatchStaging::Pack(const sampler::MiniBatch& batch, BlockAugment augment, bool input_ids,
                         char* host, char* device, StagedBatch* out) {
   Cursor c;
   out->blocks.assign(batch.blocks.size(), DeviceBlock{});
   for (size_t l = 0; l < batch.blocks.size(); ++l) {
-    const train::Block& b = batch.blocks[l];
+    const sampler::Block& b = batch.blocks[l];
     DeviceBlock& db = out->blocks[l];
     db.num_dst = b.num_dst;
     db.num_src = b.num_src;
@@ -116,7 +116,7 @@ void BatchStaging::Pack(const train::MiniBatch& batch, BlockAugment augment, boo
   }
 }
 
-Result<StagedBatch> BatchStaging::Stage(const train::MiniBatch& batch, BlockAugment augment,
+Result<StagedBatch> BatchStaging::Stage(const sampler::MiniBatch& batch, BlockAugment augment,
                                         bool input_ids, cudaStream_t compute) {
   current_ = 1 - current_;
   Slot& slot = slots_[current_];

@@ -28,8 +28,8 @@
 
 #include "kernels/cuda/pinned_buffer.cuh"
 #include "kernels/cuda/stream.cuh"
+#include "skiff/sampler/minibatch.h"
 #include "skiff/status.h"
-#include "skiff/train/minibatch.h"
 #include "src/model/cuda/device_buffer.h"
 
 namespace skiff::cuda {
@@ -56,7 +56,7 @@ class BatchStaging {
   static Result<BatchStaging> Create();
 
   // Packs `batch` into the next slot and queues its upload; `compute` waits for it on the device.
-  Result<StagedBatch> Stage(const train::MiniBatch& batch, BlockAugment augment, bool input_ids,
+  Result<StagedBatch> Stage(const sampler::MiniBatch& batch, BlockAugment augment, bool input_ids,
                             cudaStream_t compute);
   // The last staged batch's device memory may be reused once `compute`'s work so far is done.
   Status Consumed(cudaStream_t compute);
@@ -69,9 +69,9 @@ class BatchStaging {
   };
   BatchStaging() = default;
   // Bytes the packed batch takes, with every segment 256-byte aligned.
-  static size_t PackedBytes(const train::MiniBatch& batch, BlockAugment augment, bool input_ids);
+  static size_t PackedBytes(const sampler::MiniBatch& batch, BlockAugment augment, bool input_ids);
   // Writes the packed batch at `host`, and its device view as if the slot started at `device`.
-  void Pack(const train::MiniBatch& batch, BlockAugment augment, bool input_ids, char* host,
+  void Pack(const sampler::MiniBatch& batch, BlockAugment augment, bool input_ids, char* host,
             char* device, StagedBatch* out);
 
   CudaStream copy_;

@@ -102,7 +102,7 @@ class CudaModel final : public model::Model {
            " matrix products" + (holds_features_ ? ", features in device memory" : "");
   }
 
-  Status Forward(const train::MiniBatch& batch, const float* x, bool training,
+  Status Forward(const sampler::MiniBatch& batch, const float* x, bool training,
                  uint64_t dropout_seed, std::vector<float>* logits,
                  std::vector<float>* embeddings) override {
     ready_for_backward_ = false;
@@ -292,7 +292,7 @@ class CudaModel final : public model::Model {
 
   // Validates and stages the batch, and puts its input rows at x_ (copied from `x`, or gathered
   // from the held features when `x` is null).
-  Status Prepare(const train::MiniBatch& batch, const float* x) {
+  Status Prepare(const sampler::MiniBatch& batch, const float* x) {
     if (!deferred_error_.ok()) return std::exchange(deferred_error_, Status::Ok());
     if (x == nullptr && !holds_features_) {
       return Status::InvalidArgument("CUDA model: no input features given, and none held");

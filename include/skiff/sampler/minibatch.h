@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace skiff::train {
+namespace skiff::sampler {
 
 struct Block {
   int64_t num_dst = 0;
@@ -41,4 +41,4 @@ struct MiniBatch {
   std::vector<int32_t> labels;       // labels of seeds (filled by the trainer), -1 = unlabelled
 };
 
-}  // namespace skiff::train
+}  // namespace skiff::sampler
