@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "skiff/log.h"
+#include "skiff/units.h"
 
 namespace skiff::storage {
 namespace {

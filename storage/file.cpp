@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "skiff/log.h"
+#include "skiff/progress.h"
 
 namespace skiff::storage {
 namespace {

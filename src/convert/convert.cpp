@@ -20,6 +20,9 @@
 #include "skiff/io/free_space.h"
 #include "skiff/io/npy.h"
 #include "skiff/log.h"
+#include "skiff/process.h"
+#include "skiff/progress.h"
+#include "skiff/units.h"
 
 namespace skiff::convert {
 namespace fs = std::filesystem;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "skiff/log.h"
+#include "skiff/progress.h"
 
 namespace skiff::convert {
 

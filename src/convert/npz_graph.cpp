@@ -16,6 +16,7 @@
 #include "skiff/half.h"
 #include "skiff/io/npy.h"
 #include "skiff/log.h"
+#include "skiff/progress.h"
 
 namespace skiff::convert {
 namespace {

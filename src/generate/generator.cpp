@@ -18,7 +18,9 @@
 #include "skiff/half.h"
 #include "skiff/io/free_space.h"
 #include "skiff/log.h"
+#include "skiff/progress.h"
 #include "skiff/random.h"
+#include "skiff/units.h"
 
 namespace skiff::generate {
 namespace {

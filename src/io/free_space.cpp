@@ -3,6 +3,7 @@
 #include <sys/statvfs.h>
 
 #include "skiff/log.h"
+#include "skiff/units.h"
 
 namespace skiff::io {
 

@@ -12,6 +12,9 @@
 
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
+#include "skiff/process.h"
+#include "skiff/progress.h"
+#include "skiff/units.h"
 
 namespace skiff::partition {
 namespace {
@@ -21,23 +24,6 @@ using format::ChecksummedFileReader;
 using format::ChecksummedFileWriter;
 using format::DatasetWriter;
 using format::DType;
-
-// Progress output only when asked (library callers and tests stay quiet).
-class OptionalProgress {
- public:
-  OptionalProgress(bool on, const std::string& label, uint64_t total, const std::string& unit) {
-    if (on) progress_.emplace(label, total, unit);
-  }
-  void Add(uint64_t delta) {
-    if (progress_) progress_->Add(delta);
-  }
-  void Finish() {
-    if (progress_) progress_->Finish();
-  }
-
- private:
-  std::optional<Progress> progress_;
-};
 
 // Bytes of node state held during a rewrite: part (4) + new ID (8) + old ID (8) + GREM flags (1).
 constexpr uint64_t kStateBytesPerNode = 21;

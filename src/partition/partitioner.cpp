@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "skiff/log.h"
+#include "skiff/progress.h"
 #include "skiff/random.h"
 
 namespace skiff::partition {
@@ -66,23 +67,6 @@ double Partitioning::imbalance() const {
 }
 
 namespace {
-
-// Progress output only when asked (library callers and tests stay quiet).
-class OptionalProgress {
- public:
-  OptionalProgress(bool on, const std::string& label, uint64_t total, const std::string& unit) {
-    if (on) progress_.emplace(label, total, unit);
-  }
-  void Add(uint64_t delta) {
-    if (progress_) progress_->Add(delta);
-  }
-  void Finish() {
-    if (progress_) progress_->Finish();
-  }
-
- private:
-  std::optional<Progress> progress_;
-};
 
 // Fisher-Yates with SplitMix64, so the permutation is the same on every platform.
 template <typename T>

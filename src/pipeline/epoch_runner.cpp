@@ -11,6 +11,7 @@
 #include "skiff/pipeline/bounded_queue.h"
 #include "skiff/pipeline/pipeline.h"
 #include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/units.h"
 
 namespace skiff::pipeline {
 namespace {

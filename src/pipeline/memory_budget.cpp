@@ -6,6 +6,7 @@
 
 #include "skiff/log.h"
 #include "skiff/pipeline/input_aggregator.h"
+#include "skiff/units.h"
 
 namespace skiff::pipeline {
 namespace {

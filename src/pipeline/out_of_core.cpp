@@ -4,6 +4,7 @@
 
 #include "skiff/log.h"
 #include "skiff/pipeline/epoch_plan.h"
+#include "skiff/units.h"
 
 namespace skiff::pipeline {
 

@@ -10,6 +10,7 @@
 #include "kernels/cpu/cross_entropy.h"
 #include "skiff/io/atomic_file.h"
 #include "skiff/log.h"
+#include "skiff/progress.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/train/batch_plan.h"
 #include "skiff/train/batch_stream.h"

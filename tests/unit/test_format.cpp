@@ -15,6 +15,7 @@
 #include "skiff/format/dataset.h"
 #include "skiff/half.h"
 #include "skiff/log.h"
+#include "skiff/units.h"
 #include "tests/unit/test_dataset_util.h"
 #include "tests/unit/test_util.h"
 

@@ -9,6 +9,8 @@
 #include "skiff/convert/convert.h"
 #include "skiff/log.h"
 #include "skiff/partition/partition_dataset.h"
+#include "skiff/process.h"
+#include "skiff/units.h"
 #include "tools/skiff/command.h"
 #include "tools/skiff/output_paths.h"
 

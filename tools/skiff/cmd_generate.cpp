@@ -5,6 +5,8 @@
 
 #include "skiff/generate/generator.h"
 #include "skiff/log.h"
+#include "skiff/process.h"
+#include "skiff/units.h"
 #include "tools/skiff/command.h"
 
 namespace skiff::cli {

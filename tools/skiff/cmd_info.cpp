@@ -3,6 +3,8 @@
 
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
+#include "skiff/progress.h"
+#include "skiff/units.h"
 #include "tools/skiff/command.h"
 
 namespace skiff::cli {

@@ -21,10 +21,12 @@
 
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
+#include "skiff/progress.h"
 #include "skiff/storage/aligned_buffer.h"
 #include "skiff/storage/buffer_pool.h"
 #include "skiff/storage/dataset_partition_source.h"
 #include "skiff/storage/io_engine.h"
+#include "skiff/units.h"
 #include "tools/skiff/command.h"
 
 namespace skiff::cli {

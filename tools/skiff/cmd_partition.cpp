@@ -5,6 +5,7 @@
 
 #include "skiff/log.h"
 #include "skiff/partition/partition_dataset.h"
+#include "skiff/units.h"
 #include "tools/skiff/command.h"
 
 namespace skiff::cli {

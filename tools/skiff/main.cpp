@@ -7,6 +7,7 @@
 #include <map>
 
 #include "skiff/log.h"
+#include "skiff/units.h"
 #include "tools/skiff/command.h"
 
 namespace skiff::cli {
@@ -31,7 +32,7 @@ const CLI::Validator& NonNegative() {
   static const CLI::Validator validator(
       [](const std::string& text) {
         return !text.empty() && text.front() == '-' ? "must not be negative, got " + text
-                                                     : std::string();
+                                                    : std::string();
       },
       "NONNEGATIVE");
   return validator;

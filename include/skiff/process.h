@@ -1,0 +1,15 @@
+// Facts about this process and machine that memory budgets are checked against.
+//
+// Thread safety: may be called from any thread.
+#pragma once
+
+#include <cstdint>
+
+namespace skiff {
+
+// Peak resident set size of this process, in bytes (from /proc/self/status VmHWM).
+uint64_t PeakRssBytes();
+// Total physical memory, in bytes.
+uint64_t PhysicalMemoryBytes();
+
+}  // namespace skiff
