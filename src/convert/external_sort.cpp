@@ -10,25 +10,13 @@
 #include <filesystem>
 #include <queue>
 
+#include "skiff/io/write_path.h"
+
 namespace skiff::convert {
 namespace fs = std::filesystem;
 
 namespace {
 std::atomic<uint64_t> g_sorter_counter{0};
-
-Status WriteAll(int fd, const void* data, size_t bytes, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    const ssize_t n = ::write(fd, p, std::min<size_t>(bytes, 64u << 20));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "write spill file " + path);
-    }
-    p += n;
-    bytes -= static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
 }  // namespace
 
 // Streams one sorted run file through a fixed buffer.
@@ -165,7 +153,7 @@ Result<std::string> EdgeSorter::WriteRunFile(const Edge* edges, size_t count) {
   const std::string path = spill_dir_ + "/run-" + std::to_string(next_file_id_++);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status::FromErrno(errno, "create spill file " + path);
-  Status st = WriteAll(fd, edges, count * sizeof(Edge), path);
+  Status st = io::WriteAll(fd, edges, count * sizeof(Edge), "spill file " + path);
   if (::close(fd) != 0 && st.ok()) st = Status::FromErrno(errno, "close spill file " + path);
   if (!st.ok()) return st;
   stats_.bytes_spilled += count * sizeof(Edge);
@@ -209,13 +197,13 @@ Status EdgeSorter::MergeToFile(const std::vector<std::string>& inputs, std::stri
     prev = e;
     out.push_back(e);
     if (out.size() == out.capacity()) {
-      st = WriteAll(fd, out.data(), out.size() * sizeof(Edge), path);
+      st = io::WriteAll(fd, out.data(), out.size() * sizeof(Edge), "spill file " + path);
       stats_.bytes_spilled += out.size() * sizeof(Edge);
       out.clear();
     }
   }
   if (st.ok() && !out.empty()) {
-    st = WriteAll(fd, out.data(), out.size() * sizeof(Edge), path);
+    st = io::WriteAll(fd, out.data(), out.size() * sizeof(Edge), "spill file " + path);
     stats_.bytes_spilled += out.size() * sizeof(Edge);
   }
   if (::close(fd) != 0 && st.ok()) st = Status::FromErrno(errno, "close spill file " + path);
