@@ -11,8 +11,9 @@ namespace skiff::pipeline {
 uint64_t OutOfCore::FineReadScratchBytes(const format::Manifest& manifest, uint64_t budget_bytes) {
   const uint64_t features =
       static_cast<uint64_t>(manifest.num_nodes) * manifest.feature_row_bytes();
-  const uint64_t wanted = budget_bytes > 0 ? std::min(features, budget_bytes / 2) : features;
-  return std::clamp<uint64_t>(wanted / 64, 4ull << 20, 16ull << 20);
+  const uint64_t wanted =
+      budget_bytes > 0 ? std::min(features / 64, budget_bytes / 20) : features / 64;
+  return std::clamp<uint64_t>(wanted, 4ull << 20, 16ull << 20);
 }
 
 Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* dataset,
