@@ -1,5 +1,6 @@
 #include "skiff/pipeline/epoch_runner.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -35,7 +36,8 @@ struct SampledItem {
 };
 
 // Admits batches [index, index + count) into the pipeline (a gather group, together) only when
-// fewer than `window` batches before the last are still unfinished and the bytes held by the
+// fewer than `window` batches before the last are still unfinished (Regroup may change it; a group
+// larger than the window waits for every batch before it) and the bytes held by the
 // batches in flight leave room for `count` more of the expected size (`allowance` 0: no byte
 // limit), so the batches alive at once are bounded in count and in
 // memory even though stages run in parallel and the compute stage reorders. A batch is always
@@ -49,8 +51,8 @@ class InFlightWindow {
  public:
   InFlightWindow(int64_t window, uint64_t allowance, uint64_t expected, uint64_t expected_held)
       : window_(window),
-        allowance_(allowance),
         expected_(expected),
+        allowance_(allowance),
         expected_held_(expected_held),
         estimate_(expected) {}
   // A batch was sampled and holds `held` bytes.
@@ -58,17 +60,25 @@ class InFlightWindow {
     if (expected_held_ == 0) return;
     std::lock_guard lock(mu_);
     largest_held_ = std::max(largest_held_, held);
-    const double scale =
-        static_cast<double>(largest_held_) * 1.25 / static_cast<double>(expected_held_);
-    estimate_ =
-        std::min(expected_, static_cast<uint64_t>(static_cast<double>(expected_) * scale) + 1);
+    Rescale();
+    cv_.notify_all();
+  }
+  // New groups: at most `window` batches unfinished, and a batch not yet sampled counts `expected`
+  // bytes (scaled as in Observe).
+  void Regroup(int64_t window, uint64_t expected) {
+    std::lock_guard lock(mu_);
+    window_ = window;
+    expected_ = expected;
+    Rescale();
     cv_.notify_all();
   }
   // Returns the bytes reserved for each batch, or nullopt when cancelled.
   std::optional<uint64_t> Admit(int64_t index, int64_t count, StageTimer* timer) {
     std::unique_lock lock(mu_);
     auto admissible = [&] {
-      return cancelled_ || (index + count - 1 < done_ + window_ &&
+      // A group larger than the window (it shrank after the group was cut) waits for every batch
+      // before it instead.
+      return cancelled_ || (index + count - 1 < done_ + std::max(window_, count) &&
                             (allowance_ == 0 || in_flight_ == 0 ||
                              bytes_ + static_cast<uint64_t>(count) * estimate_ <= allowance_));
     };
@@ -129,14 +139,25 @@ class InFlightWindow {
   }
 
  private:
+  void Rescale() {  // with mu_ held: estimate_ from expected_ and the batches observed
+    if (expected_held_ == 0 || largest_held_ == 0) {
+      estimate_ = expected_;
+      return;
+    }
+    const double scale =
+        static_cast<double>(largest_held_) * 1.25 / static_cast<double>(expected_held_);
+    estimate_ =
+        std::min(expected_, static_cast<uint64_t>(static_cast<double>(expected_) * scale) + 1);
+  }
   void Add(uint64_t bytes) {  // with mu_ held
     bytes_ += bytes;
     peak_bytes_ = std::max(peak_bytes_, bytes_);
     peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
   }
-  const int64_t window_;
-  const uint64_t allowance_, expected_, expected_held_;
   mutable std::mutex mu_;
+  int64_t window_;     // guarded by mu_
+  uint64_t expected_;  // guarded by mu_
+  const uint64_t allowance_, expected_held_;
   uint64_t estimate_;          // guarded by mu_: what a new batch reserves
   uint64_t largest_held_ = 0;  // guarded by mu_: the largest sampled batch so far
   std::condition_variable cv_;
@@ -222,7 +243,8 @@ EpochRunner::EpochRunner(BufferedGraph* graph, EpochRunnerOptions options)
   if (options_.aggregation.has_value()) {
     options_.gather_threads = 1;
     options_.ready_queue_capacity =
-        std::max(options_.ready_queue_capacity, static_cast<size_t>(options_.gather_group));
+        std::max(options_.ready_queue_capacity,
+                 static_cast<size_t>(options_.regroup ? kMaxGatherGroup : options_.gather_group));
   }
 }
 
@@ -273,12 +295,14 @@ class EpochRun {
         ready_("ready", options.ready_queue_capacity),
         loaded_("loaded", 1),
         window_(options.InFlightBatches(), options.batch_allowance_bytes,
-                options.expected_batch_bytes, options.expected_held_bytes) {}
+                options.expected_batch_bytes, options.expected_held_bytes),
+        group_size_(std::max(options.gather_group, 1)) {}
 
   // Adds the queues and stages to `pipeline` (which must outlive nothing of this run).
   void AddTo(Pipeline* pipeline);
 
   int64_t computed() const { return computed_; }
+  int group_size() const { return group_size_.load(); }
   int64_t seeds() const { return seeds_total_; }
   const InFlightWindow& window() const { return window_; }
 
@@ -294,6 +318,9 @@ class EpochRun {
   Status GatherGroup(int64_t first, int size, std::map<int64_t, SampledItem>* pending,
                      StageContext& ctx);
   Status ComputeInOrder(StageContext& ctx);
+  // Aggregated with opt_.regroup: the group size for the groups not yet admitted, from the
+  // largest batch sampled so far (sample stage).
+  void Regroup(std::span<const SampledItem> sampled);
   // Gives `prepared` a staging buffer of `floats` (the recycled one when there is one), counting
   // any spare capacity it brings against the window.
   void Stage(PreparedBatch& prepared, size_t floats);
@@ -311,8 +338,10 @@ class EpochRun {
   BoundedQueue<PinPtr> loaded_;
   RecycledStaging recycled_;
   InFlightWindow window_;
-  int64_t seeds_total_ = 0;  // compute stage only
-  int64_t computed_ = 0;     // compute stage only
+  std::atomic<int> group_size_;  // aggregated: batches per group admitted from now on
+  BatchShape largest_;           // sample stage only (one thread when aggregated)
+  int64_t seeds_total_ = 0;      // compute stage only
+  int64_t computed_ = 0;         // compute stage only
 };
 
 void EpochRun::AddTo(Pipeline* pipeline) {
@@ -364,11 +393,12 @@ Status EpochRun::EmitBatches(StageContext& ctx) {
     }
     auto resident = std::make_shared<const ResidentSet>(pins);
     const std::vector<std::span<const int64_t>> batches = plan_.Batches(s, opt_.batch_size);
-    const auto group = static_cast<size_t>(aggregate_ ? opt_.gather_group : 1);
-    for (size_t first = 0; first < batches.size(); first += group) {
+    for (size_t first = 0; first < batches.size();) {
+      const auto group = static_cast<size_t>(aggregate_ ? group_size_.load() : 1);
       const size_t size = std::min(group, batches.size() - first);
       SKIFF_RETURN_IF_ERROR(
           EmitGroup(std::span(batches).subspan(first, size), resident, &index, ctx));
+      first += size;
     }
   }
   return Status::Ok();
@@ -414,6 +444,7 @@ Status EpochRun::SampleItems(StageContext& ctx) {
             .WithContext(count == 1 ? "sampling batch " + std::to_string(item->index)
                                     : "sampling batches " + std::to_string(item->index) + ".." +
                                           std::to_string(item->index + count - 1)));
+    if (aggregate_ && opt_.regroup) Regroup(out);
     for (SampledItem& sampled_item : out) {
       sampled_item.resident = item->resident;
       PreparedBatch& prepared = sampled_item.prepared;
@@ -429,6 +460,15 @@ Status EpochRun::SampleItems(StageContext& ctx) {
     ctx.AddItems(static_cast<int64_t>(count));
   }
   return Status::Ok();
+}
+
+void EpochRun::Regroup(std::span<const SampledItem> sampled) {
+  for (const SampledItem& item : sampled) {
+    largest_ = LargerShape(largest_, ShapeOf(item.prepared.batch));
+  }
+  const GatherGroupSize size = opt_.regroup(largest_);
+  group_size_.store(size.group);
+  window_.Regroup(2 * static_cast<int64_t>(size.group), size.sampled_batch_bytes);
 }
 
 void EpochRun::Stage(PreparedBatch& prepared, size_t floats) {
@@ -601,6 +641,10 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn&
   report.stages = pipeline.stats();
   report.peak_batch_bytes = run.window().peak_bytes();
   report.peak_batches_in_flight = run.window().peak_in_flight();
+  if (options_.aggregation.has_value()) {
+    report.first_group = std::max(options_.gather_group, 1);
+    report.last_group = run.group_size();
+  }
   report.io = IoStatsBetween(pool_before, pool.stats(), graph_before, graph_->counters());
   return report;
 }
@@ -632,6 +676,12 @@ std::string EpochReport::Describe() const {
                 FormatBytes(peak_batch_bytes).c_str(),
                 static_cast<unsigned long long>(io.cached_rows));
   out += line;
+  if (first_group > 0) {
+    std::snprintf(line, sizeof(line),
+                  "  aggregated groups: %d batches planned, %d from the batches sampled\n",
+                  first_group, last_group);
+    out += line;
+  }
   return out;
 }
 
@@ -646,6 +696,8 @@ nlohmann::json EpochReport::ToJson() const {
   return {{"pipeline_seconds", wall_seconds},
           {"batches", batches},
           {"buffer_states", buffer_states},
+          {"first_group", first_group},
+          {"last_group", last_group},
           {"stages", stages_json},
           {"bytes_read", io.bytes_read},
           {"fine_bytes_read", io.fine_bytes_read},

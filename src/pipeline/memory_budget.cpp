@@ -394,6 +394,43 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
 
 }  // namespace
 
+BatchShape ShapeOf(const sampler::MiniBatch& batch) {
+  BatchShape shape;
+  shape.seeds = static_cast<int64_t>(batch.seeds.size());
+  shape.input_nodes = static_cast<int64_t>(batch.input_nodes.size());
+  for (const sampler::Block& block : batch.blocks) {
+    shape.dst.push_back(block.num_dst);
+    shape.src.push_back(block.num_src);
+    shape.edges.push_back(block.num_edges());
+  }
+  return shape;
+}
+
+BatchShape LargerShape(const BatchShape& a, const BatchShape& b) {
+  auto larger = [](const std::vector<int64_t>& x, const std::vector<int64_t>& y) {
+    std::vector<int64_t> out(std::max(x.size(), y.size()), 0);
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i] = std::max(i < x.size() ? x[i] : 0, i < y.size() ? y[i] : 0);
+    }
+    return out;
+  };
+  BatchShape out;
+  out.seeds = std::max(a.seeds, b.seeds);
+  out.input_nodes = std::max(a.input_nodes, b.input_nodes);
+  out.dst = larger(a.dst, b.dst);
+  out.src = larger(a.src, b.src);
+  out.edges = larger(a.edges, b.edges);
+  return out;
+}
+
+GatherGroupSize AggregatedGatherGroup(uint64_t allowance, const BatchShape& shape,
+                                      const DegreeProfile& degrees, int64_t feature_dim) {
+  GatherGroupSize size;
+  size.group = GroupFor(allowance, AggregatedBatchBytes(shape, feature_dim), shape, degrees,
+                        &size.sampled_batch_bytes);
+  return size;
+}
+
 Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile& degrees) {
   if (in.num_nodes <= 0 || in.num_partitions == 0 || in.partition_slot_bytes == 0 ||
       in.batch_size <= 0 || in.max_in_flight_batches <= 0) {

@@ -70,9 +70,9 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
     // Feature rows of hubs (no use when the model holds every row on its device).
     in.cache_row_bytes = HotRowCache::BytesFor(1, m.feature_row_bytes(), 0);
   }
-  const DegreeProfile degrees =
+  ooc->degrees_ =
       DegreeProfile::Build(m.num_nodes, [&source](int64_t v) { return source.degree(v); });
-  SKIFF_ASSIGN_OR_RETURN(ooc->memory_, PlanMemory(in, degrees));
+  SKIFF_ASSIGN_OR_RETURN(ooc->memory_, PlanMemory(in, ooc->degrees_));
 
   const uint32_t slots = ooc->memory_.pool_slots;
   ooc->plan_capacity_ = slots >= k ? k : std::max<uint32_t>(slots - 1, 1);
@@ -135,6 +135,13 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
     runner_options.expected_batch_bytes =
         training ? memory_.sampled_batch_bytes : memory_.eval_sampled_batch_bytes;
     runner_options.dropout_seed = pass.dropout_seed;
+    // The plan sized the first group from estimated batches; later groups follow the batches
+    // actually sampled (evaluation's full neighbourhoods: estimated ~2x too large on power-law
+    // graphs), under the same allowance.
+    runner_options.regroup = [this](const BatchShape& largest) {
+      return AggregatedGatherGroup(memory_.batch_allowance, largest, degrees_,
+                                   graph_->feature_dim());
+    };
   }
   EpochRunner runner(graph_.get(), std::move(runner_options));
   return runner.Run(plan, sample, compute);

@@ -6,9 +6,12 @@
 
 #include "skiff/format/dataset.h"
 #include "skiff/generate/generator.h"
+#include "skiff/pipeline/epoch_runner.h"
 #include "skiff/pipeline/input_aggregator.h"
+#include "skiff/pipeline/resident_graph_source.h"
 #include "skiff/pipeline/trainer_passes.h"
 #include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/storage/dataset_partition_source.h"
 #include "skiff/train/trainer.h"
 #include "tests/unit/test_util.h"
 
@@ -267,4 +270,77 @@ TEST_CASE("input aggregator: grouped, streamed reads from disk give each batch i
       }
     }
   }
+}
+
+TEST_CASE("epoch runner: groups resized from the batches sampled gather the same aggregates") {
+  testing::TempDir dir;
+  auto ds = Generated(dir / "g");
+  auto source = storage::DatasetPartitionSource::Open(ds.get(), {});
+  REQUIRE(source.ok());
+  const uint32_t k = (*source)->num_partitions();
+  storage::BufferPoolOptions pool_options = OutOfCorePoolOptions(ds->manifest());
+  pool_options.budget_bytes = storage::BufferPool::BudgetFor(**source, k, pool_options);
+  auto pool = storage::BufferPool::Create(source->get(), pool_options);
+  REQUIRE(pool.ok());
+  pipeline::BufferedGraph graph(source->get(), pool->get(), pipeline::SamplingMode::kExact);
+  std::vector<int64_t> nodes(600);
+  for (size_t i = 0; i < nodes.size(); ++i) nodes[i] = static_cast<int64_t>(i * 5);
+  auto plan = pipeline::EpochPlan::SingleState(k, k, nodes);
+  REQUIRE(plan.ok());
+
+  const pipeline::SampleGroupFn sample =
+      [](const pipeline::BatchGraph& view, std::span<const std::span<const int64_t>> seeds,
+         std::span<const uint64_t> rng_seeds, std::span<sampler::MiniBatch* const> batches) {
+        std::vector<int64_t> all;
+        for (const auto s : seeds) all.insert(all.end(), s.begin(), s.end());
+        pipeline::ResidentGraphSource src(view.graph(), view.resident(), all, 2);
+        return sampler::NeighborSampler(src, {5, 3}).SampleGroup(seeds, rng_seeds, batches);
+      };
+  // Runs the pass with groups of 2 at first, then whatever `regroup` says; records each batch's
+  // gathered input.
+  auto run = [&](std::function<pipeline::GatherGroupSize(const pipeline::BatchShape&)> regroup,
+                 std::vector<std::vector<float>>* out) {
+    pipeline::EpochRunnerOptions o{.batch_size = 32, .seed = 3, .sample_threads = 1};
+    o.aggregation = pipeline::AggregationOptions{
+        .kind = model::InputAggregation::kMean, .dropout = 0.25f, .training = true};
+    o.dropout_seed = [](int64_t index) { return static_cast<uint64_t>(index) * 7 + 1; };
+    o.gather_group = 2;
+    o.regroup = std::move(regroup);
+    pipeline::EpochRunner runner(&graph, std::move(o));
+    out->clear();
+    return runner.Run(*plan, sample, [&](pipeline::PreparedBatch& b) {
+      REQUIRE(b.aggregated);
+      REQUIRE(b.index == static_cast<int64_t>(out->size()));
+      out->push_back(b.features);
+      return Status::Ok();
+    });
+  };
+  std::vector<std::vector<float>> fixed, grown, varying;
+  auto as_planned = run(nullptr, &fixed);
+  REQUIRE_MESSAGE(as_planned.ok(), as_planned.status().ToString());
+  CHECK(as_planned->last_group == 2);
+  int64_t largest_input = 0;
+  auto grow = run(
+      [&](const pipeline::BatchShape& largest) {
+        largest_input = largest.input_nodes;
+        return pipeline::GatherGroupSize{5, 1};
+      },
+      &grown);
+  REQUIRE_MESSAGE(grow.ok(), grow.status().ToString());
+  CHECK(grow->first_group == 2);
+  CHECK(grow->last_group == 5);
+  CHECK(largest_input > 32);  // the shapes it was given are the sampled batches'
+  // Sizes that shrink below the groups already cut, and grow again.
+  int calls = 0;
+  auto vary = run(
+      [&](const pipeline::BatchShape&) {
+        return pipeline::GatherGroupSize{1 + (++calls % 3), 1};
+      },
+      &varying);
+  REQUIRE_MESSAGE(vary.ok(), vary.status().ToString());
+  CHECK(calls > 3);
+  // Grouping is the read schedule only: every batch gathers the same aggregate, bit for bit.
+  REQUIRE(fixed.size() == 19);
+  CHECK(grown == fixed);
+  CHECK(varying == fixed);
 }

@@ -49,6 +49,7 @@
 #include "skiff/pipeline/buffered_graph.h"
 #include "skiff/pipeline/epoch_plan.h"
 #include "skiff/pipeline/input_aggregator.h"
+#include "skiff/pipeline/memory_budget.h"
 #include "skiff/pipeline/stage_stats.h"
 #include "skiff/sampler/minibatch.h"
 #include "skiff/status.h"
@@ -119,6 +120,12 @@ struct EpochRunnerOptions {
   std::optional<AggregationOptions> aggregation = std::nullopt;
   int gather_group = 1;
   std::function<uint64_t(int64_t index)> dropout_seed = nullptr;
+  // Aggregated, when set: after each group is sampled, the size of the groups not yet admitted
+  // (and what a batch of them is expected to hold while sampled) is recomputed from the largest
+  // batch sampled so far in the pass (`gather_group` and `expected_batch_bytes` are the first
+  // group's: the plan's estimate). Grouping changes the read schedule only, never the batches
+  // or their arithmetic.
+  std::function<GatherGroupSize(const BatchShape& largest)> regroup = nullptr;
   // False: batches go to compute without features (the model holds them on its device); not
   // with aggregation.
   bool gather_features = true;
@@ -157,7 +164,8 @@ struct EpochReport {
   size_t buffer_states = 0;
   double wall_seconds = 0;
   std::vector<StageStats> stages;
-  int64_t peak_batches_in_flight = 0;  // most batches admitted and not yet computed
+  int64_t peak_batches_in_flight = 0;   // most batches admitted and not yet computed
+  int first_group = 0, last_group = 0;  // aggregated: the group sizes the pass began and ended with
   // Most bytes counted for them together (actual once sampled), with the one staging buffer kept
   // for reuse; that buffer is counted twice between the sampling and the gathering of the batch
   // that takes it, so this errs high by at most one staging buffer.

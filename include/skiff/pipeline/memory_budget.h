@@ -54,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "skiff/sampler/minibatch.h"
 #include "skiff/status.h"
 
 namespace skiff::pipeline {
@@ -98,6 +99,22 @@ struct BatchShape {
 // `fanouts` input layer first (the sampler's order).
 BatchShape EstimateBatch(const DegreeProfile& degrees, int64_t batch_size,
                          const std::vector<int>& fanouts);
+
+// The shape of a sampled batch (the run time's view of what EstimateBatch predicts).
+BatchShape ShapeOf(const sampler::MiniBatch& batch);
+// The element-wise larger of two shapes (per block; a shorter one counts as zeros).
+BatchShape LargerShape(const BatchShape& a, const BatchShape& b);
+
+// A gather group of aggregated batches: `group` batches gathered (their rows) while as many of the
+// next group are sampled (structure and lists, `sampled_batch_bytes` each), within an allowance.
+struct GatherGroupSize {
+  int group = 1;
+  uint64_t sampled_batch_bytes = 0;
+};
+// The group for batches of `shape` (the plan's, from EstimateBatch; the runner's, from the largest
+// batch sampled so far): as large as fits in `allowance`, at least 1, at most kMaxGatherGroup.
+GatherGroupSize AggregatedGatherGroup(uint64_t allowance, const BatchShape& shape,
+                                      const DegreeProfile& degrees, int64_t feature_dim);
 
 // Model widths, for the activation estimate.
 struct ModelShape {

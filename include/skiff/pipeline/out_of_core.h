@@ -144,6 +144,7 @@ class OutOfCore {
   std::unique_ptr<BufferedGraph> graph_;
   std::unique_ptr<BufferedGraph> exact_graph_;  // for the disk sources, whatever the mode
   MemoryPlan memory_;
+  DegreeProfile degrees_;  // the plan's, for regrouping from the batches sampled
   HotRowCache row_cache_;  // filled at Create when the plan gives it bytes
   uint32_t plan_capacity_ = 0;
 };
