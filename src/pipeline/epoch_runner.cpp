@@ -33,6 +33,9 @@ struct SampledItem {
   int group_size = 1;
   PreparedBatch prepared;
   std::shared_ptr<const ResidentSet> resident;
+  // Aggregated: the group's aggregation schedule, shared by its batches; the first batch counts
+  // its bytes until the group is gathered.
+  std::shared_ptr<const AggregationPlan> aggregation_plan;
 };
 
 // Admits batches [index, index + count) into the pipeline (a gather group, together) only when
@@ -210,12 +213,10 @@ uint64_t HeldBytes(const sampler::MiniBatch& b, int64_t feature_dim, bool aggreg
   return bytes + b.input_nodes.size() * static_cast<uint64_t>(feature_dim) * 4;
 }
 
-// An aggregated batch's features: two float32 rows per block-0 destination, and the aggregation's
-// transient state per input row.
+// An aggregated batch's features: two float32 rows per block-0 destination (its share of the
+// group's AggregationPlan is counted from sampling on).
 uint64_t AggregatedFeatureBytes(const sampler::MiniBatch& b, int64_t feature_dim) {
-  return static_cast<uint64_t>(b.blocks.at(0).num_dst) * 2 * static_cast<uint64_t>(feature_dim) *
-             4 +
-         b.input_nodes.size() * kAggregationBytesPerRow;
+  return static_cast<uint64_t>(b.blocks.at(0).num_dst) * 2 * static_cast<uint64_t>(feature_dim) * 4;
 }
 
 }  // namespace
@@ -445,11 +446,18 @@ Status EpochRun::SampleItems(StageContext& ctx) {
                                     : "sampling batches " + std::to_string(item->index) + ".." +
                                           std::to_string(item->index + count - 1)));
     if (aggregate_ && opt_.regroup) Regroup(out);
+    // Aggregated: the group's read schedule is prepared here, so its read starts at once.
+    std::shared_ptr<const AggregationPlan> aggregation_plan =
+        aggregate_ ? PrepareAggregation(batches) : nullptr;
     for (SampledItem& sampled_item : out) {
       sampled_item.resident = item->resident;
       PreparedBatch& prepared = sampled_item.prepared;
       // Without gathering (the model holds the features) a batch holds no rows.
       prepared.held_bytes = HeldBytes(prepared.batch, opt_.gather_features ? dim_ : 0, aggregate_);
+      if (aggregation_plan != nullptr && &sampled_item == &out.front()) {
+        prepared.held_bytes += AggregationPlanBytes(*aggregation_plan);
+      }
+      sampled_item.aggregation_plan = aggregation_plan;
       window_.Resize(item->reserved, prepared.held_bytes);
       window_.Observe(prepared.held_bytes);
       if (!sampled_.Push(std::move(sampled_item), ctx.timer())) {
@@ -541,13 +549,21 @@ Status EpochRun::GatherGroup(int64_t first, int size, std::map<int64_t, SampledI
     targets.push_back({&prepared.batch, rows, rows + nd * static_cast<size_t>(dim_),
                        opt_.dropout_seed ? opt_.dropout_seed(i) : 0});
   }
+  const std::shared_ptr<const AggregationPlan> plan = pending->at(first).aggregation_plan;
+  SKIFF_CHECK(plan != nullptr);
   SKIFF_RETURN_IF_ERROR(
-      GatherAggregated(*graph_, *pending->at(first).resident, targets, *opt_.aggregation)
+      GatherAggregated(*graph_, *pending->at(first).resident, *plan, targets, *opt_.aggregation)
           .WithContext("gathering features of batches " + std::to_string(first) + ".." +
                        std::to_string(first + size - 1)));
+  // The schedule is spent: the first batch stops counting it.
+  PreparedBatch& head = pending->at(first).prepared;
+  const uint64_t plan_bytes = std::min(head.held_bytes, AggregationPlanBytes(*plan));
+  window_.Resize(head.held_bytes, head.held_bytes - plan_bytes);
+  head.held_bytes -= plan_bytes;
   for (int64_t i = first; i < first + size; ++i) {
     auto node = pending->extract(i);
     node.mapped().resident.reset();  // unpin
+    node.mapped().aggregation_plan.reset();
     if (!ready_.Push(std::move(node.mapped().prepared), ctx.timer())) {
       return Status::Aborted("cancelled");
     }

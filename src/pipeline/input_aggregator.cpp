@@ -7,22 +7,30 @@
 #include "skiff/log.h"
 
 namespace skiff::pipeline {
+
+struct AggregationPlan {
+  // One input row of one target: sorted by node, so each row is read once for the whole group.
+  struct Entry {
+    int64_t node;
+    uint32_t target;
+    int32_t src;  // local source ID in the target's block 0
+  };
+  static_assert(sizeof(Entry) == 16);
+  // Block 0 transposed: the destinations of each source, and each destination's mean weight.
+  struct Transposed {
+    std::vector<int32_t> offsets;  // num_src + 1
+    std::vector<int32_t> dst;      // edges, grouped by source
+    std::vector<float> weight;     // per destination: 1 / degree (as cpu::CsrAggregateForward)
+  };
+  std::vector<size_t> input_rows;  // per batch (a check that the targets are the batches)
+  std::vector<Entry> entries;
+  std::vector<Transposed> transposed;  // per batch
+};
+
 namespace {
 
-// One input row of one target: sorted by node, so each row is read once for the whole group.
-struct Entry {
-  int64_t node;
-  uint32_t target;
-  int32_t src;  // local source ID in the target's block 0
-};
-static_assert(sizeof(Entry) == 16);
-
-// Block 0 transposed: the destinations of each source, and each destination's mean weight.
-struct Transposed {
-  std::vector<int32_t> offsets;  // num_src + 1
-  std::vector<int32_t> dst;      // edges, grouped by source
-  std::vector<float> weight;     // per destination: 1 / degree (as cpu::CsrAggregateForward)
-};
+using Entry = AggregationPlan::Entry;
+using Transposed = AggregationPlan::Transposed;
 
 void Transpose(const sampler::Block& block, Transposed* t) {
   t->offsets.assign(static_cast<size_t>(block.num_src) + 1, 0);
@@ -59,32 +67,60 @@ void Apply(const AggregationTarget& target, const Transposed& t, int32_t src, co
 
 }  // namespace
 
-Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
-                        std::span<const AggregationTarget> targets,
-                        const AggregationOptions& options) {
-  SKIFF_CHECK(options.kind == model::InputAggregation::kMean);
-  const int64_t dim = graph.feature_dim();
-  std::vector<Transposed> transposed(targets.size());
-  std::vector<Entry> entries;
+std::shared_ptr<const AggregationPlan> PrepareAggregation(
+    std::span<const sampler::MiniBatch* const> batches) {
+  auto plan = std::make_shared<AggregationPlan>();
+  for (const sampler::MiniBatch* batch : batches)
+    plan->input_rows.push_back(batch->input_nodes.size());
+  plan->transposed.resize(batches.size());
   size_t num_entries = 0;
-  for (const AggregationTarget& target : targets) num_entries += target.batch->input_nodes.size();
-  entries.reserve(num_entries);
-  for (size_t t = 0; t < targets.size(); ++t) {
-    const sampler::MiniBatch& batch = *targets[t].batch;
+  for (const sampler::MiniBatch* batch : batches) num_entries += batch->input_nodes.size();
+  plan->entries.reserve(num_entries);
+  for (size_t t = 0; t < batches.size(); ++t) {
+    const sampler::MiniBatch& batch = *batches[t];
     SKIFF_CHECK(!batch.blocks.empty());
     const sampler::Block& block = batch.blocks[0];
     SKIFF_CHECK(block.num_src == static_cast<int64_t>(batch.input_nodes.size()));
-    Transpose(block, &transposed[t]);
-    std::fill_n(targets[t].aggregated, block.num_dst * dim, 0.0f);
+    Transpose(block, &plan->transposed[t]);
     for (int64_t s = 0; s < block.num_src; ++s) {
-      entries.push_back({batch.input_nodes[static_cast<size_t>(s)], static_cast<uint32_t>(t),
-                         static_cast<int32_t>(s)});
+      plan->entries.push_back({batch.input_nodes[static_cast<size_t>(s)], static_cast<uint32_t>(t),
+                               static_cast<int32_t>(s)});
     }
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+  std::sort(plan->entries.begin(), plan->entries.end(), [](const Entry& a, const Entry& b) {
     return a.node != b.node ? a.node < b.node : a.target < b.target;
   });
+  return plan;
+}
 
+uint64_t AggregationPlanBytes(const AggregationPlan& plan) {
+  uint64_t bytes = plan.entries.capacity() * sizeof(Entry);
+  for (const Transposed& t : plan.transposed) {
+    bytes += (t.offsets.capacity() + t.dst.capacity() + t.weight.capacity()) * 4;
+  }
+  return bytes;
+}
+
+Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
+                        std::span<const AggregationTarget> targets,
+                        const AggregationOptions& options) {
+  std::vector<const sampler::MiniBatch*> batches;
+  for (const AggregationTarget& target : targets) batches.push_back(target.batch);
+  return GatherAggregated(graph, resident, *PrepareAggregation(batches), targets, options);
+}
+
+Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
+                        const AggregationPlan& plan, std::span<const AggregationTarget> targets,
+                        const AggregationOptions& options) {
+  SKIFF_CHECK(options.kind == model::InputAggregation::kMean);
+  SKIFF_CHECK(targets.size() == plan.input_rows.size());
+  const int64_t dim = graph.feature_dim();
+  for (size_t t = 0; t < targets.size(); ++t) {
+    SKIFF_CHECK(targets[t].batch->input_nodes.size() == plan.input_rows[t]);
+    std::fill_n(targets[t].aggregated, targets[t].batch->blocks[0].num_dst * dim, 0.0f);
+  }
+  const std::vector<Entry>& entries = plan.entries;
+  const std::vector<Transposed>& transposed = plan.transposed;
   const bool drop = options.training && options.dropout > 0.0f;
   std::vector<uint64_t> mask_seeds(targets.size());
   for (size_t t = 0; t < targets.size(); ++t) {

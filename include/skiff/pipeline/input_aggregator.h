@@ -13,8 +13,9 @@
 // (the order the rows arrive) instead of CSR order; so the two agree to float rounding, and the
 // result depends neither on how batches are grouped nor on the budget or thread timing.
 //
-// Memory while a group is gathered: per batch, block 0 transposed ((num_src + 1 + edges) x 4 B) and
-// one entry per input row (kAggregationBytesPerRow). The rows themselves are not staged: the
+// Memory from the group's sampling to the end of its gathering (its AggregationPlan): per batch,
+// block 0 transposed ((num_src + 1 + edges) x 4 B) and one entry per input row
+// (kAggregationBytesPerRow). The rows themselves are not staged: the
 // union is streamed in node order (BufferedGraph::StreamFeatures), each row added to its targets
 // straight from the buffer pool's scratch while the following reads are in flight, in windows of
 // kStreamWindowRows rows (kStreamWindowBytesPerRow of bookkeeping each), so the group's read is one
@@ -24,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "skiff/model/model.h"
@@ -53,9 +55,23 @@ inline constexpr uint64_t kAggregationBytesPerRow = 16 + 4 + 4;
 inline constexpr size_t kStreamWindowRows = 65536;
 inline constexpr uint64_t kStreamWindowBytesPerRow = 64;
 
+// A group's aggregation schedule: its input rows sorted by node, and each batch's block 0
+// transposed (the per-input-row state above). Built from the sampled batches alone, so it can be
+// prepared while the previous group is read (the pipeline builds it on the sampler thread), and
+// the read then starts at once. Immutable once built.
+struct AggregationPlan;
+std::shared_ptr<const AggregationPlan> PrepareAggregation(
+    std::span<const sampler::MiniBatch* const> batches);
+uint64_t AggregationPlanBytes(const AggregationPlan& plan);  // what the plan holds
+
 // Reads every input row of every target once (through graph.StreamFeatures under `resident`:
 // pinned partitions, the hot row cache, or streamed reads) and writes each target's outputs.
-// Returns the first read error; on error the outputs are unspecified.
+// `plan` must have been prepared from the targets' batches, in the same order. Returns the first
+// read error; on error the outputs are unspecified.
+Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
+                        const AggregationPlan& plan, std::span<const AggregationTarget> targets,
+                        const AggregationOptions& options);
+// The same, preparing the plan first.
 Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
                         std::span<const AggregationTarget> targets,
                         const AggregationOptions& options);
