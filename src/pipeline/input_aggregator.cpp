@@ -70,11 +70,12 @@ void Apply(const AggregationTarget& target, const Transposed& t, int32_t src, co
 std::shared_ptr<const AggregationPlan> PrepareAggregation(
     std::span<const sampler::MiniBatch* const> batches) {
   auto plan = std::make_shared<AggregationPlan>();
-  for (const sampler::MiniBatch* batch : batches)
-    plan->input_rows.push_back(batch->input_nodes.size());
   plan->transposed.resize(batches.size());
   size_t num_entries = 0;
-  for (const sampler::MiniBatch* batch : batches) num_entries += batch->input_nodes.size();
+  for (const sampler::MiniBatch* batch : batches) {
+    plan->input_rows.push_back(batch->input_nodes.size());
+    num_entries += batch->input_nodes.size();
+  }
   plan->entries.reserve(num_entries);
   for (size_t t = 0; t < batches.size(); ++t) {
     const sampler::MiniBatch& batch = *batches[t];

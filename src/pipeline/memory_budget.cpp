@@ -239,6 +239,18 @@ int GroupFor(uint64_t bytes, uint64_t batch, const BatchShape& shape, const Degr
   return group;
 }
 
+}  // namespace
+
+GatherGroupSize AggregatedGatherGroup(uint64_t allowance, const BatchShape& shape,
+                                      const DegreeProfile& degrees, int64_t feature_dim) {
+  GatherGroupSize size;
+  size.group = GroupFor(allowance, AggregatedBatchBytes(shape, feature_dim), shape, degrees,
+                        &size.sampled_batch_bytes);
+  return size;
+}
+
+namespace {
+
 // Feature columns a batch holds on the host: none when the model holds the rows on its device.
 int64_t HostFeatureDim(const MemoryBudgetInputs& in) {
   return in.features_on_device ? 0 : in.feature_dim;
@@ -343,17 +355,20 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
     // Aggregated groups read most of the file whatever is resident: the batches take it all, as
     // one group as large as fits (each read of the file then serves as many batches as possible)
     // plus the next group's sampled structure.
-    plan.gather_group = GroupFor(discretionary, plan.batch_bytes, plan.train_batch, degrees,
-                                 &plan.sampled_batch_bytes);
+    const GatherGroupSize train =
+        AggregatedGatherGroup(discretionary, plan.train_batch, degrees, in.feature_dim);
+    plan.gather_group = train.group;
+    plan.sampled_batch_bytes = train.sampled_batch_bytes;
     plan.planned_in_flight = 2 * plan.gather_group;
     // A group of one that does not fit with the next batch's sampling runs one batch at a time.
     plan.batch_allowance =
         std::min(discretionary, static_cast<uint64_t>(plan.gather_group) *
                                     (plan.batch_bytes + plan.sampled_batch_bytes));
     const BatchShape eval = EstimateBatch(degrees, plan.eval_batch_size, in.eval_fanouts);
-    plan.eval_gather_group =
-        GroupFor(plan.batch_allowance, AggregatedBatchBytes(eval, in.feature_dim), eval, degrees,
-                 &plan.eval_sampled_batch_bytes);
+    const GatherGroupSize eval_group =
+        AggregatedGatherGroup(plan.batch_allowance, eval, degrees, in.feature_dim);
+    plan.eval_gather_group = eval_group.group;
+    plan.eval_sampled_batch_bytes = eval_group.sampled_batch_bytes;
   } else {
     const uint64_t fit = discretionary / 2 / std::max<uint64_t>(plan.batch_bytes, 1);
     plan.planned_in_flight = static_cast<int>(
@@ -421,14 +436,6 @@ BatchShape LargerShape(const BatchShape& a, const BatchShape& b) {
   out.src = larger(a.src, b.src);
   out.edges = larger(a.edges, b.edges);
   return out;
-}
-
-GatherGroupSize AggregatedGatherGroup(uint64_t allowance, const BatchShape& shape,
-                                      const DegreeProfile& degrees, int64_t feature_dim) {
-  GatherGroupSize size;
-  size.group = GroupFor(allowance, AggregatedBatchBytes(shape, feature_dim), shape, degrees,
-                        &size.sampled_batch_bytes);
-  return size;
 }
 
 Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile& degrees) {
