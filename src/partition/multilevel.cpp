@@ -127,9 +127,6 @@ void RefineWeighted(const WeightedGraph& g, int k, int64_t cap, double alpha,
 
 }  // namespace
 
-// Multilevel placement of a weighted graph: coarsen by size-bounded label propagation, place the
-// coarsest graph greedily in BFS order (Fennel objective, whole clusters under the cap), then
-// project and refine level by level.
 std::vector<int32_t> MultilevelPlace(const WeightedGraph& fine, int k, int64_t cap, double alpha) {
   std::vector<WeightedGraph> levels;
   std::vector<std::vector<int32_t>> maps;  // maps[i]: level i vertex -> level i+1 vertex
