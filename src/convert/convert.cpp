@@ -12,7 +12,7 @@
 #include "skiff/convert/csr_builder.h"
 #include "skiff/convert/external_sort.h"
 #include "skiff/convert/feature_values.h"
-#include "skiff/convert/id_map.h"
+#include "skiff/convert/id_map_builder.h"
 #include "skiff/convert/metis.h"
 #include "skiff/convert/npz_graph.h"
 #include "skiff/convert/ogb.h"
@@ -187,7 +187,7 @@ Result<DenseOutcome> ReadEdgeListDense(Job& job, EdgeSorter& sorter, uint64_t bi
                                      "integer IDs in [0, N) (use --id-map=auto for other IDs)");
         }
         LogInfo(reader->Where() + ": node ID \"" + std::string(field.substr(0, 60)) +
-                "\" is not a non-negative integer; mapping IDs through RocksDB (idmap/)");
+                "\" is not a non-negative integer; mapping IDs (idmap/)");
         return DenseOutcome::kNotDense;
       }
       if (*value >= bitmap_limit_ids) {
@@ -197,7 +197,7 @@ Result<DenseOutcome> ReadEdgeListDense(Job& job, EdgeSorter& sorter, uint64_t bi
                                      "--id-map=auto");
         }
         LogInfo(reader->Where() + ": node ID " + std::to_string(*value) +
-                " is too large to be a dense ID; mapping IDs through RocksDB (idmap/)");
+                " is too large to be a dense ID; mapping IDs (idmap/)");
         return DenseOutcome::kNotDense;
       }
     }
@@ -216,7 +216,7 @@ Result<DenseOutcome> ReadEdgeListDense(Job& job, EdgeSorter& sorter, uint64_t bi
     if (distinct != static_cast<uint64_t>(max_id + 1)) {
       LogInfo("node IDs are integers but not dense: " + std::to_string(distinct) +
               " distinct IDs with the largest " + std::to_string(max_id) +
-              "; mapping IDs through RocksDB (idmap/)");
+              "; mapping IDs (idmap/)");
       return DenseOutcome::kNotDense;
     }
   }
@@ -224,34 +224,45 @@ Result<DenseOutcome> ReadEdgeListDense(Job& job, EdgeSorter& sorter, uint64_t bi
   return DenseOutcome::kDense;
 }
 
-Status ReadEdgeListMapped(Job& job, EdgeSorter& sorter, uint64_t map_memory_bytes,
-                          int64_t* num_nodes) {
-  const std::string map_dir = job.writer.temp_dir() + "/" + format::kIdMapDir;
-  SKIFF_ASSIGN_OR_RETURN(auto map, IdMap::Create(map_dir, map_memory_bytes));
+// Reads the edge list once, giving its IDs dense numbers by sorting (IdMapBuilder: runs spilled
+// within the budget, merged, bulk-loaded into idmap/), then replays the mapped edges into the
+// sorter. With `detect_dense`, IDs that turn out to be the integers [0, N) map to themselves and
+// no map is written (the dense path's result, for input that cannot be read twice).
+Status ConvertEdgeListMapped(Job& job, bool detect_dense) {
+  IdMapBuilderOptions bo;
+  bo.memory_bytes = job.memory_bytes * 9 / 10;
+  bo.spill_parent_dir = job.opt.tmp_dir.empty() ? job.writer.temp_dir() : job.opt.tmp_dir;
+  bo.detect_dense_integers = detect_dense;
+  bo.max_identity_id = static_cast<int64_t>(std::max<uint64_t>(job.memory_bytes / 10, 4096) * 8);
+  SKIFF_ASSIGN_OR_RETURN(auto builder, IdMapBuilder::Create(bo));
   SKIFF_ASSIGN_OR_RETURN(auto reader, EdgeListReader::Open(job.opt.input, job.opt.edge_list));
   Progress progress("read " + BaseName(job.opt.input) + " (mapping IDs)",
                     reader->lines().file_bytes(), "B");
   uint64_t edges = 0;
   std::string_view s, d;
   while (reader->Next(&s, &d)) {
-    auto src = map->GetOrAssign(s);
-    if (!src.ok()) return src.status().WithContext(reader->Where());
-    auto dst = map->GetOrAssign(d);
-    if (!dst.ok()) return dst.status().WithContext(reader->Where());
-    SKIFF_RETURN_IF_ERROR(sorter.Add(*src, *dst));
+    if (Status st = builder->Add(s, d); !st.ok()) return st.WithContext(reader->Where());
     if (++edges % kProgressEvery == 0) progress.Set(reader->lines().file_bytes_read());
   }
   SKIFF_RETURN_IF_ERROR(reader->status());
   progress.Set(reader->lines().file_bytes_read());
   progress.Finish();
-  *num_nodes = map->size();
-  LogDebug("ID map: " + std::to_string(map->size()) + " IDs, " + std::to_string(map->cache_hits()) +
-           " cache hits, " + std::to_string(map->db_lookups()) + " RocksDB lookups");
-  SKIFF_RETURN_IF_ERROR(map->Close());
+  reader.reset();
+  SKIFF_RETURN_IF_ERROR(builder->Finish(job.writer.temp_dir() + "/" + format::kIdMapDir));
+  const int64_t num_nodes = builder->num_nodes();
+  const uint64_t sorter_bytes =
+      std::max(job.memory_bytes / 10,
+               job.memory_bytes - std::min(job.memory_bytes, builder->replay_bytes()));
+  SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, job.undirected, sorter_bytes));
+  SKIFF_RETURN_IF_ERROR(
+      builder->Replay([&](int64_t src, int64_t dst) { return sorter->Add(src, dst); }));
   job.summary.input_edges = edges;
-  job.summary.id_map_used = true;
-  job.writer.manifest().has_id_map = true;
-  return Status::Ok();
+  job.summary.id_map_used = !builder->identity();
+  job.summary.id_runs_spilled = builder->stats().runs_spilled;
+  job.summary.id_bytes_spilled = builder->stats().bytes_spilled;
+  job.writer.manifest().has_id_map = !builder->identity();
+  builder.reset();
+  return BuildCsr(job, *sorter, num_nodes);
 }
 
 // Classes are the labels 0 .. max: a stray large label silently makes the model's output that
@@ -282,24 +293,17 @@ bool IsRegularFile(const std::string& path) {
 
 Status ConvertEdgeList(Job& job) {
   job.undirected = job.opt.direction == Direction::kUndirected;
-  int64_t num_nodes = 0;
-  if (job.opt.id_map != IdMapMode::kAlways) {
+  // A regular file can be read twice: try the fast dense path first, and map IDs only if they are
+  // not dense. A pipe is read once, by the mapping pass, which also recognises dense integers.
+  const bool regular = IsRegularFile(job.opt.input);
+  if (job.opt.id_map == IdMapMode::kNever || (job.opt.id_map == IdMapMode::kAuto && regular)) {
+    int64_t num_nodes = 0;
     SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, job.undirected, job.memory_bytes * 8 / 10));
     SKIFF_ASSIGN_OR_RETURN(DenseOutcome outcome,
                            ReadEdgeListDense(job, *sorter, job.memory_bytes / 10, &num_nodes));
     if (outcome == DenseOutcome::kDense) return BuildCsr(job, *sorter, num_nodes);
   }
-  // The sorter of the dense attempt (and its spill files) is gone; read again through the map --
-  // which a pipe cannot do.
-  if (!IsRegularFile(job.opt.input)) {
-    return Status::InvalidArgument(job.opt.input +
-                                   " is not a regular file (a pipe?) and its IDs need mapping, "
-                                   "which reads the input a second time: write it to a file "
-                                   "first, then convert that");
-  }
-  SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, job.undirected, job.memory_bytes * 35 / 100));
-  SKIFF_RETURN_IF_ERROR(ReadEdgeListMapped(job, *sorter, job.memory_bytes * 55 / 100, &num_nodes));
-  return BuildCsr(job, *sorter, num_nodes);
+  return ConvertEdgeListMapped(job, job.opt.id_map == IdMapMode::kAuto && !regular);
 }
 
 // --- METIS

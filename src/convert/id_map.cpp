@@ -4,11 +4,13 @@
 #include <rocksdb/db.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/options.h>
+#include <rocksdb/sst_file_writer.h>
 #include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <unordered_map>
 #include <vector>
@@ -244,6 +246,104 @@ Status IdMap::Close() {
   SKIFF_RETURN_IF_ERROR(ToStatus(im.db->Close(), "close ID map " + im.dir));
   im.db.reset();
   im.cache.clear();
+  return Status::Ok();
+}
+
+// --- Bulk load --------------------------------------------------------------------------------
+
+namespace {
+
+// Options of a bulk-loaded map: the same table format as Create's, so readers see no difference.
+rocksdb::Options BulkLoadOptions() {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.error_if_exists = true;
+  options.compression = rocksdb::kNoCompression;
+  rocksdb::BlockBasedTableOptions table;
+  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  return options;
+}
+
+}  // namespace
+
+class IdMapBulkLoad::Impl {
+ public:
+  Impl()
+      : dense(rocksdb::EnvOptions(), BulkLoadOptions()),
+        raw(rocksdb::EnvOptions(), BulkLoadOptions()) {}
+  ~Impl() {
+    std::error_code ec;
+    if (!finished) {
+      std::filesystem::remove(dense_path, ec);
+      std::filesystem::remove(raw_path, ec);
+    }
+  }
+  std::string dir;
+  std::string dense_path, raw_path;
+  rocksdb::SstFileWriter dense;
+  rocksdb::SstFileWriter raw;
+  std::string last_raw_key;
+  bool finished = false;
+};
+
+IdMapBulkLoad::IdMapBulkLoad(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+IdMapBulkLoad::~IdMapBulkLoad() = default;
+
+Result<std::unique_ptr<IdMapBulkLoad>> IdMapBulkLoad::Create(const std::string& dir,
+                                                             const std::string& scratch_dir) {
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  impl->dense_path = scratch_dir + "/idmap-dense.sst";
+  impl->raw_path = scratch_dir + "/idmap-raw.sst";
+  SKIFF_RETURN_IF_ERROR(
+      ToStatus(impl->dense.Open(impl->dense_path), "create ID map file " + impl->dense_path));
+  SKIFF_RETURN_IF_ERROR(
+      ToStatus(impl->raw.Open(impl->raw_path), "create ID map file " + impl->raw_path));
+  return std::unique_ptr<IdMapBulkLoad>(new IdMapBulkLoad(std::move(impl)));
+}
+
+Status IdMapBulkLoad::AddDense(std::string_view raw) {
+  SKIFF_RETURN_IF_ERROR(
+      ToStatus(impl_->dense.Put(DenseKey(dense_count_), rocksdb::Slice(raw.data(), raw.size())),
+               "write ID map file " + impl_->dense_path));
+  ++dense_count_;
+  return Status::Ok();
+}
+
+Status IdMapBulkLoad::AddRaw(std::string_view raw, int64_t dense) {
+  std::string key = RawKey(raw);
+  SKIFF_CHECK_MSG(raw_count_ == 0 || impl_->last_raw_key < key, "AddRaw: raw IDs out of order");
+  SKIFF_RETURN_IF_ERROR(
+      ToStatus(impl_->raw.Put(key, EncodeValue(dense)), "write ID map file " + impl_->raw_path));
+  impl_->last_raw_key = std::move(key);
+  ++raw_count_;
+  return Status::Ok();
+}
+
+Status IdMapBulkLoad::Finish() {
+  Impl& im = *impl_;
+  if (dense_count_ != raw_count_) {
+    return Status::InvalidArgument("ID map " + im.dir + ": " + std::to_string(dense_count_) +
+                                   " dense IDs but " + std::to_string(raw_count_) + " raw IDs");
+  }
+  std::vector<std::string> files;
+  if (dense_count_ > 0) {
+    SKIFF_RETURN_IF_ERROR(ToStatus(im.dense.Finish(), "finish ID map file " + im.dense_path));
+    SKIFF_RETURN_IF_ERROR(ToStatus(im.raw.Finish(), "finish ID map file " + im.raw_path));
+    files = {im.dense_path, im.raw_path};
+  }
+  rocksdb::DB* db_raw = nullptr;
+  SKIFF_RETURN_IF_ERROR(
+      ToStatus(rocksdb::DB::Open(BulkLoadOptions(), im.dir, &db_raw), "create ID map " + im.dir));
+  std::unique_ptr<rocksdb::DB> db(db_raw);
+  if (!files.empty()) {
+    rocksdb::IngestExternalFileOptions ingest;
+    ingest.move_files = true;
+    SKIFF_RETURN_IF_ERROR(ToStatus(db->IngestExternalFile(files, ingest), "load ID map " + im.dir));
+  }
+  SKIFF_RETURN_IF_ERROR(ToStatus(db->Close(), "close ID map " + im.dir));
+  im.finished = true;
   return Status::Ok();
 }
 

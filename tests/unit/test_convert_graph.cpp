@@ -1,6 +1,7 @@
 // ConvertGraph end to end on small inputs: counts, ID mapping, OGB, and atomic output (a failure
 // part-way leaves no output directory and no temporary directory).
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include "skiff/convert/convert.h"
 #include "skiff/convert/id_map.h"
@@ -324,4 +326,83 @@ TEST_CASE("convert: a METIS file that lists an edge at one end only is stored sy
   auto sym = format::Dataset::Open(dir / "s");
   REQUIRE(sym.ok());
   CHECK((*sym)->manifest().num_edges == 4);
+}
+
+namespace {
+// Serves `bytes` through a named pipe at `path` from a thread, as `zcat file | skiff convert
+// /dev/stdin` would: the converter can read it once, and cannot seek or stat its size.
+class FifoFeeder {
+ public:
+  FifoFeeder(const std::string& path, std::string bytes) : path_(path), bytes_(std::move(bytes)) {
+    REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+    thread_ = std::thread([this] {
+      std::ofstream out(path_, std::ios::binary);
+      out.write(bytes_.data(), static_cast<std::streamsize>(bytes_.size()));
+    });
+  }
+  ~FifoFeeder() { thread_.join(); }
+
+ private:
+  const std::string path_;
+  const std::string bytes_;
+  std::thread thread_;
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void CheckSameGraph(const std::string& a, const std::string& b) {
+  auto da = format::Dataset::Open(a);
+  auto db = format::Dataset::Open(b);
+  REQUIRE(da.ok());
+  REQUIRE(db.ok());
+  CHECK((*da)->manifest().num_nodes == (*db)->manifest().num_nodes);
+  CHECK((*da)->manifest().has_id_map == (*db)->manifest().has_id_map);
+  for (const char* file : {"graph.offsets", "graph.neighbors"}) {
+    CAPTURE(file);
+    CHECK(ReadAll(a + "/" + file) == ReadAll(b + "/" + file));
+  }
+}
+}  // namespace
+
+TEST_CASE("convert: piped and gzip-piped input, string or dense IDs, converts as the file does") {
+  testing::TempDir dir;
+  std::string strings, dense;
+  for (int64_t i = 0; i < 150000; ++i) {
+    strings += "acct:" + std::to_string(i * 7919 % 6007) +
+               "\tacct:" + std::to_string(i * 104729 % 5003) + "\n";
+    if (i < 40000)
+      dense += std::to_string(i * 7919 % 3000) + " " + std::to_string(i * 31 % 3000) + "\n";
+  }
+  for (const auto& [name, text] : {std::pair{"strings", strings}, std::pair{"dense", dense}}) {
+    CAPTURE(name);
+    const std::string file = dir / (std::string(name) + ".tsv");
+    WriteText(file, text);
+    WriteGz(file + ".gz", text);
+    auto o = Options(file, dir / (std::string(name) + "-file"));
+    REQUIRE(ConvertGraph(o).ok());
+    for (const std::string& source : {file, file + ".gz"}) {
+      for (const uint64_t memory : {uint64_t{16} << 20, uint64_t{1} << 20}) {
+        CAPTURE(source);
+        CAPTURE(memory);
+        const std::string fifo = dir / "pipe";
+        const std::string out = dir / "piped";
+        Result<ConvertSummary> s = Status::Internal("not run");
+        {
+          FifoFeeder feeder(fifo, ReadAll(source));
+          auto p = Options(fifo, out);
+          p.memory_bytes = memory;
+          s = ConvertGraph(p);
+        }
+        REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+        CHECK(s->id_map_used == (std::string(name) == "strings"));
+        if (memory < (2u << 20) && s->id_map_used) CHECK(s->id_runs_spilled >= 2);
+        CheckSameGraph(dir / (std::string(name) + "-file"), out);
+        fs::remove(fifo);
+        fs::remove_all(out);
+      }
+    }
+  }
 }

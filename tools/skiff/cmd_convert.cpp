@@ -138,6 +138,12 @@ int RunConvert(const ConvertFlags& f) {
                 static_cast<unsigned long long>(s.runs_spilled),
                 FormatBytes(s.bytes_spilled).c_str());
   }
+  if (s.id_map_used) {
+    std::printf("id map       %lld IDs by sorting, %llu runs spilled (%s), bulk-loaded\n",
+                static_cast<long long>(s.num_nodes),
+                static_cast<unsigned long long>(s.id_runs_spilled),
+                FormatBytes(s.id_bytes_spilled).c_str());
+  }
   std::printf("time         %s, %s edges/s, peak RSS %s\n", FormatSeconds(s.seconds).c_str(),
               FormatCount(rate).c_str(), FormatBytes(PeakRssBytes()).c_str());
   if (f.partitions > 0) {

@@ -3,7 +3,8 @@
 // dataset (docs/FORMAT.md), streaming, in memory bounded by ConvertOptions::memory_bytes.
 //
 // Pipeline (docs/convert.md explains each decision):
-//   parse -> node IDs to dense [0, N) (identity when already dense, else the RocksDB IdMap) ->
+//   parse -> node IDs to dense [0, N) (identity when already dense, else mapped by sorting:
+//   IdMapBuilder, bulk-loaded into the RocksDB IdMap) ->
 //   EdgeSorter (in memory, or sorted runs spilled and k-way merged) -> WriteCsr ->
 //   features / labels (from the input, or .npy files) -> splits -> DatasetWriter::Commit().
 // Every failure returns a Status naming the file, the line (or byte offset) and what was expected,
@@ -65,6 +66,8 @@ struct ConvertSummary {
   uint64_t runs_spilled = 0;
   uint64_t bytes_spilled = 0;
   bool id_map_used = false;
+  uint64_t id_runs_spilled = 0;   // ID mapping: sorted runs written (0: every ID fit in memory)
+  uint64_t id_bytes_spilled = 0;  // ID mapping: bytes of its spill files
   int64_t feature_dim = 0;
   int64_t num_classes = 0;
   int64_t train_count = 0, valid_count = 0, test_count = 0;

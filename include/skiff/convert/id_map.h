@@ -67,4 +67,38 @@ class IdMap {
   uint64_t db_lookups_ = 0;
 };
 
+// IdMapBulkLoad: writes a new map (the layout above) from two sorted streams, without a write
+// path: the entries go into two SST files (rocksdb::SstFileWriter), which Finish() ingests into a
+// new database in `dir` (IngestExternalFile). AddDense must be called for dense IDs 0, 1, 2, ... in
+// that order; AddRaw for raw IDs in strictly increasing byte order (memcmp); the two may
+// interleave. Memory: a few data blocks per file. The SST files are written in `scratch_dir` and
+// moved into the map (copied when it is on another file system); an error leaves no database.
+//
+// Thread safety: used by one thread.
+class IdMapBulkLoad {
+ public:
+  static Result<std::unique_ptr<IdMapBulkLoad>> Create(const std::string& dir,
+                                                       const std::string& scratch_dir);
+  ~IdMapBulkLoad();  // abandons an unfinished load (its SST files are removed)
+  IdMapBulkLoad(const IdMapBulkLoad&) = delete;
+  IdMapBulkLoad& operator=(const IdMapBulkLoad&) = delete;
+
+  // Records raw ID `raw` as dense ID dense_count() (then incremented).
+  Status AddDense(std::string_view raw);
+  // Records raw -> dense; raw must be greater (memcmp) than the previous AddRaw's.
+  Status AddRaw(std::string_view raw, int64_t dense);
+  // Ingests both files into the new database in `dir` and closes it. InvalidArgument if the
+  // numbers of AddDense and AddRaw calls differ.
+  Status Finish();
+
+  int64_t dense_count() const { return dense_count_; }
+
+ private:
+  class Impl;
+  explicit IdMapBulkLoad(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  int64_t dense_count_ = 0;
+  int64_t raw_count_ = 0;
+};
+
 }  // namespace skiff::convert
