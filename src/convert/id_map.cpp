@@ -253,15 +253,14 @@ Status IdMap::Close() {
 
 namespace {
 
-// Options of a bulk-loaded map: the same table format as Create's, so readers see no difference.
+// Options of a bulk-loaded map. No Bloom filter: the map is one sorted file per key kind, so a
+// lookup is one index search whatever the filter says, and SstFileWriter would hold every key's
+// filter hash in memory until the file is finished (8 bytes per ID, per file).
 rocksdb::Options BulkLoadOptions() {
   rocksdb::Options options;
   options.create_if_missing = true;
   options.error_if_exists = true;
   options.compression = rocksdb::kNoCompression;
-  rocksdb::BlockBasedTableOptions table;
-  table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
-  options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
   return options;
 }
 

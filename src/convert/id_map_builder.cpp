@@ -8,6 +8,7 @@
 #include "skiff/convert/id_map.h"
 #include "skiff/convert/line_reader.h"
 #include "skiff/convert/spill_file.h"
+#include "skiff/prefetch.h"
 #include "skiff/progress.h"
 
 namespace skiff::convert {
@@ -43,12 +44,6 @@ class BlockArray {
   size_t size_ = 0;
 };
 
-struct RawRef {
-  const char* data = nullptr;
-  uint32_t len = 0;
-  std::string_view view() const { return {data, len}; }
-};
-
 struct LocalEdge {
   uint32_t src = 0;
   uint32_t dst = 0;
@@ -78,119 +73,169 @@ uint64_t Prefix(std::string_view raw) {
 
 // --- One run in memory --------------------------------------------------------------------------
 
+// An edge whose endpoints are hashed, waiting in a batch (see IdMapBuilder::Add).
+struct HashedEdge {
+  std::string_view src, dst;
+  uint64_t src_hash = 0, dst_hash = 0;
+};
+
 class IdMapBuilder::Run {
  public:
+  // A table slot: the high half of the raw ID's hash, its local ID + 1 (0: empty) and where its
+  // bytes are in the arena, so a probe reads one slot and one arena entry.
+  struct Slot {
+    uint32_t tag = 0;
+    uint32_t local_plus_1 = 0;
+    const char* entry = nullptr;  // arena entry: uint32 length, then the bytes
+  };
+  static_assert(sizeof(Slot) == 16);
+
   explicit Run(uint64_t budget)
       : budget_(budget),
         arena_block_bytes_(std::clamp<uint64_t>(budget / 64, 4 << 10, 8 << 20)),
-        locals_(std::clamp<size_t>(budget / 1024 / sizeof(RawRef), 256, 1 << 16)),
         edges_(std::clamp<size_t>(budget / 512 / sizeof(LocalEdge), 512, 1 << 16)) {
-    table_.assign(kInitialSlots, 0);
+    table_.assign(kInitialSlots, Slot{});
+  }
+
+  // Prefetches the table slots of a batch, then the arena entries those slots point to: the
+  // probes of TryAdd then find them in cache instead of waiting for each miss in turn.
+  void Prefetch(const HashedEdge* batch, size_t n) const {
+    const size_t mask = table_.size() - 1;
+    for (size_t i = 0; i < n; ++i) {
+      PrefetchRead(&table_[batch[i].src_hash & mask]);
+      PrefetchRead(&table_[batch[i].dst_hash & mask]);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      for (const uint64_t h : {batch[i].src_hash, batch[i].dst_hash}) {
+        const Slot& slot = table_[h & mask];
+        if (slot.tag == static_cast<uint32_t>(h >> 32)) PrefetchRead(slot.entry);
+      }
+    }
   }
 
   // Adds an edge; false (nothing added) when it would take the run over its budget. An empty run
   // always accepts, so every run makes progress.
-  bool TryAdd(std::string_view src, std::string_view dst) {
-    if (edges_.size() > 0 && bytes() + GrowthBytes(src.size() + dst.size()) > budget_) return false;
-    if ((locals_.size() + 2) * 4 > table_.size() * 3) Rehash(table_.size() * 2);
-    const uint32_t s = Intern(src);
-    const uint32_t d = Intern(dst);
+  bool TryAdd(const HashedEdge& e) {
+    if (edges_.size() > 0 && ProjectedBytes(e.src.size() + e.dst.size()) > budget_) return false;
+    if ((distinct_ + 2) * 4 > table_.size() * 3) Rehash(table_.size() * 2);
+    const uint32_t s = Intern(e.src, e.src_hash);
+    const uint32_t d = Intern(e.dst, e.dst_hash);
     edges_.push_back(LocalEdge{s, d});
     return true;
   }
 
   bool empty() const { return edges_.size() == 0; }
-  uint32_t distinct() const { return static_cast<uint32_t>(locals_.size()); }
+  uint32_t distinct() const { return distinct_; }
   size_t edge_count() const { return edges_.size(); }
-  std::string_view raw(uint32_t local) const { return locals_[local].view(); }
   const LocalEdge& edge(size_t i) const { return edges_[i]; }
   uint64_t edge_bytes() const { return edges_.bytes(); }
 
-  // Local IDs in byte order of their raw IDs.
-  std::vector<uint32_t> SortedLocals() const {
-    struct Key {
-      uint64_t prefix;
-      uint32_t local;
-    };
-    std::vector<Key> keys(locals_.size());
-    for (uint32_t l = 0; l < keys.size(); ++l) keys[l] = Key{Prefix(raw(l)), l};
-    std::sort(keys.begin(), keys.end(), [&](const Key& a, const Key& b) {
-      if (a.prefix != b.prefix) return a.prefix < b.prefix;
-      return raw(a.local) < raw(b.local);
-    });
-    std::vector<uint32_t> order(keys.size());
-    for (size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].local;
-    return order;
+  // The raw IDs by local ID (views into the arena): 16 bytes per ID, counted as spill scratch.
+  std::vector<std::string_view> Raws() const {
+    std::vector<std::string_view> raws;
+    raws.reserve(distinct_);
+    for (size_t b = 0; b < arena_.size(); ++b) {
+      const size_t used = b + 1 == arena_.size() ? arena_used_ : arena_block_used_[b];
+      for (size_t pos = 0; pos < used;) {
+        raws.push_back(EntryView(arena_[b].data() + pos));
+        pos += sizeof(uint32_t) + raws.back().size();
+      }
+    }
+    SKIFF_CHECK(raws.size() == distinct_);
+    return raws;
   }
 
-  // Frees the raw IDs and the table, keeping the edges (for an in-memory replay).
-  void ReleaseIds() {
-    locals_.clear();
-    arena_.clear();
-    arena_.shrink_to_fit();
+  // Local IDs in byte order of their raw IDs (16 bytes per ID, counted as spill scratch).
+  struct SortKey {
+    uint64_t prefix;
+    uint32_t local;
+  };
+  static std::vector<SortKey> SortedLocals(const std::vector<std::string_view>& raws) {
+    std::vector<SortKey> keys(raws.size());
+    for (uint32_t l = 0; l < keys.size(); ++l) keys[l] = SortKey{Prefix(raws[l]), l};
+    std::sort(keys.begin(), keys.end(), [&](const SortKey& a, const SortKey& b) {
+      if (a.prefix != b.prefix) return a.prefix < b.prefix;
+      return raws[a.local] < raws[b.local];
+    });
+    return keys;
+  }
+
+  // Frees the hash table: the run takes no more edges, and the spill's scratch takes its place.
+  void ReleaseTable() {
     table_.clear();
     table_.shrink_to_fit();
+  }
+  // Frees the raw IDs and the table, keeping the edges (for an in-memory replay).
+  void ReleaseIds() {
+    ReleaseTable();
+    arena_.clear();
+    arena_.shrink_to_fit();
   }
 
  private:
   static constexpr size_t kInitialSlots = 1024;
 
-  // Bytes held now, plus the sort scratch a spill will need (16 per distinct ID).
-  uint64_t bytes() const {
-    return arena_bytes_ + locals_.bytes() + table_.size() * 8 + edges_.bytes() +
-           locals_.size() * 16;
-  }
-  // What adding one edge may allocate: a table twice the size (while the old one still exists),
-  // arena room, and a block of locals and of edges.
-  uint64_t GrowthBytes(size_t raw_bytes) const {
-    uint64_t grow = 2 * 16 + edges_.next_push_bytes() + 2 * locals_.next_push_bytes();
-    if ((locals_.size() + 2) * 4 > table_.size() * 3) grow += table_.size() * 2 * 8;
-    if (arena_.empty() || arena_used_ + raw_bytes > arena_.back().size()) {
-      grow += std::max<uint64_t>(arena_block_bytes_, raw_bytes);
-    }
-    return grow;
+  static std::string_view EntryView(const char* entry) {
+    uint32_t len = 0;
+    std::memcpy(&len, entry, sizeof(len));
+    return {entry + sizeof(len), len};
   }
 
-  uint32_t Intern(std::string_view raw) {
-    const uint64_t h = HashRaw(raw);
-    const uint64_t tag = h >> 32;
+  // Bytes the run would hold after adding an edge whose IDs have `raw_bytes`, if both are new: the
+  // arena (and a new block), the edges (and a new block), and the larger of the table (twice the
+  // size while the old one still exists, when it grows) and the scratch of a spill (Raws and
+  // SortedLocals, 32 bytes per ID), which is allocated after the table is freed.
+  uint64_t ProjectedBytes(size_t raw_bytes) const {
+    uint64_t table = table_.size() * sizeof(Slot);
+    if ((distinct_ + 2) * 4 > table_.size() * 3) table *= 3;
+    const uint64_t scratch = (uint64_t{distinct_} + 2) * 32;
+    uint64_t arena = arena_bytes_;
+    const size_t entry_bytes = raw_bytes + 2 * sizeof(uint32_t);
+    if (arena_.empty() || arena_used_ + entry_bytes > arena_.back().size()) {
+      arena += std::max<uint64_t>(arena_block_bytes_, entry_bytes);
+    }
+    return arena + edges_.bytes() + edges_.next_push_bytes() + std::max(table, scratch);
+  }
+
+  uint32_t Intern(std::string_view raw, uint64_t h) {
+    const auto tag = static_cast<uint32_t>(h >> 32);
     const size_t mask = table_.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
-      const uint64_t slot = table_[i];
-      if (slot == 0) {
-        const auto local = static_cast<uint32_t>(locals_.size());
-        locals_.push_back(Store(raw));
-        table_[i] = (tag << 32) | (uint64_t{local} + 1);
-        return local;
+      Slot& slot = table_[i];
+      if (slot.local_plus_1 == 0) {
+        slot = Slot{tag, distinct_ + 1, Store(raw)};
+        return distinct_++;
       }
-      if ((slot >> 32) == tag) {
-        const auto local = static_cast<uint32_t>((slot & 0xffffffffu) - 1);
-        if (locals_[local].view() == raw) return local;
-      }
+      if (slot.tag == tag && EntryView(slot.entry) == raw) return slot.local_plus_1 - 1;
     }
   }
 
-  RawRef Store(std::string_view raw) {
-    if (arena_.empty() || arena_used_ + raw.size() > arena_.back().size()) {
-      const uint64_t block = std::max<uint64_t>(arena_block_bytes_, raw.size());
+  // Appends an arena entry (length, bytes) in local-ID order.
+  const char* Store(std::string_view raw) {
+    const size_t entry_bytes = sizeof(uint32_t) + raw.size();
+    if (arena_.empty() || arena_used_ + entry_bytes > arena_.back().size()) {
+      if (!arena_.empty()) arena_block_used_.push_back(arena_used_);
+      const uint64_t block = std::max<uint64_t>(arena_block_bytes_, entry_bytes);
       arena_.emplace_back(block);
       arena_bytes_ += block;
       arena_used_ = 0;
     }
-    char* dst = arena_.back().data() + arena_used_;
-    if (!raw.empty()) std::memcpy(dst, raw.data(), raw.size());
-    arena_used_ += raw.size();
-    return RawRef{dst, static_cast<uint32_t>(raw.size())};
+    char* entry = arena_.back().data() + arena_used_;
+    const auto len = static_cast<uint32_t>(raw.size());
+    std::memcpy(entry, &len, sizeof(len));
+    if (!raw.empty()) std::memcpy(entry + sizeof(len), raw.data(), raw.size());
+    arena_used_ += entry_bytes;
+    return entry;
   }
 
   void Rehash(size_t slots) {
-    std::vector<uint64_t> table(slots, 0);
+    std::vector<Slot> table(slots);
     const size_t mask = slots - 1;
-    for (uint32_t local = 0; local < locals_.size(); ++local) {
-      const uint64_t h = HashRaw(raw(local));
-      size_t i = h & mask;
-      while (table[i] != 0) i = (i + 1) & mask;
-      table[i] = ((h >> 32) << 32) | (uint64_t{local} + 1);
+    for (const Slot& old : table_) {
+      if (old.local_plus_1 == 0) continue;
+      size_t i = HashRaw(EntryView(old.entry)) & mask;
+      while (table[i].local_plus_1 != 0) i = (i + 1) & mask;
+      table[i] = old;
     }
     table_ = std::move(table);
   }
@@ -198,10 +243,11 @@ class IdMapBuilder::Run {
   const uint64_t budget_;
   const uint64_t arena_block_bytes_;
   std::vector<std::vector<char>> arena_;
+  std::vector<size_t> arena_block_used_;  // bytes used in each arena block but the last
   uint64_t arena_bytes_ = 0;
   size_t arena_used_ = 0;  // in arena_.back()
-  BlockArray<RawRef> locals_;
-  std::vector<uint64_t> table_;  // (hash >> 32) << 32 | (local + 1); 0 = empty
+  uint32_t distinct_ = 0;
+  std::vector<Slot> table_;
   BlockArray<LocalEdge> edges_;
 };
 
@@ -230,11 +276,38 @@ Result<std::unique_ptr<IdMapBuilder>> IdMapBuilder::Create(const IdMapBuilderOpt
 
 Status IdMapBuilder::Add(std::string_view src, std::string_view dst) {
   SKIFF_CHECK(!finished_);
-  if (!run_->TryAdd(src, dst)) {
-    SKIFF_RETURN_IF_ERROR(SpillRun());
-    SKIFF_CHECK(run_->TryAdd(src, dst));
+  pending_.push_back(PendingEdge{pending_bytes_.size(), static_cast<uint32_t>(src.size()),
+                                 static_cast<uint32_t>(dst.size())});
+  pending_bytes_.append(src);
+  pending_bytes_.append(dst);
+  if (pending_.size() == kBatchEdges) return AddBatch();
+  return Status::Ok();
+}
+
+// Hashes a batch of edges and prefetches what their probes will touch before adding them in
+// order: the table and arena of a large run are far bigger than the caches, and one edge at a time
+// waits for each miss in turn.
+Status IdMapBuilder::AddBatch() {
+  HashedEdge batch[kBatchEdges];
+  const size_t n = pending_.size();
+  for (size_t i = 0; i < n; ++i) {
+    const PendingEdge& p = pending_[i];
+    batch[i].src = std::string_view(pending_bytes_).substr(p.offset, p.src_len);
+    batch[i].dst = std::string_view(pending_bytes_).substr(p.offset + p.src_len, p.dst_len);
+    batch[i].src_hash = HashRaw(batch[i].src);
+    batch[i].dst_hash = HashRaw(batch[i].dst);
   }
-  ++stats_.edges;
+  run_->Prefetch(batch, n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!run_->TryAdd(batch[i])) {
+      SKIFF_RETURN_IF_ERROR(SpillRun());
+      SKIFF_CHECK(run_->TryAdd(batch[i]));
+    }
+  }
+  stats_.edges += n;
+  pending_.clear();
+  pending_bytes_.clear();
+  if (pending_bytes_.capacity() > (1 << 20)) pending_bytes_.shrink_to_fit();
   return Status::Ok();
 }
 
@@ -244,7 +317,8 @@ Status IdMapBuilder::SpillRun() {
         "mapping node IDs needs more than " + std::to_string(kMaxRuns) + " sorted runs at a " +
         "budget of " + std::to_string(options_.memory_bytes >> 20) + " MiB: raise --memory");
   }
-  const Run& run = *run_;
+  Run& run = *run_;
+  run.ReleaseTable();
   SpilledRun out;
   const std::string prefix = "run-" + std::to_string(spilled_.size());
   SKIFF_ASSIGN_OR_RETURN(out.l_path, spill_dir_->Path(prefix + ".ids"));
@@ -255,17 +329,17 @@ Status IdMapBuilder::SpillRun() {
   out.edges = run.edge_count();
   constexpr size_t kBuffer = 1 << 20;
   SpillWriter l, a, b;
+  const std::vector<std::string_view> raws = run.Raws();
   SKIFF_RETURN_IF_ERROR(l.Open(out.l_path, kBuffer));
-  for (uint32_t local = 0; local < out.distinct; ++local) {
-    const std::string_view raw = run.raw(local);
+  for (const std::string_view raw : raws) {
     SKIFF_RETURN_IF_ERROR(l.AppendValue(static_cast<uint32_t>(raw.size())));
     SKIFF_RETURN_IF_ERROR(l.Append(raw.data(), raw.size()));
   }
   SKIFF_RETURN_IF_ERROR(l.Close());
   SKIFF_RETURN_IF_ERROR(a.Open(out.a_path, kBuffer));
-  for (const uint32_t local : run.SortedLocals()) {
-    const std::string_view raw = run.raw(local);
-    const uint32_t header[2] = {static_cast<uint32_t>(raw.size()), local};
+  for (const Run::SortKey& key : Run::SortedLocals(raws)) {
+    const std::string_view raw = raws[key.local];
+    const uint32_t header[2] = {static_cast<uint32_t>(raw.size()), key.local};
     SKIFF_RETURN_IF_ERROR(a.Append(header, sizeof(header)));
     SKIFF_RETURN_IF_ERROR(a.Append(raw.data(), raw.size()));
   }
@@ -283,6 +357,7 @@ Status IdMapBuilder::SpillRun() {
 
 Status IdMapBuilder::Finish(const std::string& map_dir) {
   SKIFF_CHECK(!finished_);
+  SKIFF_RETURN_IF_ERROR(AddBatch());
   finished_ = true;
   if (spilled_.empty()) return FinishInMemory(map_dir);
   return FinishSpilled(map_dir);
@@ -333,13 +408,16 @@ class DenseIntegerCheck {
 
 Status IdMapBuilder::FinishInMemory(const std::string& map_dir) {
   Run& run = *run_;
+  run.ReleaseTable();
   stats_.id_occurrences = run.distinct();
   DenseIntegerCheck check(options_.detect_dense_integers, options_.max_identity_id);
+  const std::vector<std::string_view> raws = run.Raws();
   std::vector<int64_t> values;
   if (check.possible()) {
     values.resize(run.distinct());
-    for (uint32_t l = 0; l < run.distinct() && check.possible(); ++l)
-      check.Note(run.raw(l), &values[l]);
+    for (uint32_t l = 0; l < run.distinct() && check.possible(); ++l) {
+      check.Note(raws[l], &values[l]);
+    }
   }
   if (check.dense()) {
     identity_ = true;
@@ -352,9 +430,11 @@ Status IdMapBuilder::FinishInMemory(const std::string& map_dir) {
   SKIFF_ASSIGN_OR_RETURN(const std::string scratch, spill_dir_->Path("."));
   SKIFF_ASSIGN_OR_RETURN(auto load, IdMapBulkLoad::Create(map_dir, scratch));
   Progress progress("write ID map", 2 * static_cast<uint64_t>(num_nodes_), "IDs");
-  for (uint32_t l = 0; l < run.distinct(); ++l) SKIFF_RETURN_IF_ERROR(load->AddDense(run.raw(l)));
+  for (const std::string_view raw : raws) SKIFF_RETURN_IF_ERROR(load->AddDense(raw));
   progress.Set(static_cast<uint64_t>(num_nodes_));
-  for (const uint32_t l : run.SortedLocals()) SKIFF_RETURN_IF_ERROR(load->AddRaw(run.raw(l), l));
+  for (const Run::SortKey& key : Run::SortedLocals(raws)) {
+    SKIFF_RETURN_IF_ERROR(load->AddRaw(raws[key.local], key.local));
+  }
   SKIFF_RETURN_IF_ERROR(load->Finish());
   progress.Finish();
   run.ReleaseIds();
@@ -587,14 +667,27 @@ Status IdMapBuilder::ReplaySpilled(const std::function<Status(int64_t, int64_t)>
     }
     SpillReader b;
     SKIFF_RETURN_IF_ERROR(b.Open(r.b_path, kBuffer));
-    for (uint64_t i = 0; i < r.edges; ++i) {
-      LocalEdge e;
-      SKIFF_RETURN_IF_ERROR(b.ReadValue(&e));
-      if (e.src >= r.distinct || e.dst >= r.distinct) {
-        return Status::Corruption("spill file " + r.b_path + ": local ID out of range");
+    // Edges in chunks whose table entries are prefetched first: the table is far bigger than the
+    // caches and the local IDs are random.
+    constexpr uint64_t kChunk = 64;
+    for (uint64_t i = 0; i < r.edges; i += kChunk) {
+      const uint64_t n = std::min(kChunk, r.edges - i);
+      std::string_view bytes;
+      SKIFF_RETURN_IF_ERROR(b.Read(n * sizeof(LocalEdge), &bytes));
+      LocalEdge chunk[kChunk];
+      std::memcpy(chunk, bytes.data(), bytes.size());
+      for (uint64_t j = 0; j < n; ++j) {
+        if (chunk[j].src >= r.distinct || chunk[j].dst >= r.distinct) {
+          return Status::Corruption("spill file " + r.b_path + ": local ID out of range");
+        }
+        PrefetchRead(&dense[chunk[j].src]);
+        PrefetchRead(&dense[chunk[j].dst]);
       }
-      SKIFF_RETURN_IF_ERROR(sink(dense[e.src], dense[e.dst]));
-      if ((++done & 0xffff) == 0) progress.Set(done);
+      for (uint64_t j = 0; j < n; ++j) {
+        SKIFF_RETURN_IF_ERROR(sink(dense[chunk[j].src], dense[chunk[j].dst]));
+      }
+      done += n;
+      if ((i & 0xffff) == 0) progress.Set(done);
     }
   }
   progress.Finish();

@@ -65,13 +65,15 @@ struct IdMapBuilderStats {
 class IdMapBuilder {
  public:
   static constexpr size_t kMaxRuns = 4096;
+  static constexpr size_t kBatchEdges = 16;  // edges hashed and prefetched together
 
   static Result<std::unique_ptr<IdMapBuilder>> Create(const IdMapBuilderOptions& options);
   ~IdMapBuilder();  // removes the spill files
   IdMapBuilder(const IdMapBuilder&) = delete;
   IdMapBuilder& operator=(const IdMapBuilder&) = delete;
 
-  // Adds one edge by its raw endpoint IDs (any bytes, compared byte for byte). May spill a run.
+  // Adds one edge by its raw endpoint IDs (any bytes, compared byte for byte), copied. Edges are
+  // added in batches of kBatchEdges, so an error (of spilling a run) may surface a few calls late.
   Status Add(std::string_view src, std::string_view dst);
 
   // Ends the input. Merges the runs and, unless the IDs are dense integers, writes the RocksDB
@@ -92,6 +94,7 @@ class IdMapBuilder {
   class Run;
   class Merge;
   explicit IdMapBuilder(const IdMapBuilderOptions& options);
+  Status AddBatch();
   Status SpillRun();
   Status FinishInMemory(const std::string& map_dir);
   Status FinishSpilled(const std::string& map_dir);
@@ -102,6 +105,12 @@ class IdMapBuilder {
 
   const IdMapBuilderOptions options_;
   std::unique_ptr<Run> run_;
+  struct PendingEdge {
+    size_t offset = 0;  // in pending_bytes_: the source's bytes, then the target's
+    uint32_t src_len = 0, dst_len = 0;
+  };
+  std::vector<PendingEdge> pending_;  // at most kBatchEdges, added by AddBatch
+  std::string pending_bytes_;
   struct SpilledRun;
   std::vector<SpilledRun> spilled_;
   std::unique_ptr<SpillDir> spill_dir_;
