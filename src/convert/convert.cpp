@@ -250,9 +250,10 @@ Status ConvertEdgeListMapped(Job& job, bool detect_dense) {
   reader.reset();
   SKIFF_RETURN_IF_ERROR(builder->Finish(job.writer.temp_dir() + "/" + format::kIdMapDir));
   const int64_t num_nodes = builder->num_nodes();
+  // The replay's local -> dense table and the sorter share the mapping pass's allowance.
+  const uint64_t allowance = job.memory_bytes * 9 / 10;
   const uint64_t sorter_bytes =
-      std::max(job.memory_bytes / 10,
-               job.memory_bytes - std::min(job.memory_bytes, builder->replay_bytes()));
+      std::max(job.memory_bytes / 10, allowance - std::min(allowance, builder->replay_bytes()));
   SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, job.undirected, sorter_bytes));
   SKIFF_RETURN_IF_ERROR(
       builder->Replay([&](int64_t src, int64_t dst) { return sorter->Add(src, dst); }));
