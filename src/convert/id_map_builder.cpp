@@ -1,9 +1,15 @@
 #include "skiff/convert/id_map_builder.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <bit>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <queue>
+#include <thread>
 
 #include "skiff/convert/id_map.h"
 #include "skiff/convert/line_reader.h"
@@ -93,7 +99,7 @@ class IdMapBuilder::Run {
   explicit Run(uint64_t budget)
       : budget_(budget),
         arena_block_bytes_(std::clamp<uint64_t>(budget / 64, 4 << 10, 8 << 20)),
-        edges_(std::clamp<size_t>(budget / 512 / sizeof(LocalEdge), 512, 1 << 16)) {
+        edges_(std::clamp<size_t>(budget / 512 / sizeof(LocalEdge), 512, 1 << 18)) {
     table_.assign(kInitialSlots, Slot{});
   }
 
@@ -266,7 +272,8 @@ struct IdMapBuilder::SpilledRun {
 IdMapBuilder::IdMapBuilder(const IdMapBuilderOptions& options)
     : options_(options),
       run_(std::make_unique<Run>(options.memory_bytes)),
-      spill_dir_(std::make_unique<SpillDir>(options.spill_parent_dir, "idmap")) {}
+      spill_dir_(std::make_unique<SpillDir>(options.spill_parent_dir, "idmap")),
+      interner_(std::make_unique<Interner>(this)) {}
 
 IdMapBuilder::~IdMapBuilder() = default;
 
@@ -274,40 +281,139 @@ Result<std::unique_ptr<IdMapBuilder>> IdMapBuilder::Create(const IdMapBuilderOpt
   return std::unique_ptr<IdMapBuilder>(new IdMapBuilder(options));
 }
 
+// Edges waiting to be interned: their raw IDs copied into one string, with their hashes (computed
+// by the reading thread, while the bytes are in its cache).
+struct IdMapBuilder::Batch {
+  struct Entry {
+    size_t offset = 0;  // in bytes: the source's bytes, then the target's
+    uint32_t src_len = 0, dst_len = 0;
+    uint64_t src_hash = 0, dst_hash = 0;
+  };
+  std::vector<Entry> entries;
+  std::string bytes;
+
+  void Append(std::string_view src, std::string_view dst) {
+    entries.push_back(Entry{bytes.size(), static_cast<uint32_t>(src.size()),
+                            static_cast<uint32_t>(dst.size()), HashRaw(src), HashRaw(dst)});
+    bytes.append(src);
+    bytes.append(dst);
+  }
+  HashedEdge Edge(size_t i) const {
+    const Entry& e = entries[i];
+    const std::string_view all(bytes);
+    return HashedEdge{all.substr(e.offset, e.src_len), all.substr(e.offset + e.src_len, e.dst_len),
+                      e.src_hash, e.dst_hash};
+  }
+  void Clear() {
+    entries.clear();
+    bytes.clear();
+    if (bytes.capacity() > (4 << 20)) bytes.shrink_to_fit();  // after a very long ID
+  }
+};
+
+// The interning thread: takes full batches from a queue of kQueueBatches and adds them to the
+// runs (spilling them as they fill), while the caller's thread reads and parses the next lines.
+class IdMapBuilder::Interner {
+ public:
+  explicit Interner(IdMapBuilder* builder) : builder_(builder), thread_([this] { Loop(); }) {}
+  // Abandons the queued batches (the build failed or was not finished) and stops the thread.
+  ~Interner() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.clear();
+    }
+    (void)Close();
+  }
+  Interner(const Interner&) = delete;
+  Interner& operator=(const Interner&) = delete;
+
+  // An empty batch to fill (a recycled one when there is one).
+  std::unique_ptr<Batch> TakeEmpty() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (empty_.empty()) return std::make_unique<Batch>();
+    std::unique_ptr<Batch> b = std::move(empty_.back());
+    empty_.pop_back();
+    return b;
+  }
+  // Queues `batch`, waiting while kQueueBatches are queued. The interner's first error, if any.
+  Status Push(std::unique_ptr<Batch> batch) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return queue_.size() < kQueueBatches || !error_.ok(); });
+    if (!error_.ok()) return error_;
+    queue_.push_back(std::move(batch));
+    cv_.notify_all();
+    return Status::Ok();
+  }
+  // Waits until every queued batch is interned, stops the thread; the first error, if any.
+  Status Close() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closing_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    return error_;
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::unique_ptr<Batch> batch;
+      bool failed = false;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return !queue_.empty() || closing_; });
+        if (queue_.empty()) return;
+        batch = std::move(queue_.front());
+        queue_.pop_front();
+        failed = !error_.ok();
+      }
+      cv_.notify_all();
+      const Status st = failed ? Status::Ok() : builder_->InternBatch(*batch);
+      batch->Clear();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!st.ok() && error_.ok()) error_ = st;
+      empty_.push_back(std::move(batch));
+      cv_.notify_all();
+    }
+  }
+
+  IdMapBuilder* const builder_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Batch>> queue_;   // guarded by mu_; at most kQueueBatches
+  std::vector<std::unique_ptr<Batch>> empty_;  // guarded by mu_
+  bool closing_ = false;                       // guarded by mu_
+  Status error_;                               // guarded by mu_ (read unlocked after join)
+  std::thread thread_;                         // last: starts once the members above exist
+};
+
 Status IdMapBuilder::Add(std::string_view src, std::string_view dst) {
   SKIFF_CHECK(!finished_);
-  pending_.push_back(PendingEdge{pending_bytes_.size(), static_cast<uint32_t>(src.size()),
-                                 static_cast<uint32_t>(dst.size())});
-  pending_bytes_.append(src);
-  pending_bytes_.append(dst);
-  if (pending_.size() == kBatchEdges) return AddBatch();
+  if (!pending_) pending_ = interner_->TakeEmpty();
+  pending_->Append(src, dst);
+  if (pending_->entries.size() == kBatchEdges) return interner_->Push(std::move(pending_));
   return Status::Ok();
 }
 
-// Hashes a batch of edges and prefetches what their probes will touch before adding them in
-// order: the table and arena of a large run are far bigger than the caches, and one edge at a time
-// waits for each miss in turn.
-Status IdMapBuilder::AddBatch() {
-  HashedEdge batch[kBatchEdges];
-  const size_t n = pending_.size();
-  for (size_t i = 0; i < n; ++i) {
-    const PendingEdge& p = pending_[i];
-    batch[i].src = std::string_view(pending_bytes_).substr(p.offset, p.src_len);
-    batch[i].dst = std::string_view(pending_bytes_).substr(p.offset + p.src_len, p.dst_len);
-    batch[i].src_hash = HashRaw(batch[i].src);
-    batch[i].dst_hash = HashRaw(batch[i].dst);
-  }
-  run_->Prefetch(batch, n);
-  for (size_t i = 0; i < n; ++i) {
-    if (!run_->TryAdd(batch[i])) {
-      SKIFF_RETURN_IF_ERROR(SpillRun());
-      SKIFF_CHECK(run_->TryAdd(batch[i]));
+// On the interning thread. Adds a batch kPrefetchEdges edges at a time, prefetching what their
+// probes will touch first: the table and arena of a large run are far bigger than the caches, and
+// one edge at a time waits for each miss in turn.
+Status IdMapBuilder::InternBatch(const Batch& batch) {
+  const size_t total = batch.entries.size();
+  for (size_t begin = 0; begin < total; begin += kPrefetchEdges) {
+    HashedEdge edges[kPrefetchEdges];
+    const size_t n = std::min(kPrefetchEdges, total - begin);
+    for (size_t i = 0; i < n; ++i) edges[i] = batch.Edge(begin + i);
+    run_->Prefetch(edges, n);
+    for (size_t i = 0; i < n; ++i) {
+      if (!run_->TryAdd(edges[i])) {
+        SKIFF_RETURN_IF_ERROR(SpillRun());
+        SKIFF_CHECK(run_->TryAdd(edges[i]));
+      }
     }
+    stats_.edges += n;
   }
-  stats_.edges += n;
-  pending_.clear();
-  pending_bytes_.clear();
-  if (pending_bytes_.capacity() > (1 << 20)) pending_bytes_.shrink_to_fit();
   return Status::Ok();
 }
 
@@ -357,8 +463,14 @@ Status IdMapBuilder::SpillRun() {
 
 Status IdMapBuilder::Finish(const std::string& map_dir) {
   SKIFF_CHECK(!finished_);
-  SKIFF_RETURN_IF_ERROR(AddBatch());
   finished_ = true;
+  Status st = pending_ ? interner_->Push(std::move(pending_)) : Status::Ok();
+  const Status closed = interner_->Close();
+  SKIFF_RETURN_IF_ERROR(st);
+  SKIFF_RETURN_IF_ERROR(closed);
+  // The interning thread's malloc arena holds the freed blocks of earlier runs: give them back
+  // before the merge and the edge sorter take the budget.
+  ::malloc_trim(0);
   if (spilled_.empty()) return FinishInMemory(map_dir);
   return FinishSpilled(map_dir);
 }

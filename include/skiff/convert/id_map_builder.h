@@ -31,7 +31,8 @@
 // Errors: IOError / ResourceExhausted (disk full) name the spill or map file; ResourceExhausted
 // when the input needs more than kMaxRuns runs at this budget (raise --memory).
 //
-// Thread safety: a builder is used by one thread.
+// Thread safety: a builder is used by one thread. It runs one thread of its own, which interns
+// the edges Add hands over, from construction to Finish (or destruction).
 #pragma once
 
 #include <cstdint>
@@ -65,7 +66,9 @@ struct IdMapBuilderStats {
 class IdMapBuilder {
  public:
   static constexpr size_t kMaxRuns = 4096;
-  static constexpr size_t kBatchEdges = 16;  // edges hashed and prefetched together
+  static constexpr size_t kBatchEdges = 4096;   // edges handed to the interning thread at once
+  static constexpr size_t kQueueBatches = 2;    // full batches waiting for it, at most
+  static constexpr size_t kPrefetchEdges = 16;  // edges whose probes are prefetched together
 
   static Result<std::unique_ptr<IdMapBuilder>> Create(const IdMapBuilderOptions& options);
   ~IdMapBuilder();  // removes the spill files
@@ -73,7 +76,8 @@ class IdMapBuilder {
   IdMapBuilder& operator=(const IdMapBuilder&) = delete;
 
   // Adds one edge by its raw endpoint IDs (any bytes, compared byte for byte), copied. Edges are
-  // added in batches of kBatchEdges, so an error (of spilling a run) may surface a few calls late.
+  // interned on the builder's thread in batches of kBatchEdges, so an error (of spilling a run)
+  // surfaces a few thousand calls late, or from Finish.
   Status Add(std::string_view src, std::string_view dst);
 
   // Ends the input. Merges the runs and, unless the IDs are dense integers, writes the RocksDB
@@ -94,7 +98,9 @@ class IdMapBuilder {
   class Run;
   class Merge;
   explicit IdMapBuilder(const IdMapBuilderOptions& options);
-  Status AddBatch();
+  struct Batch;
+  class Interner;
+  Status InternBatch(const Batch& batch);
   Status SpillRun();
   Status FinishInMemory(const std::string& map_dir);
   Status FinishSpilled(const std::string& map_dir);
@@ -105,12 +111,7 @@ class IdMapBuilder {
 
   const IdMapBuilderOptions options_;
   std::unique_ptr<Run> run_;
-  struct PendingEdge {
-    size_t offset = 0;  // in pending_bytes_: the source's bytes, then the target's
-    uint32_t src_len = 0, dst_len = 0;
-  };
-  std::vector<PendingEdge> pending_;  // at most kBatchEdges, added by AddBatch
-  std::string pending_bytes_;
+  std::unique_ptr<Batch> pending_;  // being filled by Add
   struct SpilledRun;
   std::vector<SpilledRun> spilled_;
   std::unique_ptr<SpillDir> spill_dir_;
@@ -120,6 +121,7 @@ class IdMapBuilder {
   bool identity_ = false;
   int64_t num_nodes_ = 0;
   IdMapBuilderStats stats_;
+  std::unique_ptr<Interner> interner_;  // last: destroyed (joined) first
 };
 
 }  // namespace skiff::convert
