@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "skiff/convert/external_sort.h"
 #include "skiff/convert/feature_values.h"
 #include "skiff/convert/id_map_builder.h"
+#include "skiff/convert/largest_component.h"
 #include "skiff/convert/metis.h"
 #include "skiff/convert/npz_graph.h"
 #include "skiff/convert/ogb.h"
@@ -548,6 +550,7 @@ Status FinishDataset(Job& job) {
     m.feature_dtype = job.opt.feature_dtype;
   }
   Splits splits;
+  job.summary.splits_from_input = job.splits.has_value();
   if (job.labels) {
     const auto& labels = *job.labels;
     int32_t max_label = -1;
@@ -600,6 +603,10 @@ Result<ConvertSummary> ConvertNpz(const ConvertOptions& opt, ConvertSummary summ
   npz.feature_dtype = opt.feature_dtype;
   npz.split = opt.split;
   SKIFF_RETURN_IF_ERROR(ConvertNpzGraph(npz));
+  SKIFF_ASSIGN_OR_RETURN(auto entries, io::ListNpzEntries(opt.input));
+  for (const std::string& name : entries) {
+    summary.splits_from_input |= name == "idx_train" || name == "idx_val" || name == "idx_test";
+  }
   SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(opt.output));
   const auto& m = ds->manifest();
   summary.num_nodes = m.num_nodes;
@@ -610,6 +617,75 @@ Result<ConvertSummary> ConvertNpz(const ConvertOptions& opt, ConvertSummary summ
   summary.train_count = m.train_count;
   summary.valid_count = m.valid_count;
   summary.test_count = m.test_count;
+  return summary;
+}
+
+// The whole graph into options.output (npz archives through ConvertNpzGraph).
+Result<ConvertSummary> ConvertWhole(const ConvertOptions& opt, ConvertSummary summary,
+                                    uint64_t memory) {
+  if (summary.format == InputFormat::kNpz) return ConvertNpz(opt, summary);
+  SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
+  Job job{opt, *writer, memory, summary};
+  Status st;
+  switch (summary.format) {
+    case InputFormat::kEdgeList:
+      st = ConvertEdgeList(job);
+      break;
+    case InputFormat::kMetis:
+      st = ConvertMetis(job);
+      break;
+    case InputFormat::kOgb:
+      st = ConvertOgb(job);
+      break;
+    default:
+      SKIFF_CHECK_MSG(false, "unhandled input format");
+  }
+  if (st.ok() && summary.format != InputFormat::kOgb) st = AttachNpyInputs(job);
+  if (st.ok()) st = FinishDataset(job);
+  if (!st.ok()) return st;  // the writer's destructor removes its temporary directory
+  return job.summary;
+}
+
+// --largest-component. Decision: convert the whole graph as usual into whole/ inside the output's
+// temporary directory, then rewrite it there with the component only (WriteLargestComponent),
+// because that is one step after every reader, whatever order each writes its files in; the cost
+// is writing the dataset twice. whole/ is removed before the commit, and with the temporary
+// directory on any failure.
+Result<ConvertSummary> ConvertLargestComponent(const ConvertOptions& opt, ConvertSummary summary,
+                                               uint64_t memory) {
+  SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
+  const std::string whole_dir = writer->temp_dir() + "/whole";
+  if (::mkdir(whole_dir.c_str(), 0755) != 0) {
+    return Status::FromErrno(errno, "create directory " + whole_dir);
+  }
+  ConvertOptions whole = opt;
+  whole.output = whole_dir + "/" + BaseName(opt.output);  // the manifest's name is the output's
+  whole.overwrite = false;
+  whole.largest_component = false;
+  SKIFF_ASSIGN_OR_RETURN(summary, ConvertWhole(whole, summary, memory));
+  {
+    SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(whole.output));
+    ComponentOptions co;
+    co.memory_bytes = memory;
+    co.keep_splits = summary.splits_from_input;
+    co.split = opt.split;
+    SKIFF_ASSIGN_OR_RETURN(ComponentSummary c, WriteLargestComponent(*ds, *writer, co));
+    auto& m = writer->manifest();
+    m.name = ds->manifest().name;
+    m.source = ds->manifest().source + ", largest component";
+    summary.num_nodes = c.nodes_kept;
+    summary.num_edges = c.edges_kept;
+    summary.num_components = c.num_components;
+    summary.component_nodes_dropped = c.nodes_dropped;
+    summary.component_edges_dropped = c.edges_dropped;
+    summary.train_count = m.train_count;
+    summary.valid_count = m.valid_count;
+    summary.test_count = m.test_count;
+  }
+  std::error_code ec;
+  fs::remove_all(whole_dir, ec);
+  if (ec) return Status::IOError("remove " + whole_dir + ": " + ec.message());
+  SKIFF_RETURN_IF_ERROR(writer->Commit());
   return summary;
 }
 
@@ -641,36 +717,11 @@ Result<ConvertSummary> ConvertGraph(const ConvertOptions& opt) {
                                      "raw/node-label.csv.gz");
     }
   }
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  if (summary.format == InputFormat::kNpz) {
-    SKIFF_ASSIGN_OR_RETURN(summary, ConvertNpz(opt, summary));
-    summary.seconds = elapsed();
-    return summary;
-  }
-
-  SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
-  Job job{opt, *writer, memory, summary};
-  Status st;
-  switch (summary.format) {
-    case InputFormat::kEdgeList:
-      st = ConvertEdgeList(job);
-      break;
-    case InputFormat::kMetis:
-      st = ConvertMetis(job);
-      break;
-    case InputFormat::kOgb:
-      st = ConvertOgb(job);
-      break;
-    default:
-      SKIFF_CHECK_MSG(false, "unhandled input format");
-  }
-  if (st.ok() && summary.format != InputFormat::kOgb) st = AttachNpyInputs(job);
-  if (st.ok()) st = FinishDataset(job);
-  if (!st.ok()) return st;  // the writer's destructor removes its temporary directory
-  job.summary.seconds = elapsed();
-  return job.summary;
+  SKIFF_ASSIGN_OR_RETURN(summary, opt.largest_component
+                                      ? ConvertLargestComponent(opt, summary, memory)
+                                      : ConvertWhole(opt, summary, memory));
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return summary;
 }
 
 }  // namespace skiff::convert

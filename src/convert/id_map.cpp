@@ -234,6 +234,39 @@ Result<std::string> IdMap::RawId(int64_t dense) {
   return value;
 }
 
+Status IdMap::ForEachDense(const std::function<Status(int64_t dense, std::string_view raw)>& fn) {
+  Impl& im = *impl_;
+  SKIFF_CHECK_MSG(im.read_only, "ForEachDense needs a map opened read-only");
+  std::unique_ptr<rocksdb::Iterator> it(im.db->NewIterator(im.read_options));
+  for (it->Seek("d"); it->Valid() && it->key().starts_with("d"); it->Next()) {
+    if (it->key().size() != 9) {
+      return Status::Corruption("ID map " + im.dir + ": a dense-ID key has " +
+                                std::to_string(it->key().size()) + " bytes, expected 9");
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(it->key()[1 + i]);
+    SKIFF_RETURN_IF_ERROR(
+        fn(static_cast<int64_t>(v), std::string_view(it->value().data(), it->value().size())));
+  }
+  return ToStatus(it->status(), "read ID map " + im.dir);
+}
+
+Status IdMap::ForEachRaw(const std::function<Status(std::string_view raw, int64_t dense)>& fn) {
+  Impl& im = *impl_;
+  SKIFF_CHECK_MSG(im.read_only, "ForEachRaw needs a map opened read-only");
+  std::unique_ptr<rocksdb::Iterator> it(im.db->NewIterator(im.read_options));
+  for (it->Seek("r"); it->Valid() && it->key().starts_with("r"); it->Next()) {
+    if (it->value().size() != 8) {
+      return Status::Corruption("ID map " + im.dir + ": value for a raw ID has " +
+                                std::to_string(it->value().size()) + " bytes, expected 8");
+    }
+    int64_t dense = 0;
+    std::memcpy(&dense, it->value().data(), 8);
+    SKIFF_RETURN_IF_ERROR(fn(std::string_view(it->key().data() + 1, it->key().size() - 1), dense));
+  }
+  return ToStatus(it->status(), "read ID map " + im.dir);
+}
+
 Status IdMap::Close() {
   Impl& im = *impl_;
   if (!im.db) return Status::Ok();

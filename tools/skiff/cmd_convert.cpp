@@ -34,6 +34,7 @@ struct ConvertFlags {
   bool header = false, no_header = false;
   std::string extra_columns = "ignore";
   std::string ogb_split;
+  bool largest_component = false;
   int partitions = 0;
   std::string partition_algo = "grem";
 };
@@ -85,6 +86,7 @@ int RunConvert(const ConvertFlags& f) {
                                        : convert::HeaderMode::kAuto;
   opt.edge_list.extra_columns_are_errors = f.extra_columns == "error";
   opt.ogb_split = f.ogb_split;
+  opt.largest_component = f.largest_component;
   partition::PartitionOptions popt;
   if (f.partitions > 0) {
     auto algo = partition::ParseAlgorithm(f.partition_algo);
@@ -132,6 +134,13 @@ int RunConvert(const ConvertFlags& f) {
               static_cast<long long>(s.feature_dim), static_cast<long long>(s.num_classes),
               static_cast<long long>(s.train_count), static_cast<long long>(s.valid_count),
               static_cast<long long>(s.test_count));
+  if (s.num_components > 0) {
+    std::printf("component    largest of %lld: %lld of %lld nodes, %lld of %lld edges kept\n",
+                static_cast<long long>(s.num_components), static_cast<long long>(s.num_nodes),
+                static_cast<long long>(s.num_nodes + s.component_nodes_dropped),
+                static_cast<long long>(s.num_edges),
+                static_cast<long long>(s.num_edges + s.component_edges_dropped));
+  }
   if (s.format != convert::InputFormat::kNpz) {
     std::printf("sort         %s budget, %llu runs spilled (%s)\n",
                 FormatBytes(s.memory_budget_bytes).c_str(),
@@ -218,6 +227,9 @@ RunFn Setup(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--ogb-split", f->ogb_split,
                  "OGB: which split/<NAME> to use (default: the only one)");
+  app.add_flag("--largest-component", f->largest_component,
+               "Keep only the largest connected component (edge direction ignored), renumbered "
+               "in ID order; drawn splits are drawn on it");
   app.add_option("--partitions", f->partitions,
                  "Also partition the result into K parts (as `skiff partition -k K`); 0 = no")
       ->check(NonNegative())

@@ -7,6 +7,9 @@
 //   IdMapBuilder, bulk-loaded into the RocksDB IdMap) ->
 //   EdgeSorter (in memory, or sorted runs spilled and k-way merged) -> WriteCsr ->
 //   features / labels (from the input, or .npy files) -> splits -> DatasetWriter::Commit().
+// With largest_component, that dataset is written inside the output's temporary directory, and
+// WriteLargestComponent (largest_component.h) rewrites it with only its largest weakly connected
+// component before the commit.
 // Every failure returns a Status naming the file, the line (or byte offset) and what was expected,
 // and leaves no output directory: everything is written inside the DatasetWriter's temporary
 // directory, which is removed unless the conversion commits.
@@ -54,6 +57,9 @@ struct ConvertOptions {
   std::string tmp_dir;        // spill directory parent; "" = inside the output's temp directory
   EdgeListOptions edge_list;  // header / extra-column handling
   std::string ogb_split;      // OGB: split/<name> to use ("" = the only one)
+  // Keep only the largest weakly connected component, renumbered in increasing ID order; splits
+  // the input carries are filtered to it, drawn ones are drawn on it.
+  bool largest_component = false;
 };
 
 struct ConvertSummary {
@@ -71,11 +77,18 @@ struct ConvertSummary {
   int64_t feature_dim = 0;
   int64_t num_classes = 0;
   int64_t train_count = 0, valid_count = 0, test_count = 0;
+  bool splits_from_input = false;  // the input carried its splits (OGB split/, .npz idx_*)
+  // largest_component: num_nodes / num_edges above are what was kept; these say what was not.
+  int64_t num_components = 0;  // weakly connected components of the whole graph (0: not computed)
+  int64_t component_nodes_dropped = 0;
+  int64_t component_edges_dropped = 0;
   uint64_t memory_budget_bytes = 0;
   double seconds = 0;
 };
 
-// Converts options.input into the dataset directory options.output.
+// Converts options.input into the dataset directory options.output. Errors name the input file
+// and what was expected; with largest_component, also ResourceExhausted when the node table does
+// not fit in the memory budget. On failure nothing is left at options.output.
 Result<ConvertSummary> ConvertGraph(const ConvertOptions& options);
 
 }  // namespace skiff::convert

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +49,14 @@ class IdMap {
   Result<std::optional<int64_t>> Find(std::string_view raw);
   // Raw ID of dense ID `dense`; NotFound if dense is not in [0, size()).
   Result<std::string> RawId(int64_t dense);
+
+  // Visits every entry of a map opened read-only, in key order: ForEachDense calls fn(dense, raw)
+  // for dense IDs 0, 1, 2, ...; ForEachRaw calls fn(raw, dense) for raw IDs in increasing byte
+  // order (memcmp), the orders IdMapBulkLoad takes. The views are valid during the call only.
+  // Stops at, and returns, the first error of fn; Corruption for a malformed entry, IOError /
+  // Corruption from RocksDB naming the map directory.
+  Status ForEachDense(const std::function<Status(int64_t dense, std::string_view raw)>& fn);
+  Status ForEachRaw(const std::function<Status(std::string_view raw, int64_t dense)>& fn);
 
   // Number of IDs assigned so far.
   int64_t size() const { return next_id_; }
