@@ -1,5 +1,8 @@
 // `skiff info DATASET [--verify] [--json]`: print a dataset's manifest summary; verify checksums.
 #include <cstdio>
+#include <filesystem>
+
+#include "skiff/convert/id_map.h"
 
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
@@ -15,6 +18,42 @@ struct InfoOptions {
   bool verify = false;
   bool json = false;
 };
+
+// The ID map line: how many raw IDs idmap/ holds and its size on disk (or why it cannot be read).
+void PrintIdMap(const std::string& dataset, const format::Manifest& m) {
+  if (!m.has_id_map) {
+    std::printf("id map       no (IDs were dense)\n");
+    return;
+  }
+  const std::string dir = dataset + "/" + format::kIdMapDir;
+  auto map = convert::IdMap::OpenReadOnly(dir);
+  if (!map.ok()) {
+    std::printf("id map       yes (idmap/), unreadable: %s\n", map.status().ToString().c_str());
+    return;
+  }
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    if (e.is_regular_file(ec)) bytes += e.file_size(ec);
+  }
+  const int64_t ids = (*map)->size();
+  std::printf("id map       yes (idmap/): %lld raw IDs, %s%s\n", static_cast<long long>(ids),
+              FormatBytes(bytes).c_str(),
+              ids == m.num_nodes ? "" : " -- does not match the node count");
+}
+
+// idmap/ opens and holds one raw ID per node.
+Status VerifyIdMap(const std::string& dataset, const format::Manifest& m) {
+  if (!m.has_id_map) return Status::Ok();
+  const std::string dir = dataset + "/" + format::kIdMapDir;
+  SKIFF_ASSIGN_OR_RETURN(auto map, convert::IdMap::OpenReadOnly(dir));
+  if (map->size() != m.num_nodes) {
+    return Status::Corruption(dir + " holds " + std::to_string(map->size()) +
+                              " raw IDs; the manifest has " + std::to_string(m.num_nodes) +
+                              " nodes");
+  }
+  return Status::Ok();
+}
 
 int RunInfo(const InfoOptions& opt) {
   auto ds = format::Dataset::Open(opt.dataset);
@@ -35,7 +74,7 @@ int RunInfo(const InfoOptions& opt) {
     std::printf("splits       train %lld / valid %lld / test %lld\n",
                 static_cast<long long>(m.train_count), static_cast<long long>(m.valid_count),
                 static_cast<long long>(m.test_count));
-    std::printf("id map       %s\n", m.has_id_map ? "yes (idmap/)" : "no (IDs were dense)");
+    PrintIdMap(opt.dataset, m);
     if (m.partitions) {
       std::printf("partitions   %u (%s), edge cut %.2f%%, imbalance %.2f%%\n",
                   m.partitions->num_partitions, m.partitions->algorithm.c_str(),
@@ -60,9 +99,10 @@ int RunInfo(const InfoOptions& opt) {
     progress.Finish();
     std::fflush(stderr);
     if (Status st = (*ds)->VerifyConsistency(); !st.ok()) return ReportStatus("info", st);
+    if (Status st = VerifyIdMap(opt.dataset, m); !st.ok()) return ReportStatus("info", st);
     std::printf(
         "verify       OK (every block of every file matches its checksum; labels, splits, "
-        "graph and relabelling agree with the manifest)\n");
+        "graph, relabelling and ID map agree with the manifest)\n");
   }
   return 0;
 }
