@@ -60,6 +60,7 @@ int RunConvert(const ConvertFlags& f) {
                                  : convert::Direction::kDefault;
   opt.keep_self_loops = f.self_loops == "keep";
   opt.keep_duplicates = f.duplicates == "keep";
+  KeepLargeBuffersMapped();  // every conversion has a budget (by default a quarter of the RAM)
   if (!f.memory.empty()) {
     if (!ParseBytes(f.memory, &opt.memory_bytes) || opt.memory_bytes == 0) {
       return Usage("--memory '" + f.memory + "' is not a size (e.g. 1GiB, 512MiB, 2000000000)");

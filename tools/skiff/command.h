@@ -39,6 +39,10 @@ int ReportStatus(const std::string& command, const Status& status);
 // resident); InvalidArgument naming the text unless it is a positive size ("4GiB"). A budget also
 // makes the allocator return large freed buffers to the system at once (see main.cpp).
 Result<uint64_t> ParseMemoryOption(const std::string& text);
+// Makes glibc map every buffer of 1 MiB or more on its own (M_MMAP_THRESHOLD), so that freeing it
+// lowers RSS at once: for commands that promise a memory budget. ParseMemoryOption calls it when a
+// budget is given.
+void KeepLargeBuffersMapped();
 
 }  // namespace skiff::cli
 
