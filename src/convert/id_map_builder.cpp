@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <queue>
 #include <thread>
@@ -122,8 +123,11 @@ class IdMapBuilder::Run {
   // Adds an edge; false (nothing added) when it would take the run over its budget. An empty run
   // always accepts, so every run makes progress.
   bool TryAdd(const HashedEdge& e) {
-    if (edges_.size() > 0 && ProjectedBytes(e.src.size() + e.dst.size()) > budget_) return false;
-    if ((distinct_ + 2) * 4 > table_.size() * 3) Rehash(table_.size() * 2);
+    if (edges_.size() > 0 &&
+        (ProjectedBytes(e.src.size() + e.dst.size()) > budget_ || distinct_ > kMaxRunIds - 2)) {
+      return false;
+    }
+    if (NeedsGrowth()) Rehash(table_.size() * 2);
     const uint32_t s = Intern(e.src, e.src_hash);
     const uint32_t d = Intern(e.dst, e.dst_hash);
     edges_.push_back(LocalEdge{s, d});
@@ -180,6 +184,11 @@ class IdMapBuilder::Run {
 
  private:
   static constexpr size_t kInitialSlots = 1024;
+  // Local IDs are uint32 (and local + 1 must fit in a slot): a run this full spills.
+  static constexpr uint64_t kMaxRunIds = std::numeric_limits<uint32_t>::max() - 1;
+
+  // True when two more IDs would take the table's load above 3/4.
+  bool NeedsGrowth() const { return (uint64_t{distinct_} + 2) * 4 > uint64_t{table_.size()} * 3; }
 
   static std::string_view EntryView(const char* entry) {
     uint32_t len = 0;
@@ -193,7 +202,7 @@ class IdMapBuilder::Run {
   // SortedLocals, 32 bytes per ID), which is allocated after the table is freed.
   uint64_t ProjectedBytes(size_t raw_bytes) const {
     uint64_t table = table_.size() * sizeof(Slot);
-    if ((distinct_ + 2) * 4 > table_.size() * 3) table *= 3;
+    if (NeedsGrowth()) table *= 3;
     const uint64_t scratch = (uint64_t{distinct_} + 2) * 32;
     uint64_t arena = arena_bytes_;
     const size_t entry_bytes = raw_bytes + 2 * sizeof(uint32_t);
@@ -655,7 +664,7 @@ Status IdMapBuilder::MergeRuns() {
   std::vector<SpillWriter> m(k);
   for (size_t r = 0; r < k; ++r) {
     SKIFF_RETURN_IF_ERROR(m[r].Open(spilled_[r].m_path, buffer));
-    spilled_[r].first_seen.assign((spilled_[r].distinct + 63) / 64, 0);
+    spilled_[r].first_seen.assign((uint64_t{spilled_[r].distinct} + 63) / 64, 0);
   }
   SpillWriter g;
   SKIFF_ASSIGN_OR_RETURN(merged_path_, spill_dir_->Path("merged.sorted"));
