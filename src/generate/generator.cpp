@@ -7,9 +7,11 @@
 #include "skiff/generate/generator.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <thread>
 #include <unordered_set>
@@ -249,67 +251,95 @@ uint64_t EstimateBytes(const GenerateOptions& o) {
          n * 8;  // splits hold at most every node once
 }
 
-Result<GenerateSummary> GenerateDataset(const GenerateOptions& opt) {
-  SKIFF_RETURN_IF_ERROR(ValidateOptions(opt));
-  const auto start = std::chrono::steady_clock::now();
-  SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
-  SKIFF_RETURN_IF_ERROR(
-      io::CheckFreeSpace(writer->temp_dir(), EstimateBytes(opt), "generating into " + opt.output));
-  const SbmModel model(opt);
-  const bool wide = opt.num_nodes >= (int64_t{1} << 31);
-  const int threads =
-      opt.threads > 0 ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
-  const bool per_class = opt.split.kind == convert::SplitSpec::Kind::kPerClass;
-  PerClassSplit class_split;
-  if (per_class) class_split = DrawPerClassSplit(opt);
+namespace {
 
-  auto& m = writer->manifest();
-  m.name = opt.name;
-  m.source = FormatOptions(opt);
-  m.num_nodes = opt.num_nodes;
-  m.undirected = false;
-  m.neighbor_dtype = wide ? format::DType::kInt64 : format::DType::kInt32;
-  m.feature_dim = opt.feature_dim;
-  m.feature_dtype = opt.feature_dtype;
-  m.num_classes = opt.num_classes;
-
-  SKIFF_ASSIGN_OR_RETURN(auto offsets_file, writer->CreateFile(format::kOffsetsFile));
-  SKIFF_ASSIGN_OR_RETURN(auto neighbors_file, writer->CreateFile(format::kNeighborsFile));
-  SKIFF_ASSIGN_OR_RETURN(auto features_file, writer->CreateFile(format::kFeaturesFile));
-  SKIFF_ASSIGN_OR_RETURN(auto labels_file, writer->CreateFile(format::kLabelsFile));
-  SKIFF_ASSIGN_OR_RETURN(auto train_file, writer->CreateFile(format::kTrainFile));
-  SKIFF_ASSIGN_OR_RETURN(auto valid_file, writer->CreateFile(format::kValidFile));
-  SKIFF_ASSIGN_OR_RETURN(auto test_file, writer->CreateFile(format::kTestFile));
-
-  GenerateSummary summary;
-  summary.num_nodes = opt.num_nodes;
-  int64_t edges = 0, same_class = 0;
-  const int64_t zero = 0;
-  SKIFF_RETURN_IF_ERROR(offsets_file->Append(&zero, 8));
-  std::vector<int64_t> offsets;
-
-  auto append = [&](Chunk& chunk) -> Status {
-    offsets.resize(chunk.degrees.size());
-    for (size_t k = 0; k < chunk.degrees.size(); ++k) {
-      edges += chunk.degrees[k];
-      offsets[k] = edges;
+// The seven files of a generated dataset, filled chunk by chunk in node order.
+class GeneratedFiles {
+ public:
+  Status Create(format::DatasetWriter& writer) {
+    const char* names[] = {format::kOffsetsFile, format::kNeighborsFile, format::kFeaturesFile,
+                           format::kLabelsFile,  format::kTrainFile,     format::kValidFile,
+                           format::kTestFile};
+    for (size_t i = 0; i < files_.size(); ++i) {
+      SKIFF_ASSIGN_OR_RETURN(files_[i], writer.CreateFile(names[i]));
     }
-    SKIFF_RETURN_IF_ERROR(offsets_file->Append(offsets.data(), offsets.size() * 8));
-    SKIFF_RETURN_IF_ERROR(neighbors_file->Append(chunk.neighbors.data(), chunk.neighbors.size()));
-    SKIFF_RETURN_IF_ERROR(features_file->Append(chunk.features.data(), chunk.features.size()));
-    SKIFF_RETURN_IF_ERROR(labels_file->Append(chunk.labels.data(), chunk.labels.size() * 4));
-    SKIFF_RETURN_IF_ERROR(train_file->Append(chunk.train.data(), chunk.train.size() * 8));
-    SKIFF_RETURN_IF_ERROR(valid_file->Append(chunk.valid.data(), chunk.valid.size() * 8));
-    SKIFF_RETURN_IF_ERROR(test_file->Append(chunk.test.data(), chunk.test.size() * 8));
-    summary.train_count += static_cast<int64_t>(chunk.train.size());
-    summary.valid_count += static_cast<int64_t>(chunk.valid.size());
-    summary.test_count += static_cast<int64_t>(chunk.test.size());
-    same_class += chunk.same_class_edges;
-    summary.max_out_degree = std::max(summary.max_out_degree, chunk.max_degree);
-    summary.isolated_nodes += chunk.isolated;
-    return Status::Ok();
-  };
+    const int64_t zero = 0;
+    return files_[kOffsets]->Append(&zero, 8);
+  }
 
+  // Appends a generated chunk: offsets (running from the edges so far), neighbours, features,
+  // labels and fraction splits; adds its counts to `summary` and `same_class`.
+  Status Append(const Chunk& chunk, GenerateSummary* summary, int64_t* same_class) {
+    offsets_.resize(chunk.degrees.size());
+    for (size_t k = 0; k < chunk.degrees.size(); ++k) {
+      edges_ += chunk.degrees[k];
+      offsets_[k] = edges_;
+    }
+    SKIFF_RETURN_IF_ERROR(files_[kOffsets]->Append(offsets_.data(), offsets_.size() * 8));
+    SKIFF_RETURN_IF_ERROR(
+        files_[kNeighbors]->Append(chunk.neighbors.data(), chunk.neighbors.size()));
+    SKIFF_RETURN_IF_ERROR(files_[kFeatures]->Append(chunk.features.data(), chunk.features.size()));
+    SKIFF_RETURN_IF_ERROR(files_[kLabels]->Append(chunk.labels.data(), chunk.labels.size() * 4));
+    SKIFF_RETURN_IF_ERROR(AppendIds(kTrain, chunk.train, &summary->train_count));
+    SKIFF_RETURN_IF_ERROR(AppendIds(kValid, chunk.valid, &summary->valid_count));
+    SKIFF_RETURN_IF_ERROR(AppendIds(kTest, chunk.test, &summary->test_count));
+    *same_class += chunk.same_class_edges;
+    summary->max_out_degree = std::max(summary->max_out_degree, chunk.max_degree);
+    summary->isolated_nodes += chunk.isolated;
+    return Status::Ok();
+  }
+
+  // Per-class splits, drawn before generation, come after every chunk (whose split vectors are
+  // then empty): train and valid, and test unless it is "the rest" (drawn per chunk).
+  Status AppendPerClassSplit(const PerClassSplit& split, GenerateSummary* summary) {
+    summary->train_count = summary->valid_count = 0;
+    SKIFF_RETURN_IF_ERROR(AppendIds(kTrain, split.train, &summary->train_count));
+    SKIFF_RETURN_IF_ERROR(AppendIds(kValid, split.valid, &summary->valid_count));
+    if (split.test_is_rest) return Status::Ok();
+    summary->test_count = 0;
+    return AppendIds(kTest, split.test, &summary->test_count);
+  }
+
+  // Finishes every file (checksums, sidecars); adds their bytes to summary->bytes_written.
+  Status Finish(format::DatasetWriter& writer, GenerateSummary* summary) {
+    for (auto& file : files_) {
+      summary->bytes_written += file->bytes_written();
+      SKIFF_RETURN_IF_ERROR(writer.FinishFile(*file));
+    }
+    return Status::Ok();
+  }
+
+  int64_t edges() const { return edges_; }
+
+ private:
+  enum Index { kOffsets, kNeighbors, kFeatures, kLabels, kTrain, kValid, kTest, kCount };
+  Status AppendIds(Index index, const std::vector<int64_t>& ids, int64_t* count) {
+    *count += static_cast<int64_t>(ids.size());
+    return files_[index]->Append(ids.data(), ids.size() * 8);
+  }
+
+  std::array<std::unique_ptr<format::ChecksummedFileWriter>, kCount> files_;
+  std::vector<int64_t> offsets_;
+  int64_t edges_ = 0;
+};
+
+void FillManifest(const GenerateOptions& opt, bool wide, format::Manifest* m) {
+  m->name = opt.name;
+  m->source = FormatOptions(opt);
+  m->num_nodes = opt.num_nodes;
+  m->undirected = false;
+  m->neighbor_dtype = wide ? format::DType::kInt64 : format::DType::kInt32;
+  m->feature_dim = opt.feature_dim;
+  m->feature_dtype = opt.feature_dtype;
+  m->num_classes = opt.num_classes;
+}
+
+// Generates the nodes in chunks of kChunkNodes, `threads` chunks per round, and hands the chunks
+// to `consume` in node order. Round r + 1 is generated (into the other buffer set) while round r is
+// consumed.
+Status GenerateChunks(const SbmModel& model, const GenerateOptions& opt, bool wide,
+                      const PerClassSplit* per_class, int threads,
+                      const std::function<Status(const Chunk&)>& consume) {
   const int64_t num_chunks = (opt.num_nodes + kChunkNodes - 1) / kChunkNodes;
   const int64_t num_rounds = (num_chunks + threads - 1) / threads;
   std::vector<Chunk> buffers[2];
@@ -325,61 +355,72 @@ Result<GenerateSummary> GenerateDataset(const GenerateOptions& opt) {
       chunk.first = std::min(opt.num_nodes, index * kChunkNodes);
       chunk.count = std::min(opt.num_nodes, chunk.first + kChunkNodes) - chunk.first;
       if (chunk.count == 0) continue;
-      workers.emplace_back([&model, &opt, wide, per_class, &class_split, &chunk] {
-        GenerateChunk(model, opt, wide, per_class ? &class_split : nullptr, &chunk);
+      workers.emplace_back([&model, &opt, wide, per_class, &chunk] {
+        GenerateChunk(model, opt, wide, per_class, &chunk);
       });
     }
     return workers;
   };
+  auto current = launch(0);
+  for (int64_t round = 0; round < num_rounds; ++round) {
+    current.clear();  // joins round `round`
+    std::vector<std::jthread> next;
+    if (round + 1 < num_rounds) next = launch(round + 1);
+    for (auto& chunk : buffers[round % 2]) {
+      if (chunk.count == 0) continue;
+      SKIFF_RETURN_IF_ERROR(consume(chunk));  // `next` joins on return
+      chunk.count = 0;
+    }
+    current = std::move(next);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<GenerateSummary> GenerateDataset(const GenerateOptions& opt) {
+  SKIFF_RETURN_IF_ERROR(ValidateOptions(opt));
+  const auto start = std::chrono::steady_clock::now();
+  SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
+  SKIFF_RETURN_IF_ERROR(
+      io::CheckFreeSpace(writer->temp_dir(), EstimateBytes(opt), "generating into " + opt.output));
+  const SbmModel model(opt);
+  const bool wide = opt.num_nodes >= (int64_t{1} << 31);
+  const int threads =
+      opt.threads > 0 ? opt.threads : std::max(1u, std::thread::hardware_concurrency());
+  const bool per_class = opt.split.kind == convert::SplitSpec::Kind::kPerClass;
+  PerClassSplit class_split;
+  if (per_class) class_split = DrawPerClassSplit(opt);
+  auto& m = writer->manifest();
+  FillManifest(opt, wide, &m);
+  GeneratedFiles files;
+  SKIFF_RETURN_IF_ERROR(files.Create(*writer));
 
   LogInfo("generating " + std::to_string(opt.num_nodes) + " nodes, ~" +
           FormatCount(static_cast<double>(opt.num_nodes) * opt.avg_degree) + " edges, " +
           std::to_string(opt.feature_dim) + " features (" + format::DTypeName(opt.feature_dtype) +
           "), " + std::to_string(opt.num_classes) + " classes into " + opt.output + " with " +
           std::to_string(threads) + " threads (about " + FormatBytes(EstimateBytes(opt)) + ")");
+  GenerateSummary summary;
+  summary.num_nodes = opt.num_nodes;
+  int64_t same_class = 0;
   Progress progress("generate", static_cast<uint64_t>(opt.num_nodes), "nodes");
-  {
-    auto current = launch(0);
-    for (int64_t round = 0; round < num_rounds; ++round) {
-      current.clear();  // joins round `round`
-      std::vector<std::jthread> next;
-      if (round + 1 < num_rounds) next = launch(round + 1);
-      for (auto& chunk : buffers[round % 2]) {
-        if (chunk.count == 0) continue;
-        SKIFF_RETURN_IF_ERROR(append(chunk));  // `next` joins on return
-        progress.Add(static_cast<uint64_t>(chunk.count));
-        chunk.count = 0;
-      }
-      current = std::move(next);
-    }
-  }
+  SKIFF_RETURN_IF_ERROR(GenerateChunks(model, opt, wide, per_class ? &class_split : nullptr,
+                                       threads, [&](const Chunk& chunk) {
+                                         progress.Add(static_cast<uint64_t>(chunk.count));
+                                         return files.Append(chunk, &summary, &same_class);
+                                       }));
   progress.Finish();
-  if (per_class) {
-    SKIFF_RETURN_IF_ERROR(
-        train_file->Append(class_split.train.data(), class_split.train.size() * 8));
-    SKIFF_RETURN_IF_ERROR(
-        valid_file->Append(class_split.valid.data(), class_split.valid.size() * 8));
-    summary.train_count = static_cast<int64_t>(class_split.train.size());
-    summary.valid_count = static_cast<int64_t>(class_split.valid.size());
-    if (!class_split.test_is_rest) {
-      SKIFF_RETURN_IF_ERROR(
-          test_file->Append(class_split.test.data(), class_split.test.size() * 8));
-      summary.test_count = static_cast<int64_t>(class_split.test.size());
-    }
-  }
-  for (auto* file : {offsets_file.get(), neighbors_file.get(), features_file.get(),
-                     labels_file.get(), train_file.get(), valid_file.get(), test_file.get()}) {
-    summary.bytes_written += file->bytes_written();
-    SKIFF_RETURN_IF_ERROR(writer->FinishFile(*file));
-  }
-  m.num_edges = edges;
+  if (per_class) SKIFF_RETURN_IF_ERROR(files.AppendPerClassSplit(class_split, &summary));
+  SKIFF_RETURN_IF_ERROR(files.Finish(*writer, &summary));
+  m.num_edges = summary.num_edges = files.edges();
   m.train_count = summary.train_count;
   m.valid_count = summary.valid_count;
   m.test_count = summary.test_count;
   SKIFF_RETURN_IF_ERROR(writer->Commit());
-  summary.num_edges = edges;
-  summary.edge_homophily =
-      edges > 0 ? static_cast<double>(same_class) / static_cast<double>(edges) : 0;
+  summary.edge_homophily = summary.num_edges > 0 ? static_cast<double>(same_class) /
+                                                       static_cast<double>(summary.num_edges)
+                                                 : 0;
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
 }
