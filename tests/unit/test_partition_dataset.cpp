@@ -12,6 +12,7 @@
 
 #include "skiff/format/dataset.h"
 #include "skiff/half.h"
+#include "skiff/partition/metis_export.h"
 #include "skiff/partition/partition_dataset.h"
 #include "tests/unit/test_util.h"
 

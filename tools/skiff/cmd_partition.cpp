@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "skiff/log.h"
+#include "skiff/partition/metis_export.h"
 #include "skiff/partition/partition_dataset.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"

@@ -75,11 +75,6 @@ struct PartitionReport {
 // IOError.
 Result<PartitionReport> PartitionDataset(const PartitionOptions& options);
 
-// Writes the dataset's graph as a METIS graph file (1-based, undirected, self-loops and duplicate
-// edges dropped) for comparison with gpmetis. A symmetric graph is streamed (O(chunk) memory); a
-// directed one is symmetrised in memory (O(E)), as METIS requires. A comparison helper only.
-Status ExportMetisGraph(const std::string& dataset_dir, const std::string& path);
-
 // Scores an external partition (e.g. gpmetis's) of the dataset's stored edges the same way
 // PartitionDataset scores its own: cut edges, cut fraction, imbalance. `part` has one entry in
 // [0, k) per node. Returns InvalidArgument on a size mismatch or an entry out of range.
