@@ -19,7 +19,9 @@
 
 using namespace skiff;
 using namespace skiff::convert;
+using skiff::testing::ReadFileBytes;
 using skiff::testing::WriteGz;
+using skiff::testing::WriteNpy;
 using skiff::testing::WriteText;
 namespace fs = std::filesystem;
 
@@ -30,23 +32,6 @@ ConvertOptions Options(const std::string& in, const std::string& out) {
   o.output = out;
   o.memory_bytes = 16ull << 20;
   return o;
-}
-// Writes a little-endian .npy (format 1.0) with the given dtype descr and shape.
-void WriteNpy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,
-              const void* data, size_t bytes) {
-  std::string dims;
-  for (int64_t d : shape) dims += std::to_string(d) + ", ";
-  if (shape.size() > 1) dims.resize(dims.size() - 2);
-  std::string dict =
-      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
-  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
-  dict += '\n';
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write("\x93NUMPY\x01\x00", 8);
-  const uint16_t len = static_cast<uint16_t>(dict.size());
-  out.write(reinterpret_cast<const char*>(&len), 2);
-  out << dict;
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
 }
 // Names in `dir` (to check nothing half-written is left behind).
 std::vector<std::string> Entries(const std::string& dir) {
@@ -348,11 +333,6 @@ class FifoFeeder {
   std::thread thread_;
 };
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 void CheckSameGraph(const std::string& a, const std::string& b) {
   auto da = format::Dataset::Open(a);
   auto db = format::Dataset::Open(b);
@@ -362,7 +342,7 @@ void CheckSameGraph(const std::string& a, const std::string& b) {
   CHECK((*da)->manifest().has_id_map == (*db)->manifest().has_id_map);
   for (const char* file : {"graph.offsets", "graph.neighbors"}) {
     CAPTURE(file);
-    CHECK(ReadAll(a + "/" + file) == ReadAll(b + "/" + file));
+    CHECK(ReadFileBytes(a + "/" + file) == ReadFileBytes(b + "/" + file));
   }
 }
 }  // namespace
@@ -391,7 +371,7 @@ TEST_CASE("convert: piped and gzip-piped input, string or dense IDs, converts as
         const std::string out = dir / "piped";
         Result<ConvertSummary> s = Status::Internal("not run");
         {
-          FifoFeeder feeder(fifo, ReadAll(source));
+          FifoFeeder feeder(fifo, ReadFileBytes(source));
           auto p = Options(fifo, out);
           p.memory_bytes = memory;
           s = ConvertGraph(p);

@@ -19,7 +19,9 @@
 
 using namespace skiff;
 using namespace skiff::convert;
+using skiff::testing::ReadFileBytes;
 using skiff::testing::WriteGz;
+using skiff::testing::WriteNpy;
 using skiff::testing::WriteText;
 namespace fs = std::filesystem;
 
@@ -32,29 +34,6 @@ ConvertOptions Options(const std::string& in, const std::string& out, bool large
   o.memory_bytes = 16ull << 20;
   o.largest_component = largest;
   return o;
-}
-
-// Writes a little-endian .npy (format 1.0) with the given dtype descr and shape.
-void WriteNpy(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape,
-              const void* data, size_t bytes) {
-  std::string dims;
-  for (int64_t d : shape) dims += std::to_string(d) + ", ";
-  if (shape.size() > 1) dims.resize(dims.size() - 2);
-  std::string dict =
-      "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
-  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
-  dict += '\n';
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write("\x93NUMPY\x01\x00", 8);
-  const uint16_t len = static_cast<uint16_t>(dict.size());
-  out.write(reinterpret_cast<const char*>(&len), 2);
-  out << dict;
-  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
-}
-
-std::string ReadBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 std::unique_ptr<format::Dataset> OpenDataset(const std::string& dir) {
@@ -229,10 +208,10 @@ TEST_CASE("convert: a connected graph comes out of largest component byte for by
        {format::kOffsetsFile, format::kNeighborsFile, format::kLabelsFile, format::kFeaturesFile,
         format::kTrainFile, format::kValidFile, format::kTestFile}) {
     INFO(name);
-    const std::string bytes = ReadBytes(dir / (std::string("plain/") + name));
-    CHECK(bytes == ReadBytes(dir / (std::string("lcc/") + name)));
-    CHECK(ReadBytes(dir / (std::string("plain/") + name + ".sum")) ==
-          ReadBytes(dir / (std::string("lcc/") + name + ".sum")));
+    const std::string bytes = ReadFileBytes(dir / (std::string("plain/") + name));
+    CHECK(bytes == ReadFileBytes(dir / (std::string("lcc/") + name)));
+    CHECK(ReadFileBytes(dir / (std::string("plain/") + name + ".sum")) ==
+          ReadFileBytes(dir / (std::string("lcc/") + name + ".sum")));
   }
   OpenDataset(dir / "lcc");
 }
