@@ -51,6 +51,23 @@ std::string DenseKey(int64_t dense) {
   return key;
 }
 
+// The dense ID of a 'd' key (9 bytes: 'd', then the ID big-endian).
+int64_t DecodeDenseKey(const rocksdb::Slice& key) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(key[1 + i]);
+  return static_cast<int64_t>(v);
+}
+
+// The dense ID an 'r' key maps to (8 bytes, little-endian); Corruption naming the map otherwise.
+Status DecodeDenseValue(const rocksdb::Slice& value, const std::string& dir, int64_t* dense) {
+  if (value.size() != 8) {
+    return Status::Corruption("ID map " + dir + ": value for a raw ID has " +
+                              std::to_string(value.size()) + " bytes, expected 8");
+  }
+  std::memcpy(dense, value.data(), 8);
+  return Status::Ok();
+}
+
 std::string EncodeValue(int64_t dense) {
   std::string value(8, '\0');
   std::memcpy(value.data(), &dense, 8);
@@ -159,9 +176,7 @@ Result<std::unique_ptr<IdMap>> IdMap::OpenReadOnly(const std::string& dir) {
   std::unique_ptr<rocksdb::Iterator> it(map->impl_->db->NewIterator(map->impl_->read_options));
   it->SeekForPrev(DenseKey(std::numeric_limits<int64_t>::max()));
   if (it->Valid() && it->key().size() == 9 && it->key()[0] == 'd') {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(it->key()[1 + i]);
-    map->next_id_ = static_cast<int64_t>(v) + 1;
+    map->next_id_ = DecodeDenseKey(it->key()) + 1;
   }
   SKIFF_RETURN_IF_ERROR(ToStatus(it->status(), "read ID map " + dir));
   return map;
@@ -178,12 +193,8 @@ Result<std::optional<int64_t>> IdMap::Find(std::string_view raw) {
   const rocksdb::Status s = im.db->Get(im.read_options, RawKey(raw), &value);
   if (s.IsNotFound()) return std::optional<int64_t>();
   SKIFF_RETURN_IF_ERROR(ToStatus(s, "read ID map " + im.dir));
-  if (value.size() != 8) {
-    return Status::Corruption("ID map " + im.dir + ": value for a raw ID has " +
-                              std::to_string(value.size()) + " bytes, expected 8");
-  }
   int64_t dense = 0;
-  std::memcpy(&dense, value.data(), 8);
+  SKIFF_RETURN_IF_ERROR(DecodeDenseValue(value, im.dir, &dense));
   return std::optional<int64_t>(dense);
 }
 
@@ -243,10 +254,8 @@ Status IdMap::ForEachDense(const std::function<Status(int64_t dense, std::string
       return Status::Corruption("ID map " + im.dir + ": a dense-ID key has " +
                                 std::to_string(it->key().size()) + " bytes, expected 9");
     }
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(it->key()[1 + i]);
     SKIFF_RETURN_IF_ERROR(
-        fn(static_cast<int64_t>(v), std::string_view(it->value().data(), it->value().size())));
+        fn(DecodeDenseKey(it->key()), std::string_view(it->value().data(), it->value().size())));
   }
   return ToStatus(it->status(), "read ID map " + im.dir);
 }
@@ -256,12 +265,8 @@ Status IdMap::ForEachRaw(const std::function<Status(std::string_view raw, int64_
   SKIFF_CHECK_MSG(im.read_only, "ForEachRaw needs a map opened read-only");
   std::unique_ptr<rocksdb::Iterator> it(im.db->NewIterator(im.read_options));
   for (it->Seek("r"); it->Valid() && it->key().starts_with("r"); it->Next()) {
-    if (it->value().size() != 8) {
-      return Status::Corruption("ID map " + im.dir + ": value for a raw ID has " +
-                                std::to_string(it->value().size()) + " bytes, expected 8");
-    }
     int64_t dense = 0;
-    std::memcpy(&dense, it->value().data(), 8);
+    SKIFF_RETURN_IF_ERROR(DecodeDenseValue(it->value(), im.dir, &dense));
     SKIFF_RETURN_IF_ERROR(fn(std::string_view(it->key().data() + 1, it->key().size() - 1), dense));
   }
   return ToStatus(it->status(), "read ID map " + im.dir);

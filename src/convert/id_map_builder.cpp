@@ -66,6 +66,17 @@ struct FirstSeen {
 };
 static_assert(sizeof(FirstSeen) == 12, "M files store three native uint32");
 
+// A raw ID in an L file: its length (uint32), then its bytes.
+Status AppendId(SpillWriter& out, std::string_view raw) {
+  SKIFF_RETURN_IF_ERROR(out.AppendValue(static_cast<uint32_t>(raw.size())));
+  return out.Append(raw.data(), raw.size());
+}
+Status ReadId(SpillReader& in, std::string_view* raw) {
+  uint32_t len = 0;
+  SKIFF_RETURN_IF_ERROR(in.ReadValue(&len));
+  return in.Read(len, raw);
+}
+
 uint64_t HashRaw(std::string_view raw) { return std::hash<std::string_view>{}(raw); }
 
 // The first 8 bytes, big-endian, zero-padded: comparing these compares the prefixes as memcmp does.
@@ -446,10 +457,7 @@ Status IdMapBuilder::SpillRun() {
   SpillWriter l, a, b;
   const std::vector<std::string_view> raws = run.Raws();
   SKIFF_RETURN_IF_ERROR(l.Open(out.l_path, kBuffer));
-  for (const std::string_view raw : raws) {
-    SKIFF_RETURN_IF_ERROR(l.AppendValue(static_cast<uint32_t>(raw.size())));
-    SKIFF_RETURN_IF_ERROR(l.Append(raw.data(), raw.size()));
-  }
+  for (const std::string_view raw : raws) SKIFF_RETURN_IF_ERROR(AppendId(l, raw));
   SKIFF_RETURN_IF_ERROR(l.Close());
   SKIFF_RETURN_IF_ERROR(a.Open(out.a_path, kBuffer));
   for (const Run::SortKey& key : Run::SortedLocals(raws)) {
@@ -735,10 +743,8 @@ Status IdMapBuilder::LoadMap(const std::string& map_dir) {
     SpillReader l;
     SKIFF_RETURN_IF_ERROR(l.Open(r.l_path, kBuffer));
     for (uint32_t local = 0; local < r.distinct; ++local) {
-      uint32_t len = 0;
       std::string_view raw;
-      SKIFF_RETURN_IF_ERROR(l.ReadValue(&len));
-      SKIFF_RETURN_IF_ERROR(l.Read(len, &raw));
+      SKIFF_RETURN_IF_ERROR(ReadId(l, &raw));
       if ((r.first_seen[local / 64] >> (local % 64)) & 1) {
         SKIFF_RETURN_IF_ERROR(load->AddDense(raw));
       }
@@ -772,10 +778,8 @@ Status IdMapBuilder::ReplaySpilled(const std::function<Status(int64_t, int64_t)>
     SKIFF_RETURN_IF_ERROR(in.Open(identity_ ? r.l_path : r.m_path, kBuffer));
     for (uint32_t i = 0; i < r.distinct; ++i) {
       if (identity_) {
-        uint32_t len = 0;
         std::string_view raw;
-        SKIFF_RETURN_IF_ERROR(in.ReadValue(&len));
-        SKIFF_RETURN_IF_ERROR(in.Read(len, &raw));
+        SKIFF_RETURN_IF_ERROR(ReadId(in, &raw));
         SKIFF_CHECK(ParseInt64(raw, &dense[i]));
       } else {
         FirstSeen entry;

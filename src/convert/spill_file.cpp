@@ -125,8 +125,6 @@ Status SpillReader::Fill(size_t need) {
   return Status::Ok();
 }
 
-Status SpillReader::Peek() { return Fill(1); }
-
 Status SpillReader::Read(size_t bytes, std::string_view* out) {
   SKIFF_CHECK(fd_ >= 0);
   SKIFF_RETURN_IF_ERROR(Fill(bytes));

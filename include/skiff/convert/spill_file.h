@@ -78,8 +78,6 @@ class SpillReader {
 
   // Opens `path` with a buffer of at least `buffer_bytes`. IOError names the path.
   Status Open(const std::string& path, size_t buffer_bytes);
-  // True when every byte has been read.
-  bool AtEnd() const { return pos_ == end_ && eof_; }
   // Sets *out to the next `bytes` bytes (valid until the next call). Corruption naming the file if
   // it ends first; IOError on a read error.
   Status Read(size_t bytes, std::string_view* out);
@@ -90,8 +88,6 @@ class SpillReader {
     std::memcpy(value, v.data(), sizeof(T));
     return Status::Ok();
   }
-  // Reads ahead if the buffer is empty; AtEnd() is exact afterwards.
-  Status Peek();
   const std::string& path() const { return path_; }
 
  private:
