@@ -13,9 +13,13 @@
 // (the order the rows arrive) instead of CSR order; so the two agree to float rounding, and the
 // result depends neither on how batches are grouped nor on the budget or thread timing.
 //
-// Memory from the group's sampling to the end of its gathering (its AggregationPlan): per batch,
-// block 0 transposed ((num_src + 1 + edges) x 4 B) and one entry per input row
-// (kAggregationBytesPerRow). The rows themselves are not staged: the
+// Memory from the group's sampling to the end of its gathering (its AggregationPlan): a 16-byte
+// entry per input row, sorted by node, with the row's block-0 destinations flattened beside it
+// (4 B per edge) and a mean weight per destination (kAggregationBytesPerRow in all, per row); while
+// the plan is built, a radix sort's copy of the entries and a 4-byte cursor per row on top. The
+// gather walks the entries front to back as the rows arrive and prefetches the output rows of the
+// entries a few ahead, so adding a row costs its arithmetic rather than a chain of cache misses
+// (half of the gather's CPU time before). The rows themselves are not staged: the
 // union is streamed in node order (BufferedGraph::StreamFeatures), each row added to its targets
 // straight from the buffer pool's scratch while the following reads are in flight, in windows of
 // kStreamWindowRows rows (kStreamWindowBytesPerRow of bookkeeping each), so the group's read is one
@@ -48,15 +52,16 @@ struct AggregationOptions {
   bool training = false;
 };
 
-// Bytes of transient state per input row of the group (sort entry + transposed block).
+// Bytes of transient state per input row of the group (entry + its destinations + their weights:
+// blocks 0 hold ~1.1 edges per source with the default fanouts: ~21 B a row).
 inline constexpr uint64_t kAggregationBytesPerRow = 16 + 4 + 4;
 // Distinct rows streamed per window, and the stream's bookkeeping per row of a window (node list,
 // read request, its order and position: ~56 B), counted once in the memory plan.
 inline constexpr size_t kStreamWindowRows = 65536;
 inline constexpr uint64_t kStreamWindowBytesPerRow = 64;
 
-// A group's aggregation schedule: its input rows sorted by node, and each batch's block 0
-// transposed (the per-input-row state above). Built from the sampled batches alone, so it can be
+// A group's aggregation schedule: its input rows sorted by node, each with its destinations (the
+// per-input-row state above). Built from the sampled batches alone, so it can be
 // prepared while the previous group is read (the pipeline builds it on the sampler thread), and
 // the read then starts at once. Immutable once built.
 struct AggregationPlan;
