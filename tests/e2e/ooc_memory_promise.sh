@@ -7,6 +7,7 @@
 # dataset (~250 MB) at 35% of its bytes: first-layer input gathered aggregated, in groups, most rows
 # read from disk. Also checks that training learned and that it read fine-grained.
 set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
 SKIFF=$1
 WORK=$3
 rm -rf "$WORK" && mkdir -p "$WORK"
@@ -18,21 +19,12 @@ cd "$WORK"
 bytes=$(du -sb ds | cut -f1)
 budget=$((bytes * 7 / 20))
 
-python3 - "$SKIFF" "$budget" "$bytes" <<'PY'
-import json, resource, subprocess, sys
-skiff, budget, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-overhead = 96 << 20
-run = subprocess.run([skiff, "train", "ds", "--epochs", "1", "--threads", "2",
-                      "--memory", str(budget), "--metrics", "m.jsonl"],
-                     capture_output=True, text=True)
-log = run.stdout + run.stderr
-open("train.log", "w").write(log)
-assert run.returncode == 0, log
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # KiB on Linux
-print(f"dataset {size / 2**20:.1f} MiB, budget {budget / 2**20:.1f} MiB, "
-      f"peak RSS {peak / 2**20:.1f} MiB (promise {(budget + overhead) / 2**20:.1f} MiB)")
-assert peak <= budget + overhead, f"peak RSS {peak} > budget {budget} + {overhead}"
-assert "nodes, aggregated" in log, log
+echo "dataset $((bytes >> 20)) MiB"
+python3 "$HERE/peak_rss_within.py" "$budget" $((96 << 20)) train.log -- \
+  "$SKIFF" train ds --epochs 1 --threads 2 --memory "$budget" --metrics m.jsonl
+grep -q "nodes, aggregated" train.log || { cat train.log; exit 1; }
+python3 - <<'PY'
+import json
 m = json.loads(open("m.jsonl").readline())
 p = m["pipeline"]
 assert p["fine_bytes_read"] > 0 and p["fine_rows"] > 0, p
