@@ -129,15 +129,13 @@ TEST_CASE("convert: integer IDs with gaps use the map in auto mode, identity in 
 TEST_CASE("convert: OGB raw layout with features, labels and the given split") {
   testing::TempDir dir;
   const std::string root = dir / "ogbn-toy";
-  fs::create_directories(root + "/raw");
-  fs::create_directories(root + "/split/time");
-  WriteGz(root + "/raw/edge.csv.gz", "0,1\n1,2\n2,3\n3,0\n");
-  WriteGz(root + "/raw/num-node-list.csv.gz", "5\n");
-  WriteGz(root + "/raw/node-feat.csv.gz", "0,1,2\n1,2,3\n2,3,4\n3,4,5\n4,5,6\n");
-  WriteGz(root + "/raw/node-label.csv.gz", "0\n1\n2\n1\n0\n");
-  WriteGz(root + "/split/time/train.csv.gz", "0\n1\n");
-  WriteGz(root + "/split/time/valid.csv.gz", "2\n");
-  WriteGz(root + "/split/time/test.csv.gz", "4\n3\n");
+  testing::WriteOgb(root, {.edges = "0,1\n1,2\n2,3\n3,0\n",
+                           .num_nodes = "5\n",
+                           .features = "0,1,2\n1,2,3\n2,3,4\n3,4,5\n4,5,6\n",
+                           .labels = "0\n1\n2\n1\n0\n",
+                           .train = "0\n1\n",
+                           .valid = "2\n",
+                           .test = "4\n3\n"});
   auto o = Options(root, dir / "ds");
   o.feature_dtype = format::DType::kFloat16;
   auto s = ConvertGraph(o);

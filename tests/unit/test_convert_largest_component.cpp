@@ -251,15 +251,13 @@ TEST_CASE("convert: drawn splits are drawn on the component, carried splits are 
 
   // OGB carries its splits: those of kept nodes stay, renumbered (node 4 is isolated).
   const std::string root = dir / "ogbn-toy";
-  fs::create_directories(root + "/raw");
-  fs::create_directories(root + "/split/time");
-  WriteGz(root + "/raw/edge.csv.gz", "0,1\n1,2\n3,2\n3,5\n");
-  WriteGz(root + "/raw/num-node-list.csv.gz", "6\n");
-  WriteGz(root + "/raw/node-feat.csv.gz", "0,1\n1,2\n2,3\n3,4\n4,5\n5,6\n");
-  WriteGz(root + "/raw/node-label.csv.gz", "0\n1\n2\n1\n0\n2\n");
-  WriteGz(root + "/split/time/train.csv.gz", "0\n4\n");
-  WriteGz(root + "/split/time/valid.csv.gz", "2\n");
-  WriteGz(root + "/split/time/test.csv.gz", "5\n3\n");
+  testing::WriteOgb(root, {.edges = "0,1\n1,2\n3,2\n3,5\n",
+                           .num_nodes = "6\n",
+                           .features = "0,1\n1,2\n2,3\n3,4\n4,5\n5,6\n",
+                           .labels = "0\n1\n2\n1\n0\n2\n",
+                           .train = "0\n4\n",
+                           .valid = "2\n",
+                           .test = "5\n3\n"});
   auto ogb = ConvertGraph(Options(root, dir / "ogb", true));
   REQUIRE_MESSAGE(ogb.ok(), ogb.status().ToString());
   CHECK(ogb->splits_from_input);

@@ -259,15 +259,14 @@ TEST_CASE("METIS: malformed files name the file and line") {
 TEST_CASE("OGB: layout discovery, labels, index files and feature rows") {
   testing::TempDir dir;
   const std::string root = dir / "ogbn-toy";
-  std::filesystem::create_directories(root + "/raw");
-  std::filesystem::create_directories(root + "/split/random");
-  WriteGz(root + "/raw/edge.csv.gz", "0,1\n1,2\n2,3\n");
-  WriteGz(root + "/raw/num-node-list.csv.gz", "4\n");
-  WriteGz(root + "/raw/node-feat.csv.gz", "0.5,1\n1.5,2\n2.5,3\n3.5,4\n");
-  WriteGz(root + "/raw/node-label.csv.gz", "0\n1\nnan\n2\n");
-  WriteGz(root + "/split/random/train.csv.gz", "3\n0\n");
-  WriteGz(root + "/split/random/valid.csv.gz", "1\n");
-  WriteGz(root + "/split/random/test.csv.gz", "2\n");
+  testing::WriteOgb(root, {.split = "random",
+                           .edges = "0,1\n1,2\n2,3\n",
+                           .num_nodes = "4\n",
+                           .features = "0.5,1\n1.5,2\n2.5,3\n3.5,4\n",
+                           .labels = "0\n1\nnan\n2\n",
+                           .train = "3\n0\n",
+                           .valid = "1\n",
+                           .test = "2\n"});
   CHECK(IsOgbDirectory(root));
   auto layout = FindOgbLayout(root, "");
   REQUIRE(layout.ok());

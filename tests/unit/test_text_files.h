@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -43,6 +44,25 @@ inline void WriteNpy(const std::string& path, const std::string& descr,
   out.write(reinterpret_cast<const char*>(&len), 2);
   out << dict;
   out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
+}
+
+// An OGB node-property-prediction directory under `root` (raw/ and split/<split>/, every file
+// gzip-compressed CSV as OGB ships it), with the given contents.
+struct OgbFiles {
+  std::string split = "time";
+  std::string edges, num_nodes, features, labels, train, valid, test;
+};
+inline void WriteOgb(const std::string& root, const OgbFiles& f) {
+  const std::string split = root + "/split/" + f.split;
+  std::filesystem::create_directories(root + "/raw");
+  std::filesystem::create_directories(split);
+  WriteGz(root + "/raw/edge.csv.gz", f.edges);
+  WriteGz(root + "/raw/num-node-list.csv.gz", f.num_nodes);
+  WriteGz(root + "/raw/node-feat.csv.gz", f.features);
+  WriteGz(root + "/raw/node-label.csv.gz", f.labels);
+  WriteGz(split + "/train.csv.gz", f.train);
+  WriteGz(split + "/valid.csv.gz", f.valid);
+  WriteGz(split + "/test.csv.gz", f.test);
 }
 
 // The whole file's bytes ("" if it cannot be read).
