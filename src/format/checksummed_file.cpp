@@ -4,6 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+#if defined(__x86_64__)
+#include <xxh_x86dispatch.h>  // XXH3_64bits_dispatch
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -40,7 +43,17 @@ Status PreadAll(int fd, void* dst, uint64_t bytes, uint64_t offset, const std::s
 
 }  // namespace
 
-uint64_t Xxh3(const void* data, size_t bytes) { return XXH3_64bits(data, bytes); }
+// On x86-64, libxxhash's dispatcher picks the widest vector unit the CPU has (AVX2, AVX-512) at
+// run time; its plain XXH3_64bits is built for baseline x86-64 (SSE2). The values are the same.
+// Every block read is hashed once, so this is several times less CPU per byte read: on the
+// benchmark machine 4 KiB blocks hash at ~20 GB/s from memory instead of ~5-11 GB/s.
+uint64_t Xxh3(const void* data, size_t bytes) {
+#if defined(__x86_64__)
+  return XXH3_64bits_dispatch(data, bytes);
+#else
+  return XXH3_64bits(data, bytes);
+#endif
+}
 
 // --- Writer
 // ---------------------------------------------------------------------------------------
