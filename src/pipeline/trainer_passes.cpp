@@ -128,7 +128,13 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
     }
     SKIFF_ASSIGN_OR_RETURN(EpochReport report, ooc->RunPass(*pass.nodes, options, sample, compute));
     if (report_json != nullptr) *report_json = report.ToJson().dump();
-    if (print_reports && pass.training) LogInfo(report.Describe());
+    if (print_reports) {
+      if (pass.training) {
+        LogInfo(report.Describe());
+      } else {
+        LogDebug("evaluation " + report.Describe());
+      }
+    }
     return Status::Ok();
   };
 }
