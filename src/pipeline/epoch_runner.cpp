@@ -581,8 +581,12 @@ Status EpochRun::ComputeInOrder(StageContext& ctx) {
       seeds_total_ += static_cast<int64_t>(batch.batch.seeds.size());  // compute may move it
       const uint64_t held = batch.held_bytes;
       SKIFF_RETURN_IF_ERROR(compute_(batch));
-      // Keep the staging buffer for a later batch (the window counts it while it waits).
-      const uint64_t kept = recycled_.Put(&batch.features);
+      // Keep the staging buffer for a later batch (the window counts it while it waits). Not when
+      // aggregated: a group's buffers are staged together when it is gathered, so a kept buffer
+      // would wait out the next group's gather and, counted against the allowance, hold back the
+      // admission of the group after it -- whose sampling then could not overlap that gather
+      // (the 2M-node benchmark at 25%: the training pass 10.4 s with it, 9.2 s without).
+      const uint64_t kept = aggregate_ ? 0 : recycled_.Put(&batch.features);
       pending.erase(pending.begin());
       ++computed_;
       window_.Done(held - std::min(held, kept), aggregate_);
@@ -694,7 +698,7 @@ std::string EpochReport::Describe() const {
   out += line;
   if (first_group > 0) {
     std::snprintf(line, sizeof(line),
-                  "  aggregated groups: %d batches planned, %d from the batches sampled\n",
+                  "  aggregated groups: %d batches at first, %d from the batches sampled\n",
                   first_group, last_group);
     out += line;
   }

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "skiff/format/dataset.h"
 #include "skiff/generate/generator.h"
@@ -26,10 +27,10 @@ storage::BufferPoolOptions OutOfCorePoolOptions(const format::Manifest& manifest
   return o;
 }
 
-std::unique_ptr<format::Dataset> Generated(const std::string& dir) {
+std::unique_ptr<format::Dataset> Generated(const std::string& dir, int64_t num_nodes = 3000) {
   generate::GenerateOptions o;
   o.output = dir;
-  o.num_nodes = 3000;
+  o.num_nodes = num_nodes;
   o.avg_degree = 6;
   o.num_classes = 4;
   o.feature_dim = 16;
@@ -56,6 +57,28 @@ train::TrainOptions Options(const std::string& feature_norm) {
   t.show_progress = false;
   t.feature_norm = feature_norm;
   return t;
+}
+
+// Out-of-core training at about the smallest budget that holds 3 partitions and one batch.
+Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenAtSmallestBudget(
+    const format::Dataset* ds, const train::TrainOptions& t, bool aggregated) {
+  auto ooc = pipeline::OpenOutOfCoreTraining(ds, t, 1ull << 30, pipeline::SamplingMode::kExact, 2,
+                                             aggregated);
+  REQUIRE(ooc.ok());
+  CHECK_FALSE((*ooc)->ooc->aggregated_input());  // every partition fits: rows
+  const pipeline::MemoryPlan& big = (*ooc)->ooc->memory_plan();
+  const uint64_t tight =
+      big.fixed_bytes - big.batch_allowance + big.batch_bytes +
+      storage::BufferPool::BudgetFor(*storage::DatasetPartitionSource::Open(ds, {}).value(), 3,
+                                     OutOfCorePoolOptions(ds->manifest()));
+  // Aggregated batches are smaller but add a read buffer: step up to the first accepted budget.
+  Result<std::unique_ptr<pipeline::OutOfCoreTraining>> small = Status::Internal("unset");
+  for (uint64_t budget = tight; budget < tight + (4ull << 20); budget += 16 << 10) {
+    small = pipeline::OpenOutOfCoreTraining(ds, t, budget, pipeline::SamplingMode::kExact, 2,
+                                            aggregated);
+    if (small.ok() || !aggregated) break;
+  }
+  return small;
 }
 
 }  // namespace
@@ -112,22 +135,7 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.status().code() == StatusCode::kResourceExhausted);
     CHECK(refused.status().message().find("--batch-size") != std::string::npos);
-    auto ooc = pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30,
-                                               pipeline::SamplingMode::kExact, 2, aggregated);
-    REQUIRE(ooc.ok());
-    CHECK_FALSE((*ooc)->ooc->aggregated_input());  // every partition fits: rows
-    const pipeline::MemoryPlan& big = (*ooc)->ooc->memory_plan();
-    const uint64_t tight =
-        big.fixed_bytes - big.batch_allowance + big.batch_bytes +
-        storage::BufferPool::BudgetFor(*storage::DatasetPartitionSource::Open(ds.get(), {}).value(),
-                                       3, OutOfCorePoolOptions(ds->manifest()));
-    // Aggregated batches are smaller but add a read buffer: step up to the first accepted budget.
-    Result<std::unique_ptr<pipeline::OutOfCoreTraining>> small = Status::Internal("unset");
-    for (uint64_t budget = tight; budget < tight + (4ull << 20); budget += 16 << 10) {
-      small = pipeline::OpenOutOfCoreTraining(ds.get(), t, budget, pipeline::SamplingMode::kExact,
-                                              2, aggregated);
-      if (small.ok() || !aggregated) break;
-    }
+    auto small = OpenAtSmallestBudget(ds.get(), t, aggregated);
     REQUIRE_MESSAGE(small.ok(), small.status().ToString());
     CHECK_FALSE((*small)->ooc->fully_resident());
     CHECK((*small)->ooc->aggregated_input() == aggregated);
@@ -343,4 +351,50 @@ TEST_CASE("epoch runner: groups resized from the batches sampled gather the same
   REQUIRE(fixed.size() == 19);
   CHECK(grown == fixed);
   CHECK(varying == fixed);
+}
+
+TEST_CASE("trainer passes: a pass cuts its first groups from the batches earlier passes sampled") {
+  testing::TempDir dir;
+  auto ds = Generated(dir / "g", 30000);
+  train::TrainOptions t = Options("none");
+  t.eval_batch_size = 32;
+  // A budget whose allowance holds a few aggregated evaluation batches, so that group sizes differ
+  // between the plan's estimate and the batches sampled.
+  auto smallest = OpenAtSmallestBudget(ds.get(), t, true);
+  REQUIRE_MESSAGE(smallest.ok(), smallest.status().ToString());
+  auto ooc = pipeline::OpenOutOfCoreTraining(
+      ds.get(), t, (*smallest)->ooc->memory_plan().budget_bytes + (2 << 20),
+      pipeline::SamplingMode::kExact, 2, true);
+  REQUIRE(ooc.ok());
+  REQUIRE((*ooc)->ooc->aggregated_input());
+  const train::PassRunner runner = pipeline::MakeOutOfCorePassRunner(ooc->get(), t, false);
+  // Evaluation passes over the validation nodes, the test nodes, the validation nodes again.
+  std::vector<nlohmann::json> reports;
+  std::vector<std::vector<float>> inputs;
+  for (const std::vector<int64_t>* nodes :
+       {&(*ooc)->data.valid, &(*ooc)->data.test, &(*ooc)->data.valid}) {
+    train::PassSpec pass{nodes, false, 1, 0, t.eval_batch_size};
+    pass.aggregation = model::InputAggregation::kMean;
+    std::vector<float> gathered;
+    std::string json;
+    const Status status = runner(
+        pass,
+        [&](train::PreparedBatch& b) {
+          gathered.insert(gathered.end(), b.features.begin(), b.features.end());
+          return Status::Ok();
+        },
+        &json);
+    REQUIRE_MESSAGE(status.ok(), status.ToString());
+    reports.push_back(nlohmann::json::parse(json));
+    inputs.push_back(std::move(gathered));
+  }
+  // The first pass starts from the plan's estimate and corrects it from its batches; the next
+  // ones start from what the passes before them sampled.
+  const int sampled = reports[0]["last_group"];
+  REQUIRE(reports[0]["first_group"] != sampled);  // else the setting does not exercise it
+  CHECK(reports[1]["first_group"] == sampled);
+  CHECK(reports[2]["first_group"] == reports[1]["last_group"]);
+  // Grouping is the read schedule only: the same nodes gather the same input, bit for bit.
+  CHECK(reports[2]["first_group"] != reports[0]["first_group"]);
+  CHECK(inputs[2] == inputs[0]);
 }

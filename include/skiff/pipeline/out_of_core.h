@@ -145,6 +145,10 @@ class OutOfCore {
   std::unique_ptr<BufferedGraph> exact_graph_;  // for the disk sources, whatever the mode
   MemoryPlan memory_;
   DegreeProfile degrees_;  // the plan's, for regrouping from the batches sampled
+  // Aggregated passes: the largest batch sampled so far by training passes ([0]) and by
+  // evaluation passes ([1]); the next pass of the kind cuts its first groups from it. Written by
+  // the sample stage of the pass running (one pass at a time).
+  std::optional<BatchShape> sampled_shape_[2];
   HotRowCache row_cache_;  // filled at Create when the plan gives it bytes
   uint32_t plan_capacity_ = 0;
 };
