@@ -4,33 +4,30 @@
     tools/check_layers.py [REPO_ROOT]
 
 A file's layer is its folder (include/skiff/<layer>/, src/<layer>/, storage/, kernels/<cpu|cuda>/,
-tools/skiff/; the headers directly in include/skiff/ and src/common/ are `base`). LAYERS below
+tools/skiff/; the headers directly in include/skiff/ and src/common/ are `base`). cmake/layers.txt
 says which layers each one may include, directly or through the layers it may include; an include
 of any other layer is an upward (or sideways) include, reported with the file and line, and the
-script exits 1. The README's layer diagram is this table. Tests, fuzz targets and benchmark tools
+script exits 1. The build enforces the same table (cmake/layers.txt) at compile time; this check
+needs no build and names every offending line at once. Tests, fuzz targets and benchmark tools
 may include anything.
 """
 import os
 import re
 import sys
 
-# Each layer and the layers directly below it (transitively closed below).
-LAYERS = {
-    "base": [],
-    "kernels/cpu": ["base"],
-    "io": ["base"],
-    "format": ["io"],
-    "storage": ["format"],
-    "partition": ["format"],
-    "convert": ["format"],
-    "generate": ["convert"],
-    "sampler": ["format"],
-    "kernels/cuda": ["kernels/cpu"],
-    "model": ["sampler", "kernels/cpu", "kernels/cuda"],
-    "train": ["model", "convert"],
-    "pipeline": ["train", "storage"],
-    "tools": ["pipeline", "partition", "generate"],
-}
+
+def read_layers(root):
+    """cmake/layers.txt: each layer and the layers directly below it (the build reads it too)."""
+    layers = {}
+    with open(os.path.join(root, "cmake", "layers.txt"), encoding="utf-8") as f:
+        for line in f:
+            fields = line.split("#", 1)[0].split()
+            if fields:
+                layers[fields[0]] = fields[1:]
+    return layers
+
+
+LAYERS = {}  # read_layers(), filled by main()
 
 
 def allowed(layer, memo={}):
@@ -71,6 +68,7 @@ def layer_of_include(name):
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     os.chdir(root)
+    LAYERS.update(read_layers("."))
     problems = []
     checked = 0
     for top in ("include/skiff", "src", "storage", "kernels", "tools/skiff"):
@@ -81,7 +79,7 @@ def main():
                 path = os.path.join(folder, name)
                 layer = layer_of_file(path)
                 if layer not in LAYERS:
-                    problems.append(f"{path}: folder is not a layer; add it to tools/check_layers.py")
+                    problems.append(f"{path}: folder is not a layer; add it to cmake/layers.txt")
                     continue
                 checked += 1
                 with open(path, encoding="utf-8", errors="replace") as f:
