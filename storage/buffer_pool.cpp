@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "skiff/log.h"
+#include "skiff/mutex.h"
 #include "skiff/units.h"
 
 namespace skiff::storage {
@@ -138,10 +139,13 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(const PartitionSource* so
   pool->slots_.resize(num_slots);
   for (uint64_t s = 0; s < num_slots; ++s)
     pool->slots_[s].memory = pool->slot_memory_.data() + s * slot_bytes;
-  pool->slot_of_.assign(num_partitions, -1);
-  pool->waiting_.assign(num_partitions, 0);
-  pool->off_plan_.assign(num_partitions, false);
-
+  {
+    MutexLock lock(&pool->mu_);  // no other thread yet: for the analysis
+    pool->slot_of_.assign(num_partitions, -1);
+    pool->waiting_.assign(num_partitions, 0);
+    pool->off_plan_.assign(num_partitions, false);
+  }
+  MutexLock fine_lock(&pool->fine_mu_);
   SKIFF_ASSIGN_OR_RETURN(pool->load_engine_, CreateIoEngine(options.engine));
   SKIFF_ASSIGN_OR_RETURN(pool->fine_engine_, CreateIoEngine(options.engine));
   for (uint32_t f = 0; f < source->num_files(); ++f) {
@@ -154,23 +158,24 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(const PartitionSource* so
                                           pool->slot_memory_.size(), nullptr, 0));
   SKIFF_RETURN_IF_ERROR(RegisterInRegions(*pool->fine_engine_, pool->fine_scratch_.data(),
                                           pool->fine_scratch_.size(), nullptr, 0));
+  fine_lock.Unlock();
   pool->io_thread_ = std::thread([p = pool.get()] { p->IoThreadLoop(); });
   return pool;
 }
 
 BufferPool::~BufferPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (const Slot& s : slots_)
       SKIFF_CHECK_MSG(s.pins == 0, "buffer pool destroyed with pins held");
     stopping_ = true;
   }
-  io_cv_.notify_all();
+  io_cv_.SignalAll();
   if (io_thread_.joinable()) io_thread_.join();
 }
 
 void BufferPool::SetPlan(std::vector<uint32_t> plan) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (uint32_t p : plan) SKIFF_CHECK_MSG(p < slot_of_.size(), "plan names an unknown partition");
   plan_ = std::move(plan);
   plan_cursor_ = 0;
@@ -184,7 +189,7 @@ void BufferPool::SetPlan(std::vector<uint32_t> plan) {
       s = Slot{SlotState::kFree, -1, 0, 0, s.memory, {}, {}, Status::Ok()};
     }
   }
-  io_cv_.notify_all();
+  io_cv_.SignalAll();
 }
 
 uint64_t BufferPool::NextUse(uint32_t partition) const {
@@ -297,35 +302,35 @@ Status BufferPool::LoadInto(Slot& slot, uint32_t partition) {
       if (!st.ok()) break;
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   counters_.bytes_read_total += pos;
   return st.WithContext("loading partition " + std::to_string(partition));
 }
 
 void BufferPool::IoThreadLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   for (;;) {
     uint32_t slot = 0, partition = 0;
-    io_cv_.wait(lock, [&] { return stopping_ || ChooseLoad(&slot, &partition); });
+    while (!stopping_ && !ChooseLoad(&slot, &partition)) io_cv_.Wait(&mu_);
     if (stopping_) return;
-    lock.unlock();
+    lock.Unlock();
     const uint64_t reads_before = load_engine_->reads_issued();
     Status st = LoadInto(slots_[slot], partition);
     const uint64_t reads = load_engine_->reads_issued() - reads_before;
-    lock.lock();
+    lock.Lock();
     counters_.reads_issued += reads;
     ++counters_.partition_loads;
     Slot& s = slots_[slot];
     s.state = st.ok() ? SlotState::kResident : SlotState::kFailed;
     s.error = std::move(st);
     s.last_use_tick = ++tick_;
-    loaded_cv_.notify_all();
+    loaded_cv_.SignalAll();
   }
 }
 
 Result<PartitionPin> BufferPool::Pin(uint32_t partition) {
+  MutexLock lock(&mu_);
   SKIFF_CHECK_MSG(partition < slot_of_.size(), "Pin of an unknown partition");
-  std::unique_lock<std::mutex> lock(mu_);
   if (!plan_.empty()) {
     const auto& occ = occurrences_[partition];
     auto it = std::lower_bound(occ.begin(), occ.end(), plan_cursor_);
@@ -334,7 +339,7 @@ Result<PartitionPin> BufferPool::Pin(uint32_t partition) {
       cursor_tick_ = ++tick_;
     }
     off_plan_[partition] = it == occ.end();
-    io_cv_.notify_all();  // the prefetch window moved
+    io_cv_.SignalAll();  // the prefetch window moved
   }
   uint64_t wait_start_ns = 0;
   for (;;) {
@@ -363,12 +368,12 @@ Result<PartitionPin> BufferPool::Pin(uint32_t partition) {
       }
       ++counters_.misses;
       if (wait_start_ns != 0) counters_.stall_ns += NowNs() - wait_start_ns;
-      io_cv_.notify_all();
+      io_cv_.SignalAll();
       return st;
     }
     if (s < 0 && std::find(demand_.begin(), demand_.end(), partition) == demand_.end()) {
       demand_.push_back(partition);
-      io_cv_.notify_all();
+      io_cv_.SignalAll();
     }
     if (wait_start_ns == 0) {
       // While a Pin waits for it, a partition is not evicted: otherwise a prefetch could evict it
@@ -376,24 +381,24 @@ Result<PartitionPin> BufferPool::Pin(uint32_t partition) {
       wait_start_ns = NowNs();
       ++waiting_[partition];
     }
-    loaded_cv_.wait(lock);
+    loaded_cv_.Wait(&mu_);
   }
 }
 
 void BufferPool::Unpin(uint32_t slot) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     Slot& s = slots_[slot];
     SKIFF_CHECK(s.pins > 0 && s.state == SlotState::kResident);
     --s.pins;
     s.last_use_tick = ++tick_;
     s.pin_tick = tick_;
   }
-  io_cv_.notify_all();
+  io_cv_.SignalAll();
 }
 
 bool BufferPool::IsResident(uint32_t partition) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const int32_t s = slot_of_[partition];
   return s >= 0 && slots_[s].state == SlotState::kResident;
 }
@@ -401,7 +406,7 @@ bool BufferPool::IsResident(uint32_t partition) const {
 BufferPoolStats BufferPool::stats() const {
   BufferPoolStats out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     out = counters_;
   }
   out.fine_reads = fine_reads_.load();
@@ -412,7 +417,7 @@ BufferPoolStats BufferPool::stats() const {
 }
 
 std::vector<uint32_t> BufferPool::eviction_log() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return eviction_log_;
 }
 
@@ -500,7 +505,7 @@ Status BufferPool::StreamRanges(std::span<const FineRead> reads, const StreamFn&
 Status BufferPool::ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_read, bool in_order,
                               const ChunkFn& deliver) {
   if (reads.empty()) return Status::Ok();
-  std::lock_guard<std::mutex> lock(fine_mu_);
+  MutexLock lock(&fine_mu_);
   for (const FineRead& r : reads) SKIFF_CHECK(r.file < source_->num_files());
   const uint64_t a = source_->read_alignment();
   // The scratch is cut into equal slots, one chunk each: many chunks in flight at once.
@@ -509,7 +514,8 @@ Status BufferPool::ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_r
   const std::vector<uint32_t> order = FileOrder(reads);
   const std::vector<FineChunk> chunks =
       Coalesce(reads, order, a, options_.fine_read_merge_gap, slot);
-  const uint64_t reads_before = fine_engine_->reads_issued();
+  IoEngine& engine = *fine_engine_;  // used by the lambdas below, under the same lock
+  const uint64_t reads_before = engine.reads_issued();
   uint64_t bytes = 0;
   Status result;
   // Keep every slot reading: as each chunk lands it is verified and delivered (in order: once
@@ -532,7 +538,7 @@ Status BufferPool::ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_r
       ++next;
     }
     if (batch.empty()) return;
-    const Status submitted = fine_engine_->Submit(batch);
+    const Status submitted = engine.Submit(batch);
     if (!submitted.ok()) {
       result = submitted;  // nothing of `batch` was queued; wait for what is in flight
       next = chunks.size();
@@ -550,9 +556,9 @@ Status BufferPool::ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_r
   };
   submit(num_slots);
   std::vector<ReadCompletion> done;
-  while (fine_engine_->outstanding() > 0) {
+  while (engine.outstanding() > 0) {
     done.clear();
-    fine_engine_->Reap(1, &done);
+    engine.Reap(1, &done);
     for (const ReadCompletion& c : done) {
       if (result.ok()) result = c.status;
       if (!in_order) {
@@ -567,7 +573,7 @@ Status BufferPool::ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_r
   fine_reads_ += reads.size();
   fine_bytes_read_ += bytes;
   if (bytes_read != nullptr) *bytes_read += bytes;
-  fine_reads_issued_ += fine_engine_->reads_issued() - reads_before;
+  fine_reads_issued_ += engine.reads_issued() - reads_before;
   return result.WithContext("fine-grained read");
 }
 

@@ -2,15 +2,17 @@
 
 #include <cerrno>
 
+#include "skiff/mutex.h"
+
 namespace skiff::storage {
 
 void FaultInjector::AddRule(const FaultRule& rule) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   rules_.push_back(rule);
 }
 
 int64_t FaultInjector::Apply(int64_t res, void* dst, uint64_t length, uint32_t alignment) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   const uint64_t seq = reads_seen_++;
   for (const FaultRule& r : rules_) {
     if (seq < r.first_read || seq >= r.first_read + r.count) continue;
@@ -40,12 +42,12 @@ int64_t FaultInjector::Apply(int64_t res, void* dst, uint64_t length, uint32_t a
 }
 
 uint64_t FaultInjector::reads_seen() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return reads_seen_;
 }
 
 uint64_t FaultInjector::faults_injected() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return faults_injected_;
 }
 

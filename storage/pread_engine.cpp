@@ -4,9 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
+
+#include "skiff/mutex.h"
 
 #include "storage/engines.h"
 
@@ -23,11 +23,11 @@ class PreadEngine final : public IoEngine {
 
   ~PreadEngine() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       stopping_ = true;
       tracker_.pending().clear();
     }
-    work_cv_.notify_all();
+    work_cv_.SignalAll();
     for (auto& w : workers_) w.join();
   }
 
@@ -37,37 +37,37 @@ class PreadEngine final : public IoEngine {
   }
 
   Result<uint32_t> AddFile(const ReadFile& file) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return tracker_.AddFile(FileEntry{file.fd(), file.path(), file.alignment()});
   }
 
   Status Submit(std::span<const ReadRequest> requests) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       SKIFF_RETURN_IF_ERROR(tracker_.Submit(requests));
     }
-    work_cv_.notify_all();
-    done_cv_.notify_all();  // misaligned requests may have completed at once
+    work_cv_.SignalAll();
+    done_cv_.SignalAll();  // misaligned requests may have completed at once
     return Status::Ok();
   }
 
   size_t Reap(size_t min_completions, std::vector<ReadCompletion>* out) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     const size_t target = std::min(min_completions, tracker_.outstanding());
-    done_cv_.wait(lock, [&] { return tracker_.completed_count() >= target; });
+    while (tracker_.completed_count() < target) done_cv_.Wait(&mu_);
     return tracker_.TakeCompleted(out);
   }
 
   size_t outstanding() const override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return tracker_.outstanding();
   }
 
  private:
   void WorkerLoop() {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (;;) {
-      work_cv_.wait(lock, [&] { return stopping_ || !tracker_.pending().empty(); });
+      while (!stopping_ && tracker_.pending().empty()) work_cv_.Wait(&mu_);
       if (stopping_) return;
       Piece p = tracker_.pending().front();
       tracker_.pending().pop_front();
@@ -75,16 +75,16 @@ class PreadEngine final : public IoEngine {
       const int fd = f.fd;
       const uint32_t alignment = f.alignment;
       ++reads_issued_;
-      lock.unlock();
+      lock.Unlock();
       const ssize_t r = ::pread(fd, p.dst, p.length, static_cast<off_t>(p.offset));
       int64_t res = r < 0 ? -static_cast<int64_t>(errno) : r;
       if (options_.faults) res = options_.faults->Apply(res, p.dst, p.length, alignment);
-      lock.lock();
+      lock.Lock();
       if (res > 0) bytes_read_ += static_cast<uint64_t>(res);
       Status status;
       if (ConsumeResult(tracker_, &p, res, &status)) {
         tracker_.PieceDone(p.parent, status);
-        done_cv_.notify_all();
+        done_cv_.SignalAll();
       } else {
         tracker_.pending().push_front(p);
       }
@@ -92,11 +92,11 @@ class PreadEngine final : public IoEngine {
   }
 
   const IoEngineOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable work_cv_;
-  std::condition_variable done_cv_;
-  RequestTracker tracker_;  // guarded by mu_
-  bool stopping_ = false;   // guarded by mu_
+  mutable Mutex mu_;
+  CondVar work_cv_;
+  CondVar done_cv_;
+  RequestTracker tracker_ SKIFF_GUARDED_BY(mu_);
+  bool stopping_ SKIFF_GUARDED_BY(mu_) = false;
   std::vector<std::thread> workers_;
 };
 

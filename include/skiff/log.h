@@ -5,8 +5,9 @@
 // Thread safety: all functions may be called from any thread.
 #pragma once
 
-#include <mutex>
 #include <string_view>
+
+#include "skiff/mutex.h"
 
 namespace skiff {
 
@@ -21,6 +22,6 @@ inline void LogError(std::string_view m) { Log(LogLevel::kError, m); }
 inline void LogDebug(std::string_view m) { Log(LogLevel::kDebug, m); }
 
 // Held by every writer of whole lines to stderr (log and progress lines), so they never interleave.
-std::mutex& StderrMutex();
+Mutex& StderrMutex();
 
 }  // namespace skiff

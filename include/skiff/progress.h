@@ -7,9 +7,10 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
+
+#include "skiff/mutex.h"
 
 namespace skiff {
 
@@ -28,17 +29,17 @@ class Progress {
   double ElapsedSeconds() const;
 
  private:
-  void MaybePrint(bool final_line);
+  void MaybePrint(bool final_line) SKIFF_REQUIRES(mu_);
 
   const std::string label_;
   const uint64_t total_;
   const std::string unit_;
   const std::chrono::steady_clock::time_point start_;
-  std::mutex mu_;
-  uint64_t done_ = 0;                                 // guarded by mu_
-  std::chrono::steady_clock::time_point last_print_;  // guarded by mu_
-  bool finished_ = false;                             // guarded by mu_
-  bool printed_any_ = false;                          // guarded by mu_
+  Mutex mu_;
+  uint64_t done_ SKIFF_GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point last_print_ SKIFF_GUARDED_BY(mu_);
+  bool finished_ SKIFF_GUARDED_BY(mu_) = false;
+  bool printed_any_ SKIFF_GUARDED_BY(mu_) = false;
 };
 
 // A Progress only when asked for (library callers and tests stay quiet).

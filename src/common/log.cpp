@@ -3,6 +3,8 @@
 #include <atomic>
 #include <cstdio>
 
+#include "skiff/mutex.h"
+
 namespace skiff {
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
@@ -21,8 +23,8 @@ const char* LevelName(LogLevel l) {
 }
 }  // namespace
 
-std::mutex& StderrMutex() {
-  static std::mutex mu;
+Mutex& StderrMutex() {
+  static Mutex mu;
   return mu;
 }
 
@@ -31,7 +33,7 @@ LogLevel GetLogLevel() { return static_cast<LogLevel>(g_level.load()); }
 
 void Log(LogLevel level, std::string_view message) {
   if (static_cast<int>(level) < g_level.load()) return;
-  std::lock_guard<std::mutex> lock(StderrMutex());
+  MutexLock lock(&StderrMutex());
   std::fprintf(stderr, "skiff: %s: %.*s\n", LevelName(level), static_cast<int>(message.size()),
                message.data());
 }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "skiff/log.h"
+#include "skiff/mutex.h"
 #include "skiff/units.h"
 
 namespace skiff {
@@ -24,19 +25,19 @@ double Progress::ElapsedSeconds() const {
 }
 
 void Progress::Add(uint64_t delta) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   done_ += delta;
   MaybePrint(false);
 }
 
 void Progress::Set(uint64_t done) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   done_ = done;
   MaybePrint(false);
 }
 
 void Progress::Finish() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (finished_) return;
   finished_ = true;
   if (GetLogLevel() > LogLevel::kInfo) return;
@@ -74,7 +75,7 @@ void Progress::MaybePrint(bool final_line) {
   } else if (total_ > 0 && rate > 0 && done_ <= total_) {
     line << ", ETA " << FormatSeconds((total_ - done_) / rate);
   }
-  std::lock_guard<std::mutex> out_lock(StderrMutex());
+  MutexLock out_lock(&StderrMutex());
   if (tty) {
     std::fprintf(stderr, "\r\033[K%s%s", line.str().c_str(), final_line ? "\n" : "");
   } else {

@@ -4,17 +4,16 @@
 
 #include <algorithm>
 #include <bit>
-#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <limits>
-#include <mutex>
 #include <queue>
 #include <thread>
 
 #include "skiff/convert/id_map.h"
 #include "skiff/convert/line_reader.h"
 #include "skiff/convert/spill_file.h"
+#include "skiff/mutex.h"
 #include "skiff/prefetch.h"
 #include "skiff/progress.h"
 
@@ -339,7 +338,7 @@ class IdMapBuilder::Interner {
   // Abandons the queued batches (the build failed or was not finished) and stops the thread.
   ~Interner() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       queue_.clear();
     }
     (void)Close();
@@ -349,7 +348,7 @@ class IdMapBuilder::Interner {
 
   // An empty batch to fill (a recycled one when there is one).
   std::unique_ptr<Batch> TakeEmpty() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (empty_.empty()) return std::make_unique<Batch>();
     std::unique_ptr<Batch> b = std::move(empty_.back());
     empty_.pop_back();
@@ -357,21 +356,22 @@ class IdMapBuilder::Interner {
   }
   // Queues `batch`, waiting while kQueueBatches are queued. The interner's first error, if any.
   Status Push(std::unique_ptr<Batch> batch) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return queue_.size() < kQueueBatches || !error_.ok(); });
+    MutexLock lock(&mu_);
+    while (queue_.size() >= kQueueBatches && error_.ok()) cv_.Wait(&mu_);
     if (!error_.ok()) return error_;
     queue_.push_back(std::move(batch));
-    cv_.notify_all();
+    cv_.SignalAll();
     return Status::Ok();
   }
   // Waits until every queued batch is interned, stops the thread; the first error, if any.
   Status Close() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       closing_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
     if (thread_.joinable()) thread_.join();
+    MutexLock lock(&mu_);
     return error_;
   }
 
@@ -381,31 +381,31 @@ class IdMapBuilder::Interner {
       std::unique_ptr<Batch> batch;
       bool failed = false;
       {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return !queue_.empty() || closing_; });
+        MutexLock lock(&mu_);
+        while (queue_.empty() && !closing_) cv_.Wait(&mu_);
         if (queue_.empty()) return;
         batch = std::move(queue_.front());
         queue_.pop_front();
         failed = !error_.ok();
       }
-      cv_.notify_all();
+      cv_.SignalAll();
       const Status st = failed ? Status::Ok() : builder_->InternBatch(*batch);
       batch->Clear();
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       if (!st.ok() && error_.ok()) error_ = st;
       empty_.push_back(std::move(batch));
-      cv_.notify_all();
+      cv_.SignalAll();
     }
   }
 
   IdMapBuilder* const builder_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::unique_ptr<Batch>> queue_;   // guarded by mu_; at most kQueueBatches
-  std::vector<std::unique_ptr<Batch>> empty_;  // guarded by mu_
-  bool closing_ = false;                       // guarded by mu_
-  Status error_;                               // guarded by mu_ (read unlocked after join)
-  std::thread thread_;                         // last: starts once the members above exist
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::unique_ptr<Batch>> queue_ SKIFF_GUARDED_BY(mu_);  // at most kQueueBatches
+  std::vector<std::unique_ptr<Batch>> empty_ SKIFF_GUARDED_BY(mu_);
+  bool closing_ SKIFF_GUARDED_BY(mu_) = false;
+  Status error_ SKIFF_GUARDED_BY(mu_);
+  std::thread thread_;  // last: starts once the members above exist
 };
 
 Status IdMapBuilder::Add(std::string_view src, std::string_view dst) {

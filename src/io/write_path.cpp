@@ -7,18 +7,18 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <mutex>
 
 #include "skiff/log.h"
+#include "skiff/mutex.h"
 
 namespace skiff::io {
 namespace {
 
 struct Faults {
-  std::mutex mu;
-  std::vector<WriteFaultRule> rules;  // guarded by mu
-  uint64_t ops = 0;                   // guarded by mu
-  uint64_t injected = 0;              // guarded by mu
+  Mutex mu;
+  std::vector<WriteFaultRule> rules SKIFF_GUARDED_BY(mu);
+  uint64_t ops SKIFF_GUARDED_BY(mu) = 0;
+  uint64_t injected SKIFF_GUARDED_BY(mu) = 0;
 };
 
 std::atomic<Faults*> g_faults{nullptr};
@@ -33,7 +33,7 @@ struct Decision {
 Decision Next(WriteOp op, bool has_flags) {
   Faults* faults = g_faults.load(std::memory_order_acquire);
   if (faults == nullptr) return {};
-  std::lock_guard lock(faults->mu);
+  MutexLock lock(&faults->mu);
   const uint64_t n = faults->ops++;
   for (const WriteFaultRule& rule : faults->rules) {
     if (n < rule.first_op || n - rule.first_op >= rule.count) continue;
@@ -72,13 +72,13 @@ ScopedWriteFaults::~ScopedWriteFaults() { delete g_faults.exchange(nullptr); }
 
 uint64_t ScopedWriteFaults::ops_seen() const {
   Faults* faults = g_faults.load();
-  std::lock_guard lock(faults->mu);
+  MutexLock lock(&faults->mu);
   return faults->ops;
 }
 
 uint64_t ScopedWriteFaults::faults_injected() const {
   Faults* faults = g_faults.load();
-  std::lock_guard lock(faults->mu);
+  MutexLock lock(&faults->mu);
   return faults->injected;
 }
 

@@ -2,13 +2,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <map>
-#include <mutex>
 #include <optional>
 
 #include "skiff/log.h"
+#include "skiff/mutex.h"
 #include "skiff/pipeline/bounded_queue.h"
 #include "skiff/pipeline/pipeline.h"
 #include "skiff/sampler/neighbor_sampler.h"
@@ -61,33 +60,26 @@ class InFlightWindow {
   // A batch was sampled and holds `held` bytes.
   void Observe(uint64_t held) {
     if (expected_held_ == 0) return;
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     largest_held_ = std::max(largest_held_, held);
     Rescale();
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   // New groups: at most `window` batches unfinished, and a batch not yet sampled counts `expected`
   // bytes (scaled as in Observe).
   void Regroup(int64_t window, uint64_t expected) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     window_ = window;
     expected_ = expected;
     Rescale();
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   // Returns the bytes reserved for each batch, or nullopt when cancelled.
   std::optional<uint64_t> Admit(int64_t index, int64_t count, StageTimer* timer) {
-    std::unique_lock lock(mu_);
-    auto admissible = [&] {
-      // A group larger than the window (it shrank after the group was cut) waits for every batch
-      // before it instead.
-      return cancelled_ || (index + count - 1 < done_ + std::max(window_, count) &&
-                            (allowance_ == 0 || in_flight_ == 0 ||
-                             bytes_ + static_cast<uint64_t>(count) * estimate_ <= allowance_));
-    };
-    if (!admissible()) {
+    MutexLock lock(&mu_);
+    if (!Admissible(index, count)) {
       StallScope stall(timer);
-      cv_.wait(lock, admissible);
+      while (!Admissible(index, count)) cv_.Wait(&mu_);
     }
     if (cancelled_) return std::nullopt;
     in_flight_ += count;
@@ -98,13 +90,10 @@ class InFlightWindow {
   // waiting until they fit in the allowance or no other gathered batch is in flight. False when
   // cancelled.
   bool Reserve(uint64_t bytes, int64_t count, StageTimer* timer) {
-    std::unique_lock lock(mu_);
-    auto fits = [&] {
-      return cancelled_ || allowance_ == 0 || gathered_ == 0 || bytes_ + bytes <= allowance_;
-    };
-    if (!fits()) {
+    MutexLock lock(&mu_);
+    if (!Fits(bytes)) {
       StallScope stall(timer);
-      cv_.wait(lock, fits);
+      while (!Fits(bytes)) cv_.Wait(&mu_);
     }
     if (cancelled_) return false;
     gathered_ += count;
@@ -113,36 +102,47 @@ class InFlightWindow {
   }
   // Corrects a batch's reservation from `from` to `to` bytes.
   void Resize(uint64_t from, uint64_t to) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     bytes_ -= std::min(bytes_, from);
     Add(to);
-    if (to < from) cv_.notify_all();
+    if (to < from) cv_.SignalAll();
   }
   // A batch was computed; `gathered`: its features were reserved with Reserve.
   void Done(uint64_t bytes, bool gathered) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     ++done_;
     --in_flight_;
     if (gathered) --gathered_;
     bytes_ -= std::min(bytes_, bytes);
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   void Cancel() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     cancelled_ = true;
-    cv_.notify_all();
+    cv_.SignalAll();
   }
   uint64_t peak_bytes() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return peak_bytes_;
   }
   int64_t peak_in_flight() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return peak_in_flight_;
   }
 
  private:
-  void Rescale() {  // with mu_ held: estimate_ from expected_ and the batches observed
+  bool Admissible(int64_t index, int64_t count) const SKIFF_REQUIRES(mu_) {
+    // A group larger than the window (it shrank after the group was cut) waits for every batch
+    // before it instead.
+    return cancelled_ || (index + count - 1 < done_ + std::max(window_, count) &&
+                          (allowance_ == 0 || in_flight_ == 0 ||
+                           bytes_ + static_cast<uint64_t>(count) * estimate_ <= allowance_));
+  }
+  bool Fits(uint64_t bytes) const SKIFF_REQUIRES(mu_) {
+    return cancelled_ || allowance_ == 0 || gathered_ == 0 || bytes_ + bytes <= allowance_;
+  }
+  // estimate_ from expected_ and the batches observed.
+  void Rescale() SKIFF_REQUIRES(mu_) {
     if (expected_held_ == 0 || largest_held_ == 0) {
       estimate_ = expected_;
       return;
@@ -152,25 +152,25 @@ class InFlightWindow {
     estimate_ =
         std::min(expected_, static_cast<uint64_t>(static_cast<double>(expected_) * scale) + 1);
   }
-  void Add(uint64_t bytes) {  // with mu_ held
+  void Add(uint64_t bytes) SKIFF_REQUIRES(mu_) {
     bytes_ += bytes;
     peak_bytes_ = std::max(peak_bytes_, bytes_);
     peak_in_flight_ = std::max(peak_in_flight_, in_flight_);
   }
-  mutable std::mutex mu_;
-  int64_t window_;     // guarded by mu_
-  uint64_t expected_;  // guarded by mu_
+  mutable Mutex mu_;
+  int64_t window_ SKIFF_GUARDED_BY(mu_);
+  uint64_t expected_ SKIFF_GUARDED_BY(mu_);
   const uint64_t allowance_, expected_held_;
-  uint64_t estimate_;          // guarded by mu_: what a new batch reserves
-  uint64_t largest_held_ = 0;  // guarded by mu_: the largest sampled batch so far
-  std::condition_variable cv_;
-  int64_t done_ = 0;            // guarded by mu_: batches computed (in order)
-  int64_t in_flight_ = 0;       // guarded by mu_: admitted and not yet computed
-  int64_t gathered_ = 0;        // guarded by mu_: of which holding Reserve'd features
-  uint64_t bytes_ = 0;          // guarded by mu_: reserved by the batches in flight
-  uint64_t peak_bytes_ = 0;     // guarded by mu_
-  int64_t peak_in_flight_ = 0;  // guarded by mu_
-  bool cancelled_ = false;      // guarded by mu_
+  uint64_t estimate_ SKIFF_GUARDED_BY(mu_);          // what a new batch reserves
+  uint64_t largest_held_ SKIFF_GUARDED_BY(mu_) = 0;  // the largest sampled batch so far
+  CondVar cv_;
+  int64_t done_ SKIFF_GUARDED_BY(mu_) = 0;       // batches computed (in order)
+  int64_t in_flight_ SKIFF_GUARDED_BY(mu_) = 0;  // admitted and not yet computed
+  int64_t gathered_ SKIFF_GUARDED_BY(mu_) = 0;   // of which holding Reserve'd features
+  uint64_t bytes_ SKIFF_GUARDED_BY(mu_) = 0;     // reserved by the batches in flight
+  uint64_t peak_bytes_ SKIFF_GUARDED_BY(mu_) = 0;
+  int64_t peak_in_flight_ SKIFF_GUARDED_BY(mu_) = 0;
+  bool cancelled_ SKIFF_GUARDED_BY(mu_) = false;
 };
 
 // One feature staging buffer handed from the compute stage back to the gather stage, so that a
@@ -182,13 +182,13 @@ class RecycledStaging {
   // to this one's: the caller releases the batch's other bytes only).
   uint64_t Put(std::vector<float>* buffer) {
     if (buffer->capacity() == 0) return 0;
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (free_.capacity() > 0) return 0;  // keep one: the caller frees the rest
     free_.swap(*buffer);
     return free_.capacity() * 4;
   }
   void TakeInto(std::vector<float>* buffer, InFlightWindow* window) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (free_.capacity() == 0) return;
     window->Resize(free_.capacity() * 4, 0);
     buffer->swap(free_);
@@ -196,8 +196,8 @@ class RecycledStaging {
   }
 
  private:
-  std::mutex mu_;
-  std::vector<float> free_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<float> free_ SKIFF_GUARDED_BY(mu_);
 };
 
 // Bytes a sampled batch holds until it is computed: its MiniBatch and, unless `aggregated`, its

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include "skiff/mutex.h"
+
 namespace skiff::pipeline {
 
 bool StageContext::cancelled() const { return pipeline_->cancelled(); }
@@ -29,7 +31,7 @@ void Pipeline::OnCancel(std::function<void()> hook) { cancel_hooks_.push_back(st
 void Pipeline::Fail(Status status) {
   SKIFF_CHECK(!status.ok());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     if (!first_error_.ok()) return;  // only the first error is kept, and cancels once
     first_error_ = std::move(status);
     cancelled_.store(true, std::memory_order_release);
@@ -70,7 +72,7 @@ Status Pipeline::Run() {
   }
   for (std::thread& thread : threads) thread.join();
   wall_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return first_error_;
 }
 

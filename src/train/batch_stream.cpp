@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "skiff/mutex.h"
+
 namespace skiff::train {
 
 BatchStream::BatchStream(const sampler::NeighborSampler& sampler,
@@ -21,11 +23,26 @@ BatchStream::BatchStream(const sampler::NeighborSampler& sampler,
 
 BatchStream::~BatchStream() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (auto& w : workers_) w.join();
+}
+
+bool BatchStream::ClaimReady() const {
+  return stop_ || next_to_claim_ >= num_batches() ||
+         next_to_claim_ < next_to_deliver_ + static_cast<int64_t>(options_.capacity);
+}
+
+bool BatchStream::DeliveryReady() const {
+  if (slots_[next_to_deliver_ % options_.capacity].has_value()) return true;
+  if (!stop_) return false;
+  // A stopped stream may never fill this slot: the error sits in an earlier-claimed slot.
+  for (const auto& s : slots_) {
+    if (s.has_value() && !s->ok()) return true;
+  }
+  return false;
 }
 
 void BatchStream::Worker() {
@@ -33,17 +50,14 @@ void BatchStream::Worker() {
   while (true) {
     int64_t index;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] {
-        return stop_ || next_to_claim_ >= num_batches() ||
-               next_to_claim_ < next_to_deliver_ + static_cast<int64_t>(options_.capacity);
-      });
+      MutexLock lock(&mu_);
+      while (!ClaimReady()) cv_.Wait(&mu_);
       if (stop_ || next_to_claim_ >= num_batches()) return;
       index = next_to_claim_++;
     }
     PreparedBatch prepared;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       if (!free_features_.empty()) {
         prepared.features = std::move(free_features_.back());
         free_features_.pop_back();
@@ -74,7 +88,7 @@ void BatchStream::Worker() {
     }
     const auto t2 = Clock::now();
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       sample_ns_ += std::chrono::duration<double, std::nano>(t1 - t0).count();
       gather_ns_ += std::chrono::duration<double, std::nano>(t2 - t1).count();
       auto& slot = slots_[index % options_.capacity];
@@ -85,24 +99,16 @@ void BatchStream::Worker() {
         stop_ = true;  // no further claims; the consumer reports this error when it is due
       }
     }
-    cv_.notify_all();
+    cv_.SignalAll();
   }
 }
 
 Result<std::optional<PreparedBatch>> BatchStream::Next() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(&mu_);
   if (next_to_deliver_ >= num_batches()) return std::optional<PreparedBatch>();
   auto& slot = slots_[next_to_deliver_ % options_.capacity];
   const auto start = std::chrono::steady_clock::now();
-  cv_.wait(lock, [&] {
-    // A stopped stream may never fill this slot: the error sits in an earlier-claimed slot.
-    if (slot.has_value()) return true;
-    if (!stop_) return false;
-    for (auto& s : slots_) {
-      if (s.has_value() && !s->ok()) return true;
-    }
-    return false;
-  });
+  while (!DeliveryReady()) cv_.Wait(&mu_);
   consumer_wait_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!slot.has_value()) {
@@ -117,24 +123,24 @@ Result<std::optional<PreparedBatch>> BatchStream::Next() {
     return r.status();
   }
   ++next_to_deliver_;
-  lock.unlock();
-  cv_.notify_all();
+  lock.Unlock();
+  cv_.SignalAll();
   return std::optional<PreparedBatch>(std::move(r).value());
 }
 
 void BatchStream::Recycle(PreparedBatch&& done) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   if (free_features_.size() < options_.capacity && done.features.capacity() > 0) {
     free_features_.push_back(std::move(done.features));
   }
 }
 
 double BatchStream::sample_busy_seconds() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return sample_ns_ * 1e-9;
 }
 double BatchStream::gather_busy_seconds() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(&mu_);
   return gather_ns_ * 1e-9;
 }
 

@@ -19,13 +19,12 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
 
+#include "skiff/mutex.h"
 #include "skiff/pipeline/stage_stats.h"
 #include "skiff/status.h"
 
@@ -52,26 +51,26 @@ class BoundedQueue final : public QueueControl {
 
   // Blocks until there is room, then enqueues. False (item dropped) when closed or cancelled.
   bool Push(T item, StageTimer* timer = nullptr) {
-    std::unique_lock lock(mu_);
+    MutexLock lock(&mu_);
     if (items_.size() >= capacity_ && !closed_ && !cancelled_) {
       const auto start = std::chrono::steady_clock::now();
-      not_full_.wait(lock, [&] { return items_.size() < capacity_ || closed_ || cancelled_; });
+      while (items_.size() >= capacity_ && !closed_ && !cancelled_) not_full_.Wait(&mu_);
       const auto waited = std::chrono::steady_clock::now() - start;
       push_wait_ += waited;
       if (timer != nullptr) timer->AddStall(waited);
     }
     if (closed_ || cancelled_) return false;
     items_.push_back(std::move(item));
-    not_empty_.notify_one();
+    not_empty_.Signal();
     return true;
   }
 
   // Blocks until an item is available. nullopt when closed and drained, or cancelled.
   std::optional<T> Pop(StageTimer* timer = nullptr) {
-    std::unique_lock lock(mu_);
+    MutexLock lock(&mu_);
     if (items_.empty() && !closed_ && !cancelled_) {
       const auto start = std::chrono::steady_clock::now();
-      not_empty_.wait(lock, [&] { return !items_.empty() || closed_ || cancelled_; });
+      while (items_.empty() && !closed_ && !cancelled_) not_empty_.Wait(&mu_);
       const auto waited = std::chrono::steady_clock::now() - start;
       pop_wait_ += waited;
       if (timer != nullptr) timer->AddStall(waited);
@@ -79,24 +78,24 @@ class BoundedQueue final : public QueueControl {
     if (cancelled_ || items_.empty()) return std::nullopt;
     T item = std::move(items_.front());
     items_.pop_front();
-    not_full_.notify_one();
+    not_full_.Signal();
     return item;
   }
 
   void Close() override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     closed_ = true;
-    not_empty_.notify_all();
-    not_full_.notify_all();
+    not_empty_.SignalAll();
+    not_full_.SignalAll();
   }
   void Cancel() override {
     std::deque<T> dropped;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(&mu_);
       cancelled_ = true;
       dropped.swap(items_);
-      not_empty_.notify_all();
-      not_full_.notify_all();
+      not_empty_.SignalAll();
+      not_full_.SignalAll();
     }
     // `dropped` (possibly holding pins or large buffers) is destroyed outside the lock.
   }
@@ -104,33 +103,33 @@ class BoundedQueue final : public QueueControl {
   const std::string& name() const override { return name_; }
   size_t capacity() const { return capacity_; }
   size_t size() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return items_.size();
   }
   bool cancelled() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return cancelled_;
   }
   double push_wait_seconds() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return std::chrono::duration<double>(push_wait_).count();
   }
   double pop_wait_seconds() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(&mu_);
     return std::chrono::duration<double>(pop_wait_).count();
   }
 
  private:
   const std::string name_;
   const size_t capacity_;
-  mutable std::mutex mu_;
-  std::condition_variable not_full_;
-  std::condition_variable not_empty_;
-  std::deque<T> items_;                    // guarded by mu_
-  bool closed_ = false;                    // guarded by mu_
-  bool cancelled_ = false;                 // guarded by mu_
-  std::chrono::nanoseconds push_wait_{0};  // guarded by mu_
-  std::chrono::nanoseconds pop_wait_{0};   // guarded by mu_
+  mutable Mutex mu_;
+  CondVar not_full_;
+  CondVar not_empty_;
+  std::deque<T> items_ SKIFF_GUARDED_BY(mu_);
+  bool closed_ SKIFF_GUARDED_BY(mu_) = false;
+  bool cancelled_ SKIFF_GUARDED_BY(mu_) = false;
+  std::chrono::nanoseconds push_wait_ SKIFF_GUARDED_BY(mu_){0};
+  std::chrono::nanoseconds pop_wait_ SKIFF_GUARDED_BY(mu_){0};
 };
 
 }  // namespace skiff::pipeline

@@ -20,10 +20,10 @@
 #include <atomic>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "skiff/mutex.h"
 #include "skiff/pipeline/bounded_queue.h"
 #include "skiff/pipeline/stage_stats.h"
 #include "skiff/status.h"
@@ -91,8 +91,8 @@ class Pipeline {
   std::vector<std::unique_ptr<Stage>> stages_;
   std::vector<std::function<void()>> cancel_hooks_;
   std::atomic<bool> cancelled_{false};
-  std::mutex mu_;
-  Status first_error_;  // guarded by mu_
+  Mutex mu_;
+  Status first_error_ SKIFF_GUARDED_BY(mu_);
   double wall_seconds_ = 0;
 };
 

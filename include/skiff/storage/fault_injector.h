@@ -15,8 +15,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <vector>
+
+#include "skiff/mutex.h"
 
 namespace skiff::storage {
 
@@ -48,10 +49,10 @@ class FaultInjector {
   uint64_t faults_injected() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<FaultRule> rules_;  // guarded by mu_
-  uint64_t reads_seen_ = 0;       // guarded by mu_
-  uint64_t faults_injected_ = 0;  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<FaultRule> rules_ SKIFF_GUARDED_BY(mu_);
+  uint64_t reads_seen_ SKIFF_GUARDED_BY(mu_) = 0;
+  uint64_t faults_injected_ SKIFF_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace skiff::storage

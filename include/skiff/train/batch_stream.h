@@ -14,14 +14,13 @@
 // Thread safety: Next() and the accessors are called by one consumer thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "skiff/mutex.h"
 #include "skiff/sampler/feature_source.h"
 #include "skiff/sampler/minibatch.h"
 #include "skiff/sampler/neighbor_sampler.h"
@@ -71,6 +70,11 @@ class BatchStream {
 
  private:
   void Worker();
+  // Whether a worker may claim the next batch (its slot is free), or has nothing left to do.
+  bool ClaimReady() const SKIFF_REQUIRES(mu_);
+  // Whether Next can return: the batch due is in its slot, or a stopped stream holds an error
+  // (the batch due may then never come).
+  bool DeliveryReady() const SKIFF_REQUIRES(mu_);
 
   const sampler::NeighborSampler& sampler_;
   const sampler::FeatureSource& features_;
@@ -78,14 +82,16 @@ class BatchStream {
   const std::vector<std::vector<int64_t>> batches_;
   const BatchStreamOptions options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  int64_t next_to_claim_ = 0;                                // guarded by mu_
-  int64_t next_to_deliver_ = 0;                              // guarded by mu_
-  bool stop_ = false;                                        // guarded by mu_
-  std::vector<std::optional<Result<PreparedBatch>>> slots_;  // guarded by mu_; ring of capacity
-  std::vector<std::vector<float>> free_features_;            // guarded by mu_; recycled buffers
-  double sample_ns_ = 0, gather_ns_ = 0;                     // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  int64_t next_to_claim_ SKIFF_GUARDED_BY(mu_) = 0;
+  int64_t next_to_deliver_ SKIFF_GUARDED_BY(mu_) = 0;
+  bool stop_ SKIFF_GUARDED_BY(mu_) = false;
+  // A ring of `capacity` batches, claimed or delivered in order.
+  std::vector<std::optional<Result<PreparedBatch>>> slots_ SKIFF_GUARDED_BY(mu_);
+  std::vector<std::vector<float>> free_features_ SKIFF_GUARDED_BY(mu_);  // recycled buffers
+  double sample_ns_ SKIFF_GUARDED_BY(mu_) = 0;
+  double gather_ns_ SKIFF_GUARDED_BY(mu_) = 0;
   double consumer_wait_seconds_ = 0;
   std::vector<std::thread> workers_;
 };
