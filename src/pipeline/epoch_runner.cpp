@@ -74,12 +74,22 @@ class InFlightWindow {
     Rescale();
     cv_.SignalAll();
   }
-  // Returns the bytes reserved for each batch, or nullopt when cancelled.
-  std::optional<uint64_t> Admit(int64_t index, int64_t count, StageTimer* timer) {
+  // Returns the bytes reserved for each batch, or nullopt when cancelled. When the batches do not
+  // fit yet, `reclaim` (when given) is called, without the lock, to release spare memory counted
+  // here, and admission_waiting() is true until they are admitted.
+  std::optional<uint64_t> Admit(int64_t index, int64_t count, StageTimer* timer,
+                                const std::function<void()>& reclaim = nullptr) {
     MutexLock lock(&mu_);
     if (!Admissible(index, count)) {
       StallScope stall(timer);
+      ++admissions_waiting_;
+      if (reclaim) {
+        lock.Unlock();
+        reclaim();
+        lock.Lock();
+      }
       while (!Admissible(index, count)) cv_.Wait(&mu_);
+      --admissions_waiting_;
     }
     if (cancelled_) return std::nullopt;
     in_flight_ += count;
@@ -120,6 +130,10 @@ class InFlightWindow {
     MutexLock lock(&mu_);
     cancelled_ = true;
     cv_.SignalAll();
+  }
+  bool admission_waiting() const {
+    MutexLock lock(&mu_);
+    return admissions_waiting_ > 0;
   }
   uint64_t peak_bytes() const {
     MutexLock lock(&mu_);
@@ -171,6 +185,7 @@ class InFlightWindow {
   uint64_t peak_bytes_ SKIFF_GUARDED_BY(mu_) = 0;
   int64_t peak_in_flight_ SKIFF_GUARDED_BY(mu_) = 0;
   bool cancelled_ SKIFF_GUARDED_BY(mu_) = false;
+  int admissions_waiting_ SKIFF_GUARDED_BY(mu_) = 0;
 };
 
 // One feature staging buffer handed from the compute stage back to the gather stage, so that a
@@ -193,6 +208,14 @@ class RecycledStaging {
     window->Resize(free_.capacity() * 4, 0);
     buffer->swap(free_);
     std::vector<float>().swap(free_);
+  }
+  // Frees the kept buffer, if any.
+  void Drop(InFlightWindow* window) {
+    std::vector<float> dropped;
+    MutexLock lock(&mu_);
+    if (free_.capacity() == 0) return;
+    window->Resize(free_.capacity() * 4, 0);
+    dropped.swap(free_);
   }
 
  private:
@@ -412,7 +435,12 @@ Status EpochRun::EmitGroup(std::span<const std::span<const int64_t>> batches,
                            StageContext& ctx) {
   const auto size = static_cast<int>(batches.size());
   const int64_t group_first = *index;
-  const std::optional<uint64_t> reserved = window_.Admit(group_first, size, ctx.timer());
+  // A kept staging buffer must not hold a group back: that group's sampling would then wait out
+  // the gather before it instead of overlapping it (see ComputeInOrder).
+  const std::optional<uint64_t> reserved =
+      window_.Admit(group_first, size, ctx.timer(),
+                    aggregate_ ? std::function<void()>([this] { recycled_.Drop(&window_); })
+                               : std::function<void()>());
   if (!reserved.has_value()) return Status::Aborted("cancelled");
   const int per_item = aggregate_ ? size : 1;
   for (int b = 0; b < size; b += per_item) {
@@ -581,12 +609,13 @@ Status EpochRun::ComputeInOrder(StageContext& ctx) {
       seeds_total_ += static_cast<int64_t>(batch.batch.seeds.size());  // compute may move it
       const uint64_t held = batch.held_bytes;
       SKIFF_RETURN_IF_ERROR(compute_(batch));
-      // Keep the staging buffer for a later batch (the window counts it while it waits). Not when
-      // aggregated: a group's buffers are staged together when it is gathered, so a kept buffer
-      // would wait out the next group's gather and, counted against the allowance, hold back the
-      // admission of the group after it -- whose sampling then could not overlap that gather
-      // (the 2M-node benchmark at 25%: the training pass 10.4 s with it, 9.2 s without).
-      const uint64_t kept = aggregate_ ? 0 : recycled_.Put(&batch.features);
+      // Keep the staging buffer for a later batch (the window counts it while it waits), saving
+      // its page faults -- unless a group waits for admission: aggregated groups stage their
+      // buffers together when gathered, so a kept buffer waits out a whole gather, and counted
+      // against the allowance it held back the admission of the next group, whose sampling then
+      // could not overlap that gather (2M nodes at 25%: training pass 10.4 s -> 9.2 s without).
+      const uint64_t kept =
+          aggregate_ && window_.admission_waiting() ? 0 : recycled_.Put(&batch.features);
       pending.erase(pending.begin());
       ++computed_;
       window_.Done(held - std::min(held, kept), aggregate_);
