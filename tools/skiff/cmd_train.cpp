@@ -96,153 +96,165 @@ Result<train::Checkpoint> ReadResumeCheckpoint(const std::string& path) {
   return std::move(last).value();
 }
 
-int RunTrain(const TrainCliOptions& o) {
-  train::ModelFactory factory = nullptr;  // Model::CreateCpu
-  if (o.device == "cuda") {
-    factory = model::Model::CreateCuda;
-  } else if (o.device != "cpu") {
-    return ReportStatus("train", Status::InvalidArgument("--device must be cpu or cuda (got \"" +
-                                                         o.device + "\")"));
+// The options of a new run, from the command line.
+Result<train::TrainOptions> OptionsFromFlags(const TrainCliOptions& o) {
+  train::TrainOptions t;
+  SKIFF_ASSIGN_OR_RETURN(t.model.kind, model::ParseModelKind(o.model));
+  SKIFF_ASSIGN_OR_RETURN(t.fanouts, sampler::ParseFanouts(o.fanouts));
+  t.model.num_layers = o.layers;
+  t.model.hidden_dim = o.hidden;
+  t.model.dropout = o.dropout;
+  t.model.heads = o.heads;
+  t.model.activation = o.activation;
+  t.model.norm = o.norm;
+  if (!o.eval_fanouts.empty()) {
+    auto ef = sampler::ParseFanouts(o.eval_fanouts);
+    if (!ef.ok()) return ef.status().WithContext("--eval-fanouts");
+    t.eval_fanouts = *ef;
+  }
+  t.batch_size = o.batch_size;
+  t.epochs = o.epochs;
+  t.optimizer.kind = o.optimizer;
+  t.optimizer.lr = o.lr;
+  t.optimizer.weight_decay = o.weight_decay;
+  t.optimizer.decay_scope = o.weight_decay_scope;
+  t.seed = o.seed;
+  if (o.feature_norm != "none" && o.feature_norm != "row") {
+    return Status::InvalidArgument("--feature-norm must be none or row");
+  }
+  t.feature_norm = o.feature_norm;
+  return t;
+}
+
+// The options of a resumed run: those saved in `resume`, with --epochs when given; the other
+// options that define a run are ignored, with a warning.
+Result<train::TrainOptions> OptionsFromCheckpoint(const TrainCliOptions& o,
+                                                  const train::Checkpoint& resume) {
+  auto saved = train::TrainOptions::FromJson(resume.config_json);
+  if (!saved.ok()) return saved.status().WithContext(o.resume);
+  train::TrainOptions t = *saved;
+  // A resumed run may be extended with --epochs; without it, it keeps its own count.
+  if (Given(o, "--epochs")) t.epochs = o.epochs;
+  for (const char* name : kRunDefiningOptions) {
+    if (Given(o, name)) {
+      LogWarning(std::string(name) +
+                 " is ignored with --resume: the run continues with the value saved in " +
+                 o.resume + " (start a new run to change it)");
+    }
+  }
+  return t;
+}
+
+// The options that may change between runs of the same training (device, threads, outputs).
+Status ApplyRunOptions(const TrainCliOptions& o, train::TrainOptions* t) {
+  if (o.cuda_matmul != "tf32" && o.cuda_matmul != "fp32") {
+    return Status::InvalidArgument("--cuda-matmul must be tf32 or fp32 (got \"" + o.cuda_matmul +
+                                   "\")");
+  }
+  t->model.cuda_matmul = o.cuda_matmul;
+  if (!o.device_memory.empty() &&
+      (!ParseBytes(o.device_memory, &t->device_memory_bytes) || t->device_memory_bytes == 0)) {
+    return Status::InvalidArgument("--device-memory: expected a size such as 8GiB (got \"" +
+                                   o.device_memory + "\")");
+  }
+  cpu::SetNumThreads(o.threads);
+  t->sampler_threads = o.sampler_threads > 0 ? o.sampler_threads : std::max(1, cpu::NumThreads());
+  t->checkpoint_path = o.checkpoint;
+  t->metrics_path = o.metrics;
+  return Status::Ok();
+}
+
+// The device's model factory (nullptr: Model::CreateCpu), after checking the outputs' paths.
+Result<train::ModelFactory> CheckDeviceAndOutputs(const TrainCliOptions& o) {
+  if (o.device != "cpu" && o.device != "cuda") {
+    return Status::InvalidArgument("--device must be cpu or cuda (got \"" + o.device + "\")");
   }
   for (const auto& [option, path] :
        {std::pair<const char*, const std::string&>{"--metrics", o.metrics},
         {"--checkpoint", o.checkpoint},
         {"--export", o.export_dir}}) {
-    if (Status st = CheckNotInside(option, path, o.dataset); !st.ok()) {
-      return ReportStatus("train", st);
-    }
+    SKIFF_RETURN_IF_ERROR(CheckNotInside(option, path, o.dataset));
   }
-  auto ds = format::Dataset::Open(o.dataset);
-  if (!ds.ok()) return ReportStatus("train", ds.status());
-  train::TrainOptions t;
+  return o.device == "cuda" ? train::ModelFactory(model::Model::CreateCuda)
+                            : train::ModelFactory(nullptr);
+}
+
+// With --device cuda, every feature row goes to device memory (batches carry node IDs); out of
+// core the plan counted on it (the host holds no rows), so not fitting is an error there.
+Status OfferFeaturesToDevice(const TrainCliOptions& o, uint64_t memory_bytes,
+                             train::Trainer* trainer) {
+  if (o.device != "cuda") return Status::Ok();
+  SKIFF_ASSIGN_OR_RETURN(const bool held, trainer->OfferFeatures());
+  if (!held && memory_bytes > 0) {
+    return Status::ResourceExhausted(
+        "--memory with --device cuda needs the features in device memory, and they do not fit "
+        "(raise --device-memory, or use --device cpu)");
+  }
+  return Status::Ok();
+}
+
+// Prints the run's summary and, with --export, writes the best model's predictions.
+Status Finish(const TrainCliOptions& o, const format::Dataset& ds,
+              const train::TrainSummary& summary, train::Trainer* trainer) {
+  double seconds = 0;
+  for (const auto& e : summary.epochs) seconds += e.epoch_seconds;
+  std::printf(
+      "trained %zu epochs in %s; best valid accuracy %.2f%% (epoch %lld), test accuracy "
+      "%.2f%%\n",
+      summary.epochs.size(), FormatSeconds(seconds).c_str(), 100 * summary.best_valid_acc,
+      static_cast<long long>(summary.best_epoch), 100 * summary.best_test_acc);
+  if (!o.checkpoint.empty()) std::printf("best model: %s\n", o.checkpoint.c_str());
+  if (o.export_dir.empty()) return Status::Ok();
+  if (!o.checkpoint.empty() && std::filesystem::exists(o.checkpoint)) {
+    SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint best, train::ReadCheckpoint(o.checkpoint));
+    SKIFF_RETURN_IF_ERROR(trainer->Restore(best));
+  }
+  SKIFF_RETURN_IF_ERROR(train::ExportPredictions(ds, *trainer, o.export_dir));
+  std::printf("predictions and embeddings: %s\n", o.export_dir.c_str());
+  return Status::Ok();
+}
+
+Status Train(const TrainCliOptions& o) {
+  SKIFF_ASSIGN_OR_RETURN(const train::ModelFactory factory, CheckDeviceAndOutputs(o));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
   std::optional<train::Checkpoint> resume;
+  train::TrainOptions t;
   if (!o.resume.empty()) {
-    auto ckpt = ReadResumeCheckpoint(o.resume);
-    if (!ckpt.ok()) return ReportStatus("train", ckpt.status());
-    resume = std::move(ckpt).value();
-    auto saved = train::TrainOptions::FromJson(resume->config_json);
-    if (!saved.ok()) return ReportStatus("train", saved.status().WithContext(o.resume));
-    t = *saved;
-    // A resumed run may be extended with --epochs; without it, it keeps its own count.
-    if (Given(o, "--epochs")) t.epochs = o.epochs;
-    for (const char* name : kRunDefiningOptions) {
-      if (Given(o, name)) {
-        LogWarning(std::string(name) +
-                   " is ignored with --resume: the run continues with the "
-                   "value saved in " +
-                   o.resume + " (start a new run to change it)");
-      }
-    }
+    SKIFF_ASSIGN_OR_RETURN(resume, ReadResumeCheckpoint(o.resume));
+    SKIFF_ASSIGN_OR_RETURN(t, OptionsFromCheckpoint(o, *resume));
   } else {
-    auto kind = model::ParseModelKind(o.model);
-    if (!kind.ok()) return ReportStatus("train", kind.status());
-    auto fanouts = sampler::ParseFanouts(o.fanouts);
-    if (!fanouts.ok()) return ReportStatus("train", fanouts.status());
-    t.model.kind = *kind;
-    t.model.num_layers = o.layers;
-    t.model.hidden_dim = o.hidden;
-    t.model.dropout = o.dropout;
-    t.model.heads = o.heads;
-    t.model.activation = o.activation;
-    t.model.norm = o.norm;
-    t.fanouts = *fanouts;
-    if (!o.eval_fanouts.empty()) {
-      auto ef = sampler::ParseFanouts(o.eval_fanouts);
-      if (!ef.ok()) return ReportStatus("train", ef.status().WithContext("--eval-fanouts"));
-      t.eval_fanouts = *ef;
-    }
-    t.batch_size = o.batch_size;
-    t.epochs = o.epochs;
-    t.optimizer.kind = o.optimizer;
-    t.optimizer.lr = o.lr;
-    t.optimizer.weight_decay = o.weight_decay;
-    t.optimizer.decay_scope = o.weight_decay_scope;
-    t.seed = o.seed;
-    if (o.feature_norm != "none" && o.feature_norm != "row") {
-      return ReportStatus("train", Status::InvalidArgument("--feature-norm must be none or row"));
-    }
-    t.feature_norm = o.feature_norm;
+    SKIFF_ASSIGN_OR_RETURN(t, OptionsFromFlags(o));
   }
-  if (o.cuda_matmul != "tf32" && o.cuda_matmul != "fp32") {
-    return ReportStatus("train",
-                        Status::InvalidArgument("--cuda-matmul must be tf32 or fp32 (got \"" +
-                                                o.cuda_matmul + "\")"));
-  }
-  t.model.cuda_matmul = o.cuda_matmul;
-  if (!o.device_memory.empty() &&
-      (!ParseBytes(o.device_memory, &t.device_memory_bytes) || t.device_memory_bytes == 0)) {
-    return ReportStatus("train", Status::InvalidArgument("--device-memory: expected a size such as "
-                                                         "8GiB (got \"" +
-                                                         o.device_memory + "\")"));
-  }
-  cpu::SetNumThreads(o.threads);
-  t.sampler_threads = o.sampler_threads > 0 ? o.sampler_threads : std::max(1, cpu::NumThreads());
-  t.checkpoint_path = o.checkpoint;
-  t.metrics_path = o.metrics;
+  SKIFF_RETURN_IF_ERROR(ApplyRunOptions(o, &t));
 
   // One batch engine: the pipeline (docs/pipeline.md). Without --memory every partition is
   // resident (the in-memory run); with it, a partition buffer within the budget and fine-grained
   // reads for the rest.
-  const Result<uint64_t> memory = ParseMemoryOption(o.memory);
-  if (!memory.ok()) return ReportStatus("train", memory.status());
-  const uint64_t memory_bytes = *memory;
-  auto sampling = pipeline::ParseSamplingMode(o.sampling);
-  if (!sampling.ok()) return ReportStatus("train", sampling.status());
-  auto opened =
-      pipeline::OpenOutOfCoreTraining(ds->get(), t, memory_bytes, *sampling, t.sampler_threads,
+  SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
+  SKIFF_ASSIGN_OR_RETURN(const pipeline::SamplingMode sampling,
+                         pipeline::ParseSamplingMode(o.sampling));
+  SKIFF_ASSIGN_OR_RETURN(
+      std::unique_ptr<pipeline::OutOfCoreTraining> engine,
+      pipeline::OpenOutOfCoreTraining(ds.get(), t, memory_bytes, sampling, t.sampler_threads,
                                       /*aggregated_input=*/o.device == "cpu",
-                                      /*features_on_device=*/o.device == "cuda");
-  if (!opened.ok()) return ReportStatus("train", opened.status());
-  std::unique_ptr<pipeline::OutOfCoreTraining> engine = std::move(opened).value();
-  const train::TrainData* train_data = &engine->data;
+                                      /*features_on_device=*/o.device == "cuda"));
   LogInfo((memory_bytes > 0 ? "out of core: " : "in memory: ") + engine->ooc->Describe());
   if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
-  auto trainer = train::Trainer::Create(*train_data, t, factory);
-  if (!trainer.ok()) return ReportStatus("train", trainer.status());
-  (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress));
-  if (o.device == "cuda") {
-    // The GPU tier: every feature row in device memory, batches carry node IDs. Out of core the
-    // plan counted on it (the host holds no rows).
-    auto held = (*trainer)->OfferFeatures();
-    if (!held.ok()) return ReportStatus("train", held.status());
-    if (!*held && memory_bytes > 0) {
-      return ReportStatus(
-          "train", Status::ResourceExhausted(
-                       "--memory with --device cuda needs the features in device memory, and "
-                       "they do not fit (raise --device-memory, or use --device cpu)"));
-    }
-  }
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
+                         train::Trainer::Create(engine->data, t, factory));
+  trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress));
+  SKIFF_RETURN_IF_ERROR(OfferFeaturesToDevice(o, memory_bytes, trainer.get()));
   if (resume.has_value()) {
-    Status st = (*trainer)->Restore(*resume);
-    if (!st.ok()) return ReportStatus("train", st.WithContext(o.resume));
+    SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));
     LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);
   }
   LogInfo(std::string("training ") + model::ModelKindName(t.model.kind) + " on " + o.dataset +
-          ": " + std::to_string(train_data->train.size()) + " training nodes, fanouts " +
+          ": " + std::to_string(engine->data.train.size()) + " training nodes, fanouts " +
           sampler::FanoutsToString(t.fanouts) + ", " +
-          std::to_string((*trainer)->model().NumParameters()) + " parameters, " +
-          (o.device == "cuda" ? (*trainer)->model().DeviceDescription() : cpu::BlasDescription()));
-  auto summary = (*trainer)->Run();
-  if (!summary.ok()) return ReportStatus("train", summary.status());
-  double seconds = 0;
-  for (const auto& e : summary->epochs) seconds += e.epoch_seconds;
-  std::printf(
-      "trained %zu epochs in %s; best valid accuracy %.2f%% (epoch %lld), test accuracy "
-      "%.2f%%\n",
-      summary->epochs.size(), FormatSeconds(seconds).c_str(), 100 * summary->best_valid_acc,
-      static_cast<long long>(summary->best_epoch), 100 * summary->best_test_acc);
-  if (!o.checkpoint.empty()) std::printf("best model: %s\n", o.checkpoint.c_str());
-  if (!o.export_dir.empty()) {
-    if (!o.checkpoint.empty() && std::filesystem::exists(o.checkpoint)) {
-      auto best = train::ReadCheckpoint(o.checkpoint);
-      if (!best.ok()) return ReportStatus("train", best.status());
-      Status st = (*trainer)->Restore(*best);
-      if (!st.ok()) return ReportStatus("train", st);
-    }
-    Status st = train::ExportPredictions(**ds, **trainer, o.export_dir);
-    if (!st.ok()) return ReportStatus("train", st);
-    std::printf("predictions and embeddings: %s\n", o.export_dir.c_str());
-  }
+          std::to_string(trainer->model().NumParameters()) + " parameters, " +
+          (o.device == "cuda" ? trainer->model().DeviceDescription() : cpu::BlasDescription()));
+  SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
+  SKIFF_RETURN_IF_ERROR(Finish(o, *ds, summary, trainer.get()));
   // Last, so that it covers the export too (what is left is freeing memory, which cannot raise it).
   if (memory_bytes > 0) {
     std::printf("peak RSS %s (budget %s + fixed overhead %s)\n",
@@ -251,8 +263,10 @@ int RunTrain(const TrainCliOptions& o) {
   } else {
     std::printf("peak RSS %s\n", FormatBytes(PeakRssBytes()).c_str());
   }
-  return 0;
+  return Status::Ok();
 }
+
+int RunTrain(const TrainCliOptions& o) { return ReportStatus("train", Train(o)); }
 
 RunFn Setup(CLI::App& app) {
   auto o = std::make_shared<TrainCliOptions>();
