@@ -275,15 +275,14 @@ Status WriteEdgeBuckets(const Layout& l, const std::vector<int64_t>& counts, boo
   return w.WriteFile(kEdgeBucketsIndexFile, index.data(), index.size() * 8);
 }
 
-}  // namespace
+// How the rewrite streams the graph within the budget: node state first, the rest for chunks.
+struct ChunkPlan {
+  uint64_t chunk_budget = 0;
+  int64_t chunk_edges = 0;
+  int64_t chunk_vertices = 0;
+};
 
-Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(options.dataset_dir));
-  const format::Manifest& in = ds->manifest();
+Result<ChunkPlan> PlanChunks(const PartitionOptions& options, const format::Manifest& in) {
   const int64_t n = in.num_nodes;
   const int k = options.partitioner.k;
   if (k < 1 || (n > 0 && k > n)) {
@@ -294,7 +293,6 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
     return Status::InvalidArgument("k = " + std::to_string(k) +
                                    " is too large for the k*k edge-bucket index (max 4096)");
   }
-  // Memory plan: node state first, the rest for streamed chunks.
   const uint64_t per_node_bytes =
       kStateBytesPerNode + (options.partitioner.order == StreamOrder::kBfs ? 8 : 0);
   const uint64_t state_bytes = static_cast<uint64_t>(n) * per_node_bytes +
@@ -306,159 +304,48 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
         FormatBytes(state_bytes) + "; allow at least " +
         FormatBytes(state_bytes + (uint64_t{8} << 20)));
   }
-  const uint64_t chunk_budget = options.memory_bytes - state_bytes;
-  int64_t chunk_edges = static_cast<int64_t>(
-      std::clamp<uint64_t>(chunk_budget / kChunkBytesPerEdge, 4096, uint64_t{1} << 24));
-  if (options.max_chunk_edges > 0) chunk_edges = std::min(chunk_edges, options.max_chunk_edges);
+  ChunkPlan plan;
+  plan.chunk_budget = options.memory_bytes - state_bytes;
+  plan.chunk_edges = static_cast<int64_t>(
+      std::clamp<uint64_t>(plan.chunk_budget / kChunkBytesPerEdge, 4096, uint64_t{1} << 24));
+  if (options.max_chunk_edges > 0) {
+    plan.chunk_edges = std::min(plan.chunk_edges, options.max_chunk_edges);
+  }
   const double avg_degree =
       n > 0 ? std::max(1.0, static_cast<double>(in.num_edges) / static_cast<double>(n)) : 1.0;
-  const int64_t chunk_vertices =
-      std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(chunk_edges) / avg_degree));
+  plan.chunk_vertices = std::max<int64_t>(
+      1, static_cast<int64_t>(static_cast<double>(plan.chunk_edges) / avg_degree));
+  return plan;
+}
 
-  SKIFF_ASSIGN_OR_RETURN(auto graph, OpenDatasetGraphSource(*ds));
-  PartitionerOptions popt = options.partitioner;
-  popt.chunk_edges = chunk_edges;
-  // The cluster graph gets half the chunk budget; clustering holds no rewrite buffers.
-  popt.cluster_graph_entries = static_cast<int64_t>(chunk_budget / 2 / 16);
-  popt.show_progress = options.show_progress;
-  std::vector<uint8_t> train_mask;
-  if (in.train_count > 0) {
-    SKIFF_ASSIGN_OR_RETURN(std::vector<int64_t> train, ds->LoadSplit(format::kTrainFile));
-    train_mask.assign(static_cast<size_t>(n), 0);
-    for (size_t i = 0; i < train.size(); ++i) {
-      if (train[i] < 0 || train[i] >= n) {
-        return Status::Corruption(ds->dir() + "/" + format::kTrainFile + ": byte offset " +
-                                  std::to_string(i * 8) + ": node ID " + std::to_string(train[i]) +
-                                  " is outside [0, " + std::to_string(n) + ")");
-      }
-      train_mask[train[i]] = 1;
+// One byte per node, 1 for the training nodes (empty when the dataset has none).
+Result<std::vector<uint8_t>> TrainMask(const format::Dataset& ds) {
+  const int64_t n = ds.manifest().num_nodes;
+  std::vector<uint8_t> mask;
+  if (ds.manifest().train_count == 0) return mask;
+  SKIFF_ASSIGN_OR_RETURN(std::vector<int64_t> train, ds.LoadSplit(format::kTrainFile));
+  mask.assign(static_cast<size_t>(n), 0);
+  for (size_t i = 0; i < train.size(); ++i) {
+    if (train[i] < 0 || train[i] >= n) {
+      return Status::Corruption(ds.dir() + "/" + format::kTrainFile + ": byte offset " +
+                                std::to_string(i * 8) + ": node ID " + std::to_string(train[i]) +
+                                " is outside [0, " + std::to_string(n) + ")");
     }
-    popt.train_mask = &train_mask;
-  } else {
-    popt.balance_train = false;
+    mask[train[i]] = 1;
   }
-  SKIFF_ASSIGN_OR_RETURN(Partitioning parts, PartitionGraph(*graph, popt));
-  const double partition_seconds = elapsed();
-  train_mask.clear();
-  train_mask.shrink_to_fit();
-  if (!options.write_layout) {
-    PartitionReport report;
-    report.algorithm = AlgorithmName(popt.algorithm);
-    report.k = k;
-    report.num_nodes = n;
-    report.num_edges = in.num_edges;
-    report.cut_edges = parts.cut_edges;
-    report.edge_cut_fraction = parts.edge_cut_fraction();
-    report.imbalance = parts.imbalance();
-    if (!parts.train_sizes.empty()) {
-      const int64_t ideal = (in.train_count + k - 1) / k;
-      report.train_imbalance = static_cast<double>(*std::max_element(parts.train_sizes.begin(),
-                                                                     parts.train_sizes.end())) /
-                                   static_cast<double>(ideal) -
-                               1.0;
-    }
-    report.moves = parts.moves;
-    report.partition_seconds = partition_seconds;
-    report.seconds = elapsed();
-    report.peak_memory_bytes = PeakRssBytes();
-    return report;
-  }
+  return mask;
+}
 
-  // The partitioner's buffers are freed; hand the pages back so the rewrite's buffers are not
-  // counted on top of them (glibc keeps freed heap pages resident otherwise).
-  ::malloc_trim(0);
-  Layout layout = MakeLayout(parts.part, k);
-  parts.part.clear();
-  parts.part.shrink_to_fit();
-
-  const std::string out_dir = options.output_dir.empty() ? options.dataset_dir : options.output_dir;
-  const bool in_place = options.output_dir.empty() || fs::weakly_canonical(options.output_dir) ==
-                                                          fs::weakly_canonical(options.dataset_dir);
-  SKIFF_ASSIGN_OR_RETURN(auto w, DatasetWriter::Create(out_dir, in_place || options.overwrite));
-  const bool wide = in.neighbor_dtype == DType::kInt64;
-  std::vector<int64_t> bucket_counts;
-  SKIFF_RETURN_IF_ERROR(WriteGraph(*graph, layout, wide, chunk_vertices, chunk_edges, *w,
-                                   &bucket_counts, options.show_progress));
-  std::vector<uint64_t> extent_offsets;
-  SKIFF_RETURN_IF_ERROR(WriteFeatures(*ds, layout, static_cast<uint64_t>(chunk_edges) * 16, *w,
-                                      &extent_offsets, options.show_progress));
-  {
-    SKIFF_ASSIGN_OR_RETURN(std::vector<int32_t> labels, ds->LoadLabels());
-    // Written in batches: only the input labels are held whole (4 bytes per node).
-    SKIFF_ASSIGN_OR_RETURN(auto labels_out, w->CreateFile(format::kLabelsFile));
-    std::vector<int32_t> batch;
-    for (int64_t first = 0; first < n; first += chunk_vertices) {
-      const int64_t last = std::min(n, first + chunk_vertices);
-      batch.resize(static_cast<size_t>(last - first));
-      for (int64_t v = first; v < last; ++v) batch[v - first] = labels[layout.old_id[v]];
-      SKIFF_RETURN_IF_ERROR(labels_out->Append(batch.data(), batch.size() * 4));
-    }
-    SKIFF_RETURN_IF_ERROR(w->FinishFile(*labels_out));
-  }
-  SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kTrainFile, in.train_count, *w));
-  SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kValidFile, in.valid_count, *w));
-  SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kTestFile, in.test_count, *w));
-  // The old -> new map is no longer needed; free it before composing the new -> old map.
-  layout.new_id.clear();
-  layout.new_id.shrink_to_fit();
-  if (!in.files.count(kRelabelOldIdsFile)) {
-    SKIFF_RETURN_IF_ERROR(
-        w->WriteFile(kRelabelOldIdsFile, layout.old_id.data(), layout.old_id.size() * 8));
-  } else {
-    // new -> converted ID, composed with an earlier partitioning's map.
-    // Composed in place: the rest of the rewrite uses only the size of old_id.
-    std::vector<int64_t>& old_ids = layout.old_id;
-    {
-      SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* prev, ds->File(kRelabelOldIdsFile));
-      if (prev->info().data_bytes != static_cast<uint64_t>(n) * 8) {
-        return Status::Corruption(prev->path() + ": holds " +
-                                  std::to_string(prev->info().data_bytes) + " bytes, expected " +
-                                  std::to_string(n * 8));
-      }
-      std::vector<int64_t> prev_ids(static_cast<size_t>(n));
-      SKIFF_RETURN_IF_ERROR(prev->ReadAt(0, static_cast<uint64_t>(n) * 8, prev_ids.data()));
-      for (int64_t v = 0; v < n; ++v) old_ids[v] = prev_ids[old_ids[v]];
-    }
-    SKIFF_RETURN_IF_ERROR(w->WriteFile(kRelabelOldIdsFile, old_ids.data(), old_ids.size() * 8));
-  }
-  // Window records are 16 bytes (two int64); half a chunk's worth keeps the window, the rows
-  // being read and the writer's buffers within the chunk budget.
-  const uint64_t buffer_records = std::max<uint64_t>(1, static_cast<uint64_t>(chunk_edges) / 2);
-  SKIFF_RETURN_IF_ERROR(WriteEdgeBuckets(layout, bucket_counts, wide, in.num_edges, chunk_vertices,
-                                         buffer_records, *w, options.show_progress));
-  for (const auto& [name, info] : in.files) {
-    if (!w->manifest().files.count(name)) {
-      LogWarning("partition: " + ds->dir() + "/" + name +
-                 " is not a known per-node file and is not carried over");
-    }
-  }
-  std::error_code ec;
-  const std::string idmap = ds->dir() + "/" + format::kIdMapDir;
-  if (fs::is_directory(idmap, ec)) {
-    fs::copy(idmap, w->temp_dir() + "/" + format::kIdMapDir, fs::copy_options::recursive, ec);
-    if (ec)
-      return Status::IOError("copy " + idmap + " into " + w->temp_dir() + ": " + ec.message());
-  }
-
+// The partitioning's figures (the rewrite adds the output and the boundaries).
+PartitionReport ReportOf(const Partitioning& parts, const format::Manifest& in,
+                         const PartitionerOptions& popt, double partition_seconds) {
+  const int k = popt.k;
   PartitionReport report;
-  report.output_dir = out_dir;
   report.algorithm = AlgorithmName(popt.algorithm);
   report.k = k;
-  report.boundaries = layout.boundaries;
-  report.num_nodes = n;
+  report.num_nodes = in.num_nodes;
   report.num_edges = in.num_edges;
-  int64_t cut = 0;
-  for (int p = 0; p < k; ++p) {
-    for (int q = 0; q < k; ++q) {
-      if (p != q) cut += bucket_counts[static_cast<size_t>(p) * k + q];
-    }
-  }
-  if (cut != parts.cut_edges) {
-    return Status::Internal("edge cut after relabelling (" + std::to_string(cut) +
-                            ") differs from the partitioner's (" + std::to_string(parts.cut_edges) +
-                            ")");
-  }
-  report.cut_edges = cut;
+  report.cut_edges = parts.cut_edges;
   report.edge_cut_fraction = parts.edge_cut_fraction();
   report.imbalance = parts.imbalance();
   if (!parts.train_sizes.empty() && in.train_count > 0) {
@@ -470,36 +357,178 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
   }
   report.moves = parts.moves;
   report.partition_seconds = partition_seconds;
+  return report;
+}
 
-  format::Manifest& m = w->manifest();
-  m.version = in.version;
-  m.name = in.name;
-  m.num_nodes = in.num_nodes;
-  m.num_edges = in.num_edges;
-  m.undirected = in.undirected;
-  m.neighbor_dtype = in.neighbor_dtype;
-  m.feature_dim = in.feature_dim;
-  m.feature_dtype = in.feature_dtype;
-  m.num_classes = in.num_classes;
-  m.train_count = in.train_count;
-  m.valid_count = in.valid_count;
-  m.test_count = in.test_count;
-  m.has_id_map = in.has_id_map;
-  m.source = in.source;
-  m.feature_extent_offsets = extent_offsets;
+// The labels in the new order, written in batches: only the input labels are held whole.
+Status WriteLabels(const format::Dataset& ds, const Layout& layout, int64_t chunk_vertices,
+                   DatasetWriter& w) {
+  const int64_t n = ds.manifest().num_nodes;
+  SKIFF_ASSIGN_OR_RETURN(std::vector<int32_t> labels, ds.LoadLabels());
+  SKIFF_ASSIGN_OR_RETURN(auto labels_out, w.CreateFile(format::kLabelsFile));
+  std::vector<int32_t> batch;
+  for (int64_t first = 0; first < n; first += chunk_vertices) {
+    const int64_t last = std::min(n, first + chunk_vertices);
+    batch.resize(static_cast<size_t>(last - first));
+    for (int64_t v = first; v < last; ++v) batch[v - first] = labels[layout.old_id[v]];
+    SKIFF_RETURN_IF_ERROR(labels_out->Append(batch.data(), batch.size() * 4));
+  }
+  return w.FinishFile(*labels_out);
+}
+
+// The new -> converted ID map: layout.old_id, composed with an earlier partitioning's map when
+// the dataset has one (in place: the rest of the rewrite uses only the size of old_id).
+Status WriteRelabelMap(const format::Dataset& ds, Layout* layout, DatasetWriter& w) {
+  const int64_t n = ds.manifest().num_nodes;
+  std::vector<int64_t>& old_ids = layout->old_id;
+  if (ds.manifest().files.count(kRelabelOldIdsFile)) {
+    SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* prev, ds.File(kRelabelOldIdsFile));
+    if (prev->info().data_bytes != static_cast<uint64_t>(n) * 8) {
+      return Status::Corruption(prev->path() + ": holds " +
+                                std::to_string(prev->info().data_bytes) + " bytes, expected " +
+                                std::to_string(n * 8));
+    }
+    std::vector<int64_t> prev_ids(static_cast<size_t>(n));
+    SKIFF_RETURN_IF_ERROR(prev->ReadAt(0, static_cast<uint64_t>(n) * 8, prev_ids.data()));
+    for (int64_t v = 0; v < n; ++v) old_ids[v] = prev_ids[old_ids[v]];
+  }
+  return w.WriteFile(kRelabelOldIdsFile, old_ids.data(), old_ids.size() * 8);
+}
+
+// Warns about per-node files the rewrite does not know (they are not carried over), and copies
+// the raw ID map (RocksDB) as it is: node IDs map to converted IDs, which relabel.old_ids keeps.
+Status CarryOtherFiles(const format::Dataset& ds, DatasetWriter& w) {
+  for (const auto& [name, info] : ds.manifest().files) {
+    if (!w.manifest().files.count(name)) {
+      LogWarning("partition: " + ds.dir() + "/" + name +
+                 " is not a known per-node file and is not carried over");
+    }
+  }
+  std::error_code ec;
+  const std::string idmap = ds.dir() + "/" + format::kIdMapDir;
+  if (fs::is_directory(idmap, ec)) {
+    fs::copy(idmap, w.temp_dir() + "/" + format::kIdMapDir, fs::copy_options::recursive, ec);
+    if (ec) return Status::IOError("copy " + idmap + " into " + w.temp_dir() + ": " + ec.message());
+  }
+  return Status::Ok();
+}
+
+// The cut counted from the written edge buckets must be the partitioner's.
+Status CheckCut(const std::vector<int64_t>& bucket_counts, int k, int64_t partitioner_cut) {
+  int64_t cut = 0;
+  for (int p = 0; p < k; ++p) {
+    for (int q = 0; q < k; ++q) {
+      if (p != q) cut += bucket_counts[static_cast<size_t>(p) * k + q];
+    }
+  }
+  if (cut != partitioner_cut) {
+    return Status::Internal("edge cut after relabelling (" + std::to_string(cut) +
+                            ") differs from the partitioner's (" + std::to_string(partitioner_cut) +
+                            ")");
+  }
+  return Status::Ok();
+}
+
+// The output's manifest: the input's, with the extents and the partitioning.
+void FillManifest(const format::Manifest& in, const PartitionReport& report,
+                  std::vector<uint64_t> extent_offsets, format::Manifest* m) {
+  m->version = in.version;
+  m->name = in.name;
+  m->num_nodes = in.num_nodes;
+  m->num_edges = in.num_edges;
+  m->undirected = in.undirected;
+  m->neighbor_dtype = in.neighbor_dtype;
+  m->feature_dim = in.feature_dim;
+  m->feature_dtype = in.feature_dtype;
+  m->num_classes = in.num_classes;
+  m->train_count = in.train_count;
+  m->valid_count = in.valid_count;
+  m->test_count = in.test_count;
+  m->has_id_map = in.has_id_map;
+  m->source = in.source;
+  m->feature_extent_offsets = std::move(extent_offsets);
   format::PartitionInfo info;
-  info.num_partitions = static_cast<uint32_t>(k);
+  info.num_partitions = static_cast<uint32_t>(report.k);
   info.algorithm = report.algorithm;
-  info.boundaries = layout.boundaries;
+  info.boundaries = report.boundaries;
   info.edge_cut_fraction = report.edge_cut_fraction;
   info.imbalance = report.imbalance;
   info.edge_buckets_file = kEdgeBucketsFile;
   info.edge_buckets_index_file = kEdgeBucketsIndexFile;
-  report.seconds = elapsed();
-  report.peak_memory_bytes = PeakRssBytes();
   info.seconds = report.seconds;
   info.peak_memory_bytes = report.peak_memory_bytes;
-  m.partitions = info;
+  m->partitions = info;
+}
+
+}  // namespace
+
+Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(options.dataset_dir));
+  const format::Manifest& in = ds->manifest();
+  SKIFF_ASSIGN_OR_RETURN(const ChunkPlan chunks, PlanChunks(options, in));
+  SKIFF_ASSIGN_OR_RETURN(auto graph, OpenDatasetGraphSource(*ds));
+  PartitionerOptions popt = options.partitioner;
+  popt.chunk_edges = chunks.chunk_edges;
+  // The cluster graph gets half the chunk budget; clustering holds no rewrite buffers.
+  popt.cluster_graph_entries = static_cast<int64_t>(chunks.chunk_budget / 2 / 16);
+  popt.show_progress = options.show_progress;
+  SKIFF_ASSIGN_OR_RETURN(std::vector<uint8_t> train_mask, TrainMask(*ds));
+  if (train_mask.empty()) {
+    popt.balance_train = false;
+  } else {
+    popt.train_mask = &train_mask;
+  }
+  SKIFF_ASSIGN_OR_RETURN(Partitioning parts, PartitionGraph(*graph, popt));
+  std::vector<uint8_t>().swap(train_mask);
+  PartitionReport report = ReportOf(parts, in, popt, elapsed());
+  if (!options.write_layout) {
+    report.seconds = elapsed();
+    report.peak_memory_bytes = PeakRssBytes();
+    return report;
+  }
+
+  // The partitioner's buffers are freed; hand the pages back so the rewrite's buffers are not
+  // counted on top of them (glibc keeps freed heap pages resident otherwise).
+  ::malloc_trim(0);
+  Layout layout = MakeLayout(parts.part, popt.k);
+  std::vector<int32_t>().swap(parts.part);
+
+  report.output_dir = options.output_dir.empty() ? options.dataset_dir : options.output_dir;
+  const bool in_place = options.output_dir.empty() || fs::weakly_canonical(options.output_dir) ==
+                                                          fs::weakly_canonical(options.dataset_dir);
+  SKIFF_ASSIGN_OR_RETURN(auto w,
+                         DatasetWriter::Create(report.output_dir, in_place || options.overwrite));
+  const bool wide = in.neighbor_dtype == DType::kInt64;
+  std::vector<int64_t> bucket_counts;
+  SKIFF_RETURN_IF_ERROR(WriteGraph(*graph, layout, wide, chunks.chunk_vertices, chunks.chunk_edges,
+                                   *w, &bucket_counts, options.show_progress));
+  std::vector<uint64_t> extent_offsets;
+  SKIFF_RETURN_IF_ERROR(WriteFeatures(*ds, layout, static_cast<uint64_t>(chunks.chunk_edges) * 16,
+                                      *w, &extent_offsets, options.show_progress));
+  SKIFF_RETURN_IF_ERROR(WriteLabels(*ds, layout, chunks.chunk_vertices, *w));
+  SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kTrainFile, in.train_count, *w));
+  SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kValidFile, in.valid_count, *w));
+  SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kTestFile, in.test_count, *w));
+  // The old -> new map is no longer needed; free it before composing the new -> old map.
+  std::vector<int64_t>().swap(layout.new_id);
+  SKIFF_RETURN_IF_ERROR(WriteRelabelMap(*ds, &layout, *w));
+  // Window records are 16 bytes (two int64); half a chunk's worth keeps the window, the rows
+  // being read and the writer's buffers within the chunk budget.
+  const uint64_t buffer_records =
+      std::max<uint64_t>(1, static_cast<uint64_t>(chunks.chunk_edges) / 2);
+  SKIFF_RETURN_IF_ERROR(WriteEdgeBuckets(layout, bucket_counts, wide, in.num_edges,
+                                         chunks.chunk_vertices, buffer_records, *w,
+                                         options.show_progress));
+  SKIFF_RETURN_IF_ERROR(CarryOtherFiles(*ds, *w));
+  SKIFF_RETURN_IF_ERROR(CheckCut(bucket_counts, popt.k, parts.cut_edges));
+  report.boundaries = layout.boundaries;
+  report.seconds = elapsed();
+  report.peak_memory_bytes = PeakRssBytes();
+  FillManifest(in, report, std::move(extent_offsets), &w->manifest());
   ds.reset();
   graph.reset();
   SKIFF_RETURN_IF_ERROR(w->Commit());
