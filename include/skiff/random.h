@@ -5,25 +5,32 @@
 // Thread safety: values; one generator per thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
 namespace skiff {
 
-// SplitMix64 finaliser: a bijective 64-bit mixer. Also used to derive independent streams:
-// Mix(seed ^ Mix(stream)) gives well-separated generator states.
-inline constexpr uint64_t Mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
+// The golden-ratio increment of SplitMix64 (2^64 / phi, odd).
+inline constexpr uint64_t kGoldenGamma = 0x9e3779b97f4a7c15ULL;
+
+// SplitMix64's output function (Stafford's "Mix13"): a bijective 64-bit mixer. Constexpr, so it
+// also compiles for CUDA device code.
+inline constexpr uint64_t SplitMixFinalize(uint64_t x) {
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
 
+// SplitMix64 finaliser of x + kGoldenGamma: a bijective 64-bit mixer. Also used to derive
+// independent streams: Mix(seed ^ Mix(stream)) gives well-separated generator states.
+inline constexpr uint64_t Mix64(uint64_t x) { return SplitMixFinalize(x + kGoldenGamma); }
+
 // The SplitMix64 generator's step: returns Mix64(state) and advances the state.
 inline constexpr uint64_t SplitMix64Next(uint64_t& state) {
   const uint64_t out = Mix64(state);
-  state += 0x9e3779b97f4a7c15ULL;
+  state += kGoldenGamma;
   return out;
 }
 
@@ -38,7 +45,7 @@ class Rng {
   explicit Rng(uint64_t seed) {
     uint64_t x = seed;
     for (auto& s : s_) {
-      x += 0x9e3779b97f4a7c15ULL;
+      x += kGoldenGamma;
       s = Mix64(x);
     }
   }

@@ -10,6 +10,8 @@
 #pragma once
 #include <cstdint>
 
+#include "skiff/random.h"
+
 namespace skiff::cpu {
 
 void BiasAdd(int64_t rows, int64_t cols, const float* bias, float* y);
@@ -29,10 +31,7 @@ void DropoutForwardAt(int64_t first, int64_t n, float p, uint64_t seed, const fl
 // the same expression compiles for CUDA device code. Used to derive per-layer seeds and the
 // dropout key below.
 inline constexpr uint64_t DropoutHash(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return SplitMixFinalize(seed + (index + 1) * kGoldenGamma);
 }
 
 // The dropout mask of element i is DropoutBits(DropoutKeyOf(seed, i >> 32), uint32(i)): one 64-bit

@@ -3,6 +3,7 @@
 #include "skiff/half.h"
 #include "skiff/io/write_path.h"
 #include "skiff/log.h"
+#include "skiff/random.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -602,10 +603,7 @@ Status ReadInts(const ChecksummedFileReader& r, DType dtype, int64_t first, int6
 // both ways, so its sum equals that of the reversed edges (a mismatch proves asymmetry; a random
 // 64-bit coincidence is the only way an asymmetric graph passes).
 uint64_t EdgeHash(int64_t u, int64_t v) {
-  uint64_t z = static_cast<uint64_t>(u) * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(v);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return SplitMixFinalize(static_cast<uint64_t>(u) * kGoldenGamma ^ static_cast<uint64_t>(v));
 }
 
 constexpr int64_t kVerifyChunkNodes = 1 << 20;

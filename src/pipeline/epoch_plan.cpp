@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "skiff/random.h"
+
 namespace skiff::pipeline {
 namespace {
 
@@ -11,12 +13,7 @@ namespace {
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  uint64_t Next() { return SplitMix64Next(state_); }
   // Uniform in [0, bound), bound > 0 (Lemire's multiply-shift with rejection).
   uint64_t Below(uint64_t bound) {
     const uint64_t threshold = (0 - bound) % bound;
