@@ -7,32 +7,24 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "skiff/enum_names.h"
 #include "skiff/log.h"
 #include "storage/engines.h"
 
 namespace skiff::storage {
 
-const char* IoEngineKindName(IoEngineKind kind) {
-  switch (kind) {
-    case IoEngineKind::kAuto:
-      return "auto";
-    case IoEngineKind::kIoUring:
-      return "io_uring";
-    case IoEngineKind::kPread:
-      return "pread";
-    case IoEngineKind::kMemory:
-      return "memory";
-  }
-  return "unknown";
-}
+namespace {
+constexpr EnumName<IoEngineKind> kIoEngineKinds[] = {{IoEngineKind::kAuto, "auto"},
+                                                     {IoEngineKind::kIoUring, "io_uring"},
+                                                     {IoEngineKind::kPread, "pread"},
+                                                     {IoEngineKind::kMemory, "memory"},
+                                                     {IoEngineKind::kIoUring, "uring"}};
+}  // namespace
+
+const char* IoEngineKindName(IoEngineKind kind) { return NameOf(kIoEngineKinds, kind); }
 
 Result<IoEngineKind> ParseIoEngineKind(const std::string& name) {
-  if (name == "auto") return IoEngineKind::kAuto;
-  if (name == "io_uring" || name == "uring") return IoEngineKind::kIoUring;
-  if (name == "pread") return IoEngineKind::kPread;
-  if (name == "memory") return IoEngineKind::kMemory;
-  return Status::InvalidArgument("unknown I/O engine '" + name +
-                                 "' (expected auto, io_uring, pread or memory)");
+  return ParseName(kIoEngineKinds, "I/O engine", name, /*listed=*/4);
 }
 
 Status IoEngine::ReadAll(std::span<const ReadRequest> requests) {

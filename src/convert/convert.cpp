@@ -18,6 +18,7 @@
 #include "skiff/convert/metis.h"
 #include "skiff/convert/npz_graph.h"
 #include "skiff/convert/ogb.h"
+#include "skiff/enum_names.h"
 #include "skiff/half.h"
 #include "skiff/io/free_space.h"
 #include "skiff/io/npy.h"
@@ -29,37 +30,24 @@
 namespace skiff::convert {
 namespace fs = std::filesystem;
 
-const char* InputFormatName(InputFormat format) {
-  switch (format) {
-    case InputFormat::kAuto:
-      return "auto";
-    case InputFormat::kEdgeList:
-      return "edgelist";
-    case InputFormat::kMetis:
-      return "metis";
-    case InputFormat::kNpz:
-      return "npz";
-    case InputFormat::kOgb:
-      return "ogb";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<InputFormat> kInputFormats[] = {{InputFormat::kAuto, "auto"},
+                                                   {InputFormat::kEdgeList, "edgelist"},
+                                                   {InputFormat::kMetis, "metis"},
+                                                   {InputFormat::kNpz, "npz"},
+                                                   {InputFormat::kOgb, "ogb"}};
+constexpr EnumName<IdMapMode> kIdMapModes[] = {
+    {IdMapMode::kAuto, "auto"}, {IdMapMode::kAlways, "always"}, {IdMapMode::kNever, "never"}};
+}  // namespace
+
+const char* InputFormatName(InputFormat format) { return NameOf(kInputFormats, format); }
 
 Result<InputFormat> ParseInputFormat(const std::string& name) {
-  for (InputFormat f : {InputFormat::kAuto, InputFormat::kEdgeList, InputFormat::kMetis,
-                        InputFormat::kNpz, InputFormat::kOgb}) {
-    if (name == InputFormatName(f)) return f;
-  }
-  return Status::InvalidArgument("unknown input format '" + name +
-                                 "' (expected auto, edgelist, metis, npz or ogb)");
+  return ParseName(kInputFormats, "input format", name);
 }
 
 Result<IdMapMode> ParseIdMapMode(const std::string& name) {
-  if (name == "auto") return IdMapMode::kAuto;
-  if (name == "always") return IdMapMode::kAlways;
-  if (name == "never") return IdMapMode::kNever;
-  return Status::InvalidArgument("unknown --id-map mode '" + name +
-                                 "' (expected auto, always or never)");
+  return ParseName(kIdMapModes, "--id-map mode", name);
 }
 
 namespace {

@@ -1,5 +1,6 @@
 #include "skiff/format/dataset.h"
 
+#include "skiff/enum_names.h"
 #include "skiff/half.h"
 #include "skiff/io/write_path.h"
 #include "skiff/log.h"
@@ -24,19 +25,14 @@ namespace skiff::format {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const char* DTypeName(DType t) {
-  switch (t) {
-    case DType::kFloat32:
-      return "float32";
-    case DType::kFloat16:
-      return "float16";
-    case DType::kInt32:
-      return "int32";
-    case DType::kInt64:
-      return "int64";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<DType> kDTypes[] = {{DType::kFloat32, "float32"},
+                                       {DType::kFloat16, "float16"},
+                                       {DType::kInt32, "int32"},
+                                       {DType::kInt64, "int64"}};
+}  // namespace
+
+const char* DTypeName(DType t) { return NameOf(kDTypes, t); }
 
 size_t DTypeBytes(DType t) {
   switch (t) {
@@ -52,14 +48,7 @@ size_t DTypeBytes(DType t) {
   return 0;
 }
 
-Result<DType> ParseDType(const std::string& name) {
-  if (name == "float32") return DType::kFloat32;
-  if (name == "float16") return DType::kFloat16;
-  if (name == "int32") return DType::kInt32;
-  if (name == "int64") return DType::kInt64;
-  return Status::InvalidArgument("unknown dtype '" + name +
-                                 "' (expected float32, float16, int32 or int64)");
-}
+Result<DType> ParseDType(const std::string& name) { return ParseName(kDTypes, "dtype", name); }
 
 // --- Manifest JSON
 // --------------------------------------------------------------------------------

@@ -3,28 +3,22 @@
 #include <algorithm>
 #include <utility>
 
+#include "skiff/enum_names.h"
+
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/elementwise.h"
 
 namespace skiff::model {
 
-const char* ModelKindName(ModelKind kind) {
-  switch (kind) {
-    case ModelKind::kSage:
-      return "sage";
-    case ModelKind::kGcn:
-      return "gcn";
-    case ModelKind::kGat:
-      return "gat";
-  }
-  return "unknown";
-}
+namespace {
+constexpr EnumName<ModelKind> kModelKinds[] = {
+    {ModelKind::kSage, "sage"}, {ModelKind::kGcn, "gcn"}, {ModelKind::kGat, "gat"}};
+}  // namespace
+
+const char* ModelKindName(ModelKind kind) { return NameOf(kModelKinds, kind); }
 
 Result<ModelKind> ParseModelKind(const std::string& name) {
-  if (name == "sage") return ModelKind::kSage;
-  if (name == "gcn") return ModelKind::kGcn;
-  if (name == "gat") return ModelKind::kGat;
-  return Status::InvalidArgument("unknown model '" + name + "': expected sage, gcn or gat");
+  return ParseName(kModelKinds, "model", name);
 }
 
 InputAggregation InputAggregationOf(const ModelConfig& config) {

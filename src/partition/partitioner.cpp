@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "skiff/enum_names.h"
 #include "skiff/log.h"
 #include "skiff/progress.h"
 #include "skiff/random.h"
@@ -14,47 +15,27 @@
 
 namespace skiff::partition {
 
-const char* AlgorithmName(Algorithm a) {
-  switch (a) {
-    case Algorithm::kRandom:
-      return "random";
-    case Algorithm::kLdg:
-      return "ldg";
-    case Algorithm::kFennel:
-      return "fennel";
-    case Algorithm::kGrem:
-      return "grem";
-  }
-  return "?";
-}
+namespace {
+constexpr EnumName<Algorithm> kAlgorithms[] = {{Algorithm::kGrem, "grem"},
+                                               {Algorithm::kFennel, "fennel"},
+                                               {Algorithm::kLdg, "ldg"},
+                                               {Algorithm::kRandom, "random"},
+                                               {Algorithm::kRandom, "hash"}};
+constexpr EnumName<StreamOrder> kStreamOrders[] = {{StreamOrder::kNatural, "natural"},
+                                                   {StreamOrder::kRandom, "random"},
+                                                   {StreamOrder::kBfs, "bfs"}};
+}  // namespace
+
+const char* AlgorithmName(Algorithm a) { return NameOf(kAlgorithms, a); }
 
 Result<Algorithm> ParseAlgorithm(const std::string& name) {
-  if (name == "random" || name == "hash") return Algorithm::kRandom;
-  if (name == "ldg") return Algorithm::kLdg;
-  if (name == "fennel") return Algorithm::kFennel;
-  if (name == "grem") return Algorithm::kGrem;
-  return Status::InvalidArgument("unknown partitioning algorithm '" + name +
-                                 "' (expected grem, fennel, ldg or random)");
+  return ParseName(kAlgorithms, "partitioning algorithm", name, /*listed=*/4);
 }
 
-const char* StreamOrderName(StreamOrder o) {
-  switch (o) {
-    case StreamOrder::kNatural:
-      return "natural";
-    case StreamOrder::kRandom:
-      return "random";
-    case StreamOrder::kBfs:
-      return "bfs";
-  }
-  return "?";
-}
+const char* StreamOrderName(StreamOrder o) { return NameOf(kStreamOrders, o); }
 
 Result<StreamOrder> ParseStreamOrder(const std::string& name) {
-  if (name == "natural") return StreamOrder::kNatural;
-  if (name == "random") return StreamOrder::kRandom;
-  if (name == "bfs") return StreamOrder::kBfs;
-  return Status::InvalidArgument("unknown stream order '" + name +
-                                 "' (expected natural, random or bfs)");
+  return ParseName(kStreamOrders, "stream order", name);
 }
 
 double Partitioning::imbalance() const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "skiff/enum_names.h"
 #include "skiff/format/dataset.h"
 #include "skiff/half.h"
 #include "skiff/sampler/feature_source.h"
@@ -12,14 +13,16 @@ namespace skiff::pipeline {
 using storage::DatasetPartitionSource;
 using storage::FineRead;
 
-const char* SamplingModeName(SamplingMode mode) {
-  return mode == SamplingMode::kExact ? "exact" : "in-buffer";
-}
+namespace {
+constexpr EnumName<SamplingMode> kSamplingModes[] = {{SamplingMode::kExact, "exact"},
+                                                     {SamplingMode::kInBuffer, "in-buffer"},
+                                                     {SamplingMode::kInBuffer, "in_buffer"}};
+}  // namespace
+
+const char* SamplingModeName(SamplingMode mode) { return NameOf(kSamplingModes, mode); }
 
 Result<SamplingMode> ParseSamplingMode(const std::string& name) {
-  if (name == "exact") return SamplingMode::kExact;
-  if (name == "in-buffer" || name == "in_buffer") return SamplingMode::kInBuffer;
-  return Status::InvalidArgument("--sampling '" + name + "': expected 'exact' or 'in-buffer'");
+  return ParseName(kSamplingModes, "sampling mode", name, /*listed=*/2);
 }
 
 ResidentSet::ResidentSet(std::vector<std::shared_ptr<const storage::PartitionPin>> pins)
