@@ -44,86 +44,52 @@ int Usage(const std::string& message) {
   return 2;
 }
 
-int RunConvert(const ConvertFlags& f) {
-  if (Status st = CheckOutputSparesInput(f.output, {f.input, f.features, f.labels}); !st.ok()) {
-    return ReportStatus("convert", st);
-  }
+// The conversion's options from the flags; InvalidArgument (a usage error) on a bad flag.
+Result<convert::ConvertOptions> ConvertOptionsFrom(const ConvertFlags& f) {
   convert::ConvertOptions opt;
   opt.input = f.input;
   opt.output = f.output;
-  auto format = convert::ParseInputFormat(f.format);
-  if (!format.ok()) return Usage(format.status().message());
-  opt.format = *format;
-  if (f.directed && f.undirected) return Usage("--directed and --undirected exclude each other");
+  SKIFF_ASSIGN_OR_RETURN(opt.format, convert::ParseInputFormat(f.format));
+  if (f.directed && f.undirected) {
+    return Status::InvalidArgument("--directed and --undirected exclude each other");
+  }
   opt.direction = f.directed     ? convert::Direction::kDirected
                   : f.undirected ? convert::Direction::kUndirected
                                  : convert::Direction::kDefault;
   opt.keep_self_loops = f.self_loops == "keep";
   opt.keep_duplicates = f.duplicates == "keep";
-  KeepLargeBuffersMapped();  // every conversion has a budget (by default a quarter of the RAM)
-  if (!f.memory.empty()) {
-    if (!ParseBytes(f.memory, &opt.memory_bytes) || opt.memory_bytes == 0) {
-      return Usage("--memory '" + f.memory + "' is not a size (e.g. 1GiB, 512MiB, 2000000000)");
-    }
+  if (!f.memory.empty() && (!ParseBytes(f.memory, &opt.memory_bytes) || opt.memory_bytes == 0)) {
+    return Status::InvalidArgument("--memory '" + f.memory +
+                                   "' is not a size (e.g. 1GiB, 512MiB, 2000000000)");
   }
   opt.features_npy = f.features;
   opt.labels_npy = f.labels;
-  auto split = convert::ParseSplitSpec(f.split, f.seed);
-  if (!split.ok()) return Usage(split.status().message());
-  opt.split = *split;
+  SKIFF_ASSIGN_OR_RETURN(opt.split, convert::ParseSplitSpec(f.split, f.seed));
   if (f.feature_dtype != "float32" && f.feature_dtype != "float16") {
-    return Usage("--feature-dtype must be float32 or float16");
+    return Status::InvalidArgument("--feature-dtype must be float32 or float16");
   }
   opt.feature_dtype =
       f.feature_dtype == "float16" ? format::DType::kFloat16 : format::DType::kFloat32;
-  auto id_map = convert::ParseIdMapMode(f.id_map);
-  if (!id_map.ok()) return Usage(id_map.status().message());
-  opt.id_map = *id_map;
+  SKIFF_ASSIGN_OR_RETURN(opt.id_map, convert::ParseIdMapMode(f.id_map));
   opt.overwrite = f.overwrite;
   opt.tmp_dir = f.tmp_dir;
-  if (f.header && f.no_header) return Usage("--header and --no-header exclude each other");
+  if (f.header && f.no_header) {
+    return Status::InvalidArgument("--header and --no-header exclude each other");
+  }
   opt.edge_list.header = f.header      ? convert::HeaderMode::kYes
                          : f.no_header ? convert::HeaderMode::kNo
                                        : convert::HeaderMode::kAuto;
   opt.edge_list.extra_columns_are_errors = f.extra_columns == "error";
   opt.ogb_split = f.ogb_split;
   opt.largest_component = f.largest_component;
-  partition::PartitionOptions popt;
-  if (f.partitions > 0) {
-    auto algo = partition::ParseAlgorithm(f.partition_algo);
-    if (!algo.ok()) return Usage(algo.status().message());
-    popt.partitioner.algorithm = *algo;
-    popt.partitioner.k = f.partitions;
-  }
+  return opt;
+}
 
-  // With --partitions the output is published once, partitioned: the conversion goes to a staging
-  // sibling, which partitioning reads and which is removed afterwards, whatever happens (a killed
-  // run's staging is removed by the next writer of the output: format::DatasetWriter).
-  std::string staging;
-  if (f.partitions > 0) {
-    std::error_code ec;
-    if (std::filesystem::exists(f.output, ec) && !f.overwrite) {
-      return ReportStatus("convert", Status::InvalidArgument("output " + f.output +
-                                                             " already exists (remove it or pass "
-                                                             "--overwrite)"));
-    }
-    staging = f.output + ".unpartitioned-" + std::to_string(::getpid());
-    opt.output = staging;
-    opt.overwrite = true;
-  }
-  struct RemoveStaging {
-    const std::string& dir;
-    ~RemoveStaging() {
-      std::error_code ec;
-      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
-    }
-  } remove_staging{staging};
-  auto result = convert::ConvertGraph(opt);
-  if (!result.ok()) return ReportStatus("convert", result.status());
-  const auto& s = *result;
+void PrintSummary(const convert::ConvertSummary& s, const std::string& input,
+                  const std::string& output) {
   const double rate = s.seconds > 0 ? static_cast<double>(s.input_edges) / s.seconds : 0;
-  std::printf("converted    %s (%s) -> %s\n", opt.input.c_str(), convert::InputFormatName(s.format),
-              f.output.c_str());
+  std::printf("converted    %s (%s) -> %s\n", input.c_str(), convert::InputFormatName(s.format),
+              output.c_str());
   std::printf("nodes        %lld%s\n", static_cast<long long>(s.num_nodes),
               s.id_map_used ? " (raw IDs mapped; idmap/ keeps raw <-> dense)" : "");
   std::printf(
@@ -156,21 +122,72 @@ int RunConvert(const ConvertFlags& f) {
   }
   std::printf("time         %s, %s edges/s, peak RSS %s\n", FormatSeconds(s.seconds).c_str(),
               FormatCount(rate).c_str(), FormatBytes(PeakRssBytes()).c_str());
+}
+
+// Partitions the converted dataset in `staging` into the output (--partitions).
+Status PartitionStaged(const ConvertFlags& f, partition::Algorithm algorithm,
+                       const std::string& staging, uint64_t memory_bytes) {
+  partition::PartitionOptions popt;
+  popt.partitioner.algorithm = algorithm;
+  popt.partitioner.k = f.partitions;
+  popt.dataset_dir = staging;
+  popt.output_dir = f.output;
+  popt.overwrite = f.overwrite;
+  if (memory_bytes > 0) popt.memory_bytes = memory_bytes;
+  popt.show_progress = true;
+  auto report = partition::PartitionDataset(popt);
+  if (!report.ok()) {
+    return report.status().WithContext("partitioning the converted dataset into " + f.output +
+                                       " (nothing was written there)");
+  }
+  std::printf("partitions   %d (%s), edge cut %.2f%%, imbalance %.2f%%, %s\n", report->k,
+              report->algorithm.c_str(), 100 * report->edge_cut_fraction, 100 * report->imbalance,
+              FormatSeconds(report->seconds).c_str());
+  return Status::Ok();
+}
+
+int RunConvert(const ConvertFlags& f) {
+  if (Status st = CheckOutputSparesInput(f.output, {f.input, f.features, f.labels}); !st.ok()) {
+    return ReportStatus("convert", st);
+  }
+  auto options = ConvertOptionsFrom(f);
+  if (!options.ok()) return Usage(options.status().message());
+  convert::ConvertOptions opt = std::move(options).value();
+  KeepLargeBuffersMapped();  // every conversion has a budget (by default a quarter of the RAM)
+  partition::Algorithm algorithm = partition::Algorithm::kGrem;
   if (f.partitions > 0) {
-    popt.dataset_dir = staging;
-    popt.output_dir = f.output;
-    popt.overwrite = f.overwrite;
-    popt.memory_bytes = opt.memory_bytes > 0 ? opt.memory_bytes : popt.memory_bytes;
-    popt.show_progress = true;
-    auto report = partition::PartitionDataset(popt);
-    if (!report.ok()) {
-      return ReportStatus("convert",
-                          report.status().WithContext("partitioning the converted dataset into " +
-                                                      f.output + " (nothing was written there)"));
+    auto algo = partition::ParseAlgorithm(f.partition_algo);
+    if (!algo.ok()) return Usage(algo.status().message());
+    algorithm = *algo;
+  }
+
+  // With --partitions the output is published once, partitioned: the conversion goes to a staging
+  // sibling, which partitioning reads and which is removed afterwards, whatever happens (a killed
+  // run's staging is removed by the next writer of the output: format::DatasetWriter).
+  std::string staging;
+  if (f.partitions > 0) {
+    std::error_code ec;
+    if (std::filesystem::exists(f.output, ec) && !f.overwrite) {
+      return ReportStatus("convert", Status::InvalidArgument("output " + f.output +
+                                                             " already exists (remove it or pass "
+                                                             "--overwrite)"));
     }
-    std::printf("partitions   %d (%s), edge cut %.2f%%, imbalance %.2f%%, %s\n", report->k,
-                report->algorithm.c_str(), 100 * report->edge_cut_fraction, 100 * report->imbalance,
-                FormatSeconds(report->seconds).c_str());
+    staging = f.output + ".unpartitioned-" + std::to_string(::getpid());
+    opt.output = staging;
+    opt.overwrite = true;
+  }
+  struct RemoveStaging {
+    const std::string& dir;
+    ~RemoveStaging() {
+      std::error_code ec;
+      if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+    }
+  } remove_staging{staging};
+  auto result = convert::ConvertGraph(opt);
+  if (!result.ok()) return ReportStatus("convert", result.status());
+  PrintSummary(*result, opt.input, f.output);
+  if (f.partitions > 0) {
+    return ReportStatus("convert", PartitionStaged(f, algorithm, staging, opt.memory_bytes));
   }
   return 0;
 }
