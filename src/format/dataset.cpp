@@ -100,6 +100,127 @@ std::string Manifest::ToJson() const {
   return j.dump(2) + "\n";
 }
 
+namespace {
+
+PartitionInfo ReadPartitionInfo(const json& pj) {
+  PartitionInfo p;
+  p.num_partitions = pj.at("count").get<uint32_t>();
+  p.algorithm = pj.at("algorithm").get<std::string>();
+  p.boundaries = pj.at("boundaries").get<std::vector<int64_t>>();
+  p.edge_cut_fraction = pj.value("edge_cut_fraction", 0.0);
+  p.imbalance = pj.value("imbalance", 0.0);
+  p.seconds = pj.value("seconds", 0.0);
+  p.peak_memory_bytes = pj.value("peak_memory_bytes", uint64_t{0});
+  p.edge_buckets_file = pj.value("edge_buckets_file", "");
+  p.edge_buckets_index_file = pj.value("edge_buckets_index_file", "");
+  return p;
+}
+
+// Reads the manifest's fields into *m, naming the one being read in *field: a missing or
+// mistyped field throws (the caller names it); a wrong value is Corruption.
+Status ReadManifestFields(const json& j, const std::string& path, Manifest* m, std::string* field) {
+  *field = "format";
+  if (j.at("format").get<std::string>() != "skiff-dataset") {
+    return Status::Corruption(path + ": field 'format' is not \"skiff-dataset\"");
+  }
+  *field = "version";
+  m->version = j.at("version").get<int>();
+  if (m->version != kFormatVersion) {
+    return Status::Corruption(path + ": format version " + std::to_string(m->version) +
+                              " is not supported (this build reads version " +
+                              std::to_string(kFormatVersion) + ")");
+  }
+  *field = "name";
+  m->name = j.value("name", "");
+  *field = "source";
+  m->source = j.value("source", "");
+  *field = "num_nodes";
+  m->num_nodes = j.at("num_nodes").get<int64_t>();
+  *field = "num_edges";
+  m->num_edges = j.at("num_edges").get<int64_t>();
+  *field = "undirected";
+  m->undirected = j.at("undirected").get<bool>();
+  *field = "neighbor_dtype";
+  SKIFF_ASSIGN_OR_RETURN(m->neighbor_dtype, ParseDType(j.at("neighbor_dtype").get<std::string>()));
+  *field = "feature_dim";
+  m->feature_dim = j.at("feature_dim").get<int64_t>();
+  *field = "feature_dtype";
+  SKIFF_ASSIGN_OR_RETURN(m->feature_dtype, ParseDType(j.at("feature_dtype").get<std::string>()));
+  *field = "num_classes";
+  m->num_classes = j.at("num_classes").get<int64_t>();
+  *field = "splits";
+  m->train_count = j.at("splits").at("train").get<int64_t>();
+  m->valid_count = j.at("splits").at("valid").get<int64_t>();
+  m->test_count = j.at("splits").at("test").get<int64_t>();
+  *field = "has_id_map";
+  m->has_id_map = j.value("has_id_map", false);
+  *field = "feature_extent_offsets";
+  m->feature_extent_offsets = j.at("feature_extent_offsets").get<std::vector<uint64_t>>();
+  if (j.contains("partitions")) {
+    *field = "partitions";
+    m->partitions = ReadPartitionInfo(j.at("partitions"));
+  }
+  *field = "files";
+  for (const auto& [fname, fj] : j.at("files").items()) {
+    FileInfo info;
+    info.name = fname;
+    info.data_bytes = fj.at("data_bytes").get<uint64_t>();
+    info.block_bytes = fj.at("checksum_block_bytes").get<uint32_t>();
+    info.sum_xxh3 = std::stoull(fj.at("sum_xxh3").get<std::string>(), nullptr, 16);
+    m->files[fname] = info;
+  }
+  return Status::Ok();
+}
+
+// The partitioning against the node count and the feature extents: each extent holds its
+// partition's rows, padded to the next 4 KiB, so boundaries that do not match the extents would
+// read rows from the wrong places.
+Status CheckPartitionLayout(const Manifest& m, const std::string& path) {
+  auto bad = [&](const std::string& what) { return Status::Corruption(path + ": " + what); };
+  const PartitionInfo& p = *m.partitions;
+  if (p.num_partitions == 0 || p.boundaries.size() != p.num_partitions + 1 ||
+      p.boundaries.front() != 0 || p.boundaries.back() != m.num_nodes ||
+      !std::is_sorted(p.boundaries.begin(), p.boundaries.end())) {
+    return bad("partition boundaries are inconsistent with num_nodes");
+  }
+  if (m.feature_extent_offsets.size() != p.num_partitions) {
+    return bad("feature_extent_offsets has " + std::to_string(m.feature_extent_offsets.size()) +
+               " entries, expected one per partition (" + std::to_string(p.num_partitions) + ")");
+  }
+  for (uint32_t q = 0; q + 1 < p.num_partitions; ++q) {
+    const uint64_t rows = static_cast<uint64_t>(p.boundaries[q + 1] - p.boundaries[q]);
+    const uint64_t end =
+        AlignUp(m.feature_extent_offsets[q] + rows * m.feature_row_bytes(), kFileAlignment);
+    if (m.feature_extent_offsets[0] != 0 || m.feature_extent_offsets[q + 1] != end) {
+      return bad("partition " + std::to_string(q) + " has " + std::to_string(rows) +
+                 " nodes by its boundaries, but its feature extent holds " +
+                 std::to_string((m.feature_extent_offsets[q + 1] - m.feature_extent_offsets[q]) /
+                                std::max<uint64_t>(m.feature_row_bytes(), 1)) +
+                 " rows: boundaries and feature_extent_offsets disagree");
+    }
+  }
+  return Status::Ok();
+}
+
+// Structural validation of a manifest whose fields were read.
+Status CheckManifest(const Manifest& m, const std::string& path) {
+  auto bad = [&](const std::string& what) { return Status::Corruption(path + ": " + what); };
+  if (m.num_nodes < 0 || m.num_edges < 0 || m.feature_dim < 0 || m.num_classes < 0) {
+    return bad("negative count");
+  }
+  if (m.feature_extent_offsets.empty()) return bad("feature_extent_offsets is empty");
+  for (uint64_t off : m.feature_extent_offsets) {
+    if (off % kFileAlignment != 0) return bad("feature extent offset not 4 KiB aligned");
+  }
+  if (m.partitions) return CheckPartitionLayout(m, path);
+  if (m.feature_extent_offsets.size() != 1) {
+    return bad("unpartitioned dataset must have exactly one feature extent");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Manifest> Manifest::FromJson(const std::string& text, const std::string& path) {
   json j;
   try {
@@ -110,108 +231,12 @@ Result<Manifest> Manifest::FromJson(const std::string& text, const std::string& 
   Manifest m;
   std::string field;
   try {
-    field = "format";
-    if (j.at("format").get<std::string>() != "skiff-dataset") {
-      return Status::Corruption(path + ": field 'format' is not \"skiff-dataset\"");
-    }
-    field = "version";
-    m.version = j.at("version").get<int>();
-    if (m.version != kFormatVersion) {
-      return Status::Corruption(path + ": format version " + std::to_string(m.version) +
-                                " is not supported (this build reads version " +
-                                std::to_string(kFormatVersion) + ")");
-    }
-    field = "name";
-    m.name = j.value("name", "");
-    field = "source";
-    m.source = j.value("source", "");
-    field = "num_nodes";
-    m.num_nodes = j.at("num_nodes").get<int64_t>();
-    field = "num_edges";
-    m.num_edges = j.at("num_edges").get<int64_t>();
-    field = "undirected";
-    m.undirected = j.at("undirected").get<bool>();
-    field = "neighbor_dtype";
-    SKIFF_ASSIGN_OR_RETURN(m.neighbor_dtype, ParseDType(j.at("neighbor_dtype").get<std::string>()));
-    field = "feature_dim";
-    m.feature_dim = j.at("feature_dim").get<int64_t>();
-    field = "feature_dtype";
-    SKIFF_ASSIGN_OR_RETURN(m.feature_dtype, ParseDType(j.at("feature_dtype").get<std::string>()));
-    field = "num_classes";
-    m.num_classes = j.at("num_classes").get<int64_t>();
-    field = "splits";
-    m.train_count = j.at("splits").at("train").get<int64_t>();
-    m.valid_count = j.at("splits").at("valid").get<int64_t>();
-    m.test_count = j.at("splits").at("test").get<int64_t>();
-    field = "has_id_map";
-    m.has_id_map = j.value("has_id_map", false);
-    field = "feature_extent_offsets";
-    m.feature_extent_offsets = j.at("feature_extent_offsets").get<std::vector<uint64_t>>();
-    if (j.contains("partitions")) {
-      field = "partitions";
-      const auto& pj = j.at("partitions");
-      PartitionInfo p;
-      p.num_partitions = pj.at("count").get<uint32_t>();
-      p.algorithm = pj.at("algorithm").get<std::string>();
-      p.boundaries = pj.at("boundaries").get<std::vector<int64_t>>();
-      p.edge_cut_fraction = pj.value("edge_cut_fraction", 0.0);
-      p.imbalance = pj.value("imbalance", 0.0);
-      p.seconds = pj.value("seconds", 0.0);
-      p.peak_memory_bytes = pj.value("peak_memory_bytes", uint64_t{0});
-      p.edge_buckets_file = pj.value("edge_buckets_file", "");
-      p.edge_buckets_index_file = pj.value("edge_buckets_index_file", "");
-      m.partitions = std::move(p);
-    }
-    field = "files";
-    for (const auto& [fname, fj] : j.at("files").items()) {
-      FileInfo info;
-      info.name = fname;
-      info.data_bytes = fj.at("data_bytes").get<uint64_t>();
-      info.block_bytes = fj.at("checksum_block_bytes").get<uint32_t>();
-      info.sum_xxh3 = std::stoull(fj.at("sum_xxh3").get<std::string>(), nullptr, 16);
-      m.files[fname] = info;
-    }
+    SKIFF_RETURN_IF_ERROR(ReadManifestFields(j, path, &m, &field));
   } catch (const std::exception& e) {
     return Status::Corruption(path + ": field '" + field + "' is missing or malformed (" +
                               e.what() + ")");
   }
-  // Structural validation.
-  auto bad = [&](const std::string& what) { return Status::Corruption(path + ": " + what); };
-  if (m.num_nodes < 0 || m.num_edges < 0 || m.feature_dim < 0 || m.num_classes < 0) {
-    return bad("negative count");
-  }
-  if (m.feature_extent_offsets.empty()) return bad("feature_extent_offsets is empty");
-  for (uint64_t off : m.feature_extent_offsets) {
-    if (off % kFileAlignment != 0) return bad("feature extent offset not 4 KiB aligned");
-  }
-  if (m.partitions) {
-    const auto& p = *m.partitions;
-    if (p.num_partitions == 0 || p.boundaries.size() != p.num_partitions + 1 ||
-        p.boundaries.front() != 0 || p.boundaries.back() != m.num_nodes ||
-        !std::is_sorted(p.boundaries.begin(), p.boundaries.end())) {
-      return bad("partition boundaries are inconsistent with num_nodes");
-    }
-    if (m.feature_extent_offsets.size() != p.num_partitions) {
-      return bad("feature_extent_offsets has " + std::to_string(m.feature_extent_offsets.size()) +
-                 " entries, expected one per partition (" + std::to_string(p.num_partitions) + ")");
-    }
-    // Each extent holds its partition's rows, padded to the next 4 KiB: boundaries that do not
-    // match the extents would read rows from the wrong places.
-    for (uint32_t q = 0; q + 1 < p.num_partitions; ++q) {
-      const uint64_t rows = static_cast<uint64_t>(p.boundaries[q + 1] - p.boundaries[q]);
-      const uint64_t end =
-          AlignUp(m.feature_extent_offsets[q] + rows * m.feature_row_bytes(), kFileAlignment);
-      if (m.feature_extent_offsets[0] != 0 || m.feature_extent_offsets[q + 1] != end) {
-        return bad("partition " + std::to_string(q) + " has " + std::to_string(rows) +
-                   " nodes by its boundaries, but its feature extent holds " +
-                   std::to_string((m.feature_extent_offsets[q + 1] - m.feature_extent_offsets[q]) /
-                                  std::max<uint64_t>(m.feature_row_bytes(), 1)) +
-                   " rows: boundaries and feature_extent_offsets disagree");
-      }
-    }
-  } else if (m.feature_extent_offsets.size() != 1) {
-    return bad("unpartitioned dataset must have exactly one feature extent");
-  }
+  SKIFF_RETURN_IF_ERROR(CheckManifest(m, path));
   return m;
 }
 
