@@ -339,85 +339,71 @@ int RunRaw(const RawOptions& opt) {
   return 0;
 }
 
-int RunReplay(const ReplayOptions& opt) {
-  uint64_t budget = 0;
-  if (!ParseBytes(opt.memory, &budget) || budget == 0) {
-    return ReportStatus("iobench",
-                        Status::InvalidArgument("--memory: bad size '" + opt.memory + "'"));
-  }
-  auto kind = storage::ParseIoEngineKind(opt.engine);
-  if (!kind.ok()) return ReportStatus("iobench", kind.status());
-  auto ds = format::Dataset::Open(opt.dataset);
-  if (!ds.ok()) return ReportStatus("iobench", ds.status());
-  storage::DatasetPartitionSourceOptions so;
-  so.direct = !opt.buffered;
-  so.nodes_per_partition = opt.partition_nodes;
-  auto src = storage::DatasetPartitionSource::Open(ds->get(), so);
-  if (!src.ok()) return ReportStatus("iobench", src.status());
-  storage::BufferPoolOptions po;
-  po.budget_bytes = budget;
-  po.engine.kind = *kind;
-  auto pool = storage::BufferPool::Create(src->get(), po);
-  if (!pool.ok()) return ReportStatus("iobench", pool.status());
-  const uint32_t k = (*src)->num_partitions();
-  std::vector<uint32_t> plan(k);
-  std::iota(plan.begin(), plan.end(), 0u);
-  std::mt19937_64 rng(opt.seed);
-  std::shuffle(plan.begin(), plan.end(), rng);
-  (*pool)->SetPlan(plan);
+// What one replayed epoch did, besides the pool's own counters.
+struct ReplayCounts {
+  double seconds = 0;
+  uint64_t fine_ns = 0;  // time in ReadRanges
+  uint64_t sampled = 0;  // neighbours sampled
+  uint64_t remote = 0;   // distinct rows outside the buffer, read fine-grained
+};
 
-  const auto& m = (*src)->manifest();
-  const uint64_t row_bytes = m.feature_row_bytes();
+// Visits the partitions in `plan` order; for each, samples up to `fanout` neighbours of every
+// node uniformly and reads the rows of those outside the buffer, as exact sampling would.
+Result<ReplayCounts> ReplayEpoch(const ReplayOptions& opt,
+                                 const storage::DatasetPartitionSource& src,
+                                 storage::BufferPool& pool, const std::vector<uint32_t>& plan,
+                                 std::mt19937_64& rng) {
+  const uint32_t k = src.num_partitions();
+  const uint64_t row_bytes = src.manifest().feature_row_bytes();
   std::vector<std::byte> rows;
   std::vector<int64_t> nbrs;
   std::vector<storage::FineRead> reads;
   std::unordered_set<int64_t> wanted;
-  uint64_t fine_ns = 0, sampled = 0, remote = 0;
+  ReplayCounts counts;
   Progress progress("replay", k, "partitions");
   const auto t0 = Clock::now();
   for (uint32_t p : plan) {
-    auto pin = (*pool)->Pin(p);
-    if (!pin.ok()) return ReportStatus("iobench", pin.status());
+    SKIFF_ASSIGN_OR_RETURN(storage::PartitionPin pin, pool.Pin(p));
     std::vector<bool> resident(k);
-    for (uint32_t q = 0; q < k; ++q) resident[q] = (q == p) || (*pool)->IsResident(q);
+    for (uint32_t q = 0; q < k; ++q) resident[q] = (q == p) || pool.IsResident(q);
     wanted.clear();
-    for (int64_t v = (*src)->first_node(p); v < (*src)->first_node(p + 1); ++v) {
-      (*src)->NeighborsFromPin(*pin, v, &nbrs);
-      // Sample up to `fanout` neighbours uniformly; those outside the buffer need their row read.
+    for (int64_t v = src.first_node(p); v < src.first_node(p + 1); ++v) {
+      src.NeighborsFromPin(pin, v, &nbrs);
       for (uint32_t s = 0; s < opt.fanout && !nbrs.empty(); ++s) {
         const int64_t u = nbrs[rng() % nbrs.size()];
-        ++sampled;
-        if (!resident[(*src)->partition_of(u)]) wanted.insert(u);
+        ++counts.sampled;
+        if (!resident[src.partition_of(u)]) wanted.insert(u);
       }
     }
-    remote += wanted.size();
+    counts.remote += wanted.size();
     rows.resize(wanted.size() * row_bytes);
     reads.clear();
     size_t i = 0;
     for (int64_t u : wanted)
-      reads.push_back((*src)->FeatureRowRead(u, rows.data() + (i++) * row_bytes));
+      reads.push_back(src.FeatureRowRead(u, rows.data() + (i++) * row_bytes));
     const auto f0 = Clock::now();
-    Status st = (*pool)->ReadRanges(reads);
-    fine_ns += static_cast<uint64_t>(
+    SKIFF_RETURN_IF_ERROR(pool.ReadRanges(reads));
+    counts.fine_ns += static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - f0).count());
-    if (!st.ok()) return ReportStatus("iobench", st);
     progress.Add(1);
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  counts.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   progress.Finish();
-  const auto st = (*pool)->stats();
-  uint64_t needed = 0;
-  for (const char* f : {format::kFeaturesFile, format::kNeighborsFile})
-    needed += m.files.at(f).data_bytes;
-  const double wait_s = 1e-9 * static_cast<double>(st.stall_ns + fine_ns);
+  return counts;
+}
+
+void PrintReplay(const ReplayOptions& opt, uint64_t budget, const storage::BufferPool& pool,
+                 uint32_t k, uint64_t needed, const ReplayCounts& c) {
+  const auto st = pool.stats();
+  const double wait_s = 1e-9 * static_cast<double>(st.stall_ns + c.fine_ns);
   const double amplification = needed ? static_cast<double>(st.bytes_read_total) / needed : 0;
   if (opt.json) {
     nlohmann::json j = {{"dataset", opt.dataset},
                         {"budget_bytes", budget},
                         {"partitions", k},
-                        {"slots", (*pool)->num_slots()},
-                        {"slot_bytes", (*pool)->slot_bytes()},
-                        {"engine", (*pool)->engine().Describe()},
+                        {"slots", pool.num_slots()},
+                        {"slot_bytes", pool.slot_bytes()},
+                        {"engine", pool.engine().Describe()},
                         {"bytes_read", st.bytes_read_total},
                         {"bytes_needed", needed},
                         {"read_amplification", amplification},
@@ -427,18 +413,18 @@ int RunReplay(const ReplayOptions& opt) {
                         {"misses", st.misses},
                         {"fine_reads", st.fine_reads},
                         {"fine_bytes_read", st.fine_bytes_read},
-                        {"sampled_neighbors", sampled},
-                        {"remote_rows", remote},
-                        {"seconds", seconds},
-                        {"mb_per_s", st.bytes_read_total / seconds / 1e6},
+                        {"sampled_neighbors", c.sampled},
+                        {"remote_rows", c.remote},
+                        {"seconds", c.seconds},
+                        {"mb_per_s", st.bytes_read_total / c.seconds / 1e6},
                         {"io_wait_seconds", wait_s}};
     std::printf("%s\n", j.dump(2).c_str());
-    return 0;
+    return;
   }
   std::printf("dataset            %s\n", opt.dataset.c_str());
   std::printf("budget             %s: %u slots of %s for %u partitions (%s)\n",
-              FormatBytes(budget).c_str(), (*pool)->num_slots(),
-              FormatBytes((*pool)->slot_bytes()).c_str(), k, (*pool)->engine().Describe().c_str());
+              FormatBytes(budget).c_str(), pool.num_slots(), FormatBytes(pool.slot_bytes()).c_str(),
+              k, pool.engine().Describe().c_str());
   std::printf(
       "bytes read         %s (partition loads %llu, fine reads %llu = %s)\n",
       FormatBytes(st.bytes_read_total).c_str(), static_cast<unsigned long long>(st.partition_loads),
@@ -446,16 +432,49 @@ int RunReplay(const ReplayOptions& opt) {
   std::printf("read amplification %.3f (bytes read / features + neighbours %s)\n", amplification,
               FormatBytes(needed).c_str());
   std::printf("sampled            %llu neighbours (fanout %u), %llu rows outside the buffer\n",
-              static_cast<unsigned long long>(sampled), opt.fanout,
-              static_cast<unsigned long long>(remote));
+              static_cast<unsigned long long>(c.sampled), opt.fanout,
+              static_cast<unsigned long long>(c.remote));
   std::printf("epoch              %s, %.1f MB/s, waiting on I/O %s (%.0f%%)\n",
-              FormatSeconds(seconds).c_str(), st.bytes_read_total / seconds / 1e6,
-              FormatSeconds(wait_s).c_str(), 100 * wait_s / seconds);
+              FormatSeconds(c.seconds).c_str(), st.bytes_read_total / c.seconds / 1e6,
+              FormatSeconds(wait_s).c_str(), 100 * wait_s / c.seconds);
   std::printf("pins               %llu hits, %llu misses; %llu raw reads\n",
               static_cast<unsigned long long>(st.hits), static_cast<unsigned long long>(st.misses),
               static_cast<unsigned long long>(st.reads_issued));
-  return 0;
 }
+
+Status Replay(const ReplayOptions& opt) {
+  uint64_t budget = 0;
+  if (!ParseBytes(opt.memory, &budget) || budget == 0) {
+    return Status::InvalidArgument("--memory: bad size '" + opt.memory + "'");
+  }
+  SKIFF_ASSIGN_OR_RETURN(const storage::IoEngineKind kind, storage::ParseIoEngineKind(opt.engine));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(opt.dataset));
+  storage::DatasetPartitionSourceOptions so;
+  so.direct = !opt.buffered;
+  so.nodes_per_partition = opt.partition_nodes;
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<storage::DatasetPartitionSource> src,
+                         storage::DatasetPartitionSource::Open(ds.get(), so));
+  storage::BufferPoolOptions po;
+  po.budget_bytes = budget;
+  po.engine.kind = kind;
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<storage::BufferPool> pool,
+                         storage::BufferPool::Create(src.get(), po));
+  const uint32_t k = src->num_partitions();
+  std::vector<uint32_t> plan(k);
+  std::iota(plan.begin(), plan.end(), 0u);
+  std::mt19937_64 rng(opt.seed);
+  std::shuffle(plan.begin(), plan.end(), rng);
+  pool->SetPlan(plan);
+  SKIFF_ASSIGN_OR_RETURN(const ReplayCounts counts, ReplayEpoch(opt, *src, *pool, plan, rng));
+  uint64_t needed = 0;
+  for (const char* f : {format::kFeaturesFile, format::kNeighborsFile}) {
+    needed += src->manifest().files.at(f).data_bytes;
+  }
+  PrintReplay(opt, budget, *pool, k, needed, counts);
+  return Status::Ok();
+}
+
+int RunReplay(const ReplayOptions& opt) { return ReportStatus("iobench", Replay(opt)); }
 
 RunFn Setup(CLI::App& app) {
   app.description("Measure read performance: raw (a file or device) or replay (a dataset's epoch)");
