@@ -147,6 +147,14 @@ class StreamPartitioner {
   // in streaming passes, then the cluster graph placed greedily (Fennel objective, weights) and
   // refined in memory. Returns false (nothing placed) when the cluster graph exceeds the budget.
   Result<bool> ClusterPlace();
+  // ClusterPlace's steps. Clusters of at most `bound` vertices by label propagation (each vertex
+  // moves to the cluster most of its neighbours are in), numbered densely; `weight` gets each
+  // cluster's vertex count.
+  Result<std::vector<int32_t>> Cluster(int64_t bound, std::vector<int64_t>* weight);
+  // The graph between the clusters (edge weights: the edges between them), or nullopt when it does
+  // not fit in the cluster-graph budget.
+  Result<std::optional<WeightedGraph>> ContractClusters(const std::vector<int32_t>& cluster,
+                                                        std::vector<int64_t> weight);
   // Moves vertices out of parts above cap_ into parts with room; `lossless` moves only vertices
   // that lose no cut edge by moving. Returns with every part <= cap_ when !lossless.
   Status RebalancePass(int pass, bool lossless);
@@ -471,11 +479,8 @@ Status StreamPartitioner::RefinePass(int pass) {
   return Status::Ok();
 }
 
-Result<bool> StreamPartitioner::ClusterPlace() {
-  if (n_ > std::numeric_limits<int32_t>::max()) return false;  // cluster IDs are int32
-  // Clusters hold at most N / (32 k) vertices: small enough that a part is made of many of them
-  // (so balance is easy to meet), large enough to carry the graph's local structure.
-  const int64_t bound = std::max<int64_t>(1, n_ / (int64_t{32} * k_));
+Result<std::vector<int32_t>> StreamPartitioner::Cluster(int64_t bound,
+                                                        std::vector<int64_t>* weight) {
   std::vector<int32_t> cluster(static_cast<size_t>(n_));
   std::iota(cluster.begin(), cluster.end(), 0);
   std::vector<int32_t> csize(static_cast<size_t>(n_), 1);
@@ -522,16 +527,18 @@ Result<bool> StreamPartitioner::ClusterPlace() {
   for (int64_t v = 0; v < n_; ++v) {
     if (csize[v] > 0) ccount[v] = num_clusters++;
   }
-  std::vector<int64_t> weight(num_clusters, 0);
+  weight->assign(num_clusters, 0);
   for (int64_t v = 0; v < n_; ++v) {
     cluster[v] = ccount[cluster[v]];
-    ++weight[cluster[v]];
+    ++(*weight)[cluster[v]];
   }
-  csize.clear();
-  csize.shrink_to_fit();
-  ccount.clear();
-  ccount.shrink_to_fit();
-  // Contract: weighted edges between clusters, sorted and merged as they are collected.
+  return cluster;
+}
+
+Result<std::optional<WeightedGraph>> StreamPartitioner::ContractClusters(
+    const std::vector<int32_t>& cluster, std::vector<int64_t> weight) {
+  const auto num_clusters = static_cast<int32_t>(weight.size());
+  // Weighted edges between clusters, sorted and merged as they are collected.
   const size_t edge_budget = static_cast<size_t>(std::max<int64_t>(
       o_.cluster_graph_entries > 0 ? o_.cluster_graph_entries : o_.chunk_edges, 1 << 16));
   std::vector<std::pair<int64_t, int64_t>> cedges;  // (cu << 32 | cv, weight)
@@ -548,6 +555,8 @@ Result<bool> StreamPartitioner::ClusterPlace() {
     }
     cedges.resize(out);
   };
+  std::vector<int64_t> ids;
+  RowChunk chunk;
   for (int64_t c = 0; ChunkIds(0, c, &ids); ++c) {
     SKIFF_RETURN_IF_ERROR(g_.ReadRows(ids, &chunk));
     for (size_t i = 0; i < chunk.size(); ++i) {
@@ -559,7 +568,7 @@ Result<bool> StreamPartitioner::ClusterPlace() {
       // Checked per row so the vector never grows past the budget by more than one row.
       if (cedges.size() >= edge_budget) {
         compact();
-        if (cedges.size() > edge_budget / 2) return false;  // the cluster graph does not fit
+        if (cedges.size() > edge_budget / 2) return std::optional<WeightedGraph>();
       }
     }
   }
@@ -575,11 +584,22 @@ Result<bool> StreamPartitioner::ClusterPlace() {
     wg.adj[e] = static_cast<int32_t>(cedges[e].first & 0xffffffff);
     wg.edge_weight[e] = cedges[e].second;
   }
-  cedges.clear();
-  cedges.shrink_to_fit();
-  const std::vector<int32_t> cpart = MultilevelPlace(wg, k_, cap_, alpha_);
+  return std::optional<WeightedGraph>(std::move(wg));
+}
+
+Result<bool> StreamPartitioner::ClusterPlace() {
+  if (n_ > std::numeric_limits<int32_t>::max()) return false;  // cluster IDs are int32
+  // Clusters hold at most N / (32 k) vertices: small enough that a part is made of many of them
+  // (so balance is easy to meet), large enough to carry the graph's local structure.
+  const int64_t bound = std::max<int64_t>(1, n_ / (int64_t{32} * k_));
+  std::vector<int64_t> weight;
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<int32_t> cluster, Cluster(bound, &weight));
+  SKIFF_ASSIGN_OR_RETURN(std::optional<WeightedGraph> wg,
+                         ContractClusters(cluster, std::move(weight)));
+  if (!wg.has_value()) return false;  // the cluster graph does not fit
+  const std::vector<int32_t> cpart = MultilevelPlace(*wg, k_, cap_, alpha_);
   std::fill(size_.begin(), size_.end(), 0);
-  for (int32_t c = 0; c < num_clusters; ++c) size_[cpart[c]] += wg.weight[c];
+  for (size_t c = 0; c < cpart.size(); ++c) size_[cpart[c]] += wg->weight[c];
   for (int32_t p = 0; p < k_; ++p) lightest_->Update(p);
   for (int64_t v = 0; v < n_; ++v) {
     part_[v] = cpart[cluster[v]];
