@@ -269,11 +269,14 @@ Result<bool> Trainer::OfferFeatures() {
   return held;
 }
 
-Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
-  SKIFF_RETURN_IF_ERROR(OfferFeatures().status());  // once per run, before the first epoch's clock
-  EpochMetrics m;
-  m.epoch = epoch;
-  const auto start = Clock::now();
+Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
+                                const std::function<uint64_t(int64_t)>& dropout_seed,
+                                EpochMetrics* m) {
+  if (pass_runner_) {
+    PassSpec pass = MakePassSpec(&data_.train, true, kTrainStream, epoch, options_.batch_size);
+    pass.dropout_seed = dropout_seed;
+    return pass_runner_(pass, consume, &m->pipeline_json);
+  }
   BatchStreamOptions so;
   so.threads = options_.sampler_threads;
   so.capacity = options_.prefetch_batches;
@@ -281,6 +284,40 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   so.stream = kTrainStream;
   so.epoch = static_cast<uint64_t>(epoch);
   so.gather_features = !model_->holds_features();
+  BatchStream stream(*train_sampler_, *data_.features, &data_.labels,
+                     PlanBatches(data_.train, options_.batch_size, true, options_.seed,
+                                 static_cast<uint64_t>(epoch)),
+                     so);
+  while (true) {
+    SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
+    if (!next.has_value()) break;
+    SKIFF_RETURN_IF_ERROR(consume(*next));
+    stream.Recycle(std::move(*next));
+  }
+  m->sample_seconds = stream.sample_busy_seconds();
+  m->gather_seconds = stream.gather_busy_seconds();
+  m->compute_wait_seconds = stream.consumer_wait_seconds();
+  return Status::Ok();
+}
+
+Status Trainer::EvaluateSplits(EpochMetrics* m) {
+  if (!data_.valid.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(const Evaluation valid, Evaluate(data_.valid, kValidStream));
+    m->valid_acc = valid.accuracy;
+    m->valid_loss = valid.loss;
+  }
+  if (!data_.test.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(const Evaluation test, Evaluate(data_.test, kTestStream));
+    m->test_acc = test.accuracy;
+  }
+  return Status::Ok();
+}
+
+Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
+  SKIFF_RETURN_IF_ERROR(OfferFeatures().status());  // once per run, before the first epoch's clock
+  EpochMetrics m;
+  m.epoch = epoch;
+  const auto start = Clock::now();
   const int64_t num_batches =
       (static_cast<int64_t>(data_.train.size()) + options_.batch_size - 1) / options_.batch_size;
   std::optional<Progress> progress;
@@ -302,26 +339,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
     if (progress) progress->Add(1);
     return Status::Ok();
   };
-  double sample_seconds = 0, gather_seconds = 0, wait_seconds = 0;
-  if (pass_runner_) {
-    PassSpec pass = MakePassSpec(&data_.train, true, kTrainStream, epoch, options_.batch_size);
-    pass.dropout_seed = dropout_seed;
-    SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, &m.pipeline_json));
-  } else {
-    BatchStream stream(*train_sampler_, *data_.features, &data_.labels,
-                       PlanBatches(data_.train, options_.batch_size, true, options_.seed,
-                                   static_cast<uint64_t>(epoch)),
-                       so);
-    while (true) {
-      SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
-      if (!next.has_value()) break;
-      SKIFF_RETURN_IF_ERROR(consume(*next));
-      stream.Recycle(std::move(*next));
-    }
-    sample_seconds = stream.sample_busy_seconds();
-    gather_seconds = stream.gather_busy_seconds();
-    wait_seconds = stream.consumer_wait_seconds();
-  }
+  SKIFF_RETURN_IF_ERROR(RunTrainingPass(epoch, consume, dropout_seed, &m));
   // A device model may still be computing: its totals wait for the last step.
   const auto f0 = Clock::now();
   SKIFF_ASSIGN_OR_RETURN(const model::LossTotals totals, model_->TakeLossTotals());
@@ -329,22 +347,11 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   if (progress) progress->Finish();
   m.loss = totals.mean_loss();
   m.train_acc = totals.accuracy();
-  m.sample_seconds = sample_seconds;
-  m.gather_seconds = gather_seconds;
-  m.compute_wait_seconds = wait_seconds;
   m.compute_seconds = compute_seconds;
   const double train_seconds = Seconds(start, Clock::now());
   m.samples_per_second = train_seconds > 0 ? data_.train.size() / train_seconds : 0;
   const auto e0 = Clock::now();
-  if (!data_.valid.empty()) {
-    SKIFF_ASSIGN_OR_RETURN(const Evaluation valid, Evaluate(data_.valid, kValidStream));
-    m.valid_acc = valid.accuracy;
-    m.valid_loss = valid.loss;
-  }
-  if (!data_.test.empty()) {
-    SKIFF_ASSIGN_OR_RETURN(const Evaluation test, Evaluate(data_.test, kTestStream));
-    m.test_acc = test.accuracy;
-  }
+  SKIFF_RETURN_IF_ERROR(EvaluateSplits(&m));
   m.eval_seconds = Seconds(e0, Clock::now());
   m.epoch_seconds = Seconds(start, Clock::now());
   return m;

@@ -163,6 +163,12 @@ class Trainer {
   Trainer(const TrainData& data, TrainOptions options)
       : data_(data), options_(std::move(options)) {}
   Result<EpochMetrics> TrainEpoch(int64_t epoch);
+  // The training batches of `epoch` through `consume`: by the pass runner when there is one (its
+  // report into m->pipeline_json), else by a BatchStream (its stage times into *m).
+  Status RunTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
+                         const std::function<uint64_t(int64_t)>& dropout_seed, EpochMetrics* m);
+  // Validation and test accuracy (and validation loss) after an epoch, into *m.
+  Status EvaluateSplits(EpochMetrics* m);
   // A pass over `nodes`, offering aggregated input when the model takes it.
   PassSpec MakePassSpec(const std::vector<int64_t>* nodes, bool training, uint64_t stream,
                         int64_t epoch, int64_t batch_size) const;
