@@ -147,6 +147,10 @@ class StreamPartitioner {
   // in streaming passes, then the cluster graph placed greedily (Fennel objective, weights) and
   // refined in memory. Returns false (nothing placed) when the cluster graph exceeds the budget.
   Result<bool> ClusterPlace();
+  // Run's steps: the options checked and the bounds, chunk size and Fennel's alpha derived
+  // (Setup); the refinement passes after the first placement (Refine).
+  Status Setup();
+  Status Refine(bool placed_by_clusters);
   // ClusterPlace's steps. Clusters of at most `bound` vertices by label propagation (each vertex
   // moves to the cluster most of its neighbours are in), numbered densely; `weight` gets each
   // cluster's vertex count.
@@ -635,7 +639,7 @@ Status StreamPartitioner::RebalancePass(int pass, bool lossless) {
   return Status::Ok();
 }
 
-Result<Partitioning> StreamPartitioner::Run() {
+Status StreamPartitioner::Setup() {
   if (k_ < 1) return Status::InvalidArgument("number of partitions must be >= 1");
   if (n_ > 0 && k_ > n_) {
     return Status::InvalidArgument("cannot split " + std::to_string(n_) + " nodes into " +
@@ -659,8 +663,8 @@ Result<Partitioning> StreamPartitioner::Run() {
       std::max<int64_t>(1, std::min<int64_t>(chunk_vertices_, std::max<int64_t>(1, n_)));
   const int64_t ideal = (n_ + k_ - 1) / k_;
   cap_ = std::max<int64_t>(ideal, static_cast<int64_t>(std::floor((1.0 + o_.eps) * ideal)));
-  int64_t num_train = 0;
   if (o_.train_mask) {
+    int64_t num_train = 0;
     for (uint8_t t : *o_.train_mask) num_train += t != 0;
     train_size_.assign(k_, 0);
     const int64_t train_ideal = (num_train + k_ - 1) / k_;
@@ -679,9 +683,43 @@ Result<Partitioning> StreamPartitioner::Run() {
   counter_ = PartCounter(k_);
   if (o_.algorithm == Algorithm::kGrem && o_.refine) flags_.assign(static_cast<size_t>(n_), 0);
   if (o_.order == StreamOrder::kBfs) SKIFF_RETURN_IF_ERROR(BuildBfsOrder());
-
   room_cap_ = cap_;
   train_room_cap_ = train_cap_;
+  return Status::Ok();
+}
+
+Status StreamPartitioner::Refine(bool placed_by_clusters) {
+  if (placed_by_clusters) relax_ = 0;  // clusters already carry the structure; refine strictly
+  if (o_.algorithm != Algorithm::kGrem || !o_.refine || passes_ <= 1) {
+    for (int pass = 1; pass < passes_; ++pass) {
+      const int64_t moves_before = moves_;
+      SKIFF_RETURN_IF_ERROR(RestreamPass(pass));
+      if (moves_ - moves_before <= n_ / 10000) break;  // converged
+    }
+    return Status::Ok();
+  }
+  // Refinement passes run under a relaxed cap so that whole groups of vertices can migrate
+  // between parts that are full; a rebalancing sweep then restores the exact bound and a final
+  // pass refines under it.
+  room_cap_ = cap_ + static_cast<int64_t>(cap_ * relax_);
+  // Training counts stay under their exact bound throughout: a relaxed training bound could
+  // leave overloads that only swaps could undo.
+  train_room_cap_ = train_cap_;
+  for (int pass = 1; pass + 1 < passes_; ++pass) {
+    const int64_t moves_before = moves_;
+    SKIFF_RETURN_IF_ERROR(RefinePass(pass));
+    if (moves_ - moves_before <= n_ / 10000) break;  // converged
+  }
+  room_cap_ = cap_;
+  train_room_cap_ = train_cap_;
+  if (Overloaded()) SKIFF_RETURN_IF_ERROR(RebalancePass(passes_, /*lossless=*/true));
+  if (Overloaded()) SKIFF_RETURN_IF_ERROR(RebalancePass(passes_, /*lossless=*/false));
+  SKIFF_CHECK(!Overloaded() || balance_train_);  // a non-training vertex can always move
+  return RefinePass(passes_ - 1);
+}
+
+Result<Partitioning> StreamPartitioner::Run() {
+  SKIFF_RETURN_IF_ERROR(Setup());
   bool placed = false;
   // Cluster placement balances vertices only; with a training bound as well, vertex-level
   // placement (which checks both bounds at every step) is used instead.
@@ -689,33 +727,7 @@ Result<Partitioning> StreamPartitioner::Run() {
     SKIFF_ASSIGN_OR_RETURN(placed, ClusterPlace());
   }
   if (!placed) SKIFF_RETURN_IF_ERROR(PlacePass(0));
-  if (placed) relax_ = 0;  // clusters already carry the structure; refine strictly
-  if (o_.algorithm == Algorithm::kGrem && o_.refine && passes_ > 1) {
-    // Refinement passes run under a relaxed cap so that whole groups of vertices can migrate
-    // between parts that are full; a rebalancing sweep then restores the exact bound and a final
-    // pass refines under it.
-    room_cap_ = cap_ + static_cast<int64_t>(cap_ * relax_);
-    // Training counts stay under their exact bound throughout: a relaxed training bound could
-    // leave overloads that only swaps could undo.
-    train_room_cap_ = train_cap_;
-    for (int pass = 1; pass + 1 < passes_; ++pass) {
-      const int64_t moves_before = moves_;
-      SKIFF_RETURN_IF_ERROR(RefinePass(pass));
-      if (moves_ - moves_before <= n_ / 10000) break;  // converged
-    }
-    room_cap_ = cap_;
-    train_room_cap_ = train_cap_;
-    if (Overloaded()) SKIFF_RETURN_IF_ERROR(RebalancePass(passes_, /*lossless=*/true));
-    if (Overloaded()) SKIFF_RETURN_IF_ERROR(RebalancePass(passes_, /*lossless=*/false));
-    SKIFF_CHECK(!Overloaded() || balance_train_);  // a non-training vertex can always move
-    SKIFF_RETURN_IF_ERROR(RefinePass(passes_ - 1));
-  } else {
-    for (int pass = 1; pass < passes_; ++pass) {
-      const int64_t moves_before = moves_;
-      SKIFF_RETURN_IF_ERROR(RestreamPass(pass));
-      if (moves_ - moves_before <= n_ / 10000) break;  // converged
-    }
-  }
+  SKIFF_RETURN_IF_ERROR(Refine(placed));
 
   Partitioning result;
   result.part = std::move(part_);
@@ -723,7 +735,7 @@ Result<Partitioning> StreamPartitioner::Run() {
   result.train_sizes = train_size_;
   result.capacity = cap_;
   result.moves = moves_;
-  result.num_edges = e;
+  result.num_edges = g_.num_edges();
   SKIFF_ASSIGN_OR_RETURN(result.cut_edges, CountCutEdges(g_, result.part, o_.chunk_edges));
   return result;
 }
