@@ -32,36 +32,63 @@ struct PartitionCliOptions {
   std::string evaluate;
 };
 
+// --evaluate: the cut and balance of an external partitioning, one part per line (as gpmetis
+// writes them), printed as JSON.
+Status EvaluateExternal(const PartitionCliOptions& o) {
+  std::vector<int32_t> part;
+  FILE* f = std::fopen(o.evaluate.c_str(), "r");
+  if (!f) return Status::FromErrno(errno, "open " + o.evaluate);
+  long long value = 0;
+  while (std::fscanf(f, "%lld", &value) == 1) part.push_back(static_cast<int32_t>(value));
+  const bool clean_end = std::feof(f);
+  std::fclose(f);
+  if (!clean_end) {
+    return Status::Corruption(o.evaluate + ": line " + std::to_string(part.size() + 1) +
+                              ": expected a partition number");
+  }
+  SKIFF_ASSIGN_OR_RETURN(const partition::PartitionReport r,
+                         partition::EvaluatePartition(o.dataset, part, o.k));
+  std::printf(
+      "{\"algorithm\": \"external\", \"k\": %d, \"nodes\": %lld, \"edges\": %lld, "
+      "\"cut_edges\": %lld, \"edge_cut_fraction\": %.6f, \"imbalance\": %.6f}\n",
+      r.k, static_cast<long long>(r.num_nodes), static_cast<long long>(r.num_edges),
+      static_cast<long long>(r.cut_edges), r.edge_cut_fraction, r.imbalance);
+  return Status::Ok();
+}
+
+void PrintReport(const PartitionCliOptions& o, const partition::PartitionReport& r) {
+  if (o.json) {
+    std::printf(
+        "{\"algorithm\": \"%s\", \"k\": %d, \"nodes\": %lld, \"edges\": %lld, \"cut_edges\": %lld, "
+        "\"edge_cut_fraction\": %.6f, \"imbalance\": %.6f, \"train_imbalance\": %.6f, "
+        "\"moves\": %lld, \"partition_seconds\": %.3f, \"seconds\": %.3f, "
+        "\"peak_memory_bytes\": %llu}\n",
+        r.algorithm.c_str(), r.k, static_cast<long long>(r.num_nodes),
+        static_cast<long long>(r.num_edges), static_cast<long long>(r.cut_edges),
+        r.edge_cut_fraction, r.imbalance, r.train_imbalance, static_cast<long long>(r.moves),
+        r.partition_seconds, r.seconds, static_cast<unsigned long long>(r.peak_memory_bytes));
+    return;
+  }
+  std::printf("partitioned  %s into %d parts with %s\n", o.dataset.c_str(), r.k,
+              r.algorithm.c_str());
+  std::printf("edge cut     %.2f%% (%lld of %lld stored edges)\n", 100 * r.edge_cut_fraction,
+              static_cast<long long>(r.cut_edges), static_cast<long long>(r.num_edges));
+  std::printf("imbalance    %.2f%% (largest part vs ceil(N/k))", 100 * r.imbalance);
+  if (o.balance_train) std::printf(", training nodes %.2f%%", 100 * r.train_imbalance);
+  std::printf("\n");
+  std::printf("time         %s (partitioner %s)\n", FormatSeconds(r.seconds).c_str(),
+              FormatSeconds(r.partition_seconds).c_str());
+  std::printf("peak memory  %s\n", FormatBytes(r.peak_memory_bytes).c_str());
+  if (!o.no_write) std::printf("written      %s\n", r.output_dir.c_str());
+}
+
 int RunPartition(const PartitionCliOptions& o) {
   if (!o.export_metis.empty()) {
     Status st = partition::ExportMetisGraph(o.dataset, o.export_metis);
     if (st.ok()) std::printf("wrote METIS graph %s\n", o.export_metis.c_str());
     return ReportStatus("partition", st);
   }
-  if (!o.evaluate.empty()) {
-    // One part per line, as gpmetis writes them.
-    std::vector<int32_t> part;
-    FILE* f = std::fopen(o.evaluate.c_str(), "r");
-    if (!f) return ReportStatus("partition", Status::FromErrno(errno, "open " + o.evaluate));
-    long long value = 0;
-    int rc = 0;
-    while ((rc = std::fscanf(f, "%lld", &value)) == 1) part.push_back(static_cast<int32_t>(value));
-    const bool clean_end = std::feof(f);
-    std::fclose(f);
-    if (!clean_end) {
-      return ReportStatus(
-          "partition", Status::Corruption(o.evaluate + ": line " + std::to_string(part.size() + 1) +
-                                          ": expected a partition number"));
-    }
-    auto r = partition::EvaluatePartition(o.dataset, part, o.k);
-    if (!r.ok()) return ReportStatus("partition", r.status());
-    std::printf(
-        "{\"algorithm\": \"external\", \"k\": %d, \"nodes\": %lld, \"edges\": %lld, "
-        "\"cut_edges\": %lld, \"edge_cut_fraction\": %.6f, \"imbalance\": %.6f}\n",
-        r->k, static_cast<long long>(r->num_nodes), static_cast<long long>(r->num_edges),
-        static_cast<long long>(r->cut_edges), r->edge_cut_fraction, r->imbalance);
-    return 0;
-  }
+  if (!o.evaluate.empty()) return ReportStatus("partition", EvaluateExternal(o));
   partition::PartitionOptions opt;
   opt.dataset_dir = o.dataset;
   opt.output_dir = o.output;
@@ -89,30 +116,7 @@ int RunPartition(const PartitionCliOptions& o) {
   p.threads = o.threads;
   auto report = partition::PartitionDataset(opt);
   if (!report.ok()) return ReportStatus("partition", report.status());
-  const auto& r = *report;
-  if (o.json) {
-    std::printf(
-        "{\"algorithm\": \"%s\", \"k\": %d, \"nodes\": %lld, \"edges\": %lld, \"cut_edges\": %lld, "
-        "\"edge_cut_fraction\": %.6f, \"imbalance\": %.6f, \"train_imbalance\": %.6f, "
-        "\"moves\": %lld, \"partition_seconds\": %.3f, \"seconds\": %.3f, "
-        "\"peak_memory_bytes\": %llu}\n",
-        r.algorithm.c_str(), r.k, static_cast<long long>(r.num_nodes),
-        static_cast<long long>(r.num_edges), static_cast<long long>(r.cut_edges),
-        r.edge_cut_fraction, r.imbalance, r.train_imbalance, static_cast<long long>(r.moves),
-        r.partition_seconds, r.seconds, static_cast<unsigned long long>(r.peak_memory_bytes));
-    return 0;
-  }
-  std::printf("partitioned  %s into %d parts with %s\n", o.dataset.c_str(), r.k,
-              r.algorithm.c_str());
-  std::printf("edge cut     %.2f%% (%lld of %lld stored edges)\n", 100 * r.edge_cut_fraction,
-              static_cast<long long>(r.cut_edges), static_cast<long long>(r.num_edges));
-  std::printf("imbalance    %.2f%% (largest part vs ceil(N/k))", 100 * r.imbalance);
-  if (o.balance_train) std::printf(", training nodes %.2f%%", 100 * r.train_imbalance);
-  std::printf("\n");
-  std::printf("time         %s (partitioner %s)\n", FormatSeconds(r.seconds).c_str(),
-              FormatSeconds(r.partition_seconds).c_str());
-  std::printf("peak memory  %s\n", FormatBytes(r.peak_memory_bytes).c_str());
-  if (!o.no_write) std::printf("written      %s\n", r.output_dir.c_str());
+  PrintReport(o, *report);
   return 0;
 }
 
