@@ -442,51 +442,48 @@ Status AttachNpyInputs(Job& job) {
 // --- OGB
 // ------------------------------------------------------------------------------------------
 
-Status ConvertOgb(Job& job) {
-  job.undirected = job.opt.direction == Direction::kUndirected;
-  SKIFF_ASSIGN_OR_RETURN(OgbLayout layout, FindOgbLayout(job.opt.input, job.opt.ogb_split));
-  int64_t num_nodes = -1;
-  if (!layout.num_nodes_file.empty()) {
-    SKIFF_ASSIGN_OR_RETURN(num_nodes, ReadOgbNumNodes(layout.num_nodes_file));
+// The OGB node features (node-feat.csv) into features.bin, counting the rows first when the
+// layout does not give the node count (*num_nodes < 0; set from the rows).
+Status ConvertOgbFeatures(Job& job, const std::string& path, int64_t* num_nodes) {
+  SKIFF_ASSIGN_OR_RETURN(auto feats, CsvFloatRowReader::Open(path));
+  if (*num_nodes < 0) {
+    // Count the rows first: features.bin is written knowing N.
+    SKIFF_ASSIGN_OR_RETURN(auto lines, LineReader::Open(path));
+    std::string_view line;
+    int64_t rows = 0;
+    while (lines->Next(&line)) ++rows;
+    SKIFF_RETURN_IF_ERROR(lines->status());
+    *num_nodes = rows;
   }
-  if (!layout.node_feat_file.empty()) {
-    SKIFF_ASSIGN_OR_RETURN(auto feats, CsvFloatRowReader::Open(layout.node_feat_file));
-    if (num_nodes < 0) {
-      // Count the rows first: features.bin is written knowing N.
-      SKIFF_ASSIGN_OR_RETURN(auto lines, LineReader::Open(layout.node_feat_file));
-      std::string_view line;
-      int64_t rows = 0;
-      while (lines->Next(&line)) ++rows;
-      SKIFF_RETURN_IF_ERROR(lines->status());
-      num_nodes = rows;
+  const int64_t n_nodes = *num_nodes;
+  const int64_t dim = feats->dim();
+  SKIFF_RETURN_IF_ERROR(WriteFeatureRows(job, path, n_nodes, dim, [&](int64_t n, float* dst) {
+    for (int64_t r = 0; r < n; ++r) {
+      if (!feats->NextRow(dst + r * dim)) {
+        SKIFF_RETURN_IF_ERROR(feats->status());
+        return Status::Corruption(path + ": " + std::to_string(feats->rows_read()) +
+                                  " feature rows, expected one per node (" +
+                                  std::to_string(n_nodes) + ")");
+      }
     }
-    const int64_t dim = feats->dim();
-    SKIFF_RETURN_IF_ERROR(
-        WriteFeatureRows(job, layout.node_feat_file, num_nodes, dim, [&](int64_t n, float* dst) {
-          for (int64_t r = 0; r < n; ++r) {
-            if (!feats->NextRow(dst + r * dim)) {
-              SKIFF_RETURN_IF_ERROR(feats->status());
-              return Status::Corruption(
-                  layout.node_feat_file + ": " + std::to_string(feats->rows_read()) +
-                  " feature rows, expected one per node (" + std::to_string(num_nodes) + ")");
-            }
-          }
-          return Status::Ok();
-        }));
-    std::vector<float> extra(static_cast<size_t>(std::max<int64_t>(dim, 1)));
-    if (feats->NextRow(extra.data())) {
-      return Status::Corruption(feats->lines().Where() + ": more feature rows than the " +
-                                std::to_string(num_nodes) + " nodes");
-    }
-    SKIFF_RETURN_IF_ERROR(feats->status());
+    return Status::Ok();
+  }));
+  std::vector<float> extra(static_cast<size_t>(std::max<int64_t>(dim, 1)));
+  if (feats->NextRow(extra.data())) {
+    return Status::Corruption(feats->lines().Where() + ": more feature rows than the " +
+                              std::to_string(n_nodes) + " nodes");
   }
+  return feats->status();
+}
 
+// The OGB edge list (edge.csv: two columns of dense IDs) into the sorter; returns the largest ID.
+Result<int64_t> ReadOgbEdges(Job& job, const std::string& path, int64_t num_nodes,
+                             EdgeSorter& sorter) {
   EdgeListOptions elo;
   elo.header = HeaderMode::kNo;
   elo.extra_columns_are_errors = true;
-  SKIFF_ASSIGN_OR_RETURN(auto reader, EdgeListReader::Open(layout.edge_file, elo));
-  SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, job.undirected, job.memory_bytes * 8 / 10));
-  Progress progress("read " + BaseName(layout.edge_file), reader->lines().file_bytes(), "B");
+  SKIFF_ASSIGN_OR_RETURN(auto reader, EdgeListReader::Open(path, elo));
+  Progress progress("read " + BaseName(path), reader->lines().file_bytes(), "B");
   std::string_view s, d;
   int64_t max_id = -1;
   uint64_t edges = 0;
@@ -503,12 +500,28 @@ Status ConvertOgb(Job& job) {
       }
       max_id = std::max(max_id, *value);
     }
-    SKIFF_RETURN_IF_ERROR(sorter->Add(src, dst));
+    SKIFF_RETURN_IF_ERROR(sorter.Add(src, dst));
     if (++edges % kProgressEvery == 0) progress.Set(reader->lines().file_bytes_read());
   }
   SKIFF_RETURN_IF_ERROR(reader->status());
   progress.Finish();
   job.summary.input_edges = edges;
+  return max_id;
+}
+
+Status ConvertOgb(Job& job) {
+  job.undirected = job.opt.direction == Direction::kUndirected;
+  SKIFF_ASSIGN_OR_RETURN(OgbLayout layout, FindOgbLayout(job.opt.input, job.opt.ogb_split));
+  int64_t num_nodes = -1;
+  if (!layout.num_nodes_file.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(num_nodes, ReadOgbNumNodes(layout.num_nodes_file));
+  }
+  if (!layout.node_feat_file.empty()) {
+    SKIFF_RETURN_IF_ERROR(ConvertOgbFeatures(job, layout.node_feat_file, &num_nodes));
+  }
+  SKIFF_ASSIGN_OR_RETURN(auto sorter, MakeSorter(job, job.undirected, job.memory_bytes * 8 / 10));
+  SKIFF_ASSIGN_OR_RETURN(const int64_t max_id,
+                         ReadOgbEdges(job, layout.edge_file, num_nodes, *sorter));
   if (num_nodes < 0) num_nodes = max_id + 1;
   SKIFF_RETURN_IF_ERROR(BuildCsr(job, *sorter, num_nodes));
   sorter.reset();
