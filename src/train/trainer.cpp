@@ -74,6 +74,7 @@ std::string TrainOptions::ToJson() const {
   j["num_classes"] = model.num_classes;
   j["layers"] = model.num_layers;
   j["dropout"] = model.dropout;
+  j["input_dropout"] = model.input_dropout;
   j["heads"] = model.heads;
   j["activation"] = model.activation;
   j["norm"] = model.norm;
@@ -102,6 +103,7 @@ Result<TrainOptions> TrainOptions::FromJson(const std::string& text) {
     o.model.num_classes = j.at("num_classes");
     o.model.num_layers = j.at("layers");
     o.model.dropout = j.at("dropout");
+    o.model.input_dropout = j.value("input_dropout", -1.0f);  // absent before it was saved
     o.model.heads = j.at("heads");
     o.model.activation = j.at("activation");
     o.model.norm = j.at("norm");

@@ -243,6 +243,66 @@ TEST_CASE("checkpoint: round trip, and damaged files are rejected with a clear e
   }
 }
 
+TEST_CASE("trainer: the options a checkpoint saves come back as they were") {
+  TrainOptions o;
+  o.model.kind = model::ModelKind::kGat;
+  o.model.in_dim = 7;
+  o.model.hidden_dim = 24;
+  o.model.num_classes = 5;
+  o.model.num_layers = 3;
+  o.model.dropout = 0.25f;
+  o.model.input_dropout = 0.125f;
+  o.model.heads = 2;
+  o.model.activation = "elu";
+  o.model.norm = "layer";
+  o.optimizer.kind = "sgd";
+  o.optimizer.lr = 0.5f;
+  o.optimizer.weight_decay = 0.0625f;
+  o.optimizer.decay_scope = "first-layer";
+  o.optimizer.momentum = 0.75f;
+  o.fanouts = {4, 3, 2};
+  o.eval_fanouts = {-1, 6, 5};
+  o.batch_size = 17;
+  o.eval_batch_size = 33;
+  o.epochs = 9;
+  o.seed = 123;
+  o.feature_norm = "row";
+  auto back = TrainOptions::FromJson(o.ToJson());
+  REQUIRE(back.ok());
+  const TrainOptions& b = *back;
+  CHECK(b.model.kind == o.model.kind);
+  CHECK(b.model.in_dim == o.model.in_dim);
+  CHECK(b.model.hidden_dim == o.model.hidden_dim);
+  CHECK(b.model.num_classes == o.model.num_classes);
+  CHECK(b.model.num_layers == o.model.num_layers);
+  CHECK(b.model.dropout == o.model.dropout);
+  CHECK(b.model.input_dropout == o.model.input_dropout);
+  CHECK(b.model.heads == o.model.heads);
+  CHECK(b.model.activation == o.model.activation);
+  CHECK(b.model.norm == o.model.norm);
+  CHECK(b.model.seed == o.seed);
+  CHECK(b.optimizer.kind == o.optimizer.kind);
+  CHECK(b.optimizer.lr == o.optimizer.lr);
+  CHECK(b.optimizer.weight_decay == o.optimizer.weight_decay);
+  CHECK(b.optimizer.decay_scope == o.optimizer.decay_scope);
+  CHECK(b.optimizer.momentum == o.optimizer.momentum);
+  CHECK(b.fanouts == o.fanouts);
+  CHECK(b.eval_fanouts == o.eval_fanouts);
+  CHECK(b.batch_size == o.batch_size);
+  CHECK(b.eval_batch_size == o.eval_batch_size);
+  CHECK(b.epochs == o.epochs);
+  CHECK(b.seed == o.seed);
+  CHECK(b.feature_norm == o.feature_norm);
+  // A configuration saved before input_dropout was: the model's default ("same as dropout").
+  std::string old = o.ToJson();
+  const size_t at = old.find("\"input_dropout\":0.125,");
+  REQUIRE(at != std::string::npos);
+  old.erase(at, std::string("\"input_dropout\":0.125,").size());
+  auto older = TrainOptions::FromJson(old);
+  REQUIRE(older.ok());
+  CHECK(older->model.input_dropout == -1.0f);
+}
+
 TEST_CASE("trainer: resume from a checkpoint reproduces the remaining epochs exactly") {
   cpu::SetNumThreads(2);
   auto s = MakeSynthetic(300, 6, 4);
