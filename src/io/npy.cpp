@@ -149,6 +149,42 @@ class HeaderParser {
   size_t pos_ = 0;
 };
 
+// The dtypes read: a kind letter and a byte size.
+struct NumericDtype {
+  char kind;
+  int bytes;
+  NpyType type;
+};
+constexpr NumericDtype kNumericDtypes[] = {
+    {'b', 1, NpyType::kBool},    {'i', 1, NpyType::kInt8},    {'i', 2, NpyType::kInt16},
+    {'i', 4, NpyType::kInt32},   {'i', 8, NpyType::kInt64},   {'u', 1, NpyType::kUInt8},
+    {'u', 2, NpyType::kUInt16},  {'u', 4, NpyType::kUInt32},  {'u', 8, NpyType::kUInt64},
+    {'f', 2, NpyType::kFloat16}, {'f', 4, NpyType::kFloat32}, {'f', 8, NpyType::kFloat64}};
+
+// Why a kind letter (with a size not in kNumericDtypes) is refused.
+const char* KindProblem(char kind) {
+  switch (kind) {
+    case 'b':
+      return "bool must be 1 byte";
+    case 'i':
+      return "signed integers are 1, 2, 4 or 8 bytes";
+    case 'u':
+      return "unsigned integers are 1, 2, 4 or 8 bytes";
+    case 'f':
+      return "floats are 2, 4 or 8 bytes";
+    case 'U':
+      return "unicode strings";
+    case 'S':
+      return "byte strings";
+    case 'O':
+      return "Python objects";
+    case 'c':
+      return "complex numbers";
+    default:
+      return "unknown kind letter";
+  }
+}
+
 // Fills type / item_bytes / big_endian from descr ("<f4", "|u1", ">i8", "=f8", "b1", ...).
 Status InterpretDescr(NpyHeader* h, const std::string& source) {
   const std::string& d = h->descr;
@@ -172,59 +208,14 @@ Status InterpretDescr(NpyHeader* h, const std::string& source) {
     return unsupported("expected a kind letter followed by a byte size");
   }
   const int bytes = std::stoi(size_text);
+  const auto* known =
+      std::find_if(std::begin(kNumericDtypes), std::end(kNumericDtypes),
+                   [&](const NumericDtype& t) { return t.kind == kind && t.bytes == bytes; });
+  if (known == std::end(kNumericDtypes)) return unsupported(KindProblem(kind));
+  h->type = known->type;
   h->item_bytes = static_cast<size_t>(bytes);
-  h->big_endian = (order == '>') || (order == '=' && std::endian::native == std::endian::big);
-  switch (kind) {
-    case 'b':
-      if (bytes != 1) return unsupported("bool must be 1 byte");
-      h->type = NpyType::kBool;
-      break;
-    case 'i':
-      if (bytes == 1)
-        h->type = NpyType::kInt8;
-      else if (bytes == 2)
-        h->type = NpyType::kInt16;
-      else if (bytes == 4)
-        h->type = NpyType::kInt32;
-      else if (bytes == 8)
-        h->type = NpyType::kInt64;
-      else
-        return unsupported("signed integers are 1, 2, 4 or 8 bytes");
-      break;
-    case 'u':
-      if (bytes == 1)
-        h->type = NpyType::kUInt8;
-      else if (bytes == 2)
-        h->type = NpyType::kUInt16;
-      else if (bytes == 4)
-        h->type = NpyType::kUInt32;
-      else if (bytes == 8)
-        h->type = NpyType::kUInt64;
-      else
-        return unsupported("unsigned integers are 1, 2, 4 or 8 bytes");
-      break;
-    case 'f':
-      if (bytes == 2)
-        h->type = NpyType::kFloat16;
-      else if (bytes == 4)
-        h->type = NpyType::kFloat32;
-      else if (bytes == 8)
-        h->type = NpyType::kFloat64;
-      else
-        return unsupported("floats are 2, 4 or 8 bytes");
-      break;
-    case 'U':
-      return unsupported("unicode strings");
-    case 'S':
-      return unsupported("byte strings");
-    case 'O':
-      return unsupported("Python objects");
-    case 'c':
-      return unsupported("complex numbers");
-    default:
-      return unsupported("unknown kind letter");
-  }
-  if (h->item_bytes == 1) h->big_endian = false;
+  h->big_endian =
+      bytes > 1 && ((order == '>') || (order == '=' && std::endian::native == std::endian::big));
   return Status::Ok();
 }
 
