@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 #include <optional>
@@ -140,6 +141,10 @@ class StreamPartitioner {
   void Unassign(int64_t v);
 
   // Passes ----------------------------------------------------------------------------------------
+  // Reads the graph chunk by chunk in `pass`'s order and calls `fn` on each, with progress
+  // labelled "<what> pass <pass + 1>".
+  Status ForEachChunk(int pass, const std::string& what,
+                      const std::function<Status(const RowChunk&)>& fn);
   Status PlacePass(int pass);
   Status RestreamPass(int pass);
   Status RefinePass(int pass);
@@ -410,14 +415,24 @@ Status StreamPartitioner::RevisitQueued() {
   return Status::Ok();
 }
 
-Status StreamPartitioner::PlacePass(int pass) {
-  const bool grem_refine = o_.algorithm == Algorithm::kGrem && o_.refine;
-  OptionalProgress progress(o_.show_progress, "partition pass " + std::to_string(pass + 1), n_,
+Status StreamPartitioner::ForEachChunk(int pass, const std::string& what,
+                                       const std::function<Status(const RowChunk&)>& fn) {
+  OptionalProgress progress(o_.show_progress, what + " pass " + std::to_string(pass + 1), n_,
                             "nodes");
   std::vector<int64_t> ids;
   RowChunk chunk;
   for (int64_t c = 0; ChunkIds(pass, c, &ids); ++c) {
     SKIFF_RETURN_IF_ERROR(g_.ReadRows(ids, &chunk));
+    SKIFF_RETURN_IF_ERROR(fn(chunk));
+    progress.Add(chunk.size());
+  }
+  progress.Finish();
+  return Status::Ok();
+}
+
+Status StreamPartitioner::PlacePass(int pass) {
+  const bool grem_refine = o_.algorithm == Algorithm::kGrem && o_.refine;
+  return ForEachChunk(pass, "partition", [&](const RowChunk& chunk) -> Status {
     for (size_t i = 0; i < chunk.size(); ++i) {
       const int64_t v = chunk.vertices[i];
       const auto row = chunk.Row(i);
@@ -441,19 +456,12 @@ Status StreamPartitioner::PlacePass(int pass) {
       Sweep(chunk);
       SKIFF_RETURN_IF_ERROR(RevisitQueued());
     }
-    progress.Add(chunk.size());
-  }
-  progress.Finish();
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 Status StreamPartitioner::RestreamPass(int pass) {
-  OptionalProgress progress(o_.show_progress, "restream pass " + std::to_string(pass + 1), n_,
-                            "nodes");
-  std::vector<int64_t> ids;
-  RowChunk chunk;
-  for (int64_t c = 0; ChunkIds(pass, c, &ids); ++c) {
-    SKIFF_RETURN_IF_ERROR(g_.ReadRows(ids, &chunk));
+  return ForEachChunk(pass, "restream", [&](const RowChunk& chunk) {
     for (size_t i = 0; i < chunk.size(); ++i) {
       const int64_t v = chunk.vertices[i];
       const int32_t before = part_[v];
@@ -463,24 +471,15 @@ Status StreamPartitioner::RestreamPass(int pass) {
       Assign(v, p);
       if (p != before) ++moves_;
     }
-    progress.Add(chunk.size());
-  }
-  progress.Finish();
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 Status StreamPartitioner::RefinePass(int pass) {
-  OptionalProgress progress(o_.show_progress, "refine pass " + std::to_string(pass + 1), n_,
-                            "nodes");
-  std::vector<int64_t> ids;
-  RowChunk chunk;
-  for (int64_t c = 0; ChunkIds(pass, c, &ids); ++c) {
-    SKIFF_RETURN_IF_ERROR(g_.ReadRows(ids, &chunk));
+  return ForEachChunk(pass, "refine", [&](const RowChunk& chunk) {
     Sweep(chunk);
-    progress.Add(chunk.size());
-  }
-  progress.Finish();
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 Result<std::vector<int32_t>> StreamPartitioner::Cluster(int64_t bound,
