@@ -69,10 +69,17 @@ function(skiff_layer_headers root layer)
   endif()
 endfunction()
 
-# Makes LAYER's include root (see the top of this file) and returns its path in OUT.
+# Makes LAYER's include root (see the top of this file), once per configuration, and returns its
+# path in OUT.
 function(skiff_layer_root layer out)
   skiff_layer_id(${layer} id)
   set(root ${CMAKE_BINARY_DIR}/layer_includes/${id})
+  set(${out} ${root} PARENT_SCOPE)
+  get_property(made GLOBAL PROPERTY SKIFF_LAYER_ROOT_${id})
+  if(made)
+    return()  # e.g. the model's, for the CUDA model's sources after the model layer's
+  endif()
+  set_property(GLOBAL PROPERTY SKIFF_LAYER_ROOT_${id} TRUE)
   file(REMOVE_RECURSE ${root})
   file(MAKE_DIRECTORY ${root})
   skiff_layers_below(${layer} below)
@@ -85,7 +92,6 @@ function(skiff_layer_root layer out)
   elseif(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/src/${layer})
     skiff_link_into(${root} src/${layer} ${PROJECT_SOURCE_DIR}/src/${layer})
   endif()
-  set(${out} ${root} PARENT_SCOPE)
 endfunction()
 
 # The object library skiff_<id> of LAYER: SOURCES compiled against the layer's include root,
