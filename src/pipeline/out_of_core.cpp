@@ -140,7 +140,7 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
     // graphs), under the same allowance. Passes of the same kind sample batches of the same
     // shape, so a pass after the first starts from the largest batch its kind has sampled:
     // otherwise each evaluation pass would cut its first groups from the estimate again
-    // (2M nodes at 25%: groups of 9 where 14 fit, one more read of the feature file per pass).
+    // (2M nodes at 25%: groups of 9 where 13 fit, one more read of the feature file per pass).
     std::optional<BatchShape>& sampled = sampled_shape_[training ? 0 : 1];
     if (sampled.has_value()) {
       const GatherGroupSize size =
