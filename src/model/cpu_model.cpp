@@ -41,12 +41,6 @@ Status ValidateConfig(const ModelConfig& c) {
     return bad("input_dropout must be < 1 (got " + std::to_string(c.input_dropout) + ")");
   }
   if (c.heads < 1) return bad("heads must be >= 1 (got " + std::to_string(c.heads) + ")");
-  if (c.activation != "relu" && c.activation != "elu") {
-    return bad("activation must be \"relu\" or \"elu\" (got \"" + c.activation + "\")");
-  }
-  if (c.norm != "none" && c.norm != "layer") {
-    return bad("norm must be \"none\" or \"layer\" (got \"" + c.norm + "\")");
-  }
   return Status::Ok();
 }
 
@@ -73,7 +67,7 @@ class CpuModel final : public Model {
       }
       const int64_t out_dim = layers_.back()->out_dim();
       LayerState state;
-      if (!last && config_.norm == "layer") {
+      if (!last && config_.norm == Norm::kLayer) {
         state.gamma = std::make_unique<Tensor>("layer" + std::to_string(l) + ".norm_gamma",
                                                std::vector<int64_t>{out_dim}, 1.0f);
         state.beta = std::make_unique<Tensor>("layer" + std::to_string(l) + ".norm_beta",
@@ -137,7 +131,7 @@ class CpuModel final : public Model {
       LayerState& prev = states_[static_cast<size_t>(l - 1)];
       const int64_t prev_rows = block.num_src;  // == previous block's num_dst
       const int64_t prev_dim = layer.in_dim();
-      if (config_.activation == "elu") {
+      if (config_.activation == Activation::kElu) {
         const float* act_in =
             prev.gamma != nullptr ? prev.normed.data() : prev.pre_activation.data();
         cpu::EluBackward(n, kEluAlpha, act_in, grad_in, grad_in);
@@ -232,7 +226,7 @@ class CpuModel final : public Model {
         act_in = normed;
       }
       float* act = EnsureSize(st.activated, n);
-      if (config_.activation == "elu") {
+      if (config_.activation == Activation::kElu) {
         cpu::EluForward(n, kEluAlpha, act_in, act);
       } else {
         cpu::ReluForward(n, act_in, act);
@@ -246,7 +240,7 @@ class CpuModel final : public Model {
 
   // Per-layer normalisation parameters and activation buffers (reused across batches).
   struct LayerState {
-    std::unique_ptr<Tensor> gamma, beta;  // LayerNorm on hidden layers when config.norm == "layer"
+    std::unique_ptr<Tensor> gamma, beta;  // LayerNorm on hidden layers when config.norm is kLayer
     std::vector<float> input_dropped;     // dropout(h_l), num_src x in_dim
     std::vector<float> pre_activation;    // layer output, num_dst x out_dim
     std::vector<float> normed, norm_mean, norm_rstd;

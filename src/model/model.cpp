@@ -10,15 +10,12 @@
 
 namespace skiff::model {
 
-namespace {
-constexpr EnumName<ModelKind> kModelKinds[] = {
-    {ModelKind::kSage, "sage"}, {ModelKind::kGcn, "gcn"}, {ModelKind::kGat, "gat"}};
-}  // namespace
+namespace {}  // namespace
 
-const char* ModelKindName(ModelKind kind) { return NameOf(kModelKinds, kind); }
+const char* ModelKindName(ModelKind kind) { return NameOf(kModelKindNames, kind); }
 
 Result<ModelKind> ParseModelKind(const std::string& name) {
-  return ParseName(kModelKinds, "model", name);
+  return ParseName(kModelKindNames, "model", name);
 }
 
 InputAggregation InputAggregationOf(const ModelConfig& config) {

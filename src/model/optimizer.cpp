@@ -7,9 +7,6 @@
 namespace skiff::model {
 
 Status Optimizer::ValidateConfig(const Config& config) {
-  if (config.kind != "adam" && config.kind != "sgd") {
-    return Status::InvalidArgument("optimizer '" + config.kind + "': expected adam or sgd");
-  }
   if (!(config.lr > 0.0f) || !std::isfinite(config.lr)) {
     return Status::InvalidArgument("learning rate must be positive and finite (got " +
                                    std::to_string(config.lr) + ")");
@@ -17,10 +14,6 @@ Status Optimizer::ValidateConfig(const Config& config) {
   if (!(config.weight_decay >= 0.0f) || !(config.momentum >= 0.0f) ||
       !std::isfinite(config.weight_decay) || !std::isfinite(config.momentum)) {
     return Status::InvalidArgument("weight decay and momentum must be non-negative and finite");
-  }
-  if (config.decay_scope != "all" && config.decay_scope != "first-layer") {
-    return Status::InvalidArgument("weight decay scope '" + config.decay_scope +
-                                   "': expected all or first-layer");
   }
   return Status::Ok();
 }
@@ -45,16 +38,18 @@ Result<std::vector<std::vector<float>>*> Optimizer::state() {
   return &state_;
 }
 
-int OptimizerStateSlots(const OptimizerConfig& config) { return config.kind == "adam" ? 2 : 1; }
+int OptimizerStateSlots(const OptimizerConfig& config) {
+  return config.kind == OptimizerKind::kAdam ? 2 : 1;
+}
 
 float WeightDecayOf(const OptimizerConfig& config, const Parameter& param) {
-  const bool decayed = config.decay_scope == "all" || param.name.starts_with("layer0.");
+  const bool decayed = config.decay_scope == DecayScope::kAll || param.name.starts_with("layer0.");
   return decayed ? config.weight_decay : 0.0f;
 }
 
 void UpdateOnHost(const OptimizerConfig& config, int64_t step, const std::vector<Parameter>& params,
                   std::vector<std::vector<float>>& state) {
-  const bool adam = config.kind == "adam";
+  const bool adam = config.kind == OptimizerKind::kAdam;
   SKIFF_CHECK(state.size() == params.size() * static_cast<size_t>(OptimizerStateSlots(config)));
   for (size_t i = 0; i < params.size(); ++i) {
     const Parameter& p = params[i];

@@ -38,7 +38,7 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(
              .heads = config.kind == model::ModelKind::kGat ? std::max(config.heads, 1) : 1,
              .attention = config.kind == model::ModelKind::kGat,
              .num_parameters = sizing->NumParameters()};
-  o.normalize_rows = options.feature_norm == "row";
+  o.normalize_rows = options.feature_norm == train::FeatureNorm::kRow;
   // In-buffer sampling follows the buffer states, which aggregated gathering does not need.
   o.aggregated_input = aggregated_input && sampling == SamplingMode::kExact &&
                        model::InputAggregationOf(config) != model::InputAggregation::kNone;

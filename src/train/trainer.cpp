@@ -66,66 +66,6 @@ Result<std::unique_ptr<InMemoryData>> LoadInMemory(const format::Dataset& datase
   return out;
 }
 
-std::string TrainOptions::ToJson() const {
-  json j;
-  j["model"] = model::ModelKindName(model.kind);
-  j["in_dim"] = model.in_dim;
-  j["hidden"] = model.hidden_dim;
-  j["num_classes"] = model.num_classes;
-  j["layers"] = model.num_layers;
-  j["dropout"] = model.dropout;
-  j["input_dropout"] = model.input_dropout;
-  j["heads"] = model.heads;
-  j["activation"] = model.activation;
-  j["norm"] = model.norm;
-  j["optimizer"] = optimizer.kind;
-  j["lr"] = optimizer.lr;
-  j["weight_decay"] = optimizer.weight_decay;
-  j["weight_decay_scope"] = optimizer.decay_scope;
-  j["momentum"] = optimizer.momentum;
-  j["fanouts"] = fanouts;
-  j["eval_fanouts"] = eval_fanouts;
-  j["batch_size"] = batch_size;
-  j["eval_batch_size"] = eval_batch_size;
-  j["epochs"] = epochs;
-  j["seed"] = seed;
-  j["feature_norm"] = feature_norm;
-  return j.dump();
-}
-
-Result<TrainOptions> TrainOptions::FromJson(const std::string& text) {
-  TrainOptions o;
-  try {
-    const json j = json::parse(text);
-    SKIFF_ASSIGN_OR_RETURN(o.model.kind, model::ParseModelKind(j.at("model").get<std::string>()));
-    o.model.in_dim = j.at("in_dim");
-    o.model.hidden_dim = j.at("hidden");
-    o.model.num_classes = j.at("num_classes");
-    o.model.num_layers = j.at("layers");
-    o.model.dropout = j.at("dropout");
-    o.model.input_dropout = j.value("input_dropout", -1.0f);  // absent before it was saved
-    o.model.heads = j.at("heads");
-    o.model.activation = j.at("activation");
-    o.model.norm = j.at("norm");
-    o.optimizer.kind = j.at("optimizer");
-    o.optimizer.lr = j.at("lr");
-    o.optimizer.weight_decay = j.at("weight_decay");
-    o.optimizer.decay_scope = j.value("weight_decay_scope", "all");
-    o.optimizer.momentum = j.at("momentum");
-    o.fanouts = j.at("fanouts").get<std::vector<int>>();
-    o.eval_fanouts = j.at("eval_fanouts").get<std::vector<int>>();
-    o.batch_size = j.at("batch_size");
-    o.eval_batch_size = j.at("eval_batch_size");
-    o.epochs = j.at("epochs");
-    o.seed = j.at("seed");
-    o.feature_norm = j.value("feature_norm", "none");
-    o.model.seed = o.seed;
-  } catch (const std::exception& e) {
-    return Status::Corruption(std::string("checkpoint configuration: ") + e.what());
-  }
-  return o;
-}
-
 std::string EpochMetrics::ToJson() const {
   json j;
   j["epoch"] = epoch;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Command-line misuse exits 2 (as documented) with a message naming the option; --help and
-# --version exit 0; negative counts and seeds are refused instead of wrapping around; a bad value
-# of an option checked after parsing (the GPU options) exits 1 naming the option, before any work.
+# --version exit 0; negative counts and seeds are refused instead of wrapping around; a value a
+# training option cannot take (the GPU options too) exits 2 naming the option, before any work.
 #   bash cli_usage_errors.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -uo pipefail
 SKIFF=$1
@@ -23,11 +23,13 @@ expect 0 "" --version
 expect 2 "--bogus" train small --bogus
 expect 2 "" train
 expect 2 "--threads: must not be negative, got -1" train small --threads -1
-expect 2 "--seed: must not be negative, got -1" train small --seed -1
+expect 2 "--seed: expected an integer >= 0 (got '-1')" train small --seed -1
+expect 2 "--layers: expected an integer >= 1 (got 'two')" train small --layers two
+expect 2 "--activation: unknown value 'tanh' (expected relu or elu)" train small --activation tanh
 expect 2 "--passes: must not be negative, got -1" partition small -k 2 --passes -1 -o p
 expect 2 "--seed: must not be negative, got -3" generate --preset small --seed -3 --out g
-expect 1 '--cuda-matmul must be tf32 or fp32 (got "fp16")' train small --cuda-matmul fp16
-expect 1 '--device-memory: expected a size such as 8GiB (got "lots")' train small --device-memory lots
-expect 1 '--device-memory: expected a size such as 8GiB (got "0")' train small --device-memory 0
+expect 2 "--cuda-matmul: unknown value 'fp16' (expected tf32 or fp32)" train small --cuda-matmul fp16
+expect 2 "--device-memory: expected a size such as 8GiB (got 'lots')" train small --device-memory lots
+expect 2 "--device-memory: expected a size such as 8GiB (got '0')" train small --device-memory 0
 [ ! -e p ] && [ ! -e g ] || { echo "FAIL: a refused command wrote output"; exit 1; }
 echo "cli usage errors: OK"

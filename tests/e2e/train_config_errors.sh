@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `skiff train --config`: keys under a [section], a TOML syntax error and a config path that is not
-# a file are errors naming the file (and the line and column); top-level keys apply.
+# a file are errors naming the file (and the line and column), a bad value names the key and the
+# option; top-level keys apply, a list option from an array.
 #   bash train_config_errors.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -euo pipefail
 SKIFF=$1
@@ -36,7 +37,16 @@ if "$SKIFF" train "$DATA" --config empty.toml --epochs 1 > e.out 2> e.err; then
 fi
 grep -q 'empty.toml: key "fanouts": an empty list' e.err
 
-printf 'hidden = 16\nepochs = 1\n' > ok.toml
-"$SKIFF" train "$DATA" --config ok.toml --metrics m.jsonl > ok.out 2>&1
+# A value the option cannot take names the key and the option.
+printf 'epochs = 1\nlayers = "two"\n' > value.toml
+if "$SKIFF" train "$DATA" --config value.toml > v.out 2> v.err; then
+  echo "FAIL: layers = \"two\" was accepted"; exit 1
+fi
+grep -q "value.toml: key \"layers\": --layers: expected an integer >= 1 (got 'two')" v.err
+
+# An array for a list option (fanouts) is its comma-separated text; the options reach the run.
+printf 'hidden = 16\nepochs = 1\nfanouts = [5, 3]\nactivation = "elu"\n' > ok.toml
+"$SKIFF" train "$DATA" --config ok.toml --metrics m.jsonl --checkpoint ok.ckpt > ok.out 2>&1
 grep -q "trained 1 epochs" ok.out
+grep -q "fanouts 5,3" ok.out
 echo "train --config errors: OK"

@@ -49,10 +49,10 @@ ModelConfig Config(ModelKind kind, const std::string& norm, const std::string& a
   c.heads = 3;
   c.dropout = 0.3f;
   c.input_dropout = 0.2f;
-  c.norm = norm;
-  c.activation = activation;
+  c.norm = ParseName(kNormNames, "norm", norm).value();
+  c.activation = ParseName(kActivationNames, "activation", activation).value();
   c.seed = 11;
-  c.cuda_matmul = "fp32";  // the comparisons' tolerance is fp32's
+  c.cuda_matmul = model::CudaMatmul::kFp32;  // the comparisons' tolerance is fp32's
   return c;
 }
 
@@ -204,7 +204,7 @@ TEST_CASE("cuda model: device-resident SGD steps follow the CPU model") {
     SKIFF_REQUIRE_OK(held.status());
     REQUIRE(*held);
     Optimizer::Config oc;
-    oc.kind = "sgd";
+    oc.kind = model::OptimizerKind::kSgd;
     oc.lr = 0.05f;
     oc.momentum = 0.9f;
     Optimizer opt_cpu(**cpu, oc), opt_gpu(**gpu, oc);

@@ -62,8 +62,8 @@ TEST_CASE("model: SAGE gradients match finite differences") {
   ModelConfig c;
   c.kind = ModelKind::kSage;
   CheckModelGradients(c);
-  c.norm = "layer";
-  c.activation = "elu";
+  c.norm = model::Norm::kLayer;
+  c.activation = model::Activation::kElu;
   CheckModelGradients(c);
 }
 
@@ -72,18 +72,18 @@ TEST_CASE("model: GCN gradients match finite differences") {
   c.kind = ModelKind::kGcn;
   CheckModelGradients(c);
   CheckModelGradients(c, /*whole_graph_degrees=*/true);
-  c.norm = "layer";
-  c.activation = "elu";
+  c.norm = model::Norm::kLayer;
+  c.activation = model::Activation::kElu;
   CheckModelGradients(c);
 }
 
 TEST_CASE("model: GAT gradients match finite differences") {
   ModelConfig c;
   c.kind = ModelKind::kGat;
-  c.activation = "elu";
+  c.activation = model::Activation::kElu;
   CheckModelGradients(c);
-  c.norm = "layer";
-  c.activation = "relu";
+  c.norm = model::Norm::kLayer;
+  c.activation = model::Activation::kRelu;
   CheckModelGradients(c);
 }
 
@@ -97,7 +97,7 @@ TEST_CASE("model: three-layer models with wide layers take both aggregation orde
     c.num_classes = 3;
     c.num_layers = 3;
     c.dropout = 0.0f;
-    c.activation = "elu";  // smooth, so no unit sits on a kink
+    c.activation = model::Activation::kElu;  // smooth, so no unit sits on a kink
     auto created = Model::CreateCpu(c);
     REQUIRE(created.ok());
     Model& m = **created;

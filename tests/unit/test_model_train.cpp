@@ -62,13 +62,13 @@ double TrainAndEvaluate(ModelKind kind, const std::string& norm, const std::stri
   c.num_layers = 2;
   c.dropout = 0.2f;
   c.heads = 2;
-  c.norm = norm;
+  c.norm = ParseName(kNormNames, "norm", norm).value();
   c.seed = 5;
   auto created = Model::CreateCpu(c);
   REQUIRE(created.ok());
   Model& m = **created;
   Optimizer::Config oc;
-  oc.kind = optimizer;
+  oc.kind = ParseName(kOptimizerKindNames, "optimizer", optimizer).value();
   oc.lr = optimizer == "adam" ? 0.02f : 0.2f;
   oc.momentum = optimizer == "sgd" ? 0.9f : 0.0f;
   oc.weight_decay = 5e-4f;
@@ -112,16 +112,13 @@ TEST_CASE("model: config and batch errors are reported, not crashes") {
   c.num_classes = 0;
   CHECK(Model::CreateCpu(c).status().code() == StatusCode::kInvalidArgument);
   c.num_classes = 3;
-  c.activation = "tanh";
-  CHECK(!Model::CreateCpu(c).ok());
-  c.activation = "relu";
   c.dropout = 1.0f;
   CHECK(!Model::CreateCpu(c).ok());
   c.dropout = 0.5f;
   CHECK(ParseModelKind("gat").value() == ModelKind::kGat);
   CHECK(!ParseModelKind("mlp").ok());
   Optimizer::Config oc;
-  oc.kind = "rmsprop";
+  oc.lr = 0;
   CHECK(!Optimizer::ValidateConfig(oc).ok());
 
   auto created = Model::CreateCpu(c);
@@ -210,14 +207,14 @@ TEST_CASE("model: optimiser steps move parameters by the documented rule") {
   }
   const float before = params[0].data[0];
   Optimizer::Config oc;
-  oc.kind = "sgd";
+  oc.kind = OptimizerKind::kSgd;
   oc.lr = 0.1f;
   oc.weight_decay = 0.0f;
   Optimizer sgd(m, oc);
   REQUIRE(sgd.Step().ok());
   CHECK(params[0].data[0] == doctest::Approx(before - 0.05f));
   CHECK((*sgd.state())->size() == 3u);
-  oc.kind = "adam";
+  oc.kind = OptimizerKind::kAdam;
   Optimizer adam(m, oc);
   CHECK((*adam.state())->size() == 6u);
   REQUIRE(adam.Step().ok());  // first Adam step moves every entry by lr * sign(grad)

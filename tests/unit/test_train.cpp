@@ -253,12 +253,12 @@ TEST_CASE("trainer: the options a checkpoint saves come back as they were") {
   o.model.dropout = 0.25f;
   o.model.input_dropout = 0.125f;
   o.model.heads = 2;
-  o.model.activation = "elu";
-  o.model.norm = "layer";
-  o.optimizer.kind = "sgd";
+  o.model.activation = model::Activation::kElu;
+  o.model.norm = model::Norm::kLayer;
+  o.optimizer.kind = model::OptimizerKind::kSgd;
   o.optimizer.lr = 0.5f;
   o.optimizer.weight_decay = 0.0625f;
-  o.optimizer.decay_scope = "first-layer";
+  o.optimizer.decay_scope = model::DecayScope::kFirstLayer;
   o.optimizer.momentum = 0.75f;
   o.fanouts = {4, 3, 2};
   o.eval_fanouts = {-1, 6, 5};
@@ -266,7 +266,7 @@ TEST_CASE("trainer: the options a checkpoint saves come back as they were") {
   o.eval_batch_size = 33;
   o.epochs = 9;
   o.seed = 123;
-  o.feature_norm = "row";
+  o.feature_norm = FeatureNorm::kRow;
   auto back = TrainOptions::FromJson(o.ToJson());
   REQUIRE(back.ok());
   const TrainOptions& b = *back;

@@ -55,7 +55,7 @@ train::TrainOptions Options(const std::string& feature_norm) {
   t.seed = 5;
   t.sampler_threads = 2;
   t.show_progress = false;
-  t.feature_norm = feature_norm;
+  t.feature_norm = ParseName(train::kFeatureNormNames, "feature norm", feature_norm).value();
   return t;
 }
 

@@ -58,8 +58,14 @@ Status ApplyKey(CLI::App& app, const std::string& name, const toml::node& node,
     return fail("unknown key \"" + name + "\"");
   }
   if (opt->count() > 0) return Status::Ok();
-  const auto inputs = OptionInputs(node);
+  auto inputs = OptionInputs(node);
   if (!inputs) return fail("key \"" + name + "\": a value of a type no option takes");
+  // An array for an option of one value is its comma-separated text: fanouts = [15, 10].
+  if (node.is_array() && opt->get_items_expected_max() == 1 && inputs->size() > 1) {
+    std::string joined;
+    for (const std::string& input : *inputs) joined += (joined.empty() ? "" : ",") + input;
+    *inputs = {joined};
+  }
   // CLI11 expects at least one input per result (a flag with none reads past the end).
   if (inputs->empty())
     return fail("key \"" + name + "\": an empty list (give a value or leave it out)");

@@ -1,6 +1,7 @@
 // TOML configuration files for a command's options (`skiff train --config run.toml`): keys are the
 // long option names at the top level, values are what the option takes on the command line
-// (strings, numbers, booleans, or arrays of them for list options). Options given on the command
+// (strings, numbers, booleans, or arrays of them for list options; an array for an option of one
+// value is its comma-separated text: `fanouts = [15, 10]`). Options given on the command
 // line win: a key whose option already has a value is skipped.
 //
 // Errors are InvalidArgument naming the source and the line and column (a TOML syntax error) or

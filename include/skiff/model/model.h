@@ -13,7 +13,7 @@
 //
 // Architecture (CPU and CUDA alike): every layer's input goes through dropout (when training;
 // the first layer's with probability input_dropout);
-// hidden layers are followed by optional LayerNorm (norm == "layer") and then the activation.
+// hidden layers are followed by optional LayerNorm (Norm::kLayer) and then the activation.
 //   sage: h_dst = x_dst W_self + mean_{s in N(d)} x_s W_neigh + b
 //   gcn:  h_dst = (x_d / (deg_d + 1) + (deg_d / k_d) sum_s x_s / sqrt((deg_d + 1)(deg_s + 1))) W +
 //   b
@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "skiff/enum_names.h"
 #include "skiff/sampler/feature_source.h"
 #include "skiff/sampler/minibatch.h"
 #include "skiff/status.h"
@@ -37,11 +38,35 @@
 namespace skiff::model {
 
 enum class ModelKind { kSage, kGcn, kGat };
+inline constexpr EnumName<ModelKind> kModelKindNames[] = {
+    {ModelKind::kSage, "sage"}, {ModelKind::kGcn, "gcn"}, {ModelKind::kGat, "gat"}};
 const char* ModelKindName(ModelKind kind);
 Result<ModelKind> ParseModelKind(const std::string& name);  // "sage", "gcn", "gat"
 // Whether the model's layers read sampler::Block::src_degree (GCN's normalisation), so the sampler
 // must record whole-graph degrees.
 inline bool NeedsNodeDegrees(ModelKind kind) { return kind == ModelKind::kGcn; }
+
+// The non-linearity after each hidden layer.
+enum class Activation { kRelu, kElu };
+inline constexpr EnumName<Activation> kActivationNames[] = {{Activation::kRelu, "relu"},
+                                                            {Activation::kElu, "elu"}};
+// The normalisation of hidden layers' outputs (before the activation).
+enum class Norm { kNone, kLayer };
+inline constexpr EnumName<Norm> kNormNames[] = {{Norm::kNone, "none"}, {Norm::kLayer, "layer"}};
+// CUDA only: dense products on TF32 tensor cores (inputs rounded to 10 mantissa bits, fp32
+// accumulation) or as exact fp32 (bit-for-bit the CPU model's arithmetic where the kernels allow;
+// docs/cuda.md).
+enum class CudaMatmul { kTf32, kFp32 };
+inline constexpr EnumName<CudaMatmul> kCudaMatmulNames[] = {{CudaMatmul::kTf32, "tf32"},
+                                                            {CudaMatmul::kFp32, "fp32"}};
+enum class OptimizerKind { kAdam, kSgd };
+inline constexpr EnumName<OptimizerKind> kOptimizerKindNames[] = {{OptimizerKind::kAdam, "adam"},
+                                                                  {OptimizerKind::kSgd, "sgd"}};
+// Which parameters weight decay applies to: all, or the first layer's (those named "layer0.*";
+// Kipf & Welling's GCN recipe regularises only the first layer).
+enum class DecayScope { kAll, kFirstLayer };
+inline constexpr EnumName<DecayScope> kDecayScopeNames[] = {
+    {DecayScope::kAll, "all"}, {DecayScope::kFirstLayer, "first-layer"}};
 
 // How a model's first layer combines the rows of its input when that is a fixed linear map of the
 // (dropped-out) rows, involving no parameter -- so whoever gathers the rows can apply it while
@@ -63,24 +88,20 @@ struct ModelConfig {
   // recipe uses 0, which also skips a pass over the largest tensor of a sampled batch.
   float input_dropout = -1.0f;
   int heads = 4;  // GAT only: attention heads of hidden layers (last layer: 1 head)
-  std::string activation = "relu";  // "relu" or "elu"
-  std::string norm = "none";        // "none" or "layer" (LayerNorm on hidden layers)
-  uint64_t seed = 0;                // parameter initialisation (Glorot uniform) and dropout
-  // CUDA only, not part of the model's definition: dense products on TF32 tensor cores ("tf32",
-  // inputs rounded to 10 mantissa bits, fp32 accumulation) or as exact fp32 ("fp32", bit-for-bit
-  // the CPU model's arithmetic where the kernels allow; docs/cuda.md).
-  std::string cuda_matmul = "tf32";
+  Activation activation = Activation::kRelu;
+  Norm norm = Norm::kNone;  // kLayer: LayerNorm on hidden layers
+  uint64_t seed = 0;        // parameter initialisation (Glorot uniform) and dropout
+  // CUDA only, not part of the model's definition.
+  CudaMatmul cuda_matmul = CudaMatmul::kTf32;
 };
 
 // Adam or SGD settings (Optimizer below).
 struct OptimizerConfig {
-  std::string kind = "adam";  // "adam" or "sgd"
+  OptimizerKind kind = OptimizerKind::kAdam;
   float lr = 0.01f;
   float weight_decay = 5e-4f;
   float momentum = 0.0f;  // SGD only
-  // Which parameters weight decay applies to: "all", or "first-layer" (those named "layer0.*";
-  // Kipf & Welling's GCN recipe regularises only the first layer).
-  std::string decay_scope = "all";
+  DecayScope decay_scope = DecayScope::kAll;
 };
 
 // Softmax cross-entropy totals over the batches of a pass (labelled seeds only).
@@ -230,8 +251,7 @@ class Model {
 class Optimizer {
  public:
   using Config = OptimizerConfig;
-  // InvalidArgument unless kind is "adam" or "sgd"; lr > 0; weight_decay, momentum >= 0;
-  // decay_scope "all" or "first-layer".
+  // InvalidArgument unless lr > 0 and weight_decay, momentum >= 0 (all finite).
   static Status ValidateConfig(const Config& config);
   // The config must be valid (checked: an invalid one is a programmer error).
   Optimizer(Model& model, Config config);

@@ -29,6 +29,7 @@
 #include "skiff/status.h"
 #include "skiff/train/batch_stream.h"
 #include "skiff/train/checkpoint.h"
+#include "skiff/train/train_options.h"
 
 namespace skiff::train {
 
@@ -48,32 +49,6 @@ struct InMemoryData {
   TrainData data;
 };
 Result<std::unique_ptr<InMemoryData>> LoadInMemory(const format::Dataset& dataset);
-
-// Default evaluation fanout per layer: the full neighbourhood, capped at this many neighbours.
-inline constexpr int kDefaultEvalFanoutCap = 100;
-
-struct TrainOptions {
-  model::ModelConfig model;  // in_dim / num_classes are filled from the data
-  model::Optimizer::Config optimizer;
-  std::vector<int> fanouts{15, 10};  // input layer first; size == model.num_layers
-  std::vector<int> eval_fanouts;     // empty: kDefaultEvalFanoutCap per layer
-  int64_t batch_size = 1024;
-  int64_t eval_batch_size = 4096;
-  int epochs = 10;
-  std::string feature_norm = "none";  // "none" or "row" (applied by the caller that loads data)
-  uint64_t seed = 0;
-  int sampler_threads = 2;
-  size_t prefetch_batches = 4;
-  std::string checkpoint_path;  // best model by validation accuracy ("" = none)
-  std::string metrics_path;     // JSON lines, one per epoch ("" = none)
-  bool show_progress = true;
-  // Device memory the model may use for the features (Model::HoldFeatures; 0: what the device has
-  // free less a margin). Not part of the run's definition: not checkpointed.
-  uint64_t device_memory_bytes = 0;
-
-  std::string ToJson() const;
-  static Result<TrainOptions> FromJson(const std::string& text);
-};
 
 struct EpochMetrics {
   int64_t epoch = 0;

@@ -224,7 +224,7 @@ class CudaModel final : public model::Model {
       lp.per_head = last ? config_.num_classes : config_.hidden_dim;
       lp.in_dim = l == 0 ? config_.in_dim : layers_.back().out_dim();
       next += config_.kind == ModelKind::kSage ? 3 : config_.kind == ModelKind::kGcn ? 2 : 4;
-      if (!last && config_.norm == "layer") {
+      if (!last && config_.norm == model::Norm::kLayer) {
         lp.gamma = next;
         next += 2;
       }
@@ -386,7 +386,7 @@ class CudaModel final : public model::Model {
       act_in = normed;
     }
     SKIFF_ASSIGN_OR_RETURN(float* act, st.activated.Ensure(n, "activation"));
-    if (config_.activation == "elu") {
+    if (config_.activation == model::Activation::kElu) {
       SKIFF_RETURN_IF_ERROR(EluForward(n, kEluAlpha, act_in, act, s));
     } else {
       SKIFF_RETURN_IF_ERROR(ReluForward(n, act_in, act, s));
@@ -423,7 +423,7 @@ class CudaModel final : public model::Model {
     const LayerParams& lp = layers_[static_cast<size_t>(l)];
     const int64_t rows = staged_.blocks[static_cast<size_t>(l)].num_dst;
     const int64_t n = rows * lp.out_dim();
-    if (config_.activation == "elu") {
+    if (config_.activation == model::Activation::kElu) {
       const float* act_in = lp.gamma != kNone ? st.normed.get() : st.pre_activation.get();
       SKIFF_RETURN_IF_ERROR(EluBackward(n, kEluAlpha, act_in, grad, grad, s));
     } else {
@@ -683,7 +683,7 @@ Status CudaModel::ApplyUpdate(const model::OptimizerConfig& config, int64_t step
     SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
     host_grads_current_ = false;
   }
-  const bool adam = config.kind == "adam";
+  const bool adam = config.kind == model::OptimizerKind::kAdam;
   const int slots = model::OptimizerStateSlots(config);
   SKIFF_CHECK(state.size() == host_params_.size() * static_cast<size_t>(slots));
   if (moments_owner_ == Owner::kHost || moment_slots_ != slots) {
@@ -741,17 +741,14 @@ Status CudaModel::ReadOptimizerState(std::vector<std::vector<float>>& state) {
 
 Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Model> host_model) {
   SKIFF_CHECK(host_model != nullptr);
-  const std::string& matmul = host_model->config().cuda_matmul;
-  if (matmul != "tf32" && matmul != "fp32") {
-    return Status::InvalidArgument("CUDA matrix products '" + matmul + "': expected tf32 or fp32");
-  }
+  const model::CudaMatmul matmul = host_model->config().cuda_matmul;
   SKIFF_RETURN_IF_ERROR(FirstDevice().status());
   SKIFF_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
   SKIFF_ASSIGN_OR_RETURN(CublasHandle cublas, CublasHandle::Create());
   SKIFF_ASSIGN_OR_RETURN(BatchStaging staging, BatchStaging::Create());
   auto model = std::make_unique<CudaModel>(
       std::move(host_model), std::move(stream), std::move(cublas), std::move(staging),
-      matmul == "tf32" ? GemmPrecision::kTf32 : GemmPrecision::kFp32);
+      matmul == model::CudaMatmul::kTf32 ? GemmPrecision::kTf32 : GemmPrecision::kFp32);
   SKIFF_RETURN_IF_ERROR(model->Init());
   return std::unique_ptr<model::Model>(std::move(model));
 }

@@ -1,0 +1,320 @@
+#include "skiff/train/train_options.h"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <type_traits>
+
+#include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/units.h"
+
+namespace skiff::train {
+namespace {
+
+using nlohmann::json;
+
+// How one type of value reads and prints. Parse returns InvalidArgument without the option's name
+// (the entry adds it); FromJson throws on a value out of range.
+
+template <typename I>
+struct IntCodec {
+  static constexpr const char* kType = "INT";
+  I min = std::numeric_limits<I>::min();
+  std::string Text(I v) const { return std::to_string(v); }
+  Status Parse(std::string_view text, I* v) const {
+    I parsed{};
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+    if (ec != std::errc() || end != text.data() + text.size() || parsed < min) {
+      return Status::InvalidArgument("expected an integer >= " + std::to_string(min) + " (got '" +
+                                     std::string(text) + "')");
+    }
+    *v = parsed;
+    return Status::Ok();
+  }
+  json Json(I v) const { return v; }
+  I FromJson(const json& j) const {
+    if (!j.is_number_integer()) throw std::invalid_argument("not an integer");
+    if constexpr (std::is_unsigned_v<I>) {
+      if (!j.is_number_unsigned()) throw std::invalid_argument("a negative integer");
+      return j.get<I>();
+    } else {
+      const int64_t v = j.get<int64_t>();
+      if (v < min || v > std::numeric_limits<I>::max()) {
+        throw std::invalid_argument("an integer out of range");
+      }
+      return static_cast<I>(v);
+    }
+  }
+};
+
+struct FloatCodec {
+  static constexpr const char* kType = "NUMBER";
+  std::string Text(float v) const {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);  // shortest round trip
+    return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
+  }
+  Status Parse(std::string_view text, float* v) const {
+    float parsed = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(parsed)) {
+      return Status::InvalidArgument("expected a number (got '" + std::string(text) + "')");
+    }
+    *v = parsed;
+    return Status::Ok();
+  }
+  json Json(float v) const { return v; }
+  float FromJson(const json& j) const {
+    if (!j.is_number()) throw std::invalid_argument("not a number");
+    return j.get<float>();
+  }
+};
+
+template <typename E, size_t N>
+struct EnumCodec {
+  static constexpr const char* kType = "NAME";
+  const EnumName<E> (&names)[N];
+  std::string Text(E v) const { return NameOf(names, v); }
+  Status Parse(std::string_view text, E* v) const {
+    SKIFF_ASSIGN_OR_RETURN(*v, ParseName(names, "value", text));
+    return Status::Ok();
+  }
+  json Json(E v) const { return NameOf(names, v); }
+  E FromJson(const json& j) const {
+    const auto parsed = ParseName(names, "value", j.get<std::string>());
+    if (!parsed.ok()) throw std::invalid_argument(parsed.status().message());
+    return *parsed;
+  }
+  // "a, b or c", for the help text.
+  std::string Choices() const {
+    std::string out;
+    for (size_t i = 0; i < N; ++i)
+      out += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(names[i].name);
+    return out;
+  }
+};
+
+// Fanouts: "15,10" on the command line, [15, 10] in checkpoints; "" is the empty list.
+struct FanoutsCodec {
+  static constexpr const char* kType = "LIST";
+  std::string Text(const std::vector<int>& v) const { return sampler::FanoutsToString(v); }
+  Status Parse(std::string_view text, std::vector<int>* v) const {
+    SKIFF_ASSIGN_OR_RETURN(*v, sampler::ParseFanouts(std::string(text)));
+    return Status::Ok();
+  }
+  json Json(const std::vector<int>& v) const { return v; }
+  std::vector<int> FromJson(const json& j) const { return j.get<std::vector<int>>(); }
+};
+
+struct PathCodec {
+  static constexpr const char* kType = "PATH";
+  std::string Text(const std::string& v) const { return v; }
+  Status Parse(std::string_view text, std::string* v) const {
+    *v = text;
+    return Status::Ok();
+  }
+  json Json(const std::string& v) const { return v; }
+  std::string FromJson(const json& j) const { return j.get<std::string>(); }
+};
+
+// A byte size ("8GiB"); 0, printed "", means automatic.
+struct BytesCodec {
+  static constexpr const char* kType = "SIZE";
+  std::string Text(uint64_t v) const { return v == 0 ? "" : std::to_string(v); }
+  Status Parse(std::string_view text, uint64_t* v) const {
+    if (!ParseBytes(text, v) || *v == 0) {
+      return Status::InvalidArgument("expected a size such as 8GiB (got '" + std::string(text) +
+                                     "')");
+    }
+    return Status::Ok();
+  }
+  json Json(uint64_t v) const { return v; }
+  uint64_t FromJson(const json& j) const { return j.get<uint64_t>(); }
+};
+
+// One table entry: `field(o)` is the option's member of `o` (a generic lambda, so that it serves
+// const and mutable access alike).
+template <typename Codec, typename Field>
+TrainOption Entry(std::string name, OptionScope scope, std::string help, Field field, Codec codec) {
+  TrainOption e;
+  e.name = std::move(name);
+  e.help = std::move(help);
+  e.scope = scope;
+  e.text = [=](const TrainOptions& o) { return codec.Text(field(o)); };
+  e.type = Codec::kType;
+  e.parse_value = [=](std::string_view text, TrainOptions* o) {
+    return codec.Parse(text, &field(*o));
+  };
+  e.to_json = [=](const TrainOptions& o) { return codec.Json(field(o)); };
+  e.from_json = [=](const json& j, TrainOptions* o) { field(*o) = codec.FromJson(j); };
+  return e;
+}
+
+template <typename E, size_t N>
+TrainOption EnumEntry(std::string name, OptionScope scope, std::string help,
+                      const EnumName<E> (&names)[N], auto field) {
+  const EnumCodec<E, N> codec{names};
+  return Entry(std::move(name), scope, help + ": " + codec.Choices(), field, codec);
+}
+
+constexpr auto kRun = OptionScope::kRun;
+constexpr auto kSession = OptionScope::kSession;
+
+std::vector<TrainOption> ModelOptions() {
+  return {
+      EnumEntry(
+          "model", kRun, "Model", model::kModelKindNames,
+          [](auto& o) -> auto& { return o.model.kind; }),
+      Entry(
+          "layers", kRun, "Number of GNN layers",
+          [](auto& o) -> auto& { return o.model.num_layers; }, IntCodec<int>{1}),
+      Entry(
+          "hidden", kRun, "Hidden width", [](auto& o) -> auto& { return o.model.hidden_dim; },
+          IntCodec<int64_t>{1}),
+      Entry(
+          "dropout", kRun, "Dropout probability", [](auto& o) -> auto& { return o.model.dropout; },
+          FloatCodec{}),
+      Entry(
+          "input-dropout", kRun, "Dropout on the input features (-1: same as --dropout)",
+          [](auto& o) -> auto& { return o.model.input_dropout; }, FloatCodec{}),
+      Entry(
+          "heads", kRun, "GAT attention heads", [](auto& o) -> auto& { return o.model.heads; },
+          IntCodec<int>{1}),
+      EnumEntry(
+          "activation", kRun, "Activation of hidden layers", model::kActivationNames,
+          [](auto& o) -> auto& { return o.model.activation; }),
+      EnumEntry(
+          "norm", kRun, "Normalisation of hidden layers", model::kNormNames,
+          [](auto& o) -> auto& { return o.model.norm; }),
+      EnumEntry(
+          "feature-norm", kRun, "Feature rows as stored, or scaled to sum 1", kFeatureNormNames,
+          [](auto& o) -> auto& { return o.feature_norm; }),
+  };
+}
+
+std::vector<TrainOption> SamplingOptions() {
+  return {
+      Entry(
+          "fanouts", kRun, "Neighbours sampled per layer, input layer first; -1 = all",
+          [](auto& o) -> auto& { return o.fanouts; }, FanoutsCodec{}),
+      Entry(
+          "eval-fanouts", kRun,
+          "Fanouts for evaluation (default: all neighbours, capped at " +
+              std::to_string(kDefaultEvalFanoutCap) + " per node)",
+          [](auto& o) -> auto& { return o.eval_fanouts; }, FanoutsCodec{}),
+      Entry(
+          "batch-size", kRun, "Seeds per training mini-batch",
+          [](auto& o) -> auto& { return o.batch_size; }, IntCodec<int64_t>{1}),
+      Entry(
+          "eval-batch-size", kRun, "Seeds per evaluation mini-batch",
+          [](auto& o) -> auto& { return o.eval_batch_size; }, IntCodec<int64_t>{1}),
+      Entry(
+          "epochs", OptionScope::kExtendable, "Epochs", [](auto& o) -> auto& { return o.epochs; },
+          IntCodec<int>{0}),
+      Entry(
+          "seed", kRun, "Seed of every random stream", [](auto& o) -> auto& { return o.seed; },
+          IntCodec<uint64_t>{0}),
+  };
+}
+
+std::vector<TrainOption> OptimizerOptions() {
+  return {
+      EnumEntry(
+          "optimizer", kRun, "Optimiser", model::kOptimizerKindNames,
+          [](auto& o) -> auto& { return o.optimizer.kind; }),
+      Entry(
+          "lr", kRun, "Learning rate", [](auto& o) -> auto& { return o.optimizer.lr; },
+          FloatCodec{}),
+      Entry(
+          "weight-decay", kRun, "L2 weight decay",
+          [](auto& o) -> auto& { return o.optimizer.weight_decay; }, FloatCodec{}),
+      EnumEntry(
+          "weight-decay-scope", kRun, "Parameters weight decay applies to", model::kDecayScopeNames,
+          [](auto& o) -> auto& { return o.optimizer.decay_scope; }),
+      Entry(
+          "momentum", kRun, "SGD momentum", [](auto& o) -> auto& { return o.optimizer.momentum; },
+          FloatCodec{}),
+  };
+}
+
+std::vector<TrainOption> SessionOptions() {
+  return {
+      EnumEntry(
+          "cuda-matmul", kSession, "cuda: matrix products on TF32 tensor cores, or in exact fp32",
+          model::kCudaMatmulNames, [](auto& o) -> auto& { return o.model.cuda_matmul; }),
+      Entry(
+          "device-memory", kSession,
+          "cuda: keep the features in device memory when they fit in this (e.g. 8GiB; "
+          "default: the device's free memory less 1/8 of it, at least 2 GiB)",
+          [](auto& o) -> auto& { return o.device_memory_bytes; }, BytesCodec{}),
+      Entry(
+          "checkpoint", kSession, "Write the best model (by valid accuracy) here",
+          [](auto& o) -> auto& { return o.checkpoint_path; }, PathCodec{}),
+      Entry(
+          "metrics", kSession, "Write per-epoch metrics as JSON lines",
+          [](auto& o) -> auto& { return o.metrics_path; }, PathCodec{}),
+  };
+}
+
+std::vector<TrainOption> BuildTable() {
+  std::vector<TrainOption> table;
+  for (auto part : {ModelOptions(), SamplingOptions(), OptimizerOptions(), SessionOptions()}) {
+    for (TrainOption& e : part) table.push_back(std::move(e));
+  }
+  return table;
+}
+
+}  // namespace
+
+std::string TrainOption::json_key() const {
+  std::string key = name;
+  for (char& c : key) c = c == '-' ? '_' : c;
+  return key;
+}
+
+const std::vector<TrainOption>& TrainOptionTable() {
+  static const std::vector<TrainOption> table = BuildTable();
+  return table;
+}
+
+const TrainOption* FindTrainOption(std::string_view name) {
+  for (const TrainOption& e : TrainOptionTable()) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+std::string TrainOptions::ToJson() const {
+  json j;
+  j["in_dim"] = model.in_dim;
+  j["num_classes"] = model.num_classes;
+  for (const TrainOption& e : TrainOptionTable()) {
+    if (e.saved()) j[e.json_key()] = e.to_json(*this);
+  }
+  return j.dump();
+}
+
+Result<TrainOptions> TrainOptions::FromJson(const std::string& text) {
+  TrainOptions o;
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::Corruption("checkpoint configuration: not a JSON object");
+  std::string key;
+  try {
+    key = "in_dim";
+    o.model.in_dim = j.at(key).get<int64_t>();
+    key = "num_classes";
+    o.model.num_classes = j.at(key).get<int64_t>();
+    for (const TrainOption& e : TrainOptionTable()) {
+      key = e.json_key();
+      if (e.saved() && j.contains(key)) e.from_json(j[key], &o);
+    }
+  } catch (const std::exception& e) {
+    return Status::Corruption("checkpoint configuration, key \"" + key + "\": " + e.what());
+  }
+  o.model.seed = o.seed;
+  return o;
+}
+
+}  // namespace skiff::train
