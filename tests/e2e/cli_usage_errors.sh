@@ -31,5 +31,8 @@ expect 2 "--seed: must not be negative, got -3" generate --preset small --seed -
 expect 2 "--cuda-matmul: unknown value 'fp16' (expected tf32 or fp32)" train small --cuda-matmul fp16
 expect 2 "--device-memory: expected a size such as 8GiB (got 'lots')" train small --device-memory lots
 expect 2 "--device-memory: expected a size such as 8GiB (got '0')" train small --device-memory 0
-[ ! -e p ] && [ ! -e g ] || { echo "FAIL: a refused command wrote output"; exit 1; }
+# iobench checks its whole sweep before it creates or reads anything.
+expect 1 "unknown pattern 'zig' (expected rand, seq or stride)" iobench raw f.bin --create-file 1MiB --pattern zig
+expect 1 "--stride: expected a size such as 4KiB (got 'x')" iobench raw f.bin --create-file 1MiB --stride x
+[ ! -e p ] && [ ! -e g ] && [ ! -e f.bin ] || { echo "FAIL: a refused command wrote output"; exit 1; }
 echo "cli usage errors: OK"

@@ -19,6 +19,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "skiff/enum_names.h"
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
 #include "skiff/progress.h"
@@ -37,6 +38,17 @@ using storage::AlignedBuffer;
 using storage::IoEngineKind;
 using storage::ReadFile;
 using storage::ReadRequest;
+
+enum class Pattern { kRand, kSeq, kStride };
+constexpr EnumName<Pattern> kPatternNames[] = {
+    {Pattern::kRand, "rand"}, {Pattern::kSeq, "seq"}, {Pattern::kStride, "stride"}};
+// uring: io_uring shaped as fio's default job (no registered files or buffers).
+enum class RawEngine { kUring, kUringFixed, kPread, kMmap };
+constexpr EnumName<RawEngine> kRawEngineNames[] = {{RawEngine::kUring, "uring"},
+                                                   {RawEngine::kUringFixed, "uring-fixed"},
+                                                   {RawEngine::kPread, "pread"},
+                                                   {RawEngine::kMmap, "mmap"},
+                                                   {RawEngine::kUring, "io_uring"}};
 
 struct RawOptions {
   std::string file;
@@ -84,22 +96,21 @@ double CpuSeconds() {
 // Offsets for a pattern over `blocks` blocks of `bs` bytes.
 class OffsetGen {
  public:
-  OffsetGen(const std::string& pattern, uint64_t blocks, uint64_t bs, uint64_t stride,
-            uint64_t seed)
+  OffsetGen(Pattern pattern, uint64_t blocks, uint64_t bs, uint64_t stride, uint64_t seed)
       : pattern_(pattern),
         blocks_(blocks),
         bs_(bs),
         stride_blocks_(std::max<uint64_t>(1, stride / bs)),
         rng_(seed) {}
   uint64_t Next() {
-    if (pattern_ == "rand") return (rng_() % blocks_) * bs_;
+    if (pattern_ == Pattern::kRand) return (rng_() % blocks_) * bs_;
     const uint64_t b = cursor_;
-    cursor_ = (cursor_ + (pattern_ == "seq" ? 1 : stride_blocks_)) % blocks_;
+    cursor_ = (cursor_ + (pattern_ == Pattern::kSeq ? 1 : stride_blocks_)) % blocks_;
     return b * bs_;
   }
 
  private:
-  std::string pattern_;
+  Pattern pattern_;
   uint64_t blocks_, bs_, stride_blocks_, cursor_ = 0;
   std::mt19937_64 rng_;
 };
@@ -119,42 +130,68 @@ void Percentiles(std::vector<uint32_t>& lat_ns, RawResult* r) {
 
 constexpr size_t kMaxLatencySamples = 4u << 20;
 
-Result<RawResult> RunEngine(const RawOptions& opt, const std::string& engine_name,
-                            const std::string& pattern, uint64_t bs, uint32_t qd,
-                            uint64_t limit_bytes) {
+// One setting of a sweep, checked before anything is read.
+struct RawSetting {
+  RawEngine engine = RawEngine::kUring;
+  Pattern pattern = Pattern::kRand;
+  uint64_t bs = 0;
+  uint32_t qd = 0;
+  uint64_t limit_bytes = 0;   // 0: --duration alone ends the setting
+  uint64_t stride_bytes = 0;  // Pattern::kStride
+};
+
+// A setting's engine over the file, with one registered buffer of `qd` blocks. The file is
+// declared first so that it outlives the engine that reads it.
+struct OpenedEngine {
+  ReadFile file;
+  std::unique_ptr<storage::IoEngine> engine;
+  uint32_t fid = 0;
+  AlignedBuffer buf;
+};
+
+Result<OpenedEngine> OpenEngine(const RawOptions& opt, const RawSetting& setting) {
+  const uint64_t bs = setting.bs;
   storage::IoEngineOptions eo;
-  eo.queue_depth = qd;
-  eo.pread_threads = qd;
-  if (engine_name == "uring" || engine_name == "io_uring") {
-    eo.kind = IoEngineKind::kIoUring;
+  eo.queue_depth = setting.qd;
+  eo.pread_threads = setting.qd;
+  eo.kind = setting.engine == RawEngine::kPread ? IoEngineKind::kPread : IoEngineKind::kIoUring;
+  if (setting.engine == RawEngine::kUring) {
     eo.register_files = false;  // the same shape as fio's default io_uring job
     eo.use_fixed_buffers = false;
-  } else if (engine_name == "uring-fixed") {
-    eo.kind = IoEngineKind::kIoUring;
-  } else if (engine_name == "pread") {
-    eo.kind = IoEngineKind::kPread;
-  } else {
-    return Status::InvalidArgument("unknown engine '" + engine_name +
-                                   "' (expected uring, uring-fixed, pread or mmap)");
   }
   eo.max_piece_bytes = std::max<uint64_t>(bs, 1 << 20);  // one request = one I/O of bs bytes
-  SKIFF_ASSIGN_OR_RETURN(auto file, ReadFile::OpenForRead(opt.file, !opt.buffered));
-  if (file.size_bytes() < bs)
+  OpenedEngine o;
+  SKIFF_ASSIGN_OR_RETURN(o.file, ReadFile::OpenForRead(opt.file, !opt.buffered));
+  if (o.file.size_bytes() < bs) {
     return Status::InvalidArgument(opt.file + " is smaller than one block");
-  if (bs % file.alignment() != 0) {
+  }
+  if (bs % o.file.alignment() != 0) {
     return Status::InvalidArgument("block size " + std::to_string(bs) +
                                    " is not a multiple of the O_DIRECT alignment " +
-                                   std::to_string(file.alignment()) + " of " + opt.file);
+                                   std::to_string(o.file.alignment()) + " of " + opt.file);
   }
-  SKIFF_ASSIGN_OR_RETURN(auto engine, storage::CreateIoEngine(eo));
-  SKIFF_ASSIGN_OR_RETURN(uint32_t fid, engine->AddFile(file));
-  SKIFF_ASSIGN_OR_RETURN(auto buf, AlignedBuffer::Allocate(static_cast<uint64_t>(qd) * bs));
-  std::span<std::byte> region(buf.data(), buf.size());
-  SKIFF_RETURN_IF_ERROR(engine->RegisterBuffers(std::span<const std::span<std::byte>>(&region, 1)));
+  SKIFF_ASSIGN_OR_RETURN(o.engine, storage::CreateIoEngine(eo));
+  SKIFF_ASSIGN_OR_RETURN(o.fid, o.engine->AddFile(o.file));
+  SKIFF_ASSIGN_OR_RETURN(o.buf, AlignedBuffer::Allocate(static_cast<uint64_t>(setting.qd) * bs));
+  std::span<std::byte> region(o.buf.data(), o.buf.size());
+  SKIFF_RETURN_IF_ERROR(
+      o.engine->RegisterBuffers(std::span<const std::span<std::byte>>(&region, 1)));
+  return o;
+}
 
-  OffsetGen gen(pattern, file.size_bytes() / bs, bs,
-                opt.stride.empty() ? 4 * bs : [&] { uint64_t s = 0; ParseBytes(opt.stride, &s); return s; }(),
-                opt.seed);
+Result<RawResult> RunEngine(const RawOptions& opt, const RawSetting& setting) {
+  const uint64_t bs = setting.bs;
+  const uint32_t qd = setting.qd;
+  const uint64_t limit_bytes = setting.limit_bytes;
+  const std::string engine_name = NameOf(kRawEngineNames, setting.engine);
+  const std::string pattern = NameOf(kPatternNames, setting.pattern);
+  SKIFF_ASSIGN_OR_RETURN(OpenedEngine opened, OpenEngine(opt, setting));
+  const ReadFile& file = opened.file;
+  storage::IoEngine* engine = opened.engine.get();
+  const uint32_t fid = opened.fid;
+  AlignedBuffer& buf = opened.buf;
+
+  OffsetGen gen(setting.pattern, file.size_bytes() / bs, bs, setting.stride_bytes, opt.seed);
   std::vector<Clock::time_point> started(qd);
   std::vector<uint32_t> lat_ns;
   lat_ns.reserve(1 << 20);
@@ -213,14 +250,17 @@ Result<RawResult> RunEngine(const RawOptions& opt, const std::string& engine_nam
 }
 
 // mmap: `qd` threads copy blocks out of a shared read-only mapping (always through the page cache).
-Result<RawResult> RunMmap(const RawOptions& opt, const std::string& pattern, uint64_t bs,
-                          uint32_t qd, uint64_t limit_bytes) {
+Result<RawResult> RunMmap(const RawOptions& opt, const RawSetting& setting) {
+  const uint64_t bs = setting.bs;
+  const uint32_t qd = setting.qd;
+  const uint64_t limit_bytes = setting.limit_bytes;
+  const std::string pattern = NameOf(kPatternNames, setting.pattern);
   SKIFF_ASSIGN_OR_RETURN(auto file, ReadFile::OpenForRead(opt.file, false));
   const uint64_t size = file.size_bytes() / bs * bs;
   if (size == 0) return Status::InvalidArgument(opt.file + " is smaller than one block");
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, file.fd(), 0);
   if (map == MAP_FAILED) return Status::FromErrno(errno, "mmap " + opt.file);
-  ::madvise(map, size, pattern == "rand" ? MADV_RANDOM : MADV_SEQUENTIAL);
+  ::madvise(map, size, setting.pattern == Pattern::kRand ? MADV_RANDOM : MADV_SEQUENTIAL);
   RawResult r;
   r.engine = "mmap";
   r.pattern = pattern;
@@ -237,7 +277,7 @@ Result<RawResult> RunMmap(const RawOptions& opt, const std::string& pattern, uin
   std::vector<std::thread> threads;
   for (uint32_t t = 0; t < qd; ++t) {
     threads.emplace_back([&, t] {
-      OffsetGen gen(pattern, size / bs, bs, 4 * bs, opt.seed + t);
+      OffsetGen gen(setting.pattern, size / bs, bs, setting.stride_bytes, opt.seed + t);
       std::vector<char> dst(bs);
       for (;;) {
         const auto start = Clock::now();
@@ -266,45 +306,66 @@ Result<RawResult> RunMmap(const RawOptions& opt, const std::string& pattern, uin
   return r;
 }
 
-int RunRaw(const RawOptions& opt) {
+// A byte size option's value; `what` names the option in the error.
+Result<uint64_t> ParseSizeOption(const char* what, const std::string& text) {
+  uint64_t bytes = 0;
+  if (!ParseBytes(text, &bytes) || bytes == 0) {
+    return Status::InvalidArgument(std::string(what) + ": expected a size such as 4KiB (got '" +
+                                   text + "')");
+  }
+  return bytes;
+}
+
+// Every setting of the sweep (engines x patterns x block sizes x queue depths), checked first.
+Result<std::vector<RawSetting>> PlanSweep(const RawOptions& opt) {
+  RawSetting base;
+  if (!opt.bytes_limit.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(base.limit_bytes, ParseSizeOption("--bytes", opt.bytes_limit));
+  }
+  if (!opt.stride.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(base.stride_bytes, ParseSizeOption("--stride", opt.stride));
+  }
+  std::vector<RawSetting> settings;
+  for (const std::string& engine : opt.engines) {
+    SKIFF_ASSIGN_OR_RETURN(base.engine, ParseName(kRawEngineNames, "engine", engine, 4));
+    for (const std::string& pattern : opt.patterns) {
+      SKIFF_ASSIGN_OR_RETURN(base.pattern, ParseName(kPatternNames, "pattern", pattern));
+      for (const std::string& bs : opt.block_sizes) {
+        SKIFF_ASSIGN_OR_RETURN(base.bs, ParseSizeOption("--bs", bs));
+        for (const uint32_t qd : opt.queue_depths) {
+          if (qd == 0 || qd > 4096) {
+            return Status::InvalidArgument("--qd: expected 1..4096 (got " + std::to_string(qd) +
+                                           ")");
+          }
+          RawSetting setting = base;
+          setting.qd = qd;
+          if (opt.stride.empty()) setting.stride_bytes = 4 * setting.bs;
+          settings.push_back(setting);
+        }
+      }
+    }
+  }
+  return settings;
+}
+
+Status MeasureRaw(const RawOptions& opt, std::vector<RawResult>* results) {
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<RawSetting> settings, PlanSweep(opt));
   if (!opt.create_size.empty()) {
-    uint64_t size = 0;
-    if (!ParseBytes(opt.create_size, &size) || size == 0) {
-      return ReportStatus(
-          "iobench", Status::InvalidArgument("--create-file: bad size '" + opt.create_size + "'"));
-    }
-    Status st = storage::CreateRandomFile(opt.file, size, opt.seed);
-    if (!st.ok()) return ReportStatus("iobench", st);
+    SKIFF_ASSIGN_OR_RETURN(const uint64_t size, ParseSizeOption("--create-file", opt.create_size));
+    SKIFF_RETURN_IF_ERROR(storage::CreateRandomFile(opt.file, size, opt.seed));
   }
-  uint64_t limit = 0;
-  if (!opt.bytes_limit.empty() && !ParseBytes(opt.bytes_limit, &limit)) {
-    return ReportStatus("iobench",
-                        Status::InvalidArgument("--bytes: bad size '" + opt.bytes_limit + "'"));
+  for (const RawSetting& setting : settings) {
+    SKIFF_ASSIGN_OR_RETURN(RawResult r, setting.engine == RawEngine::kMmap
+                                            ? RunMmap(opt, setting)
+                                            : RunEngine(opt, setting));
+    results->push_back(std::move(r));
   }
+  return Status::Ok();
+}
+
+int RunRaw(const RawOptions& opt) {
   std::vector<RawResult> results;
-  for (const auto& engine : opt.engines) {
-    for (const auto& pattern : opt.patterns) {
-      if (pattern != "rand" && pattern != "seq" && pattern != "stride") {
-        return ReportStatus("iobench", Status::InvalidArgument("unknown pattern '" + pattern +
-                                                               "' (rand, seq, stride)"));
-      }
-      for (const auto& bs_text : opt.block_sizes) {
-        uint64_t bs = 0;
-        if (!ParseBytes(bs_text, &bs) || bs == 0) {
-          return ReportStatus("iobench",
-                              Status::InvalidArgument("bad block size '" + bs_text + "'"));
-        }
-        for (uint32_t qd : opt.queue_depths) {
-          if (qd == 0 || qd > 4096)
-            return ReportStatus("iobench", Status::InvalidArgument("queue depth must be 1..4096"));
-          auto r = engine == "mmap" ? RunMmap(opt, pattern, bs, qd, limit)
-                                    : RunEngine(opt, engine, pattern, bs, qd, limit);
-          if (!r.ok()) return ReportStatus("iobench", r.status());
-          results.push_back(*r);
-        }
-      }
-    }
-  }
+  if (Status st = MeasureRaw(opt, &results); !st.ok()) return ReportStatus("iobench", st);
   if (opt.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : results) {
