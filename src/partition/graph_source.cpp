@@ -1,6 +1,7 @@
 #include "skiff/partition/graph_source.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 namespace skiff::partition {
@@ -70,22 +71,10 @@ class DatasetGraphSource final : public GraphSource {
   Status ReadDegrees(std::span<const int64_t> vertices,
                      std::vector<int64_t>* degrees) const override {
     degrees->resize(vertices.size());
-    std::vector<int64_t> offs;
-    size_t i = 0;
-    while (i < vertices.size()) {
-      size_t j = i + 1;
-      while (j < vertices.size() && vertices[j] == vertices[j - 1] + 1) ++j;
-      const int64_t first = vertices[i];
-      const int64_t count = static_cast<int64_t>(j - i);
-      SKIFF_CHECK(first >= 0 && first + count <= num_nodes_);
-      offs.resize(count + 1);
-      SKIFF_RETURN_IF_ERROR(offsets_->ReadAt(static_cast<uint64_t>(first) * 8,
-                                             static_cast<uint64_t>(count + 1) * 8, offs.data()));
-      for (int64_t r = 0; r < count; ++r)
-        (*degrees)[i + r] = std::max<int64_t>(0, offs[r + 1] - offs[r]);
-      i = j;
-    }
-    return Status::Ok();
+    return ForEachRun(vertices, [&](size_t i, std::span<const int64_t> offs) {
+      for (size_t r = 0; r + 1 < offs.size(); ++r) (*degrees)[i + r] = offs[r + 1] - offs[r];
+      return Status::Ok();
+    });
   }
 
  public:
@@ -94,30 +83,9 @@ class DatasetGraphSource final : public GraphSource {
     chunk->row_begin.resize(vertices.size() + 1);
     chunk->neighbors.clear();
     chunk->row_begin[0] = 0;
-    std::vector<int64_t> offs;
     std::vector<int32_t> narrow;
-    size_t i = 0;
-    while (i < vertices.size()) {
-      // A run of consecutive vertex IDs is read with one request per file.
-      size_t j = i + 1;
-      while (j < vertices.size() && vertices[j] == vertices[j - 1] + 1) ++j;
-      const int64_t first = vertices[i];
-      const int64_t count = static_cast<int64_t>(j - i);
-      SKIFF_CHECK(first >= 0 && first + count <= num_nodes_);
-      offs.resize(count + 1);
-      SKIFF_RETURN_IF_ERROR(offsets_->ReadAt(static_cast<uint64_t>(first) * 8,
-                                             static_cast<uint64_t>(count + 1) * 8, offs.data()));
-      for (int64_t r = 0; r < count; ++r) {
-        if (offs[r] < 0 || offs[r] > offs[r + 1] || offs[r + 1] > num_edges_) {
-          return Status::Corruption(
-              offsets_->path() + ": byte offset " + std::to_string((first + r + 1) * 8) +
-              ": row offsets must be non-decreasing and within [0, " + std::to_string(num_edges_) +
-              "], found " + std::to_string(offs[r]) + " then " + std::to_string(offs[r + 1]));
-        }
-      }
-      if (first == 0 && offs[0] != 0) {
-        return Status::Corruption(offsets_->path() + ": byte offset 0: first row offset must be 0");
-      }
+    return ForEachRun(vertices, [&](size_t i, std::span<const int64_t> offs) -> Status {
+      const auto count = static_cast<int64_t>(offs.size()) - 1;
       const int64_t e0 = offs[0];
       const int64_t e1 = offs[count];
       const size_t base = chunk->neighbors.size();
@@ -146,12 +114,51 @@ class DatasetGraphSource final : public GraphSource {
       for (int64_t r = 0; r < count; ++r) {
         chunk->row_begin[i + r + 1] = static_cast<int64_t>(base) + offs[r + 1] - e0;
       }
+      return Status::Ok();
+    });
+  }
+
+ private:
+  // Calls fn(i, offs) for each run vertices[i .. i + n) of consecutive IDs, with the run's n + 1
+  // row offsets (read with one request, and checked: non-decreasing,
+  // within [0, num_edges], starting at 0 for node 0).
+  Status ForEachRun(
+      std::span<const int64_t> vertices,
+      const std::function<Status(size_t i, std::span<const int64_t> offs)>& fn) const {
+    std::vector<int64_t> offs;
+    size_t i = 0;
+    while (i < vertices.size()) {
+      size_t j = i + 1;
+      while (j < vertices.size() && vertices[j] == vertices[j - 1] + 1) ++j;
+      const int64_t first = vertices[i];
+      const auto count = static_cast<int64_t>(j - i);
+      SKIFF_CHECK(first >= 0 && first + count <= num_nodes_);
+      offs.resize(static_cast<size_t>(count + 1));
+      SKIFF_RETURN_IF_ERROR(offsets_->ReadAt(static_cast<uint64_t>(first) * 8,
+                                             static_cast<uint64_t>(count + 1) * 8, offs.data()));
+      SKIFF_RETURN_IF_ERROR(CheckOffsets(first, offs));
+      SKIFF_RETURN_IF_ERROR(fn(i, offs));
       i = j;
     }
     return Status::Ok();
   }
+  // Corruption naming the offsets file and the byte offset of the first bad row offset.
+  Status CheckOffsets(int64_t first, std::span<const int64_t> offs) const {
+    for (size_t r = 0; r + 1 < offs.size(); ++r) {
+      if (offs[r] < 0 || offs[r] > offs[r + 1] || offs[r + 1] > num_edges_) {
+        return Status::Corruption(offsets_->path() + ": byte offset " +
+                                  std::to_string((first + static_cast<int64_t>(r) + 1) * 8) +
+                                  ": row offsets must be non-decreasing and within [0, " +
+                                  std::to_string(num_edges_) + "], found " +
+                                  std::to_string(offs[r]) + " then " + std::to_string(offs[r + 1]));
+      }
+    }
+    if (first == 0 && offs[0] != 0) {
+      return Status::Corruption(offsets_->path() + ": byte offset 0: first row offset must be 0");
+    }
+    return Status::Ok();
+  }
 
- private:
   const format::ChecksummedFileReader* offsets_;
   const format::ChecksummedFileReader* neighbors_;
   const int64_t num_nodes_;
