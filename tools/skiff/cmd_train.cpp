@@ -21,6 +21,7 @@
 #include "tools/skiff/command.h"
 #include "tools/skiff/config_file.h"
 #include "tools/skiff/output_paths.h"
+#include "tools/skiff/train_flags.h"
 
 namespace skiff::cli {
 namespace {
@@ -29,11 +30,10 @@ namespace {
 enum class Device { kCpu, kCuda };
 constexpr EnumName<Device> kDeviceNames[] = {{Device::kCpu, "cpu"}, {Device::kCuda, "cuda"}};
 
-// The command line: the options of train::TrainOptionTable() as given (text, parsed by the table
-// after --config is applied), and those of this process alone.
+// The command line: the training options (train_flags.h) and those of this process alone.
 struct TrainCliOptions {
   std::string dataset;
-  std::vector<std::string> table_text;  // per TrainOptionTable() entry
+  TrainFlags flags;  // the options of train::TrainOptionTable()
   std::string device = "cpu";
   int threads = 0;
   int sampler_threads = 0;
@@ -76,7 +76,7 @@ Result<train::Checkpoint> ReadResumeCheckpoint(const std::string& path) {
 }
 
 // The run's options: those saved in the checkpoint of --resume, else the defaults; then the
-// table's options given. A resumed run ignores given run-defining options, with a warning.
+// training options given (a resumed run ignores run-defining ones, with a warning).
 Result<train::TrainOptions> OptionsOf(const TrainCliOptions& o,
                                       const std::optional<train::Checkpoint>& resume) {
   train::TrainOptions t;
@@ -85,18 +85,9 @@ Result<train::TrainOptions> OptionsOf(const TrainCliOptions& o,
     if (!saved.ok()) return saved.status().WithContext(o.resume);
     t = *saved;
   }
-  const std::vector<train::TrainOption>& table = train::TrainOptionTable();
-  for (size_t i = 0; i < table.size(); ++i) {
-    const train::TrainOption& option = table[i];
-    if (!Given(o, "--" + option.name)) continue;
-    if (resume.has_value() && option.scope == train::OptionScope::kRun) {
-      LogWarning("--" + option.name +
-                 " is ignored with --resume: the run continues with the value saved in " +
-                 o.resume + " (start a new run to change it)");
-      continue;
-    }
-    SKIFF_RETURN_IF_ERROR(option.Parse(o.table_text[i], &t));
-  }
+  SKIFF_RETURN_IF_ERROR(ApplyTrainFlags(
+      o.flags, [&](const std::string& name) { return Given(o, name); },
+      resume.has_value() ? o.resume : "", &t));
   cpu::SetNumThreads(o.threads);
   t.sampler_threads = o.sampler_threads > 0 ? o.sampler_threads : std::max(1, cpu::NumThreads());
   return t;
@@ -209,22 +200,7 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--config", o->config, "Read options from a TOML file (keys: long option names)");
   app.add_option("dataset", o->dataset, "Dataset directory")->required();
   app.add_option("--device", o->device, "Compute stage: cpu or cuda")->capture_default_str();
-  const train::TrainOptions defaults;
-  const std::vector<train::TrainOption>& table = train::TrainOptionTable();
-  o->table_text.resize(table.size());
-  for (size_t i = 0; i < table.size(); ++i) {
-    const train::TrainOption& option = table[i];
-    CLI::Option* opt = app.add_option("--" + option.name, o->table_text[i], option.help);
-    if (const std::string shown = option.text(defaults); !shown.empty()) opt->default_str(shown);
-    // A value the option cannot take is a usage error, from the command line or --config.
-    opt->check(CLI::Validator(
-        [&option](std::string& text) {
-          train::TrainOptions scratch;
-          const Status st = option.parse_value(text, &scratch);
-          return st.ok() ? std::string() : st.message();
-        },
-        option.type));
-  }
+  AddTrainFlags(app, &o->flags);
   app.add_option("--threads", o->threads, "Compute threads (0 = all)")
       ->capture_default_str()
       ->check(NonNegative());

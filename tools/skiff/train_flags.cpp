@@ -1,0 +1,44 @@
+#include "tools/skiff/train_flags.h"
+
+#include "skiff/log.h"
+
+namespace skiff::cli {
+
+void AddTrainFlags(CLI::App& app, TrainFlags* flags) {
+  const train::TrainOptions defaults;
+  const std::vector<train::TrainOption>& table = train::TrainOptionTable();
+  flags->text.resize(table.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    const train::TrainOption& option = table[i];
+    CLI::Option* opt = app.add_option("--" + option.name, flags->text[i], option.help);
+    if (const std::string shown = option.text(defaults); !shown.empty()) opt->default_str(shown);
+    opt->check(CLI::Validator(
+        [&option](std::string& text) {
+          train::TrainOptions scratch;
+          const Status st = option.parse_value(text, &scratch);
+          return st.ok() ? std::string() : st.message();
+        },
+        option.type));
+  }
+}
+
+Status ApplyTrainFlags(const TrainFlags& flags,
+                       const std::function<bool(const std::string&)>& given,
+                       const std::string& resume_path, train::TrainOptions* options) {
+  const std::vector<train::TrainOption>& table = train::TrainOptionTable();
+  SKIFF_CHECK(flags.text.size() == table.size());
+  for (size_t i = 0; i < table.size(); ++i) {
+    const train::TrainOption& option = table[i];
+    if (!given("--" + option.name)) continue;
+    if (!resume_path.empty() && option.scope == train::OptionScope::kRun) {
+      LogWarning("--" + option.name +
+                 " is ignored with --resume: the run continues with the value saved in " +
+                 resume_path + " (start a new run to change it)");
+      continue;
+    }
+    SKIFF_RETURN_IF_ERROR(option.Parse(flags.text[i], options));
+  }
+  return Status::Ok();
+}
+
+}  // namespace skiff::cli
