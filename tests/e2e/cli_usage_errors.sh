@@ -29,6 +29,8 @@ expect 2 "--activation: unknown value 'tanh' (expected relu or elu)" train small
 expect 2 "--passes: must not be negative, got -1" partition small -k 2 --passes -1 -o p
 expect 2 "--seed: must not be negative, got -3" generate --preset small --seed -3 --out g
 expect 2 "--cuda-matmul: unknown value 'fp16' (expected tf32 or fp32)" train small --cuda-matmul fp16
+expect 2 "--device: unknown device 'tpu' (expected cpu or cuda)" train small --device tpu
+expect 2 "--sampling: unknown sampling mode 'fuzzy' (expected exact or in-buffer)" train small --sampling fuzzy
 expect 2 "--device-memory: expected a size such as 8GiB (got 'lots')" train small --device-memory lots
 expect 2 "--device-memory: expected a size such as 8GiB (got '0')" train small --device-memory 0
 # iobench checks its whole sweep before it creates or reads anything.
