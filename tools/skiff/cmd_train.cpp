@@ -44,16 +44,6 @@ struct TrainCliOptions {
   std::vector<std::string> given;  // long names of the options given (command line or --config)
 };
 
-// A CLI11 check from a parse: a value `parse` refuses is a usage error with its message.
-CLI::Validator NameCheck(Status (*parse)(const std::string& text)) {
-  return CLI::Validator(
-      [parse](std::string& text) {
-        const Status st = parse(text);
-        return st.ok() ? std::string() : st.message();
-      },
-      "NAME");
-}
-
 bool Given(const TrainCliOptions& o, const std::string& name) {
   return std::find(o.given.begin(), o.given.end(), name) != o.given.end();
 }
@@ -211,9 +201,9 @@ RunFn Setup(CLI::App& app) {
   app.add_option("dataset", o->dataset, "Dataset directory")->required();
   app.add_option("--device", o->device, "Compute stage: cpu or cuda")
       ->capture_default_str()
-      ->check(NameCheck([](const std::string& text) {
-        return ParseName(kDeviceNames, "device", text).status();
-      }));
+      ->check(StatusCheck(
+          [](const std::string& text) { return ParseName(kDeviceNames, "device", text).status(); },
+          "NAME"));
   AddTrainFlags(app, &o->flags);
   app.add_option("--threads", o->threads, "Compute threads (0 = all)")
       ->capture_default_str()
@@ -228,8 +218,9 @@ RunFn Setup(CLI::App& app) {
                  "Out of core: exact (read non-resident neighbours) or in-buffer "
                  "(neighbours outside the buffer are dropped: approximate, no fine reads)")
       ->capture_default_str()
-      ->check(NameCheck(
-          [](const std::string& text) { return pipeline::ParseSamplingMode(text).status(); }));
+      ->check(StatusCheck(
+          [](const std::string& text) { return pipeline::ParseSamplingMode(text).status(); },
+          "NAME"));
   CLI::App* app_ptr = &app;
   return [o, app_ptr] {
     if (!o->config.empty()) {

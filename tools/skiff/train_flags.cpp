@@ -1,6 +1,7 @@
 #include "tools/skiff/train_flags.h"
 
 #include "skiff/log.h"
+#include "tools/skiff/command.h"
 
 namespace skiff::cli {
 
@@ -12,11 +13,10 @@ void AddTrainFlags(CLI::App& app, TrainFlags* flags) {
     const train::TrainOption& option = table[i];
     CLI::Option* opt = app.add_option("--" + option.name, flags->text[i], option.help);
     if (const std::string shown = option.text(defaults); !shown.empty()) opt->default_str(shown);
-    opt->check(CLI::Validator(
-        [&option](std::string& text) {
+    opt->check(StatusCheck(
+        [&option](const std::string& text) {
           train::TrainOptions scratch;
-          const Status st = option.parse_value(text, &scratch);
-          return st.ok() ? std::string() : st.message();
+          return option.parse_value(text, &scratch);
         },
         option.type));
   }
