@@ -1,10 +1,11 @@
 // The names of an enum's values, from one table: NameOf(table, value) and ParseName(table, what,
 // text), so an option's spelling, its printed name and its error message cannot drift apart.
 //
-//   constexpr EnumName<ModelKind> kModelKinds[] = {
+//   constexpr EnumName<ModelKind> kModelKindNames[] = {
 //       {ModelKind::kSage, "sage"}, {ModelKind::kGcn, "gcn"}, {ModelKind::kGat, "gat"}};
-//   NameOf(kModelKinds, ModelKind::kGcn)          -> "gcn"
-//   ParseName(kModelKinds, "model", "gin")        -> InvalidArgument
+//   NameOf(kModelKindNames, ModelKind::kGcn)      -> "gcn"
+//   NamesList(kModelKindNames)                    -> "sage, gcn or gat"
+//   ParseName(kModelKindNames, "model", "gin")    -> InvalidArgument
 //                                                    "unknown model 'gin' (expected sage, gcn or
 //                                                    gat)"
 //
@@ -14,6 +15,7 @@
 // Thread safety: pure functions.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -37,6 +39,17 @@ constexpr const char* NameOf(const EnumName<E> (&table)[N], E value) {
   return "?";
 }
 
+// The first `listed` names, for messages and help: "a, b or c".
+template <typename E, size_t N>
+std::string NamesList(const EnumName<E> (&table)[N], size_t listed = N) {
+  std::string out;
+  for (size_t i = 0; i < listed && i < N; ++i) {
+    if (i > 0) out += i + 1 == std::min(listed, N) ? " or " : ", ";
+    out += table[i].name;
+  }
+  return out;
+}
+
 // The value named `text`, or InvalidArgument naming `what` and the first `listed` names.
 template <typename E, size_t N>
 Result<E> ParseName(const EnumName<E> (&table)[N], std::string_view what, std::string_view text,
@@ -44,13 +57,8 @@ Result<E> ParseName(const EnumName<E> (&table)[N], std::string_view what, std::s
   for (const EnumName<E>& entry : table) {
     if (text == entry.name) return entry.value;
   }
-  std::string expected;
-  for (size_t i = 0; i < listed && i < N; ++i) {
-    if (i > 0) expected += i + 1 == listed ? " or " : ", ";
-    expected += table[i].name;
-  }
   return Status::InvalidArgument("unknown " + std::string(what) + " '" + std::string(text) +
-                                 "' (expected " + expected + ")");
+                                 "' (expected " + NamesList(table, listed) + ")");
 }
 
 }  // namespace skiff

@@ -87,13 +87,6 @@ struct EnumCodec {
     if (!parsed.ok()) throw std::invalid_argument(parsed.status().message());
     return *parsed;
   }
-  // "a, b or c", for the help text.
-  std::string Choices() const {
-    std::string out;
-    for (size_t i = 0; i < N; ++i)
-      out += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(names[i].name);
-    return out;
-  }
 };
 
 // Fanouts: "15,10" on the command line, [15, 10] in checkpoints; "" is the empty list.
@@ -156,7 +149,7 @@ template <typename E, size_t N>
 TrainOption EnumEntry(std::string name, OptionScope scope, std::string help,
                       const EnumName<E> (&names)[N], auto field) {
   const EnumCodec<E, N> codec{names};
-  return Entry(std::move(name), scope, help + ": " + codec.Choices(), field, codec);
+  return Entry(std::move(name), scope, help + ": " + NamesList(names), field, codec);
 }
 
 constexpr auto kRun = OptionScope::kRun;

@@ -1,4 +1,4 @@
-// EnumName tables: NameOf and ParseName, and the tables of the enums that use them.
+// EnumName tables: NameOf, NamesList and ParseName, and the tables of the enums that use them.
 #include <doctest/doctest.h>
 
 #include "skiff/enum_names.h"
@@ -28,6 +28,8 @@ TEST_CASE("enum names: one table gives the name, the parse and the message") {
   const auto all = ParseName(kColors, "colour", "");
   REQUIRE_FALSE(all.ok());
   CHECK(all.status().message() == "unknown colour '' (expected red, green, blue or verde)");
+  CHECK(NamesList(kColors, 3) == "red, green or blue");  // what --help lists
+  CHECK(NamesList(kColors, 1) == "red");
 }
 
 TEST_CASE("enum names: every value of the option enums round-trips through its name") {
