@@ -179,12 +179,25 @@ Result<OpenedEngine> OpenEngine(const RawOptions& opt, const RawSetting& setting
   return o;
 }
 
+// A setting's result before it runs (its names, sizes and `describe`), and its progress label.
+RawResult NewResult(const RawSetting& setting, std::string describe) {
+  RawResult r;
+  r.engine = NameOf(kRawEngineNames, setting.engine);
+  r.pattern = NameOf(kPatternNames, setting.pattern);
+  r.block_bytes = setting.bs;
+  r.queue_depth = setting.qd;
+  r.describe = std::move(describe);
+  return r;
+}
+std::string ProgressLabel(const RawResult& r) {
+  return "iobench " + r.engine + " " + r.pattern + " bs=" + FormatBytes(r.block_bytes) +
+         " qd=" + std::to_string(r.queue_depth);
+}
+
 Result<RawResult> RunEngine(const RawOptions& opt, const RawSetting& setting) {
   const uint64_t bs = setting.bs;
   const uint32_t qd = setting.qd;
   const uint64_t limit_bytes = setting.limit_bytes;
-  const std::string engine_name = NameOf(kRawEngineNames, setting.engine);
-  const std::string pattern = NameOf(kPatternNames, setting.pattern);
   SKIFF_ASSIGN_OR_RETURN(OpenedEngine opened, OpenEngine(opt, setting));
   const ReadFile& file = opened.file;
   storage::IoEngine* engine = opened.engine.get();
@@ -197,15 +210,8 @@ Result<RawResult> RunEngine(const RawOptions& opt, const RawSetting& setting) {
   lat_ns.reserve(1 << 20);
   std::vector<ReadRequest> batch;
   std::vector<storage::ReadCompletion> done;
-  RawResult r;
-  r.engine = engine_name;
-  r.pattern = pattern;
-  r.block_bytes = bs;
-  r.queue_depth = qd;
-  r.describe = engine->Describe();
-  Progress progress("iobench " + engine_name + " " + pattern + " bs=" + FormatBytes(bs) +
-                        " qd=" + std::to_string(qd),
-                    0, "B");
+  RawResult r = NewResult(setting, engine->Describe());
+  Progress progress(ProgressLabel(r), 0, "B");
   const double cpu0 = CpuSeconds();
   const auto t0 = Clock::now();
   const auto deadline = t0 + std::chrono::duration<double>(opt.duration_s);
@@ -254,23 +260,16 @@ Result<RawResult> RunMmap(const RawOptions& opt, const RawSetting& setting) {
   const uint64_t bs = setting.bs;
   const uint32_t qd = setting.qd;
   const uint64_t limit_bytes = setting.limit_bytes;
-  const std::string pattern = NameOf(kPatternNames, setting.pattern);
   SKIFF_ASSIGN_OR_RETURN(auto file, ReadFile::OpenForRead(opt.file, false));
   const uint64_t size = file.size_bytes() / bs * bs;
   if (size == 0) return Status::InvalidArgument(opt.file + " is smaller than one block");
   void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, file.fd(), 0);
   if (map == MAP_FAILED) return Status::FromErrno(errno, "mmap " + opt.file);
   ::madvise(map, size, setting.pattern == Pattern::kRand ? MADV_RANDOM : MADV_SEQUENTIAL);
-  RawResult r;
-  r.engine = "mmap";
-  r.pattern = pattern;
-  r.block_bytes = bs;
-  r.queue_depth = qd;
-  r.describe = "mmap (" + std::to_string(qd) + " threads, page cache)";
+  RawResult r = NewResult(setting, "mmap (" + std::to_string(qd) + " threads, page cache)");
   std::atomic<uint64_t> issued{0}, ios{0};
   std::vector<std::vector<uint32_t>> lats(qd);
-  Progress progress(
-      "iobench mmap " + pattern + " bs=" + FormatBytes(bs) + " qd=" + std::to_string(qd), 0, "B");
+  Progress progress(ProgressLabel(r), 0, "B");
   const double cpu0 = CpuSeconds();
   const auto t0 = Clock::now();
   const auto deadline = t0 + std::chrono::duration<double>(opt.duration_s);
