@@ -142,16 +142,17 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
     // otherwise each evaluation pass would cut its first groups from the estimate again
     // (2M nodes at 25%: groups of 9 where 13 fit, one more read of the feature file per pass).
     std::optional<BatchShape>& sampled = sampled_shape_[training ? 0 : 1];
+    auto group_for = [this](const BatchShape& shape) {
+      return AggregatedGatherGroup(memory_.batch_allowance, shape, degrees_, graph_->feature_dim());
+    };
     if (sampled.has_value()) {
-      const GatherGroupSize size =
-          AggregatedGatherGroup(memory_.batch_allowance, *sampled, degrees_, graph_->feature_dim());
+      const GatherGroupSize size = group_for(*sampled);
       runner_options.gather_group = size.group;
       runner_options.expected_batch_bytes = size.sampled_batch_bytes;
     }
-    runner_options.regroup = [this, &sampled](const BatchShape& largest) {
+    runner_options.regroup = [&sampled, group_for](const BatchShape& largest) {
       sampled = sampled.has_value() ? LargerShape(*sampled, largest) : largest;
-      return AggregatedGatherGroup(memory_.batch_allowance, *sampled, degrees_,
-                                   graph_->feature_dim());
+      return group_for(*sampled);
     };
   }
   EpochRunner runner(graph_.get(), std::move(runner_options));
