@@ -209,13 +209,10 @@ class RecycledStaging {
     buffer->swap(free_);
     std::vector<float>().swap(free_);
   }
-  // Frees the kept buffer, if any.
+  // Frees the kept buffer, if any (after the lock is released).
   void Drop(InFlightWindow* window) {
     std::vector<float> dropped;
-    MutexLock lock(&mu_);
-    if (free_.capacity() == 0) return;
-    window->Resize(free_.capacity() * 4, 0);
-    dropped.swap(free_);
+    TakeInto(&dropped, window);
   }
 
  private:
