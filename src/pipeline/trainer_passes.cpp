@@ -1,11 +1,16 @@
 #include "skiff/pipeline/trainer_passes.h"
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 
+#include "skiff/format/checksummed_file.h"
 #include "skiff/log.h"
+#include "skiff/pipeline/pass_cache.h"
 #include "skiff/pipeline/resident_graph_source.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/train/batch_plan.h"
+#include "skiff/units.h"
 
 namespace skiff::pipeline {
 
@@ -60,10 +65,86 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(
   return out;
 }
 
+namespace {
+
+// The evaluation passes kept for replay (PassCache), one per stream, made on first use in `dir`.
+class KeptPasses {
+ public:
+  explicit KeptPasses(std::string dir) : dir_(std::move(dir)) {}
+  // The stream's cache, or nullptr.
+  PassCache* Find(uint64_t stream) const {
+    auto it = caches_.find(stream);
+    return it == caches_.end() ? nullptr : it->second.get();
+  }
+  // The stream's cache, made if needed; nullptr when there is no directory or no cache can be made
+  // there (said once).
+  PassCache* For(uint64_t stream) {
+    if (dir_.empty()) return nullptr;
+    auto it = caches_.find(stream);
+    if (it != caches_.end()) return it->second.get();
+    Result<std::unique_ptr<PassCache>> cache = PassCache::Create(dir_);
+    if (!cache.ok()) {
+      LogWarning(cache.status().message() + "; evaluation reads its batches again every epoch");
+      dir_.clear();
+      return nullptr;
+    }
+    return caches_.emplace(stream, std::move(*cache)).first->second.get();
+  }
+  // After a failed write: no more caches (the disk is likely full).
+  void GiveUp(uint64_t stream, const Status& why) {
+    LogWarning(why.message() + "; evaluation reads its batches again every epoch");
+    caches_.erase(stream);
+    dir_.clear();
+  }
+
+ private:
+  std::string dir_;
+  std::map<uint64_t, std::unique_ptr<PassCache>> caches_;
+};
+
+// What identifies a repeating pass's batches besides the runner's fixed settings.
+uint64_t PassKey(std::span<const int64_t> nodes, int64_t batch_size) {
+  return format::Xxh3(nodes.data(), nodes.size_bytes()) ^
+         (static_cast<uint64_t>(batch_size) * 0x9e3779b97f4a7c15ull);
+}
+
+// Replays a kept pass into `compute`; logs what it read when `print_reports`.
+Status ReplayPass(PassCache& cache, int batches, const ComputeFn& compute, std::string* report_json,
+                  bool print_reports) {
+  const auto start = std::chrono::steady_clock::now();
+  int64_t seeds = 0;
+  SKIFF_RETURN_IF_ERROR(cache.Replay(
+      [&](PreparedBatch& batch) {
+        seeds += static_cast<int64_t>(batch.batch.seeds.size());
+        return compute(batch);
+      },
+      batches));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (report_json != nullptr) {
+    *report_json = nlohmann::json{{"replayed", true},
+                                  {"batches", cache.batches()},
+                                  {"seeds", seeds},
+                                  {"wall_seconds", seconds},
+                                  {"bytes_read", cache.file_bytes()}}
+                       .dump();
+  }
+  if (print_reports) {
+    LogDebug("evaluation replayed from the scratch file: " + std::to_string(cache.batches()) +
+             " batches, " + std::to_string(seeds) + " seeds, " + FormatBytes(cache.file_bytes()) +
+             " read, " + std::to_string(seconds) + "s");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int32_t>* labels,
                                           std::vector<int> fanouts, std::vector<int> eval_fanouts,
-                                          bool record_degrees, uint64_t seed, bool print_reports) {
+                                          bool record_degrees, uint64_t seed, bool print_reports,
+                                          std::string replay_dir) {
   const int64_t eval_batch_size = ooc->eval_batch_size();
+  auto kept = std::make_shared<KeptPasses>(std::move(replay_dir));
   return [=](const train::PassSpec& pass,
              const std::function<Status(train::PreparedBatch&)>& consume,
              std::string* report_json) -> Status {
@@ -88,15 +169,42 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
       }
       return Status::Ok();
     };
-    auto compute = [&](PreparedBatch& prepared) -> Status {
+    // Hands a batch to the Trainer's step, and its staging buffer back to the pipeline for reuse.
+    auto hand_over = [&](PreparedBatch& prepared) -> Status {
       train::PreparedBatch batch;
       batch.index = prepared.index;
       batch.batch = std::move(prepared.batch);
       batch.features = std::move(prepared.features);
       batch.aggregated = prepared.aggregated;
       const Status status = consume(batch);
-      prepared.features = std::move(batch.features);  // back to the pipeline for reuse
+      prepared.features = std::move(batch.features);
       return status;
+    };
+    // An evaluation pass gathered aggregated (its batches then depend on the dataset alone):
+    // replayed when it was kept, else kept as it runs when it will run again.
+    PassCache* recording = nullptr;
+    if (!pass.training && pass.gather_features && ooc->aggregated_input() &&
+        pass.aggregation != model::InputAggregation::kNone) {
+      PassCache* cache = kept->Find(pass.stream);
+      const uint64_t key = PassKey(*pass.nodes, std::min(pass.batch_size, eval_batch_size));
+      const bool held = cache != nullptr && cache->Holds(key);
+      // A replay holds its batches within the batches' allowance; a pass whose largest batch does
+      // not fit there alone is computed again (and not written again).
+      const int room = held ? cache->ReplayBatchesWithin(ooc->memory_plan().batch_allowance) : 0;
+      if (room > 0) return ReplayPass(*cache, room, hand_over, report_json, print_reports);
+      if (!held && pass.repeats && (cache = kept->For(pass.stream)) != nullptr) {
+        cache->Begin(key);
+        recording = cache;
+      }
+    }
+    auto compute = [&](PreparedBatch& prepared) -> Status {
+      if (recording != nullptr) {
+        if (const Status kept_status = recording->Append(prepared); !kept_status.ok()) {
+          kept->GiveUp(pass.stream, kept_status);
+          recording = nullptr;
+        }
+      }
+      return hand_over(prepared);
     };
     PassOptions options{
         .batch_size = pass.training ? pass.batch_size : std::min(pass.batch_size, eval_batch_size),
@@ -127,6 +235,14 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
       }
     }
     SKIFF_ASSIGN_OR_RETURN(EpochReport report, ooc->RunPass(*pass.nodes, options, sample, compute));
+    if (recording != nullptr) {
+      recording->Seal();
+      if (print_reports) {
+        LogDebug(
+            "evaluation batches kept for later epochs: " + std::to_string(recording->batches()) +
+            " batches, " + FormatBytes(recording->file_bytes()) + " in a scratch file");
+      }
+    }
     if (report_json != nullptr) *report_json = report.ToJson().dump();
     if (print_reports) {
       if (pass.training) {
@@ -141,9 +257,10 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
 
 train::PassRunner MakeOutOfCorePassRunner(OutOfCoreTraining* training,
                                           const train::TrainOptions& options, bool print_reports) {
-  return MakeOutOfCorePassRunner(
-      training->ooc.get(), &training->data.labels, options.fanouts, EffectiveEvalFanouts(options),
-      model::NeedsNodeDegrees(options.model.kind), options.seed, print_reports);
+  return MakeOutOfCorePassRunner(training->ooc.get(), &training->data.labels, options.fanouts,
+                                 EffectiveEvalFanouts(options),
+                                 model::NeedsNodeDegrees(options.model.kind), options.seed,
+                                 print_reports, training->replay_dir);
 }
 
 }  // namespace skiff::pipeline

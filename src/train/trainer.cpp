@@ -243,13 +243,14 @@ Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(Prepar
 }
 
 Status Trainer::EvaluateSplits(EpochMetrics* m) {
+  const bool repeats = m->epoch + 1 < options_.epochs;  // evaluated again after the next epoch
   if (!data_.valid.empty()) {
-    SKIFF_ASSIGN_OR_RETURN(const Evaluation valid, Evaluate(data_.valid, kValidStream));
+    SKIFF_ASSIGN_OR_RETURN(const Evaluation valid, Evaluate(data_.valid, kValidStream, repeats));
     m->valid_acc = valid.accuracy;
     m->valid_loss = valid.loss;
   }
   if (!data_.test.empty()) {
-    SKIFF_ASSIGN_OR_RETURN(const Evaluation test, Evaluate(data_.test, kTestStream));
+    SKIFF_ASSIGN_OR_RETURN(const Evaluation test, Evaluate(data_.test, kTestStream, repeats));
     m->test_acc = test.accuracy;
   }
   return Status::Ok();
@@ -299,8 +300,8 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   return m;
 }
 
-Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
-                                              uint64_t stream_id) {
+Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes, uint64_t stream_id,
+                                              bool repeats) {
   BatchStreamOptions so;
   so.threads = options_.sampler_threads;
   so.capacity = options_.prefetch_batches;
@@ -313,7 +314,8 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
   if (pass_runner_) {
     // Epoch 0 for every evaluation, as the BatchStream below: evaluation draws the same
     // neighbours every epoch.
-    const PassSpec pass = MakePassSpec(&nodes, false, stream_id, 0, options_.eval_batch_size);
+    PassSpec pass = MakePassSpec(&nodes, false, stream_id, 0, options_.eval_batch_size);
+    pass.repeats = repeats;
     SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, nullptr));
   } else {
     BatchStream stream(*eval_sampler_, *data_.features, &data_.labels,

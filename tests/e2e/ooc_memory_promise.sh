@@ -5,7 +5,9 @@
 #   bash ooc_memory_promise.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 # The default model (GraphSAGE, fanouts 15,10, hidden 256, batch 1024) on a 400k-node, 128-feature
 # dataset (~250 MB) at 35% of its bytes: first-layer input gathered aggregated, in groups, most rows
-# read from disk. Also checks that training learned and that it read fine-grained.
+# read from disk. Two epochs: the first keeps its evaluation batches in a scratch file, the second
+# replays them (pass_cache.h), and both are under the promise. Also checks that training learned
+# and that it read fine-grained.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SKIFF=$1
@@ -21,8 +23,10 @@ budget=$((bytes * 7 / 20))
 
 echo "dataset $((bytes >> 20)) MiB"
 python3 "$HERE/peak_rss_within.py" "$budget" $((96 << 20)) train.log -- \
-  "$SKIFF" train ds --epochs 1 --threads 2 --memory "$budget" --metrics m.jsonl
+  "$SKIFF" -v train ds --epochs 2 --threads 2 --memory "$budget" --metrics m.jsonl
 grep -q "nodes, aggregated" train.log || { cat train.log; exit 1; }
+[ "$(grep -c "evaluation batches kept for later epochs" train.log)" = 2 ] || { cat train.log; exit 1; }
+[ "$(grep -c "evaluation replayed from the scratch file" train.log)" = 2 ] || { cat train.log; exit 1; }
 python3 - <<'PY'
 import json
 m = json.loads(open("m.jsonl").readline())

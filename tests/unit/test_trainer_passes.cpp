@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "skiff/format/dataset.h"
@@ -79,6 +80,17 @@ Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenAtSmallestBudget(
     if (small.ok() || !aggregated) break;
   }
   return small;
+}
+
+// Aggregated, a little above the smallest budget: room for a replay's three batches (the dataset
+// must be large enough that it then does not fit whole).
+Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenWithRoomToReplay(
+    const format::Dataset* ds, const train::TrainOptions& t) {
+  auto smallest = OpenAtSmallestBudget(ds, t, true);
+  REQUIRE_MESSAGE(smallest.ok(), smallest.status().ToString());
+  return pipeline::OpenOutOfCoreTraining(ds, t,
+                                         (*smallest)->ooc->memory_plan().budget_bytes + (2 << 20),
+                                         pipeline::SamplingMode::kExact, 2, true);
 }
 
 }  // namespace
@@ -397,4 +409,99 @@ TEST_CASE("trainer passes: a pass cuts its first groups from the batches earlier
   // Grouping is the read schedule only: the same nodes gather the same input, bit for bit.
   CHECK(reports[2]["first_group"] != reports[0]["first_group"]);
   CHECK(inputs[2] == inputs[0]);
+}
+
+TEST_CASE("trainer passes: a repeating evaluation pass is kept and replayed bit for bit") {
+  testing::TempDir dir;
+  auto ds = Generated(dir / "g", 30000);
+  train::TrainOptions t = Options("none");
+  t.eval_batch_size = 32;
+  t.eval_fanouts = {4, 3};  // sampled: the same draws every pass (epoch 0's stream)
+  auto small = OpenWithRoomToReplay(ds.get(), t);
+  REQUIRE_MESSAGE(small.ok(), small.status().ToString());
+  REQUIRE((*small)->ooc->aggregated_input());
+  (*small)->replay_dir = dir.path();
+  const train::PassRunner runner = pipeline::MakeOutOfCorePassRunner(small->get(), t, false);
+  struct Pass {
+    std::vector<int64_t> seeds;
+    std::vector<float> inputs;
+    nlohmann::json report;
+  };
+  auto run = [&](const std::vector<int64_t>& nodes, uint64_t stream, bool repeats) {
+    train::PassSpec pass{&nodes, false, stream, 0, t.eval_batch_size};
+    pass.aggregation = model::InputAggregation::kMean;
+    pass.repeats = repeats;
+    Pass out;
+    std::string json;
+    const Status status = runner(
+        pass,
+        [&](train::PreparedBatch& b) {
+          CHECK(b.aggregated);
+          out.seeds.insert(out.seeds.end(), b.batch.seeds.begin(), b.batch.seeds.end());
+          out.inputs.insert(out.inputs.end(), b.features.begin(), b.features.end());
+          return Status::Ok();
+        },
+        &json);
+    REQUIRE_MESSAGE(status.ok(), status.ToString());
+    out.report = nlohmann::json::parse(json);
+    return out;
+  };
+  const std::vector<int64_t>& valid = (*small)->data.valid;
+  const Pass once = run(valid, 1, false);      // not kept: it does not repeat
+  const Pass kept = run(valid, 1, true);       // kept as it runs
+  const Pass replayed = run(valid, 1, false);  // the last evaluation still replays
+  const Pass other = run((*small)->data.test, 2, true);
+  std::vector<int64_t> fewer(valid.begin(), valid.end() - 1);
+  const Pass changed = run(fewer, 1, false);  // other nodes: computed, not replayed
+  CHECK_FALSE(once.report.contains("replayed"));
+  CHECK_FALSE(kept.report.contains("replayed"));
+  CHECK(replayed.report.value("replayed", false));
+  CHECK(replayed.report["batches"] == (valid.size() + 31) / 32);
+  CHECK_FALSE(other.report.contains("replayed"));
+  CHECK_FALSE(changed.report.contains("replayed"));
+  CHECK(replayed.seeds == once.seeds);
+  CHECK(replayed.inputs == once.inputs);
+  CHECK(kept.inputs == once.inputs);
+  // The test pass kept its own batches beside the validation pass's.
+  CHECK(run((*small)->data.test, 2, false).report.value("replayed", false));
+  CHECK(run(valid, 1, false).report.value("replayed", false));
+}
+
+TEST_CASE("trainer passes: replayed evaluations give the run without them, epoch by epoch") {
+  testing::TempDir dir;
+  auto ds = Generated(dir / "g", 30000);
+  train::TrainOptions t = Options("none");
+  t.eval_fanouts = {4, 3};
+  std::vector<train::TrainSummary> runs;
+  for (const bool keep : {false, true}) {
+    auto small = OpenWithRoomToReplay(ds.get(), t);
+    REQUIRE_MESSAGE(small.ok(), small.status().ToString());
+    REQUIRE((*small)->ooc->aggregated_input());
+    if (keep) (*small)->replay_dir = dir.path();
+    auto trainer = train::Trainer::Create((*small)->data, t);
+    REQUIRE(trainer.ok());
+    (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(small->get(), t, false));
+    auto summary = (*trainer)->Run();
+    REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
+    runs.push_back(std::move(*summary));
+    // With a directory, the evaluation passes were kept: two unnamed files there, still open.
+    int kept = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+      std::error_code ec;
+      const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+      kept += !ec && target.rfind(dir.path() + "/#", 0) == 0 &&
+              target.find("(deleted)") != std::string::npos &&
+              std::filesystem::file_size(entry.path(), ec) > 0;
+    }
+    CHECK(kept == (keep ? 2 : 0));
+  }
+  REQUIRE(runs[0].epochs.size() == 3);
+  REQUIRE(runs[1].epochs.size() == 3);
+  for (size_t e = 0; e < 3; ++e) {
+    CAPTURE(e);
+    CHECK(runs[1].epochs[e].loss == runs[0].epochs[e].loss);
+    CHECK(runs[1].epochs[e].valid_acc == runs[0].epochs[e].valid_acc);
+    CHECK(runs[1].epochs[e].valid_loss == runs[0].epochs[e].valid_loss);
+    CHECK(runs[1].epochs[e].test_acc == runs[0].epochs[e].test_acc);
+  }
 }

@@ -41,6 +41,7 @@ struct TrainCliOptions {
   std::string config;
   std::string memory;              // out of core when set (docs/pipeline.md)
   std::string sampling = "exact";  // out of core: exact or in-buffer
+  std::string scratch_dir;         // out of core: where evaluation keeps its batches ("none")
   std::vector<std::string> given;  // long names of the options given (command line or --config)
 };
 
@@ -160,6 +161,9 @@ Status Train(const TrainCliOptions& o) {
       pipeline::OpenOutOfCoreTraining(ds.get(), t, memory_bytes, sampling, t.sampler_threads,
                                       /*aggregated_input=*/device == Device::kCpu,
                                       /*features_on_device=*/device == Device::kCuda));
+  if (memory_bytes > 0 && o.scratch_dir != "none") {
+    engine->replay_dir = o.scratch_dir.empty() ? o.dataset : o.scratch_dir;
+  }
   LogInfo((memory_bytes > 0 ? "out of core: " : "in memory: ") + engine->ooc->Describe());
   if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
   SKIFF_ASSIGN_OR_RETURN(
@@ -221,6 +225,10 @@ RunFn Setup(CLI::App& app) {
       ->check(StatusCheck(
           [](const std::string& text) { return pipeline::ParseSamplingMode(text).status(); },
           "NAME"));
+  app.add_option("--scratch-dir", o->scratch_dir,
+                 "Out of core: where evaluation keeps its batches to replay them in later epochs "
+                 "(an unnamed file, gone when the run ends; default: the dataset's directory; "
+                 "none: sample and gather them again every epoch)");
   CLI::App* app_ptr = &app;
   return [o, app_ptr] {
     if (!o->config.empty()) {

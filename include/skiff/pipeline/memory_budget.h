@@ -40,10 +40,11 @@
 //
 // Not counted, and documented as the fixed overhead (kFixedOverheadBytes): the executable and its
 // shared libraries (OpenBLAS, RocksDB code -- no RocksDB database is opened during training), the
-// thread stacks actually touched, and allocator slack (large buffers are returned to the system
-// when freed: tools/skiff/main.cpp). The CUDA library is loaded only with --device cuda
-// (docs/cuda.md); its resident pages and the device-side runtime are outside this promise. The
-// promise is
+// thread stacks actually touched, allocator slack (large buffers are returned to the system
+// when freed: tools/skiff/main.cpp), and the 1 MiB chunk buffer of each kept evaluation pass
+// (pass_cache.h; a replay's batches are checked against the batch allowance). The CUDA library is
+// loaded only with --device cuda (docs/cuda.md); its resident pages and the device-side runtime are
+// outside this promise. The promise is
 //   peak RSS <= budget_bytes + kFixedOverheadBytes.
 //
 // Thread safety: plain functions over values; DegreeProfile is immutable once built.

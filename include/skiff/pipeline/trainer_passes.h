@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "skiff/pipeline/disk_sources.h"
@@ -36,6 +37,10 @@ struct OutOfCoreTraining {
   std::unique_ptr<DiskGraphSource> graph;
   std::unique_ptr<DiskFeatureSource> features;
   train::TrainData data;
+  // Where evaluation passes that repeat keep their batches (PassCache: an unnamed file, gone when
+  // the run ends); empty: nowhere, every evaluation samples and gathers again. Only out of core
+  // with aggregated input, where an evaluation pass otherwise reads the feature file several times.
+  std::string replay_dir;
 };
 
 // `dataset` must outlive the result. ResourceExhausted (naming the minimum) when the budget cannot
@@ -58,8 +63,10 @@ std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options);
 train::PassRunner MakeOutOfCorePassRunner(OutOfCoreTraining* training,
                                           const train::TrainOptions& options, bool print_reports);
 
+// `replay_dir`: OutOfCoreTraining::replay_dir.
 train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int32_t>* labels,
                                           std::vector<int> fanouts, std::vector<int> eval_fanouts,
-                                          bool record_degrees, uint64_t seed, bool print_reports);
+                                          bool record_degrees, uint64_t seed, bool print_reports,
+                                          std::string replay_dir = "");
 
 }  // namespace skiff::pipeline

@@ -83,6 +83,9 @@ struct PassSpec {
   // False when the model gathers the input rows itself (it holds the features on its device):
   // batches then come without features (PreparedBatch::features empty).
   bool gather_features = true;
+  // The same pass (nodes, stream, batch size; evaluation, epoch 0's stream) runs again later with
+  // the model's later state: a runner may keep its batches and replay them then.
+  bool repeats = false;
 };
 // Runs a pass: hands every batch -- sampled, labelled, features gathered -- to `consume` in
 // batch order, and returns the first error (its own or consume's). May describe the pass as a
@@ -115,7 +118,9 @@ class Trainer {
   struct Evaluation {
     double accuracy = 0, loss = 0;
   };
-  Result<Evaluation> Evaluate(const std::vector<int64_t>& nodes, uint64_t stream);
+  // `repeats`: a later epoch evaluates the same nodes again (PassSpec::repeats).
+  Result<Evaluation> Evaluate(const std::vector<int64_t>& nodes, uint64_t stream,
+                              bool repeats = false);
   // Predicted class and final-layer embedding (EmbeddingDim wide) of every node in `nodes`
   // (distinct ids), in the order of `nodes`, through the pass runner when one is set.
   Status Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
