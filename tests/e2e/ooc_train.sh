@@ -4,7 +4,9 @@
 # Checks: a budget far below the dataset trains (exact: the in-memory batch order, reading what is
 # not resident; in-buffer: from the buffer states) and reports per-stage times,
 # bytes read and read amplification in the metrics; a budget too small is refused with the minimum;
-# the dataset is not modified; kill -9 then --resume continues from the last checkpoint.
+# the dataset is not modified (evaluation's scratch file in its directory leaves nothing); a
+# --scratch-dir that cannot hold one is a warning; kill -9 then --resume continues from the last
+# checkpoint.
 set -euo pipefail
 SKIFF=$1
 WORK=$3
@@ -63,6 +65,13 @@ print(sys.argv[2], "test accuracy", rows[-1]["test_acc"], "read amplification",
 PY
 done
 grep -q "read amplification" train-exact.log || { echo "FAIL: no end-of-epoch report"; exit 1; }
+
+# Evaluation keeps its batches in an unnamed file (the dataset's directory by default; the check
+# below finds the dataset unchanged); a directory that cannot hold one is a warning, not an error.
+"$SKIFF" train ds "${COMMON[@]}" --epochs 2 --memory "$min_bytes" --scratch-dir "$WORK/missing" \
+  > scratch.log 2>&1 || { echo "FAIL: training with a missing --scratch-dir"; cat scratch.log; exit 1; }
+grep -q "cannot keep evaluation batches in $WORK/missing" scratch.log || {
+  echo "FAIL: no warning for a missing --scratch-dir"; cat scratch.log; exit 1; }
 
 # kill -9 mid-run, then --resume from the checkpoint.
 "$SKIFF" train ds "${COMMON[@]}" --epochs 40 --memory "$min_bytes" --checkpoint ck.bin \
