@@ -102,10 +102,14 @@ class KeptPasses {
   std::map<uint64_t, std::unique_ptr<PassCache>> caches_;
 };
 
-// What identifies a repeating pass's batches besides the runner's fixed settings.
-uint64_t PassKey(std::span<const int64_t> nodes, int64_t batch_size) {
-  return format::Xxh3(nodes.data(), nodes.size_bytes()) ^
-         (static_cast<uint64_t>(batch_size) * 0x9e3779b97f4a7c15ull);
+// What identifies a repeating pass's batches besides the runner's fixed settings (fanouts, seed)
+// and its stream.
+uint64_t PassKey(std::span<const int64_t> nodes, int64_t batch_size, int64_t epoch) {
+  uint64_t key = format::Xxh3(nodes.data(), nodes.size_bytes());
+  for (const int64_t v : {batch_size, epoch}) {
+    key = key * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(v);
+  }
+  return key;
 }
 
 // Replays a kept pass into `compute`; logs what it read when `print_reports`.
@@ -186,7 +190,8 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
     if (!pass.training && pass.gather_features && ooc->aggregated_input() &&
         pass.aggregation != model::InputAggregation::kNone) {
       PassCache* cache = kept->Find(pass.stream);
-      const uint64_t key = PassKey(*pass.nodes, std::min(pass.batch_size, eval_batch_size));
+      const uint64_t key =
+          PassKey(*pass.nodes, std::min(pass.batch_size, eval_batch_size), pass.epoch);
       const bool held = cache != nullptr && cache->Holds(key);
       // A replay holds its batches within the batches' allowance; a pass whose largest batch does
       // not fit there alone is computed again (and not written again).
