@@ -1,6 +1,7 @@
 #include "skiff/pipeline/pass_cache.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "skiff/format/checksummed_file.h"
 #include "skiff/log.h"
 #include "skiff/pipeline/bounded_queue.h"
+#include "skiff/units.h"
 
 namespace skiff::pipeline {
 namespace {
@@ -167,7 +169,8 @@ class ChunkReader {
 
 }  // namespace
 
-Result<std::unique_ptr<PassCache>> PassCache::Create(const std::string& dir) {
+Result<std::unique_ptr<PassCache>> PassCache::Create(const std::string& dir,
+                                                     uint64_t free_reserve_bytes) {
   SKIFF_ASSIGN_OR_RETURN(storage::AlignedBuffer chunk,
                          storage::AlignedBuffer::Allocate(kChunkBytes));
   const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_DIRECT | O_CLOEXEC, 0600);
@@ -175,7 +178,7 @@ Result<std::unique_ptr<PassCache>> PassCache::Create(const std::string& dir) {
     return Status::IOError("cannot keep evaluation batches in " + dir +
                            ": no unnamed O_DIRECT file there (" + std::strerror(errno) + ")");
   }
-  return std::unique_ptr<PassCache>(new PassCache(fd, dir, std::move(chunk)));
+  return std::unique_ptr<PassCache>(new PassCache(fd, dir, free_reserve_bytes));
 }
 
 PassCache::~PassCache() {
@@ -187,9 +190,13 @@ void PassCache::Begin(uint64_t key) {
   sealed_ = false;
   records_.clear();
   end_ = 0;
+  chunk_ = storage::AlignedBuffer();
 }
 
-void PassCache::Seal() { sealed_ = true; }
+void PassCache::Seal() {
+  sealed_ = true;
+  chunk_ = storage::AlignedBuffer();  // only one cache's buffer is alive at a time
+}
 
 int PassCache::ReplayBatchesWithin(uint64_t allowance) const {
   uint64_t largest = 1;
@@ -201,6 +208,16 @@ int PassCache::ReplayBatchesWithin(uint64_t allowance) const {
 
 Status PassCache::Append(const PreparedBatch& batch) {
   const sampler::MiniBatch& b = batch.batch;
+  // The file system keeps room for others: not below the reserve free after this record.
+  const uint64_t need = 2 * kAlignment + BatchBytesHeld(batch) + b.blocks.size() * 64;
+  struct statvfs fs {};
+  if (::fstatvfs(fd_, &fs) == 0 &&
+      static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize < need + free_reserve_bytes_) {
+    Begin(key_);
+    return Status::ResourceExhausted("keeping evaluation batches in " + dir_ +
+                                     " would leave less than " + FormatBytes(free_reserve_bytes_) +
+                                     " free there");
+  }
   Header h;
   h.index = batch.index;
   h.sample_seed = batch.sample_seed;
@@ -211,6 +228,9 @@ Status PassCache::Append(const PreparedBatch& batch) {
   h.features = batch.features.size();
   h.blocks = b.blocks.size();
   h.payload_bytes = BatchBytesHeld(batch) + b.blocks.size() * sizeof(BlockHeader);
+  if (chunk_.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(chunk_, storage::AlignedBuffer::Allocate(kChunkBytes));
+  }
   ChunkWriter out(fd_, end_ + kAlignment, &chunk_);
   for (const sampler::Block& block : b.blocks) {
     const BlockHeader bh{block.num_dst, block.num_src, block.indptr.size(), block.indices.size(),
@@ -288,10 +308,12 @@ Status PassCache::Read(const Record& record, storage::AlignedBuffer* chunk,
 
 Status PassCache::Replay(const std::function<Status(PreparedBatch&)>& consume, int batches) {
   SKIFF_CHECK(sealed_ && batches >= 1);
+  SKIFF_ASSIGN_OR_RETURN(storage::AlignedBuffer chunk,
+                         storage::AlignedBuffer::Allocate(kChunkBytes));
   if (batches == 1) {  // no room to read ahead
     for (const Record& record : records_) {
       PreparedBatch batch;
-      SKIFF_RETURN_IF_ERROR(Read(record, &chunk_, &batch));
+      SKIFF_RETURN_IF_ERROR(Read(record, &chunk, &batch));
       SKIFF_RETURN_IF_ERROR(consume(batch));
     }
     return Status::Ok();
@@ -307,7 +329,7 @@ Status PassCache::Replay(const std::function<Status(PreparedBatch&)>& consume, i
       slots.acquire();
       if (stop.load()) break;
       PreparedBatch batch;
-      read_status = Read(record, &chunk_, &batch);
+      read_status = Read(record, &chunk, &batch);
       if (!read_status.ok() || !queue.Push(std::move(batch))) break;
     }
     queue.Close();

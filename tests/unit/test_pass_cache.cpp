@@ -165,3 +165,16 @@ TEST_CASE("pass cache: a directory that cannot hold one is an error naming it") 
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().message().find(dir / "missing") != std::string::npos);
 }
+
+TEST_CASE(
+    "pass cache: a record that would leave the disk too full is refused, and nothing is kept") {
+  testing::TempDir dir;
+  auto cache = pipeline::PassCache::Create(dir.path(), uint64_t{1} << 62);  // more than any disk
+  REQUIRE_MESSAGE(cache.ok(), cache.status().ToString());
+  (*cache)->Begin(3);
+  const Status st = (*cache)->Append(MakeBatch(0, 100, 100, 6));
+  CHECK(st.code() == StatusCode::kResourceExhausted);
+  CHECK(st.message().find(dir.path()) != std::string::npos);
+  CHECK((*cache)->batches() == 0);
+  CHECK((*cache)->file_bytes() == 0);
+}

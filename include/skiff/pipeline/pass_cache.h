@@ -17,9 +17,10 @@
 // arrays, padded to 4 KiB; the checksum folds the XXH3-64 of each 1 MiB chunk of the arrays and is
 // checked when the record is read back (Corruption naming the batch).
 //
-// Memory: records pass through one 1 MiB chunk buffer (kChunkBytes, within the documented fixed
-// overhead's allocator slack) both ways; Replay also holds as many batches as it is given (at most
-// three: the one being read, one queued, the one computing; ReplayBatchesWithin).
+// Memory: records pass through a 1 MiB chunk buffer (kChunkBytes, within the documented fixed
+// overhead's allocator slack) both ways, alive only while a pass is written or replayed (so one
+// at a time whatever the number of caches); Replay also holds as many batches as it is given (at
+// most three: the one being read, one queued, the one computing; ReplayBatchesWithin).
 //
 // Thread safety: one thread uses a cache at a time; Replay reads ahead on a thread of its own and
 // calls `consume` on the caller's.
@@ -43,14 +44,17 @@ class PassCache {
   // An unnamed file in `dir`, opened O_DIRECT. Unavailable when the directory's file system has
   // no O_TMPFILE or no O_DIRECT (tmpfs: it would hold the batches in memory) -- an error naming
   // the directory; callers then run without a cache.
-  static Result<std::unique_ptr<PassCache>> Create(const std::string& dir);
+  // `free_reserve_bytes`: what Append leaves free on the file system (kFreeReserveBytes).
+  static Result<std::unique_ptr<PassCache>> Create(const std::string& dir,
+                                                   uint64_t free_reserve_bytes = uint64_t{1} << 30);
   ~PassCache();
   PassCache(const PassCache&) = delete;
   PassCache& operator=(const PassCache&) = delete;
 
   // Recording: Begin drops what was kept and starts a pass identified by `key`; Append writes its
-  // batches in pass order (IOError, e.g. a full disk: the cache is then empty, and the caller goes
-  // on without it); Seal marks the pass complete.
+  // batches in pass order (IOError, or ResourceExhausted when the record would leave less than
+  // the reserve free on the file system: the cache is then empty, and the caller goes on without
+  // it); Seal marks the pass complete.
   void Begin(uint64_t key);
   Status Append(const PreparedBatch& batch);
   void Seal();
@@ -79,8 +83,8 @@ class PassCache {
     uint64_t batch_bytes = 0;  // what the batch holds once read back
     int64_t index = 0;
   };
-  PassCache(int fd, std::string dir, storage::AlignedBuffer chunk)
-      : fd_(fd), dir_(std::move(dir)), chunk_(std::move(chunk)) {}
+  PassCache(int fd, std::string dir, uint64_t free_reserve_bytes)
+      : fd_(fd), dir_(std::move(dir)), free_reserve_bytes_(free_reserve_bytes) {}
   Status Read(const Record& record, storage::AlignedBuffer* chunk, PreparedBatch* out) const;
 
   int fd_ = -1;
@@ -89,7 +93,8 @@ class PassCache {
   bool sealed_ = false;
   std::vector<Record> records_;
   uint64_t end_ = 0;              // bytes written
-  storage::AlignedBuffer chunk_;  // Append writes through it; Replay's reader reads through it
+  storage::AlignedBuffer chunk_;  // Append's, from the first Append to Seal (Replay has its own)
+  uint64_t free_reserve_bytes_;
 };
 
 }  // namespace skiff::pipeline
