@@ -1,5 +1,7 @@
 #include "skiff/pipeline/trainer_passes.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -123,6 +125,9 @@ Status ReplayPass(PassCache& cache, int batches, const ComputeFn& compute, std::
         return compute(batch);
       },
       batches));
+  // The replayed batches' smaller arrays came from the reader thread's heap arena; hand what it
+  // keeps back to the system, or the next pass's peak stands on top of it.
+  ::malloc_trim(0);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (report_json != nullptr) {
