@@ -114,6 +114,13 @@ uint64_t PassKey(std::span<const int64_t> nodes, int64_t batch_size, int64_t epo
   return key;
 }
 
+// Between passes: the batches' arrays below the mmap threshold (tools/skiff/main.cpp) come from
+// the heap arenas of the threads that built them, which keep what is freed; the next pass's threads
+// may take other arenas, and its peak then stands on top of the kept memory (the 10m preset at
+// 1 GiB: the second epoch's training pass peaked 25-50 MiB above the first's, past the promise).
+// Hand it back to the system.
+void ReleaseFreedMemory() { ::malloc_trim(0); }
+
 // Replays a kept pass into `compute`; logs what it read when `print_reports`.
 Status ReplayPass(PassCache& cache, int batches, const ComputeFn& compute, std::string* report_json,
                   bool print_reports) {
@@ -125,9 +132,7 @@ Status ReplayPass(PassCache& cache, int batches, const ComputeFn& compute, std::
         return compute(batch);
       },
       batches));
-  // The replayed batches' smaller arrays came from the reader thread's heap arena; hand what it
-  // keeps back to the system, or the next pass's peak stands on top of it.
-  ::malloc_trim(0);
+  ReleaseFreedMemory();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (report_json != nullptr) {
@@ -244,7 +249,9 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
         options.resident_order.insert(options.resident_order.end(), batch.begin(), batch.end());
       }
     }
-    SKIFF_ASSIGN_OR_RETURN(EpochReport report, ooc->RunPass(*pass.nodes, options, sample, compute));
+    Result<EpochReport> ran = ooc->RunPass(*pass.nodes, options, sample, compute);
+    ReleaseFreedMemory();
+    SKIFF_ASSIGN_OR_RETURN(EpochReport report, std::move(ran));
     if (recording != nullptr) {
       recording->Seal();
       if (print_reports) {
