@@ -171,8 +171,6 @@ class ChunkReader {
 
 Result<std::unique_ptr<PassCache>> PassCache::Create(const std::string& dir,
                                                      uint64_t free_reserve_bytes) {
-  SKIFF_ASSIGN_OR_RETURN(storage::AlignedBuffer chunk,
-                         storage::AlignedBuffer::Allocate(kChunkBytes));
   const int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_DIRECT | O_CLOEXEC, 0600);
   if (fd < 0) {
     return Status::IOError("cannot keep evaluation batches in " + dir +

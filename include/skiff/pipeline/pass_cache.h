@@ -6,7 +6,7 @@
 // the model -- its sampled structure, and its first layer's input summed from the feature rows --
 // depends on the dataset alone, not on the model. Out of core, producing it costs several passes
 // over the feature file per evaluation pass (2M nodes at 25%: 4 of them, 4-5 GiB read, for 50
-// batches), while the batches themselves are ~7 MB each (350 MB for that pass). So the first
+// batches), while the batches themselves are ~6 MB each (300 MB for that pass). So the first
 // evaluation writes each batch as it reaches the compute stage, and the later ones read the file
 // once, front to back, instead of sampling and gathering again. The model computes on the same
 // bytes either way: a replayed pass's results are bit-identical to recomputing it.
@@ -44,7 +44,7 @@ class PassCache {
   // An unnamed file in `dir`, opened O_DIRECT. Unavailable when the directory's file system has
   // no O_TMPFILE or no O_DIRECT (tmpfs: it would hold the batches in memory) -- an error naming
   // the directory; callers then run without a cache.
-  // `free_reserve_bytes`: what Append leaves free on the file system (kFreeReserveBytes).
+  // `free_reserve_bytes`: what Append leaves free on the file system.
   static Result<std::unique_ptr<PassCache>> Create(const std::string& dir,
                                                    uint64_t free_reserve_bytes = uint64_t{1} << 30);
   ~PassCache();
