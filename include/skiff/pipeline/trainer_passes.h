@@ -8,7 +8,11 @@
 // eval_batch_size: an evaluation batch needs no more memory than a training batch), which changes
 // how nodes are grouped, not what is computed for each node. When every partition is resident the
 // passes keep the training core's batch order (train::PlanBatches), so a run with the whole
-// dataset in the buffer draws exactly the batches of the in-memory BatchStream.
+// dataset in the buffer draws exactly the batches of the in-memory BatchStream. Aggregated
+// evaluation passes that will run again (PassSpec::repeats) keep their batches in a PassCache under
+// OutOfCoreTraining::replay_dir, and later passes over the same nodes replay them (pass_cache.h).
+// After every pass the heap's freed memory is handed back to the system (malloc_trim), so that
+// one pass's leftovers do not raise the next one's peak.
 // Each pass's EpochReport becomes the JSON object the Trainer writes into its metrics under
 // "pipeline", and training passes print their report (stage busy/stall, bytes read, read
 // amplification) at the end of the epoch.
