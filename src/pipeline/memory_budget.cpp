@@ -111,10 +111,11 @@ double DegreeProfile::NodeMean(int fanout) const { return Mean(fanout, false); }
 double DegreeProfile::EdgeMean(int fanout) const { return Mean(fanout, true); }
 
 BatchShape EstimateBatch(const DegreeProfile& degrees, int64_t batch_size,
-                         const std::vector<int>& fanouts) {
+                         const std::vector<int>& fanouts, bool src_degrees) {
   const auto n = static_cast<double>(degrees.num_nodes());
   const int layers = static_cast<int>(fanouts.size());
   BatchShape shape;
+  shape.src_degrees = src_degrees;
   shape.seeds = std::min<int64_t>(batch_size, degrees.num_nodes());
   shape.dst.assign(layers, 0);
   shape.src.assign(layers, 0);
@@ -146,9 +147,9 @@ uint64_t BatchBytes(const BatchShape& shape, int64_t feature_dim) {
   uint64_t bytes = static_cast<uint64_t>(shape.input_nodes) * 8 +  // input_nodes
                    static_cast<uint64_t>(shape.seeds) * (8 + 4);   // seeds, labels
   for (size_t l = 0; l < shape.dst.size(); ++l) {
-    bytes += static_cast<uint64_t>(shape.dst[l] + 1) * 8 +  // indptr
-             static_cast<uint64_t>(shape.edges[l]) * 4 +    // indices
-             static_cast<uint64_t>(shape.src[l]) * 8;       // src_degree (GCN)
+    bytes += static_cast<uint64_t>(shape.dst[l] + 1) * 8 +                       // indptr
+             static_cast<uint64_t>(shape.edges[l]) * 4 +                         // indices
+             (shape.src_degrees ? static_cast<uint64_t>(shape.src[l]) * 8 : 0);  // src_degree
   }
   bytes += static_cast<uint64_t>(shape.input_nodes) * static_cast<uint64_t>(feature_dim) * 4;
   return bytes;
@@ -261,7 +262,7 @@ int64_t HostFeatureDim(const MemoryBudgetInputs& in) {
 int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees, bool aggregated,
                       uint64_t train_batch, uint64_t train_activations) {
   auto fits = [&](int64_t b) {
-    const BatchShape s = EstimateBatch(degrees, b, in.eval_fanouts);
+    const BatchShape s = EstimateBatch(degrees, b, in.eval_fanouts, in.record_degrees);
     const uint64_t bytes = aggregated ? AggregatedBatchBytes(s, in.feature_dim)
                                       : BatchBytes(s, HostFeatureDim(in)) + SamplerScratchBytes(s);
     // Activations on the device are not the host's to plan.
@@ -285,7 +286,7 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
   plan.budget_bytes = in.budget_bytes;
   // No budget: room for everything (every partition resident, the pipeline's full capacity).
   const uint64_t budget = in.budget_bytes > 0 ? in.budget_bytes : ~uint64_t{0} / 4;
-  plan.train_batch = EstimateBatch(degrees, in.batch_size, in.fanouts);
+  plan.train_batch = EstimateBatch(degrees, in.batch_size, in.fanouts, in.record_degrees);
   plan.batch_held_bytes = aggregated ? 0 : BatchBytes(plan.train_batch, HostFeatureDim(in));
   plan.batch_bytes = aggregated ? AggregatedBatchBytes(plan.train_batch, in.feature_dim)
                                 : BatchBytes(plan.train_batch, HostFeatureDim(in)) +
@@ -360,11 +361,18 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
     plan.gather_group = train.group;
     plan.sampled_batch_bytes = train.sampled_batch_bytes;
     plan.planned_in_flight = 2 * plan.gather_group;
-    // A group of one that does not fit with the next batch's sampling runs one batch at a time.
+    // The batches keep all of it: the groups are re-sized at run time from the batches sampled,
+    // and what the estimate leaves over (less than a batch) would buy at most one partition slot,
+    // which saves nothing when a group reads most of the file. Only groups at kMaxGatherGroup
+    // leave the rest to the slots. (A group of one that does not fit with the next batch's
+    // sampling runs one batch at a time.)
     plan.batch_allowance =
-        std::min(discretionary, static_cast<uint64_t>(plan.gather_group) *
-                                    (plan.batch_bytes + plan.sampled_batch_bytes));
-    const BatchShape eval = EstimateBatch(degrees, plan.eval_batch_size, in.eval_fanouts);
+        plan.gather_group < kMaxGatherGroup
+            ? discretionary
+            : std::min(discretionary, static_cast<uint64_t>(plan.gather_group) *
+                                          (plan.batch_bytes + plan.sampled_batch_bytes));
+    const BatchShape eval =
+        EstimateBatch(degrees, plan.eval_batch_size, in.eval_fanouts, in.record_degrees);
     const GatherGroupSize eval_group =
         AggregatedGatherGroup(plan.batch_allowance, eval, degrees, in.feature_dim);
     plan.eval_gather_group = eval_group.group;
@@ -413,7 +421,9 @@ BatchShape ShapeOf(const sampler::MiniBatch& batch) {
   BatchShape shape;
   shape.seeds = static_cast<int64_t>(batch.seeds.size());
   shape.input_nodes = static_cast<int64_t>(batch.input_nodes.size());
+  shape.src_degrees = false;
   for (const sampler::Block& block : batch.blocks) {
+    shape.src_degrees = shape.src_degrees || !block.src_degree.empty();
     shape.dst.push_back(block.num_dst);
     shape.src.push_back(block.num_src);
     shape.edges.push_back(block.num_edges());
@@ -435,6 +445,8 @@ BatchShape LargerShape(const BatchShape& a, const BatchShape& b) {
   out.dst = larger(a.dst, b.dst);
   out.src = larger(a.src, b.src);
   out.edges = larger(a.edges, b.edges);
+  // A shape without blocks (nothing seen yet) says nothing about degrees.
+  out.src_degrees = (!a.dst.empty() && a.src_degrees) || (!b.dst.empty() && b.src_degrees);
   return out;
 }
 

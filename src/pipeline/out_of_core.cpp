@@ -60,6 +60,7 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   in.batch_size = options.batch_size;
   in.aggregated_input = options.aggregated_input;
   in.features_on_device = options.features_on_device;
+  in.record_degrees = options.record_degrees;
   in.fanouts = options.fanouts;
   in.eval_batch_size = options.eval_batch_size;
   in.eval_fanouts = options.eval_fanouts;

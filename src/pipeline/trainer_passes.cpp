@@ -51,6 +51,7 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(
                        model::InputAggregationOf(config) != model::InputAggregation::kNone;
   o.sample_threads = std::max(1, threads);
   o.features_on_device = features_on_device;
+  o.record_degrees = model::NeedsNodeDegrees(config.kind);
   o.gather_threads = 1;
   auto out = std::make_unique<OutOfCoreTraining>();
   SKIFF_ASSIGN_OR_RETURN(out->ooc, OutOfCore::Create(dataset, o));

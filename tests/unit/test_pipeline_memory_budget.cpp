@@ -179,9 +179,12 @@ TEST_CASE("memory budget: aggregated batches come in one group that fits with th
     REQUIRE(plan->aggregated_input);
     CHECK(plan->gather_group >= 1);
     CHECK(plan->gather_group <= kMaxGatherGroup);
-    // The allowance holds the group with its rows and the next group's sampled structures.
-    CHECK(plan->batch_allowance <= static_cast<uint64_t>(plan->gather_group) *
-                                       (plan->batch_bytes + plan->sampled_batch_bytes));
+    // The allowance holds the group with its rows and the next group's sampled structures, and
+    // keeps what is left over (less than one more batch: it would buy no useful partition slot).
+    const uint64_t per_batch = plan->batch_bytes + plan->sampled_batch_bytes;
+    const auto group = static_cast<uint64_t>(plan->gather_group);
+    if (group > 1) CHECK(plan->batch_allowance >= group * per_batch);
+    CHECK(plan->batch_allowance < (group + 1) * per_batch);
     CHECK(plan->sampled_batch_bytes <= SampledBatchBytes(plan->train_batch, degrees, 1));
     CHECK(plan->eval_gather_group >= 1);
     CHECK(plan->fixed_bytes + plan->pool_bytes <= budget);
@@ -191,4 +194,25 @@ TEST_CASE("memory budget: aggregated batches come in one group that fits with th
   const int small = PlanMemory(in, degrees)->gather_group;
   in.budget_bytes = 384 << 20;
   CHECK(PlanMemory(in, degrees)->gather_group >= small);
+}
+
+TEST_CASE("memory budget: source degrees are counted only when the sampler records them") {
+  const DegreeProfile degrees = DegreeProfile::Uniform(100000, 12);
+  const BatchShape with = EstimateBatch(degrees, 256, {10, 5}, true);
+  const BatchShape without = EstimateBatch(degrees, 256, {10, 5}, false);
+  uint64_t sources = 0;
+  for (const int64_t s : with.src) sources += static_cast<uint64_t>(s);
+  CHECK(BatchBytes(with, 16) - BatchBytes(without, 16) == 8 * sources);
+  // A sampled batch says whether it carries them; a shape with no blocks yet says nothing.
+  sampler::MiniBatch batch;
+  batch.input_nodes = {0, 1, 2};
+  batch.seeds = {0};
+  batch.blocks.resize(1);
+  batch.blocks[0] = {
+      .num_dst = 1, .num_src = 3, .indptr = {0, 2}, .indices = {1, 2}, .src_degree = {}};
+  CHECK_FALSE(ShapeOf(batch).src_degrees);
+  CHECK_FALSE(LargerShape(BatchShape{}, ShapeOf(batch)).src_degrees);
+  batch.blocks[0].src_degree = {2, 1, 1};
+  CHECK(ShapeOf(batch).src_degrees);
+  CHECK(LargerShape(BatchShape{}, ShapeOf(batch)).src_degrees);
 }

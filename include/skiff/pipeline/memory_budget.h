@@ -22,8 +22,11 @@
 // that share one read: as many batches as fit with their rows, plus as many sampled-only batches
 // (the next group, sampled while this one computes), at most kMaxGatherGroup. One read of the file
 // per group is the dominant cost, so one large group at a time beats two half-size groups
-// overlapped. Evaluation batches get their own group size under the same allowance. The rest goes
-// to partition slots (a hot row cache saves nothing when a group reads most of the file).
+// overlapped. Evaluation batches get their own group size under the same allowance. The batches
+// keep all that the minimum leaves (the groups are re-sized at run time from the batches sampled,
+// and a partition slot more saves nothing when a group reads most of the file) unless their group
+// reaches kMaxGatherGroup; then the rest goes to partition slots (a hot row cache saves nothing
+// either).
 // Run time: the batches' term is not a count but a byte allowance. The EpochRunner admits a batch
 // only while the bytes of the batches in flight -- each counted at its actual size once sampled --
 // stay within it (backpressure: fewer batches in flight, never a failure); one batch is always
@@ -95,11 +98,12 @@ struct BatchShape {
   std::vector<int64_t> dst;    // per block (input layer first)
   std::vector<int64_t> src;    // per block
   std::vector<int64_t> edges;  // per block
+  bool src_degrees = true;     // blocks carry Block::src_degree (the model needs node degrees)
 };
 
-// `fanouts` input layer first (the sampler's order).
+// `fanouts` input layer first (the sampler's order); `src_degrees`: the sampler records degrees.
 BatchShape EstimateBatch(const DegreeProfile& degrees, int64_t batch_size,
-                         const std::vector<int>& fanouts);
+                         const std::vector<int>& fanouts, bool src_degrees = true);
 
 // The shape of a sampled batch (the run time's view of what EstimateBatch predicts).
 BatchShape ShapeOf(const sampler::MiniBatch& batch);
@@ -126,7 +130,7 @@ struct ModelShape {
 };
 
 // Bytes a batch of `shape` holds from sampling to compute: its MiniBatch (node lists, CSR blocks,
-// degrees when recorded) and the float32 features of its input nodes.
+// degrees when recorded: BatchShape::src_degrees) and the float32 features of its input nodes.
 uint64_t BatchBytes(const BatchShape& shape, int64_t feature_dim);
 // Bytes of a batch of `shape` before its features are gathered: its MiniBatch and, while its group
 // of `group` batches is sampled, its share of the lists of the group's expanded nodes (read once
@@ -162,6 +166,8 @@ struct MemoryBudgetInputs {
   int64_t eval_batch_size = 0;    // 0: no evaluation passes to plan for
   std::vector<int> eval_fanouts;  // per layer
   int max_in_flight_batches = 1;  // the pipeline's capacity (EpochRunnerOptions::InFlightBatches)
+  // The sampler records each block's source degrees (model::NeedsNodeDegrees: GCN).
+  bool record_degrees = true;
   // A hot row cache (exact sampling): bytes per cached row, including its index; 0: no cache.
   uint64_t cache_row_bytes = 0;
   // The model's first layer can take aggregated input (see above).

@@ -60,6 +60,8 @@ struct OutOfCoreOptions {
   // The model holds every feature row in device memory: batches are planned without feature rows
   // (MemoryBudgetInputs::features_on_device).
   bool features_on_device = false;
+  // The sampler records node degrees (model::NeedsNodeDegrees): batches are planned with them.
+  bool record_degrees = true;
   storage::IoEngineKind io_engine = storage::IoEngineKind::kAuto;
   // Unpartitioned datasets are split into ranges of this many nodes (0: 16 ranges).
   int64_t nodes_per_partition = 0;
