@@ -55,6 +55,19 @@ void BufferedGraph::CopyRow(const std::byte* row, float* dst) const {
 Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int64_t> nodes,
                                 std::vector<int64_t>* indptr,
                                 std::vector<int64_t>* neighbors) const {
+  return NeighborsAs(resident, nodes, indptr, neighbors);
+}
+
+Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int64_t> nodes,
+                                std::vector<int64_t>* indptr,
+                                std::vector<int32_t>* neighbors) const {
+  SKIFF_CHECK(num_nodes_ <= INT32_MAX);
+  return NeighborsAs(resident, nodes, indptr, neighbors);
+}
+
+template <typename Id>
+Status BufferedGraph::NeighborsAs(const ResidentSet& resident, std::span<const int64_t> nodes,
+                                  std::vector<int64_t>* indptr, std::vector<Id>* neighbors) const {
   const uint64_t nb = source_->neighbor_bytes();
   indptr->assign(nodes.size() + 1, 0);
   // Pass 1: sizes (exact mode needs the full degree of every node; in-buffer mode learns the
@@ -85,10 +98,11 @@ Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int
     ++resident_lists;
     source_->NeighborsFromPin(resident.pin(p), node, &list);
     if (mode_ == SamplingMode::kExact) {
-      std::copy(list.begin(), list.end(), neighbors->begin() + (*indptr)[i]);
+      std::transform(list.begin(), list.end(), neighbors->begin() + (*indptr)[i],
+                     [](int64_t u) { return static_cast<Id>(u); });
     } else {
       for (int64_t u : list) {
-        if (resident.contains(source_->partition_of(u))) neighbors->push_back(u);
+        if (resident.contains(source_->partition_of(u))) neighbors->push_back(static_cast<Id>(u));
       }
       (*indptr)[i + 1] = static_cast<int64_t>(neighbors->size());
     }
@@ -132,14 +146,16 @@ Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int
     for (size_t j = next; j < end; ++j) {
       const size_t i = fine[j];
       const int64_t degree = source_->degree(nodes[i]);
-      int64_t* out = neighbors->data() + (*indptr)[i];
+      Id* out = neighbors->data() + (*indptr)[i];
       for (int64_t e = 0; e < degree; ++e, at += nb) {
         if (nb == 4) {
           int32_t v;
           std::memcpy(&v, raw.data() + at, 4);
-          out[e] = v;
+          out[e] = static_cast<Id>(v);
         } else {
-          std::memcpy(&out[e], raw.data() + at, 8);
+          int64_t v;
+          std::memcpy(&v, raw.data() + at, 8);
+          out[e] = static_cast<Id>(v);
         }
       }
     }

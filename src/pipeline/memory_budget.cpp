@@ -175,7 +175,9 @@ uint64_t SampledBatchBytes(const BatchShape& shape, const DegreeProfile& degrees
   const double entries = static_cast<double>(shape.seeds) * degrees.NodeMean(-1) +
                          degrees.ReachedDegreeSum(g * reaching) / g;
   const uint64_t expanded = shape.dst.empty() ? 0 : static_cast<uint64_t>(shape.dst[0]);
-  return BatchBytes(shape, 0) + static_cast<uint64_t>(std::ceil(entries)) * 8 +
+  // The cached lists hold 32-bit ids when the graph allows (ResidentGraphSource).
+  const uint64_t id_bytes = degrees.num_nodes() <= INT32_MAX ? 4 : 8;
+  return BatchBytes(shape, 0) + static_cast<uint64_t>(std::ceil(entries)) * id_bytes +
          expanded * kListCacheBytesPerNode;
 }
 

@@ -4,7 +4,10 @@ namespace skiff::pipeline {
 
 ResidentGraphSource::ResidentGraphSource(const BufferedGraph& graph, const ResidentSet& resident,
                                          std::span<const int64_t> seeds, int expanded_hops)
-    : graph_(graph), resident_(resident), expanded_hops_(expanded_hops) {
+    : graph_(graph),
+      resident_(resident),
+      expanded_hops_(expanded_hops),
+      compact_ids_(graph.num_nodes() <= INT32_MAX) {
   if (graph_.mode() != SamplingMode::kExact || expanded_hops_ <= 0) return;
   // Every partition resident: nothing is ever read fine-grained, so nothing to track.
   if (resident_.num_resident() == graph_.source().num_partitions()) return;
@@ -44,10 +47,19 @@ Status ResidentGraphSource::FetchHopOf(int64_t v) const {
 }
 
 Status ResidentGraphSource::Fetch(std::span<const int64_t> nodes) const {
-  std::vector<int64_t> indptr, rows;
-  SKIFF_RETURN_IF_ERROR(graph_.Neighbors(resident_, nodes, &indptr, &rows));
-  const auto chunk = static_cast<uint32_t>(chunks_.size());
-  chunks_.push_back(std::move(rows));
+  std::vector<int64_t> indptr;
+  uint32_t chunk = 0;
+  if (compact_ids_) {
+    std::vector<int32_t> rows;
+    SKIFF_RETURN_IF_ERROR(graph_.Neighbors(resident_, nodes, &indptr, &rows));
+    chunk = static_cast<uint32_t>(chunks32_.size());
+    chunks32_.push_back(std::move(rows));
+  } else {
+    std::vector<int64_t> rows;
+    SKIFF_RETURN_IF_ERROR(graph_.Neighbors(resident_, nodes, &indptr, &rows));
+    chunk = static_cast<uint32_t>(chunks64_.size());
+    chunks64_.push_back(std::move(rows));
+  }
   cache_.reserve(cache_.size() + nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     cache_[nodes[i]] = {chunk, static_cast<uint64_t>(indptr[i]),
@@ -56,14 +68,21 @@ Status ResidentGraphSource::Fetch(std::span<const int64_t> nodes) const {
   return Status::Ok();
 }
 
-std::optional<std::span<const int64_t>> ResidentGraphSource::Cached(int64_t v) const {
+std::optional<ResidentGraphSource::Row> ResidentGraphSource::Cached(int64_t v) const {
   auto it = cache_.find(v);
   if (it == cache_.end()) return std::nullopt;
   const CachedRow& row = it->second;
-  return std::span<const int64_t>(chunks_[row.chunk].data() + row.offset, row.length);
+  Row out;
+  out.size = row.length;
+  if (compact_ids_) {
+    out.ids32 = chunks32_[row.chunk].data() + row.offset;
+  } else {
+    out.ids64 = chunks64_[row.chunk].data() + row.offset;
+  }
+  return out;
 }
 
-Result<std::span<const int64_t>> ResidentGraphSource::Load(int64_t v) const {
+Result<ResidentGraphSource::Row> ResidentGraphSource::Load(int64_t v) const {
   if (const auto row = Cached(v)) return *row;
   const int64_t node[1] = {v};
   SKIFF_RETURN_IF_ERROR(Fetch(node));
@@ -76,7 +95,7 @@ int64_t ResidentGraphSource::Degree(int64_t v) const {
   // filter reads pinned memory and cannot fail.
   auto row = Load(v);
   SKIFF_CHECK_MSG(row.ok(), "in-buffer rows come from pinned memory");
-  return static_cast<int64_t>(row->size());
+  return static_cast<int64_t>(row->size);
 }
 
 void ResidentGraphSource::Prefetch(int64_t v, bool row) const {
@@ -92,7 +111,7 @@ void ResidentGraphSource::Prefetch(int64_t v, bool row) const {
 
 Status ResidentGraphSource::NeighborsAt(int64_t v, std::span<const int64_t> positions,
                                         int64_t* out) const {
-  std::optional<std::span<const int64_t>> row = Cached(v);
+  std::optional<Row> row = Cached(v);
   if (!row.has_value()) {
     const storage::DatasetPartitionSource& source = graph_.source();
     const uint32_t p = source.partition_of(v);
@@ -106,16 +125,20 @@ Status ResidentGraphSource::NeighborsAt(int64_t v, std::span<const int64_t> posi
     }
   }
   for (size_t i = 0; i < positions.size(); ++i) {
-    SKIFF_CHECK(positions[i] >= 0 && positions[i] < static_cast<int64_t>(row->size()));
-    out[i] = (*row)[positions[i]];
+    SKIFF_CHECK(positions[i] >= 0 && positions[i] < static_cast<int64_t>(row->size));
+    out[i] = (*row)[static_cast<size_t>(positions[i])];
   }
   Track(std::span<const int64_t>(out, positions.size()));
   return Status::Ok();
 }
 
 Status ResidentGraphSource::Neighbors(int64_t v, std::vector<int64_t>* out) const {
+  auto assign = [out](const Row& row) {
+    out->resize(row.size);
+    for (size_t i = 0; i < row.size; ++i) (*out)[i] = row[i];
+  };
   if (const auto row = Cached(v)) {
-    out->assign(row->begin(), row->end());
+    assign(*row);
   } else {
     const storage::DatasetPartitionSource& source = graph_.source();
     const uint32_t p = source.partition_of(v);
@@ -123,8 +146,8 @@ Status ResidentGraphSource::Neighbors(int64_t v, std::vector<int64_t>* out) cons
       source.NeighborsFromPin(resident_.pin(p), v, out);
     } else {
       SKIFF_RETURN_IF_ERROR(FetchHopOf(v));
-      SKIFF_ASSIGN_OR_RETURN(const std::span<const int64_t> row, Load(v));
-      out->assign(row.begin(), row.end());
+      SKIFF_ASSIGN_OR_RETURN(const Row row, Load(v));
+      assign(row);
     }
   }
   Track(*out);
@@ -133,7 +156,8 @@ Status ResidentGraphSource::Neighbors(int64_t v, std::vector<int64_t>* out) cons
 
 Status ResidentGraphSource::PrepareNodes(std::span<const int64_t> nodes) const {
   cache_.clear();
-  chunks_.clear();
+  chunks32_.clear();
+  chunks64_.clear();
   std::vector<int64_t> wanted;
   const storage::DatasetPartitionSource& source = graph_.source();
   for (int64_t v : nodes) {

@@ -660,3 +660,24 @@ TEST_CASE("ooc pipeline: in-buffer sampling with the training core's sampler sta
   CheckInputsResident(
       f, plan, [&](size_t i) -> const auto& { return got[i].input_nodes; });
 }
+
+TEST_CASE("ooc pipeline: neighbour lists read with 32-bit ids are the 64-bit ones") {
+  Fixture f;
+  auto pool = f.MakePool(3);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+  // No partition resident: every list is read fine-grained, in the order asked.
+  const ResidentSet none(
+      std::vector<std::shared_ptr<const storage::PartitionPin>>(f.source->num_partitions()));
+  std::vector<int64_t> nodes;
+  for (int64_t v = graph.num_nodes() - 1; v >= 0; v -= 3) nodes.push_back(v);
+  std::vector<int64_t> indptr64, indptr32, expected_indptr, ids64, expected;
+  std::vector<int32_t> ids32;
+  REQUIRE(graph.Neighbors(none, nodes, &indptr64, &ids64).ok());
+  REQUIRE(graph.Neighbors(none, nodes, &indptr32, &ids32).ok());
+  REQUIRE(f.MemoryNeighbors(nodes, &expected_indptr, &expected).ok());
+  CHECK(indptr64 == expected_indptr);
+  CHECK(indptr32 == expected_indptr);
+  CHECK(ids64 == expected);
+  CHECK(std::vector<int64_t>(ids32.begin(), ids32.end()) == expected);
+  CHECK_FALSE(expected.empty());
+}

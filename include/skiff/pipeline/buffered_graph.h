@@ -101,6 +101,9 @@ class BufferedGraph {
   // checksum), naming file and offset.
   Status Neighbors(const ResidentSet& resident, std::span<const int64_t> nodes,
                    std::vector<int64_t>* indptr, std::vector<int64_t>* neighbors) const;
+  // The same with 32-bit ids (half the memory), for graphs of at most INT32_MAX nodes.
+  Status Neighbors(const ResidentSet& resident, std::span<const int64_t> nodes,
+                   std::vector<int64_t>* indptr, std::vector<int32_t>* neighbors) const;
   // Writes the feature rows of `nodes` (nodes.size() x feature_dim, row-major float32) to `dst`.
   Status Features(const ResidentSet& resident, std::span<const int64_t> nodes, float* dst) const;
 
@@ -116,6 +119,10 @@ class BufferedGraph {
   GraphAccessCounters counters() const;
 
  private:
+  // Neighbors, with ids of type Id (int64_t or int32_t).
+  template <typename Id>
+  Status NeighborsAs(const ResidentSet& resident, std::span<const int64_t> nodes,
+                     std::vector<int64_t>* indptr, std::vector<Id>* neighbors) const;
   void CopyRow(const std::byte* row, float* dst) const;
   // Where `node`'s row is in memory: a pinned partition of `resident`, or the hot row cache
   // (`cached`); null bytes when it has to be read. Checks that in-buffer sampling never asks for a

@@ -22,7 +22,9 @@
 //
 // A group of batches sampled together (NeighborSampler::SampleGroup, hop by hop) shares one
 // object: its hop-batched reads then fetch the lists of the whole group's hop at once, in file
-// order. It keeps every list it read (one allocation per batched read) until it is destroyed.
+// order. It keeps every list it read (one allocation per batched read) until it is destroyed, with
+// 32-bit ids when the graph has at most INT32_MAX nodes (half the memory: a group's lists are most
+// of what it holds while it is sampled, and the memory plan counts them so, SampledBatchBytes).
 //
 // Thread safety: NOT shared between threads -- one object per batch or group, used by the one
 // sampler thread sampling it (it caches rows). Create it per batch or group; it is cheap.
@@ -44,7 +46,7 @@ class ResidentGraphSource final : public sampler::GraphSource {
   // `graph` and `resident` must outlive this object. `seeds` and `expanded_hops` (the number of
   // layers) enable hop-batched reads; without them every non-resident row is read on demand.
   ResidentGraphSource(const BufferedGraph& graph, const ResidentSet& resident)
-      : graph_(graph), resident_(resident) {}
+      : graph_(graph), resident_(resident), compact_ids_(graph.num_nodes() <= INT32_MAX) {}
   ResidentGraphSource(const BufferedGraph& graph, const ResidentSet& resident,
                       std::span<const int64_t> seeds, int expanded_hops);
 
@@ -60,10 +62,17 @@ class ResidentGraphSource final : public sampler::GraphSource {
   Status PrepareNodes(std::span<const int64_t> nodes) const;
 
  private:
-  // The cached row of v, if any (valid while this object lives).
-  std::optional<std::span<const int64_t>> Cached(int64_t v) const;
+  // A cached row: 32-bit or 64-bit ids (valid while this object lives).
+  struct Row {
+    const int32_t* ids32 = nullptr;
+    const int64_t* ids64 = nullptr;
+    size_t size = 0;
+    int64_t operator[](size_t i) const { return ids32 != nullptr ? ids32[i] : ids64[i]; }
+  };
+  // The cached row of v, if any.
+  std::optional<Row> Cached(int64_t v) const;
   // Loads v's row (full or filtered per mode) into the cache.
-  Result<std::span<const int64_t>> Load(int64_t v) const;
+  Result<Row> Load(int64_t v) const;
   // Reads the rows of `nodes` in one batch into a new chunk of the cache.
   Status Fetch(std::span<const int64_t> nodes) const;
 
@@ -77,14 +86,16 @@ class ResidentGraphSource final : public sampler::GraphSource {
   const BufferedGraph& graph_;
   const ResidentSet& resident_;
   const int expanded_hops_ = 0;
-  // Cached rows: node -> where its row lies in chunks_ (one chunk per batched read), so that a
+  // Cached rows: node -> where its row lies in the chunks (one chunk per batched read), so that a
   // group's thousands of rows cost one allocation per read, not one per row.
   struct CachedRow {
     uint32_t chunk;
     uint64_t offset, length;
   };
   mutable std::unordered_map<int64_t, CachedRow> cache_;
-  mutable std::vector<std::vector<int64_t>> chunks_;
+  const bool compact_ids_;  // chunks32_ (the graph has at most INT32_MAX nodes), else chunks64_
+  mutable std::vector<std::vector<int32_t>> chunks32_;
+  mutable std::vector<std::vector<int64_t>> chunks64_;
   mutable int hop_ = 0;                              // hop being built (BeginHop)
   mutable std::unordered_map<int64_t, int> hop_of_;  // non-resident node -> hop of first appearance
   mutable std::vector<std::vector<int64_t>> pending_by_hop_;  // non-resident, not yet read
