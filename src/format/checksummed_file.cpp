@@ -22,25 +22,6 @@ constexpr size_t kWriteChunkBytes = 4 << 20;
 
 uint64_t PadUnit(uint32_t block_bytes) { return std::max<uint64_t>(kFileAlignment, block_bytes); }
 
-Status PreadAll(int fd, void* dst, uint64_t bytes, uint64_t offset, const std::string& path) {
-  auto* p = static_cast<char*>(dst);
-  while (bytes > 0) {
-    const ssize_t n = ::pread(fd, p, bytes, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "read " + path + " at byte " + std::to_string(offset));
-    }
-    if (n == 0) {
-      return Status::Corruption(path + ": file is truncated (unexpected end of file at byte " +
-                                std::to_string(offset) + ")");
-    }
-    p += n;
-    bytes -= static_cast<uint64_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 // On x86-64, libxxhash's dispatcher picks the widest vector unit the CPU has (AVX2, AVX-512) at
@@ -185,7 +166,7 @@ Result<std::unique_ptr<ChecksummedFileReader>> ChecksummedFileReader::Open(const
     return Status::FromErrno(errno, "stat " + sum_path);
   }
   std::vector<char> sidecar(static_cast<size_t>(st.st_size));
-  Status rs = PreadAll(sfd, sidecar.data(), sidecar.size(), 0, sum_path);
+  Status rs = io::PreadAll(sfd, sidecar.data(), sidecar.size(), 0, sum_path);
   ::close(sfd);
   SKIFF_RETURN_IF_ERROR(rs);
   if (sidecar.size() < kSumHeaderBytes || std::memcmp(sidecar.data(), kSumMagic, 8) != 0) {
@@ -262,7 +243,7 @@ Status ChecksummedFileReader::ReadAt(uint64_t offset, uint64_t bytes, void* dst)
     const uint64_t start = pos / bb * bb;
     const uint64_t end = std::min(AlignUp(offset + bytes, bb), start + kChunk);
     buf.resize(end - start);
-    SKIFF_RETURN_IF_ERROR(PreadAll(fd_, buf.data(), buf.size(), start, path_));
+    SKIFF_RETURN_IF_ERROR(io::PreadAll(fd_, buf.data(), buf.size(), start, path_));
     SKIFF_RETURN_IF_ERROR(VerifyBlocks(start, buf.data(), buf.size()));
     const uint64_t take = std::min(end, offset + bytes) - pos;
     std::memcpy(static_cast<char*>(dst) + done, buf.data() + (pos - start), take);
@@ -278,7 +259,7 @@ Status ChecksummedFileReader::VerifyAll() const {
   for (uint64_t off = 0; off < total; off += kChunk) {
     const uint64_t n = std::min(kChunk, total - off);
     buf.resize(n);
-    SKIFF_RETURN_IF_ERROR(PreadAll(fd_, buf.data(), n, off, path_));
+    SKIFF_RETURN_IF_ERROR(io::PreadAll(fd_, buf.data(), n, off, path_));
     SKIFF_RETURN_IF_ERROR(VerifyBlocks(off, buf.data(), n));
   }
   return Status::Ok();

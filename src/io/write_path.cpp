@@ -99,6 +99,43 @@ Status WriteAll(int fd, const void* data, size_t bytes, const std::string& path)
   return Status::Ok();
 }
 
+Status PwriteAll(int fd, const void* data, size_t bytes, uint64_t offset, const std::string& path) {
+  const auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const Decision d = Next(WriteOp::kWrite, false);
+    if (d.error != 0) return Status::FromErrno(d.error, "write " + path);
+    const size_t ask = d.short_write ? std::max<size_t>(1, bytes / 2) : bytes;
+    const ssize_t n = ::pwrite(fd, p, ask, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, "write " + path + " at byte " + std::to_string(offset));
+    }
+    p += n;
+    bytes -= static_cast<size_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status PreadAll(int fd, void* dst, uint64_t bytes, uint64_t offset, const std::string& path) {
+  auto* p = static_cast<char*>(dst);
+  while (bytes > 0) {
+    const ssize_t n = ::pread(fd, p, bytes, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, "read " + path + " at byte " + std::to_string(offset));
+    }
+    if (n == 0) {
+      return Status::Corruption(path + ": file is truncated (unexpected end of file at byte " +
+                                std::to_string(offset) + ")");
+    }
+    p += n;
+    bytes -= static_cast<uint64_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return Status::Ok();
+}
+
 Status Fsync(int fd, const std::string& path) {
   const Decision d = Next(WriteOp::kFsync, false);
   if (d.error != 0) return Status::FromErrno(d.error, "fsync " + path);

@@ -13,8 +13,10 @@
 #include <type_traits>
 
 #include "skiff/format/checksummed_file.h"
+#include "skiff/io/write_path.h"
 #include "skiff/log.h"
 #include "skiff/pipeline/bounded_queue.h"
+#include "skiff/random.h"
 #include "skiff/units.h"
 
 namespace skiff::pipeline {
@@ -44,7 +46,7 @@ struct BlockHeader {
 uint64_t RoundUp(uint64_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
 uint64_t Fold(uint64_t sum, const std::byte* chunk, uint64_t bytes) {
-  return sum * 0x9e3779b97f4a7c15ull + format::Xxh3(chunk, bytes);
+  return Mix64(sum ^ format::Xxh3(chunk, bytes));
 }
 
 template <typename T>
@@ -61,32 +63,18 @@ uint64_t BatchBytesHeld(const PreparedBatch& b) {
   return bytes;
 }
 
-// pwrite / pread of all `bytes`, or the errno text.
-std::string Transfer(bool write, int fd, std::byte* data, uint64_t bytes, uint64_t offset) {
-  for (uint64_t done = 0; done < bytes;) {
-    const ssize_t n =
-        write ? ::pwrite(fd, data + done, bytes - done, static_cast<off_t>(offset + done))
-              : ::pread(fd, data + done, bytes - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::strerror(errno);
-    if (n == 0) return write ? "no progress" : "end of file";
-    done += static_cast<uint64_t>(n);
-  }
-  return "";
-}
-
 // The payload written chunk by chunk from `offset` on, through `chunk` (PassCache::kChunkBytes).
 class ChunkWriter {
  public:
-  ChunkWriter(int fd, uint64_t offset, storage::AlignedBuffer* chunk)
-      : fd_(fd), offset_(offset), chunk_(chunk) {}
+  ChunkWriter(int fd, const std::string& name, uint64_t offset, storage::AlignedBuffer* chunk)
+      : fd_(fd), name_(name), offset_(offset), chunk_(chunk) {}
   template <typename T>
   void Put(const std::vector<T>& v) {
     Put(v.data(), ArrayBytes(v));
   }
   void Put(const void* data, uint64_t bytes) {
     const auto* from = static_cast<const std::byte*>(data);
-    while (bytes > 0 && error_.empty()) {
+    while (bytes > 0 && status_.ok()) {
       const uint64_t n = std::min(bytes, PassCache::kChunkBytes - fill_);
       std::memcpy(chunk_->data() + fill_, from, n);
       fill_ += n;
@@ -95,10 +83,10 @@ class ChunkWriter {
       if (fill_ == PassCache::kChunkBytes) Flush();
     }
   }
-  // Writes what is left (padded); returns the errno text of the first failure, or "".
-  std::string Finish() {
+  // Writes what is left (padded); returns the first write's error.
+  Status Finish() {
     if (fill_ > 0) Flush();
-    return error_;
+    return status_;
   }
   uint64_t checksum() const { return checksum_; }
   uint64_t end() const { return offset_; }
@@ -108,23 +96,25 @@ class ChunkWriter {
     checksum_ = Fold(checksum_, chunk_->data(), fill_);
     const uint64_t padded = RoundUp(fill_);
     std::memset(chunk_->data() + fill_, 0, padded - fill_);
-    if (error_.empty()) error_ = Transfer(true, fd_, chunk_->data(), padded, offset_);
+    if (status_.ok()) status_ = io::PwriteAll(fd_, chunk_->data(), padded, offset_, name_);
     offset_ += padded;
     fill_ = 0;
   }
   int fd_;
+  const std::string& name_;
   uint64_t offset_;
   storage::AlignedBuffer* chunk_;
   uint64_t fill_ = 0, checksum_ = 0;
-  std::string error_;
+  Status status_;
 };
 
 // The payload read back chunk by chunk, `payload_bytes` of it from `offset` on.
 class ChunkReader {
  public:
-  ChunkReader(int fd, uint64_t offset, uint64_t payload_bytes, storage::AlignedBuffer* chunk)
-      : fd_(fd), offset_(offset), left_(payload_bytes), chunk_(chunk) {}
-  // False when the payload ends first or a read fails (error()).
+  ChunkReader(int fd, const std::string& name, uint64_t offset, uint64_t payload_bytes,
+              storage::AlignedBuffer* chunk)
+      : fd_(fd), name_(name), offset_(offset), left_(payload_bytes), chunk_(chunk) {}
+  // False when the payload ends first or a read fails (status()).
   template <typename T>
   bool GetArray(uint64_t count, std::vector<T>* out) {
     if (count > (left_ + (fill_ - pos_)) / sizeof(T)) return false;
@@ -145,15 +135,15 @@ class ChunkReader {
   }
   bool at_end() const { return left_ == 0 && pos_ == fill_; }
   uint64_t checksum() const { return checksum_; }
-  const std::string& error() const { return error_; }
+  const Status& status() const { return status_; }
 
  private:
   bool Refill() {
     if (left_ == 0) return false;
     fill_ = std::min(left_, PassCache::kChunkBytes);
     const uint64_t padded = RoundUp(fill_);
-    error_ = Transfer(false, fd_, chunk_->data(), padded, offset_);
-    if (!error_.empty()) return false;
+    status_ = io::PreadAll(fd_, chunk_->data(), padded, offset_, name_);
+    if (!status_.ok()) return false;
     checksum_ = Fold(checksum_, chunk_->data(), fill_);
     offset_ += padded;
     left_ -= fill_;
@@ -161,10 +151,11 @@ class ChunkReader {
     return true;
   }
   int fd_;
+  const std::string& name_;
   uint64_t offset_, left_;
   storage::AlignedBuffer* chunk_;
   uint64_t fill_ = 0, pos_ = 0, checksum_ = 0;
-  std::string error_;
+  Status status_;
 };
 
 }  // namespace
@@ -206,8 +197,10 @@ int PassCache::ReplayBatchesWithin(uint64_t allowance) const {
 
 Status PassCache::Append(const PreparedBatch& batch) {
   const sampler::MiniBatch& b = batch.batch;
+  const uint64_t batch_bytes = BatchBytesHeld(batch);
+  const uint64_t payload_bytes = batch_bytes + b.blocks.size() * sizeof(BlockHeader);
   // The file system keeps room for others: not below the reserve free after this record.
-  const uint64_t need = 2 * kAlignment + BatchBytesHeld(batch) + b.blocks.size() * 64;
+  const uint64_t need = kAlignment + RoundUp(payload_bytes);
   struct statvfs fs {};
   if (::fstatvfs(fd_, &fs) == 0 &&
       static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize < need + free_reserve_bytes_) {
@@ -225,11 +218,11 @@ Status PassCache::Append(const PreparedBatch& batch) {
   h.labels = b.labels.size();
   h.features = batch.features.size();
   h.blocks = b.blocks.size();
-  h.payload_bytes = BatchBytesHeld(batch) + b.blocks.size() * sizeof(BlockHeader);
+  h.payload_bytes = payload_bytes;
   if (chunk_.empty()) {
     SKIFF_ASSIGN_OR_RETURN(chunk_, storage::AlignedBuffer::Allocate(kChunkBytes));
   }
-  ChunkWriter out(fd_, end_ + kAlignment, &chunk_);
+  ChunkWriter out(fd_, name_, end_ + kAlignment, &chunk_);
   for (const sampler::Block& block : b.blocks) {
     const BlockHeader bh{block.num_dst, block.num_src, block.indptr.size(), block.indices.size(),
                          block.src_degree.size()};
@@ -244,42 +237,38 @@ Status PassCache::Append(const PreparedBatch& batch) {
     out.Put(block.indices);
     out.Put(block.src_degree);
   }
-  std::string error = out.Finish();
-  if (error.empty()) {
+  Status written = out.Finish();
+  if (written.ok()) {
     // The header last, through the (now free) chunk buffer.
     h.checksum = out.checksum();
     std::memset(chunk_.data(), 0, kAlignment);
     std::memcpy(chunk_.data(), &h, sizeof(h));
-    error = Transfer(true, fd_, chunk_.data(), kAlignment, end_);
+    written = io::PwriteAll(fd_, chunk_.data(), kAlignment, end_, name_);
   }
-  if (!error.empty()) {
+  if (!written.ok()) {
     Begin(key_);  // what was written is no longer a whole pass
-    return Status::IOError("writing evaluation batches to a scratch file in " + dir_ + ": " +
-                           error);
+    return written.WithContext("keeping evaluation batch " + std::to_string(batch.index));
   }
-  records_.push_back({end_, out.end() - end_, BatchBytesHeld(batch), batch.index});
+  records_.push_back({end_, out.end() - end_, batch_bytes, batch.index});
   end_ = out.end();
   return Status::Ok();
 }
 
 Status PassCache::Read(const Record& record, storage::AlignedBuffer* chunk,
                        PreparedBatch* out) const {
-  auto fail = [&](const std::string& what, bool corrupt) {
-    const std::string text = "kept evaluation batch " + std::to_string(record.index) +
-                             " in the scratch file in " + dir_ + ": " + what;
-    return corrupt ? Status::Corruption(text) : Status::IOError(text);
+  const std::string what = "kept evaluation batch " + std::to_string(record.index);
+  auto corrupt = [&](const std::string& why) {
+    return Status::Corruption(what + " in " + name_ + ": " + why);
   };
-  if (const std::string e = Transfer(false, fd_, chunk->data(), kAlignment, record.offset);
-      !e.empty()) {
-    return fail(e, false);
-  }
+  SKIFF_RETURN_IF_ERROR(
+      io::PreadAll(fd_, chunk->data(), kAlignment, record.offset, name_).WithContext(what));
   Header h;
   std::memcpy(&h, chunk->data(), sizeof(h));
   if (h.magic != kMagic || h.index != record.index ||
       kAlignment + RoundUp(h.payload_bytes) > record.bytes || h.blocks > h.payload_bytes) {
-    return fail("bad record header", true);
+    return corrupt("bad record header");
   }
-  ChunkReader in(fd_, record.offset + kAlignment, h.payload_bytes, chunk);
+  ChunkReader in(fd_, name_, record.offset + kAlignment, h.payload_bytes, chunk);
   out->index = h.index;
   out->sample_seed = h.sample_seed;
   out->aggregated = h.aggregated != 0;
@@ -297,9 +286,9 @@ Status PassCache::Read(const Record& record, storage::AlignedBuffer* chunk,
          in.GetArray(blocks[l].indices, &block.indices) &&
          in.GetArray(blocks[l].src_degree, &block.src_degree);
   }
-  if (!in.error().empty()) return fail(in.error(), false);
-  if (!ok || !in.at_end()) return fail("sizes do not match the record", true);
-  if (in.checksum() != h.checksum) return fail("checksum mismatch", true);
+  SKIFF_RETURN_IF_ERROR(in.status().WithContext(what));
+  if (!ok || !in.at_end()) return corrupt("sizes do not match the record");
+  if (in.checksum() != h.checksum) return corrupt("checksum mismatch");
   out->held_bytes = BatchBytesHeld(*out);
   return Status::Ok();
 }

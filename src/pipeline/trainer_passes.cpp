@@ -10,6 +10,7 @@
 #include "skiff/log.h"
 #include "skiff/pipeline/pass_cache.h"
 #include "skiff/pipeline/resident_graph_source.h"
+#include "skiff/random.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/train/batch_plan.h"
 #include "skiff/units.h"
@@ -109,9 +110,7 @@ class KeptPasses {
 // and its stream.
 uint64_t PassKey(std::span<const int64_t> nodes, int64_t batch_size, int64_t epoch) {
   uint64_t key = format::Xxh3(nodes.data(), nodes.size_bytes());
-  for (const int64_t v : {batch_size, epoch}) {
-    key = key * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(v);
-  }
+  for (const int64_t v : {batch_size, epoch}) key = Mix64(key ^ static_cast<uint64_t>(v));
   return key;
 }
 

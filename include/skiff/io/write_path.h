@@ -60,6 +60,11 @@ class ScopedWriteFaults {
 // write(2) until all `bytes` are written (retrying EINTR and short writes). IOError or
 // ResourceExhausted naming `path` on failure.
 Status WriteAll(int fd, const void* data, size_t bytes, const std::string& path);
+// pwrite(2) of all `bytes` at `offset`, likewise (the same fault rules as WriteAll).
+Status PwriteAll(int fd, const void* data, size_t bytes, uint64_t offset, const std::string& path);
+// pread(2) of all `bytes` at `offset` (retrying EINTR and short reads). IOError naming `path` and
+// the offset, or Corruption when the file ends first ("file is truncated").
+Status PreadAll(int fd, void* dst, uint64_t bytes, uint64_t offset, const std::string& path);
 // fsync(2) of an open file, and of the file or directory at `path`.
 Status Fsync(int fd, const std::string& path);
 Status FsyncPath(const std::string& path);

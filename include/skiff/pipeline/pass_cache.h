@@ -84,11 +84,15 @@ class PassCache {
     int64_t index = 0;
   };
   PassCache(int fd, std::string dir, uint64_t free_reserve_bytes)
-      : fd_(fd), dir_(std::move(dir)), free_reserve_bytes_(free_reserve_bytes) {}
+      : fd_(fd),
+        dir_(std::move(dir)),
+        name_("the scratch file in " + dir_),
+        free_reserve_bytes_(free_reserve_bytes) {}
   Status Read(const Record& record, storage::AlignedBuffer* chunk, PreparedBatch* out) const;
 
   int fd_ = -1;
   std::string dir_;
+  std::string name_;  // what errors call the file (it has no name)
   uint64_t key_ = 0;
   bool sealed_ = false;
   std::vector<Record> records_;
