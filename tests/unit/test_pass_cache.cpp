@@ -56,18 +56,6 @@ bool Same(const pipeline::PreparedBatch& a, const pipeline::PreparedBatch& b) {
          a.batch.labels == b.batch.labels && a.features == b.features;
 }
 
-// The scratch file's descriptor, found among the process's open files (it has no name).
-int ScratchFd(const std::string& dir) {
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-    std::error_code ec;
-    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
-    if (!ec && target.rfind(dir + "/", 0) == 0 && target.find("(deleted)") != std::string::npos) {
-      return std::stoi(entry.path().filename().string());
-    }
-  }
-  return -1;
-}
-
 }  // namespace
 
 TEST_CASE("pass cache: kept batches replay in order, bit for bit") {
@@ -134,10 +122,10 @@ TEST_CASE("pass cache: a damaged record is Corruption naming its batch") {
   REQUIRE((*cache)->Append(first).ok());
   REQUIRE((*cache)->Append(MakeBatch(11, 300, 5000, 5)).ok());
   (*cache)->Seal();
-  const int fd = ScratchFd(dir.path());
-  REQUIRE(fd >= 0);
+  const std::vector<std::string> files = testing::UnnamedFilesIn(dir.path());
+  REQUIRE(files.size() == 1);
   // Reopened without O_DIRECT; the cache's direct reads see the write.
-  const int raw = ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), O_RDWR);
+  const int raw = ::open(files[0].c_str(), O_RDWR);
   REQUIRE(raw >= 0);
   const uint64_t second = (*cache)->file_bytes() / 2 + 4096 + 100;  // inside the second's arrays
   for (const uint64_t offset : {second, uint64_t{8}}) {             // arrays, then the first header

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace skiff::testing {
 
@@ -29,6 +30,20 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// This process's open files that were created unnamed (O_TMPFILE) in `dir`, as /proc/self/fd paths
+// (they can be reopened or sized through them).
+inline std::vector<std::string> UnnamedFilesIn(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    const std::string target = std::filesystem::read_symlink(entry.path(), ec).string();
+    if (!ec && target.rfind(dir + "/#", 0) == 0 && target.find("(deleted)") != std::string::npos) {
+      out.push_back(entry.path().string());
+    }
+  }
+  return out;
+}
 
 // Directory of the shared real datasets, or "" if absent (tests then skip).
 inline std::string DatasetsDir() {
