@@ -95,7 +95,8 @@ class CpuModel final : public Model {
                                       embeddings);
     }
     // The first block's sources are not handed over: validate with a stand-in pointer.
-    SKIFF_RETURN_IF_ERROR(ValidateBatch(batch, dst_rows != nullptr ? dst_rows : aggregated));
+    SKIFF_RETURN_IF_ERROR(ValidateBatch(batch, dst_rows != nullptr ? dst_rows : aggregated,
+                                        /*aggregated_input=*/true));
     if (batch.blocks[0].num_dst > 0 && (dst_rows == nullptr || aggregated == nullptr)) {
       return Status::InvalidArgument("mini-batch: aggregated input is null");
     }
@@ -253,8 +254,9 @@ class CpuModel final : public Model {
     return l == 0 && config_.input_dropout >= 0.0f ? config_.input_dropout : config_.dropout;
   }
 
-  Status ValidateBatch(const sampler::MiniBatch& batch, const float* x) const {
-    return ValidateMiniBatch(config_, batch, x);
+  Status ValidateBatch(const sampler::MiniBatch& batch, const float* x,
+                       bool aggregated_input = false) const {
+    return ValidateMiniBatch(config_, batch, x, aggregated_input);
   }
 
   std::vector<std::unique_ptr<Layer>> layers_;
@@ -268,8 +270,8 @@ class CpuModel final : public Model {
 
 }  // namespace
 
-Status ValidateMiniBatch(const ModelConfig& config, const sampler::MiniBatch& batch,
-                         const float* x) {
+Status ValidateMiniBatch(const ModelConfig& config, const sampler::MiniBatch& batch, const float* x,
+                         bool aggregated_input) {
   auto bad = [](const std::string& what) { return Status::InvalidArgument("mini-batch: " + what); };
   if (static_cast<int>(batch.blocks.size()) != config.num_layers) {
     return bad("has " + std::to_string(batch.blocks.size()) + " blocks, the model has " +
@@ -277,9 +279,22 @@ Status ValidateMiniBatch(const ModelConfig& config, const sampler::MiniBatch& ba
   }
   int64_t expected_src = static_cast<int64_t>(batch.input_nodes.size());
   if (expected_src > 0 && x == nullptr) return bad("features are null");
+  if (!batch.blocks.empty() && batch.blocks[0].condensed()) {
+    // Aggregated input: block 0 keeps its sizes and input_nodes its destinations (minibatch.h).
+    const sampler::Block& b = batch.blocks[0];
+    if (!aggregated_input) return bad("block 0 is condensed, but the input is not aggregated");
+    if (b.num_dst < 0 || b.num_dst > b.num_src || b.num_dst != expected_src) {
+      return bad("condensed block 0: num_dst " + std::to_string(b.num_dst) + ", num_src " +
+                 std::to_string(b.num_src) + ", " + std::to_string(expected_src) + " input nodes");
+    }
+  }
   for (size_t l = 0; l < batch.blocks.size(); ++l) {
     const sampler::Block& b = batch.blocks[l];
     const std::string where = "block " + std::to_string(l) + ": ";
+    if (l == 0 && b.condensed()) {
+      expected_src = b.num_dst;
+      continue;
+    }
     if (b.num_src != expected_src) {
       return bad(where + "num_src " + std::to_string(b.num_src) + ", expected " +
                  std::to_string(expected_src));

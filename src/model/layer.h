@@ -61,10 +61,10 @@ class Layer {
 };
 
 // InvalidArgument for a malformed batch for a model of this config (block count != layers,
-// num_src/num_dst chain broken, indptr/indices inconsistent or out of range, null features);
-// shared by the CPU and CUDA models.
-Status ValidateMiniBatch(const ModelConfig& config, const sampler::MiniBatch& batch,
-                         const float* x);
+// num_src/num_dst chain broken, indptr/indices inconsistent or out of range, null features, a
+// condensed block 0 unless `aggregated_input`); shared by the CPU and CUDA models.
+Status ValidateMiniBatch(const ModelConfig& config, const sampler::MiniBatch& batch, const float* x,
+                         bool aggregated_input = false);
 
 std::unique_ptr<Layer> MakeSageLayer(int index, int64_t in_dim, int64_t out_dim,
                                      std::mt19937_64& rng);

@@ -490,6 +490,9 @@ Status EpochRun::SampleItems(StageContext& ctx) {
     // Aggregated: the group's read schedule is prepared here, so its read starts at once.
     std::shared_ptr<const AggregationPlan> aggregation_plan =
         aggregate_ ? PrepareAggregation(batches) : nullptr;
+    if (aggregation_plan != nullptr) {
+      for (sampler::MiniBatch* b : batches) CondenseAggregated(b);  // the plan holds the rest
+    }
     for (SampledItem& sampled_item : out) {
       sampled_item.resident = item->resident;
       PreparedBatch& prepared = sampled_item.prepared;

@@ -153,6 +153,18 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
   return GatherAggregated(graph, resident, *PrepareAggregation(batches), targets, options);
 }
 
+void CondenseAggregated(sampler::MiniBatch* batch) {
+  SKIFF_CHECK(!batch->blocks.empty());
+  sampler::Block& block = batch->blocks[0];
+  const auto kept = static_cast<size_t>(block.num_dst);
+  SKIFF_CHECK(kept <= batch->input_nodes.size());
+  batch->input_nodes = std::vector<int64_t>(
+      batch->input_nodes.begin(), batch->input_nodes.begin() + static_cast<ptrdiff_t>(kept));
+  std::vector<int64_t>().swap(block.indptr);
+  std::vector<int32_t>().swap(block.indices);
+  std::vector<int64_t>().swap(block.src_degree);
+}
+
 Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
                         const AggregationPlan& plan, std::span<const AggregationTarget> targets,
                         const AggregationOptions& options) {
@@ -160,7 +172,7 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
   SKIFF_CHECK(targets.size() == plan.input_rows.size());
   const int64_t dim = graph.feature_dim();
   for (size_t t = 0; t < targets.size(); ++t) {
-    SKIFF_CHECK(targets[t].batch->input_nodes.size() == plan.input_rows[t]);
+    SKIFF_CHECK(static_cast<size_t>(targets[t].batch->blocks[0].num_src) == plan.input_rows[t]);
     std::fill_n(targets[t].aggregated, targets[t].batch->blocks[0].num_dst * dim, 0.0f);
   }
   const std::vector<Entry>& entries = plan.entries;

@@ -126,17 +126,33 @@ namespace {
 
 // Forward + Backward of `m` on `batch`, from rows or from their aggregated form; returns the logits
 // and every parameter gradient, concatenated.
+// A copy of `batch` whose block 0 keeps its sizes only, and input_nodes its destinations
+// (sampler::Block::condensed), as the out-of-core pipeline hands aggregated batches over.
+sampler::MiniBatch Condensed(sampler::MiniBatch batch) {
+  sampler::Block& b0 = batch.blocks[0];
+  batch.input_nodes.resize(static_cast<size_t>(b0.num_dst));
+  b0.indptr.clear();
+  b0.indices.clear();
+  b0.src_degree.clear();
+  return batch;
+}
+
+// `condensed`: the aggregated input goes with Condensed(batch).
 std::vector<float> StepResult(Model& m, const sampler::MiniBatch& batch,
-                              const std::vector<float>& x, bool aggregated, bool training) {
+                              const std::vector<float>& x, bool aggregated, bool training,
+                              bool condensed = false) {
   const ModelConfig& c = m.config();
   std::vector<float> logits, dst_rows, agg;
+  const sampler::MiniBatch condensed_batch = Condensed(batch);  // Backward reads the batch too
   if (aggregated) {
     const sampler::Block& b0 = batch.blocks[0];
     dst_rows.resize(static_cast<size_t>(b0.num_dst * c.in_dim));
     agg.resize(dst_rows.size());
     AggregateFirstLayerInput(b0, x.data(), c.in_dim, FirstLayerDropout(c), training, 77,
                              dst_rows.data(), agg.data());
-    REQUIRE(m.ForwardAggregated(batch, dst_rows.data(), agg.data(), training, 77, &logits).ok());
+    REQUIRE(m.ForwardAggregated(condensed ? condensed_batch : batch, dst_rows.data(), agg.data(),
+                                training, 77, &logits)
+                .ok());
   } else {
     REQUIRE(m.Forward(batch, x.data(), training, 77, &logits).ok());
   }
@@ -183,6 +199,13 @@ TEST_CASE("model: SAGE from aggregated first-layer input computes what it comput
         // Same arithmetic in the same order: equal (the tolerance only absorbs GEMM blocking).
         CHECK(from_aggregated[i] == doctest::Approx(from_rows[i]).epsilon(1e-5));
       }
+      // Block 0's edges are not needed once its input is aggregated: the same step, bit for bit.
+      CHECK(StepResult(m, batch, x, true, training, true) == from_aggregated);
+      // A condensed batch cannot take rows.
+      std::vector<float> logits;
+      const Status rows = m.Forward(Condensed(batch), x.data(), training, 77, &logits);
+      CHECK(rows.code() == StatusCode::kInvalidArgument);
+      CHECK(rows.message().find("condensed") != std::string::npos);
     }
   }
 }

@@ -332,6 +332,10 @@ TEST_CASE("epoch runner: groups resized from the batches sampled gather the same
     return runner.Run(*plan, sample, [&](pipeline::PreparedBatch& b) {
       REQUIRE(b.aggregated);
       REQUIRE(b.index == static_cast<int64_t>(out->size()));
+      // Handed over condensed: block 0's sizes, and its destinations' ids.
+      REQUIRE(b.batch.blocks[0].condensed());
+      REQUIRE(static_cast<int64_t>(b.batch.input_nodes.size()) == b.batch.blocks[0].num_dst);
+      REQUIRE(b.batch.blocks[0].num_src > b.batch.blocks[0].num_dst);
       out->push_back(b.features);
       return Status::Ok();
     });

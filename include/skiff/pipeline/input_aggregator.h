@@ -68,6 +68,11 @@ struct AggregationPlan;
 std::shared_ptr<const AggregationPlan> PrepareAggregation(
     std::span<const sampler::MiniBatch* const> batches);
 uint64_t AggregationPlanBytes(const AggregationPlan& plan);  // what the plan holds
+// Once its group's plan is prepared, a batch's block-0 edges and the ids of its input rows beyond
+// block 0's destinations are in the plan, and a model reading aggregated input needs neither:
+// drops them (sampler::Block::condensed), keeping block 0's sizes and destination ids. About 1.4
+// MB of a 13 MB training batch with the default fanouts, held from sampling to compute.
+void CondenseAggregated(sampler::MiniBatch* batch);
 
 // Reads every input row of every target once (through graph.StreamFeatures under `resident`:
 // pinned partitions, the hot row cache, or streamed reads) and writes each target's outputs.

@@ -138,8 +138,9 @@ uint64_t BatchBytes(const BatchShape& shape, int64_t feature_dim);
 uint64_t SampledBatchBytes(const BatchShape& shape, const DegreeProfile& degrees, int group);
 // The sampler's transient scratch for a batch of `shape` (ID map, per-node samples).
 uint64_t SamplerScratchBytes(const BatchShape& shape);
-// Bytes of a batch whose first layer's input is gathered aggregated: its MiniBatch, two float32
-// rows per block-0 destination, and the aggregation's transient state per input row.
+// Bytes of a batch whose first layer's input is gathered aggregated: its MiniBatch condensed
+// (CondenseAggregated), two float32 rows per block-0 destination, and the aggregation's transient
+// state per input row.
 uint64_t AggregatedBatchBytes(const BatchShape& shape, int64_t feature_dim);
 // The model's forward and backward buffers for a batch of `shape` (with EnsureSize's headroom);
 // `aggregated_input`: the first layer gets its input aggregated (no dropped-out copy of the input

@@ -17,6 +17,9 @@
 namespace skiff::sampler {
 
 struct Block {
+  // A condensed block keeps its sizes only (indptr, indices and src_degree empty). Only block 0
+  // of a batch whose first layer's input was aggregated before the model saw it is condensed
+  // (pipeline::CondenseAggregated): the model then needs block 0's destination count alone.
   int64_t num_dst = 0;
   int64_t num_src = 0;
   std::vector<int64_t> indptr;   // size num_dst + 1
@@ -27,6 +30,7 @@ struct Block {
   std::vector<int64_t> src_degree;
 
   int64_t num_edges() const { return indptr.empty() ? 0 : indptr.back(); }
+  bool condensed() const { return indptr.empty(); }
   // src_degree's data, or nullptr when the sampler did not record degrees (the form
   // cpu::GcnEdgeWeights takes).
   const int64_t* src_degree_or_null() const {
@@ -35,10 +39,11 @@ struct Block {
 };
 
 struct MiniBatch {
-  std::vector<int64_t> input_nodes;  // global IDs; seeds are the prefix
-  std::vector<int64_t> seeds;        // global IDs of the nodes whose labels the loss uses
-  std::vector<Block> blocks;         // outermost (input) layer first; blocks.size() == num layers
-  std::vector<int32_t> labels;       // labels of seeds (filled by the trainer), -1 = unlabelled
+  // Global IDs; seeds are the prefix. When block 0 is condensed, only its destinations.
+  std::vector<int64_t> input_nodes;
+  std::vector<int64_t> seeds;   // global IDs of the nodes whose labels the loss uses
+  std::vector<Block> blocks;    // outermost (input) layer first; blocks.size() == num layers
+  std::vector<int32_t> labels;  // labels of seeds (filled by the trainer), -1 = unlabelled
 };
 
 }  // namespace skiff::sampler
