@@ -150,11 +150,6 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
       const GatherGroupSize size = group_for(*sampled);
       runner_options.gather_group = size.group;
       runner_options.expected_batch_bytes = size.sampled_batch_bytes;
-    } else {
-      // The first pass of its kind sizes its first group from its batch 0 sampled alone: from
-      // the estimate, the first validation pass at 25% of the 2M-node benchmark began with a group
-      // of 12 where 16 fit, one more read of the feature file.
-      runner_options.probe_first_group = true;
     }
     runner_options.regroup = [&sampled, group_for](const BatchShape& largest) {
       sampled = sampled.has_value() ? LargerShape(*sampled, largest) : largest;
