@@ -370,13 +370,15 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
     // The batches keep all of it: the groups are re-sized at run time from the batches sampled,
     // and what the estimate leaves over (less than a batch) would buy at most one partition slot,
     // which saves nothing when a group reads most of the file. Only groups at kMaxGatherGroup
-    // leave the rest to the slots. (A group of one that does not fit with the next batch's
+    // leave the rest to the slots, keeping a quarter more than the estimate for them: the first
+    // group is cut from the estimate, and batches larger than estimated (the 10m preset's are)
+    // otherwise overran the allowance. (A group of one that does not fit with the next batch's
     // sampling runs one batch at a time.)
     plan.batch_allowance =
         plan.gather_group < kMaxGatherGroup
             ? discretionary
             : std::min(discretionary, static_cast<uint64_t>(plan.gather_group) *
-                                          (plan.batch_bytes + plan.sampled_batch_bytes));
+                                          (plan.batch_bytes + plan.sampled_batch_bytes) * 5 / 4);
     const BatchShape eval =
         EstimateBatch(degrees, plan.eval_batch_size, in.eval_fanouts, in.record_degrees);
     const GatherGroupSize eval_group =

@@ -180,11 +180,16 @@ TEST_CASE("memory budget: aggregated batches come in one group that fits with th
     CHECK(plan->gather_group >= 1);
     CHECK(plan->gather_group <= kMaxGatherGroup);
     // The allowance holds the group with its rows and the next group's sampled structures, and
-    // keeps what is left over (less than one more batch: it would buy no useful partition slot).
+    // keeps what is left over (less than one more batch: it would buy no useful partition slot);
+    // a group at the maximum keeps a quarter more than the estimate.
     const uint64_t per_batch = plan->batch_bytes + plan->sampled_batch_bytes;
     const auto group = static_cast<uint64_t>(plan->gather_group);
     if (group > 1) CHECK(plan->batch_allowance >= group * per_batch);
-    CHECK(plan->batch_allowance < (group + 1) * per_batch);
+    if (plan->gather_group < kMaxGatherGroup) {
+      CHECK(plan->batch_allowance < (group + 1) * per_batch);
+    } else {
+      CHECK(plan->batch_allowance <= group * per_batch * 5 / 4);
+    }
     CHECK(plan->sampled_batch_bytes <= SampledBatchBytes(plan->train_batch, degrees, 1));
     CHECK(plan->eval_gather_group >= 1);
     CHECK(plan->fixed_bytes + plan->pool_bytes <= budget);
