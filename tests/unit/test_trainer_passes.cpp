@@ -345,16 +345,22 @@ TEST_CASE("epoch runner: groups resized from the batches sampled gather the same
   REQUIRE_MESSAGE(as_planned.ok(), as_planned.status().ToString());
   CHECK(as_planned->last_group == 2);
   int64_t largest_input = 0;
+  int grow_calls = 0;
   auto grow = run(
       [&](const pipeline::BatchShape& largest) {
         largest_input = largest.input_nodes;
-        return pipeline::GatherGroupSize{5, 1};
+        ++grow_calls;
+        return pipeline::GatherGroupSize{6, 1};
       },
       &grown);
   REQUIRE_MESSAGE(grow.ok(), grow.status().ToString());
   CHECK(grow->first_group == 2);
-  CHECK(grow->last_group == 5);
+  CHECK(grow->last_group == 6);
   CHECK(largest_input > 32);  // the shapes it was given are the sampled batches'
+  // Every group after the first is cut at the resized size (one call per group sampled): 19
+  // batches in groups of 2, 6, 6, 5 -- not 2, 2, 6, 6, 3, as when the second group was cut
+  // before the first was sampled.
+  CHECK(grow_calls == 4);
   // Sizes that shrink below the groups already cut, and grow again.
   int calls = 0;
   auto vary = run(
