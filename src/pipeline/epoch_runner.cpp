@@ -37,11 +37,6 @@ struct SampledItem {
   std::shared_ptr<const AggregationPlan> aggregation_plan;
 };
 
-// Batches sampled (and discarded) to size the first group of a pass when asked to
-// (EpochRunnerOptions::probe_first_group): the largest of two, as later groups follow the largest
-// sampled; each costs one batch's sampling once per run and kind of pass.
-constexpr size_t kProbeBatches = 2;
-
 // Admits batches [index, index + count) into the pipeline (a gather group, together) only when
 // fewer than `window` batches before the last are still unfinished (Regroup may change it; a group
 // larger than the window waits for every batch before it) and the bytes held by the
@@ -364,7 +359,6 @@ class EpochRun {
 
   int64_t computed() const { return computed_; }
   int group_size() const { return group_size_.load(); }
-  int first_group() const { return first_group_; }  // after the run
   int64_t seeds() const { return seeds_total_; }
   const InFlightWindow& window() const { return window_; }
 
@@ -383,10 +377,6 @@ class EpochRun {
   // Aggregated with opt_.regroup: the group size for the groups not yet admitted, from the
   // largest batch sampled so far (sample stage).
   void Regroup(std::span<const SampledItem> sampled);
-  // opt_.probe_first_group: sizes the groups from the largest of the first kProbeBatches of
-  // `batches` sampled on their own (plan stage, before the first work item is handed on).
-  Status ProbeFirstGroup(std::span<const std::span<const int64_t>> batches,
-                         const std::shared_ptr<const ResidentSet>& resident);
   // Gives `prepared` a staging buffer of `floats` (the recycled one when there is one), counting
   // any spare capacity it brings against the window.
   void Stage(PreparedBatch& prepared, size_t floats);
@@ -406,11 +396,9 @@ class EpochRun {
   InFlightWindow window_;
   SampledThrough sampled_through_;  // aggregated with opt_.regroup
   std::atomic<int> group_size_;     // aggregated: batches per group admitted from now on
-  BatchShape largest_;   // sample stage only (one thread when aggregated; the plan stage's probe
-                         // writes it before the first work item is queued)
-  int first_group_ = 0;  // plan stage only: the size of the first group cut
-  int64_t seeds_total_ = 0;  // compute stage only
-  int64_t computed_ = 0;     // compute stage only
+  BatchShape largest_;              // sample stage only (one thread when aggregated)
+  int64_t seeds_total_ = 0;         // compute stage only
+  int64_t computed_ = 0;            // compute stage only
 };
 
 void EpochRun::AddTo(Pipeline* pipeline) {
@@ -465,9 +453,6 @@ Status EpochRun::EmitBatches(StageContext& ctx) {
     }
     auto resident = std::make_shared<const ResidentSet>(pins);
     const std::vector<std::span<const int64_t>> batches = plan_.Batches(s, opt_.batch_size);
-    if (index == 0 && !batches.empty() && aggregate_ && opt_.regroup && opt_.probe_first_group) {
-      SKIFF_RETURN_IF_ERROR(ProbeFirstGroup(batches, resident));
-    }
     for (size_t first = 0; first < batches.size();) {
       if (aggregate_ && opt_.regroup && !sampled_through_.WaitFor(index, ctx.timer())) {
         return Status::Aborted("cancelled");
@@ -489,7 +474,6 @@ Status EpochRun::EmitGroup(std::span<const std::span<const int64_t>> batches,
                            StageContext& ctx) {
   const auto size = static_cast<int>(batches.size());
   const int64_t group_first = *index;
-  if (group_first == 0) first_group_ = size;
   // A kept staging buffer must not hold a group back: that group's sampling would then wait out
   // the gather before it instead of overlapping it (see ComputeInOrder).
   const std::optional<uint64_t> reserved =
@@ -556,26 +540,6 @@ Status EpochRun::SampleItems(StageContext& ctx) {
     item->resident.reset();
     ctx.AddItems(static_cast<int64_t>(count));
   }
-  return Status::Ok();
-}
-
-Status EpochRun::ProbeFirstGroup(std::span<const std::span<const int64_t>> batches,
-                                 const std::shared_ptr<const ResidentSet>& resident) {
-  const size_t count = std::min(batches.size(), kProbeBatches);
-  std::vector<sampler::MiniBatch> probe(count);
-  std::vector<sampler::MiniBatch*> out(count);
-  std::vector<uint64_t> seeds(count);
-  for (size_t i = 0; i < count; ++i) {
-    out[i] = &probe[i];
-    seeds[i] = BatchSampleSeed(opt_.seed, opt_.stream, opt_.epoch, static_cast<int64_t>(i));
-  }
-  const BatchGraph view(graph_, resident.get());
-  SKIFF_RETURN_IF_ERROR(sample_(view, batches.first(count), seeds, out)
-                            .WithContext("sampling the first batches to size the first group"));
-  for (const sampler::MiniBatch& b : probe) largest_ = LargerShape(largest_, ShapeOf(b));
-  const GatherGroupSize size = opt_.regroup(largest_);
-  group_size_.store(size.group);
-  window_.Regroup(2 * static_cast<int64_t>(size.group), size.sampled_batch_bytes);
   return Status::Ok();
 }
 
@@ -772,7 +736,7 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn&
   report.peak_batch_bytes = run.window().peak_bytes();
   report.peak_batches_in_flight = run.window().peak_in_flight();
   if (options_.aggregation.has_value()) {
-    report.first_group = run.first_group();
+    report.first_group = std::max(options_.gather_group, 1);
     report.last_group = run.group_size();
   }
   report.io = IoStatsBetween(pool_before, pool.stats(), graph_before, graph_->counters());

@@ -150,14 +150,6 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
       const GatherGroupSize size = group_for(*sampled);
       runner_options.gather_group = size.group;
       runner_options.expected_batch_bytes = size.sampled_batch_bytes;
-    } else if (training) {
-      // The first training pass sizes its first group from its first batches sampled on their own:
-      // from the estimate, the training pass at 25% of the 2M-node benchmark began with two groups
-      // of 13 where 14 fit, one more read of the feature file. Training batches, drawn with
-      // bounded fanouts, vary little; evaluation's full neighbourhoods vary too much for a few to
-      // bound a group (the 10m preset: its first group from two batches held 597 MiB against an
-      // allowance of 550 MiB), so evaluation keeps the estimate, which leans large for them.
-      runner_options.probe_first_group = true;
     }
     runner_options.regroup = [&sampled, group_for](const BatchShape& largest) {
       sampled = sampled.has_value() ? LargerShape(*sampled, largest) : largest;

@@ -319,14 +319,13 @@ TEST_CASE("epoch runner: groups resized from the batches sampled gather the same
   // Runs the pass with groups of 2 at first, then whatever `regroup` says; records each batch's
   // gathered input.
   auto run = [&](std::function<pipeline::GatherGroupSize(const pipeline::BatchShape&)> regroup,
-                 std::vector<std::vector<float>>* out, bool probe = false) {
+                 std::vector<std::vector<float>>* out) {
     pipeline::EpochRunnerOptions o{.batch_size = 32, .seed = 3, .sample_threads = 1};
     o.aggregation = pipeline::AggregationOptions{
         .kind = model::InputAggregation::kMean, .dropout = 0.25f, .training = true};
     o.dropout_seed = [](int64_t index) { return static_cast<uint64_t>(index) * 7 + 1; };
     o.gather_group = 2;
     o.regroup = std::move(regroup);
-    o.probe_first_group = probe;
     pipeline::EpochRunner runner(&graph, std::move(o));
     out->clear();
     return runner.Run(*plan, sample, [&](pipeline::PreparedBatch& b) {
@@ -370,25 +369,10 @@ TEST_CASE("epoch runner: groups resized from the batches sampled gather the same
       &varying);
   REQUIRE_MESSAGE(vary.ok(), vary.status().ToString());
   CHECK(calls > 3);
-  // Probing: the first group is already sized from the first batches, sampled on their own.
-  std::vector<std::vector<float>> probed;
-  std::vector<int64_t> probe_inputs;
-  auto probe = run(
-      [&](const pipeline::BatchShape& largest) {
-        probe_inputs.push_back(largest.input_nodes);
-        return pipeline::GatherGroupSize{4, 1};
-      },
-      &probed, true);
-  REQUIRE_MESSAGE(probe.ok(), probe.status().ToString());
-  CHECK(probe->first_group == 4);
-  REQUIRE(probe_inputs.size() >= 2);
-  CHECK(probe_inputs.front() > 32);  // a sampled batch's shape, before any group was sampled
-  CHECK(probe_inputs.front() <= probe_inputs.back());
   // Grouping is the read schedule only: every batch gathers the same aggregate, bit for bit.
   REQUIRE(fixed.size() == 19);
   CHECK(grown == fixed);
   CHECK(varying == fixed);
-  CHECK(probed == fixed);
 }
 
 TEST_CASE("trainer passes: a pass cuts its first groups from the batches earlier passes sampled") {
@@ -426,10 +410,9 @@ TEST_CASE("trainer passes: a pass cuts its first groups from the batches earlier
     reports.push_back(nlohmann::json::parse(json));
     inputs.push_back(std::move(gathered));
   }
-  // The first evaluation pass starts from the plan's estimate and corrects it from its batches;
-  // the next ones start from what the passes before them sampled.
+  // The first pass starts from the plan's estimate and corrects it from its batches; the next
+  // ones start from what the passes before them sampled.
   const int sampled = reports[0]["last_group"];
-  CHECK(reports[0]["first_group"] == (*ooc)->ooc->memory_plan().eval_gather_group);
   REQUIRE(reports[0]["first_group"] != sampled);  // else the setting does not exercise it
   CHECK(reports[1]["first_group"] == sampled);
   CHECK(reports[2]["first_group"] == reports[1]["last_group"]);

@@ -126,12 +126,6 @@ struct EpochRunnerOptions {
   // group's: the plan's estimate). Grouping changes the read schedule only, never the batches
   // or their arithmetic.
   std::function<GatherGroupSize(const BatchShape& largest)> regroup = nullptr;
-  // With `regroup`: before the first group is cut, its first batches are sampled on their own
-  // (and discarded) and the first group is sized from them instead of from the estimate: a first
-  // group cut too small can cost a whole extra read of the feature file. Only for batches whose
-  // sizes vary little (bounded fanouts): a group sized from a few batches must hold the others.
-  // The batches are unchanged.
-  bool probe_first_group = false;
   // False: batches go to compute without features (the model holds them on its device); not
   // with aggregation.
   bool gather_features = true;
