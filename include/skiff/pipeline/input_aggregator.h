@@ -70,8 +70,8 @@ std::shared_ptr<const AggregationPlan> PrepareAggregation(
 uint64_t AggregationPlanBytes(const AggregationPlan& plan);  // what the plan holds
 // Once its group's plan is prepared, a batch's block-0 edges and the ids of its input rows beyond
 // block 0's destinations are in the plan, and a model reading aggregated input needs neither:
-// drops them (sampler::Block::condensed), keeping block 0's sizes and destination ids. About 1.4
-// MB of a 13 MB training batch with the default fanouts, held from sampling to compute.
+// drops them (sampler::Block::condensed), keeping block 0's sizes and destination ids: ~1.2 MB of
+// a ~12 MB gathered training batch with the default fanouts, held from sampling to compute.
 void CondenseAggregated(sampler::MiniBatch* batch);
 
 // Reads every input row of every target once (through graph.StreamFeatures under `resident`:
