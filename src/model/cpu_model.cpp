@@ -279,21 +279,18 @@ Status ValidateMiniBatch(const ModelConfig& config, const sampler::MiniBatch& ba
   }
   int64_t expected_src = static_cast<int64_t>(batch.input_nodes.size());
   if (expected_src > 0 && x == nullptr) return bad("features are null");
-  if (!batch.blocks.empty() && batch.blocks[0].condensed()) {
-    // Aggregated input: block 0 keeps its sizes and input_nodes its destinations (minibatch.h).
-    const sampler::Block& b = batch.blocks[0];
-    if (!aggregated_input) return bad("block 0 is condensed, but the input is not aggregated");
-    if (b.num_dst < 0 || b.num_dst > b.num_src || b.num_dst != expected_src) {
-      return bad("condensed block 0: num_dst " + std::to_string(b.num_dst) + ", num_src " +
-                 std::to_string(b.num_src) + ", " + std::to_string(expected_src) + " input nodes");
-    }
-  }
   for (size_t l = 0; l < batch.blocks.size(); ++l) {
     const sampler::Block& b = batch.blocks[l];
     const std::string where = "block " + std::to_string(l) + ": ";
     if (l == 0 && b.condensed()) {
-      expected_src = b.num_dst;
-      continue;
+      // Aggregated input: block 0 keeps its sizes and input_nodes its destinations (minibatch.h).
+      if (!aggregated_input) return bad("block 0 is condensed, but the input is not aggregated");
+      if (b.num_dst < 0 || b.num_dst > b.num_src || b.num_dst != expected_src) {
+        return bad("condensed block 0: num_dst " + std::to_string(b.num_dst) + ", num_src " +
+                   std::to_string(b.num_src) + ", " + std::to_string(expected_src) +
+                   " input nodes");
+      }
+      continue;  // the next block's sources are these destinations: expected_src already
     }
     if (b.num_src != expected_src) {
       return bad(where + "num_src " + std::to_string(b.num_src) + ", expected " +

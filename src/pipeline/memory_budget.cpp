@@ -159,12 +159,13 @@ uint64_t AggregatedBatchBytes(const BatchShape& shape, int64_t feature_dim) {
   if (shape.dst.empty()) return BatchBytes(shape, feature_dim);
   const auto dst = static_cast<uint64_t>(shape.dst[0]);
   const auto input = static_cast<uint64_t>(shape.input_nodes);
-  // Condensed (CondenseAggregated): no input rows, no block-0 edges, and the ids of block 0's
+  // Condensed (CondenseAggregated): no input rows staged, no block-0 CSR, and the ids of block 0's
   // destinations only; the group's plan holds the rest.
-  const uint64_t condensed = input * (static_cast<uint64_t>(feature_dim) * 4 + 8) - dst * 8 +
-                             (dst + 1) * 8 + static_cast<uint64_t>(shape.edges[0]) * 4 +
-                             (shape.src_degrees ? static_cast<uint64_t>(shape.src[0]) * 8 : 0);
-  return BatchBytes(shape, feature_dim) - condensed +
+  const uint64_t rows_staging = input * static_cast<uint64_t>(feature_dim) * 4;
+  const uint64_t ids_dropped = (input - std::min(input, dst)) * 8;
+  const uint64_t block0_csr = (dst + 1) * 8 + static_cast<uint64_t>(shape.edges[0]) * 4 +
+                              (shape.src_degrees ? static_cast<uint64_t>(shape.src[0]) * 8 : 0);
+  return BatchBytes(shape, feature_dim) - rows_staging - ids_dropped - block0_csr +
          dst * 2 * static_cast<uint64_t>(feature_dim) * 4 + input * kAggregationBytesPerRow;
 }
 
