@@ -113,8 +113,7 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(const PartitionSource* so
   const uint32_t a = source->read_alignment();
   SKIFF_CHECK_MSG(a >= 512 && (a & (a - 1)) == 0, "read_alignment must be a power of two >= 512");
   const uint32_t num_partitions = source->num_partitions();
-  const uint32_t min_slots =
-      std::clamp<uint32_t>(options.min_resident_partitions, 1, num_partitions);
+  const uint32_t min_slots = std::min<uint32_t>(options.min_resident_partitions, num_partitions);
   const uint64_t slot_bytes = SlotBytes(*source);
   const uint64_t scratch_bytes =
       AlignUp(std::max<uint64_t>(options.fine_read_scratch_bytes, a), std::max<uint64_t>(a, kPage));
@@ -331,6 +330,7 @@ void BufferPool::IoThreadLoop() {
 Result<PartitionPin> BufferPool::Pin(uint32_t partition) {
   MutexLock lock(&mu_);
   SKIFF_CHECK_MSG(partition < slot_of_.size(), "Pin of an unknown partition");
+  SKIFF_CHECK_MSG(!slots_.empty(), "Pin on a buffer pool without slots");
   if (!plan_.empty()) {
     const auto& occ = occurrences_[partition];
     auto it = std::lower_bound(occ.begin(), occ.end(), plan_cursor_);

@@ -42,9 +42,6 @@ uint64_t MixSeed(uint64_t seed, uint64_t epoch) {
 Result<EpochPlan> EpochPlan::SingleState(uint32_t k, uint32_t resident,
                                          std::vector<int64_t> nodes) {
   if (k == 0) return Status::InvalidArgument("epoch plan: the dataset has no partitions");
-  if (resident == 0) {
-    return Status::InvalidArgument("epoch plan: the buffer must hold at least one partition");
-  }
   EpochPlan plan;
   plan.num_partitions_ = k;
   plan.buffer_capacity_ = std::min(resident, k);

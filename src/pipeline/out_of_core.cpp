@@ -76,9 +76,15 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   SKIFF_ASSIGN_OR_RETURN(ooc->memory_, PlanMemory(in, ooc->degrees_));
 
   const uint32_t slots = ooc->memory_.pool_slots;
-  ooc->plan_capacity_ = slots >= k ? k : std::max<uint32_t>(slots - 1, 1);
-  if (const std::string advice = PartitionCountAdvice(k, ooc->plan_capacity_); !advice.empty()) {
-    LogWarning("out of core: " + advice);
+  // Aggregated plans may leave no slot (PlanMemory): every row is then streamed.
+  if (ooc->memory_.aggregated_input) pool_options.min_resident_partitions = 0;
+  ooc->plan_capacity_ = slots >= k ? k : slots == 0 ? 0 : std::max<uint32_t>(slots - 1, 1);
+  // Aggregated passes draw their seeds uniformly and read most of the file per group whatever is
+  // resident: more partitions would not help them.
+  if (!ooc->memory_.aggregated_input) {
+    if (const std::string advice = PartitionCountAdvice(k, ooc->plan_capacity_); !advice.empty()) {
+      LogWarning("out of core: " + advice);
+    }
   }
   pool_options.budget_bytes = storage::BufferPool::BudgetFor(source, slots, pool_options);
   SKIFF_ASSIGN_OR_RETURN(ooc->pool_, storage::BufferPool::Create(ooc->source_.get(), pool_options));
@@ -114,10 +120,12 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
                                       .seed = plan_seed,
                                       .epoch = pass.epoch,
                                       .rounds = options_.plan_rounds};
-  SKIFF_ASSIGN_OR_RETURN(EpochPlan plan,
-                         !pass.resident_order.empty()
-                             ? EpochPlan::SingleState(k, plan_capacity_, pass.resident_order)
-                             : EpochPlan::Build(by_partition, plan_options));
+  // Without a resident partition there are no buffer states to follow: the nodes in their order.
+  SKIFF_ASSIGN_OR_RETURN(
+      EpochPlan plan,
+      !pass.resident_order.empty() ? EpochPlan::SingleState(k, plan_capacity_, pass.resident_order)
+      : plan_capacity_ == 0        ? EpochPlan::SingleState(k, 0, {nodes.begin(), nodes.end()})
+                                   : EpochPlan::Build(by_partition, plan_options));
   EpochRunnerOptions runner_options{.batch_size = pass.batch_size,
                                     .seed = pass.seed,
                                     .stream = pass.stream,
@@ -164,7 +172,9 @@ std::string OutOfCore::Describe() const {
   const uint32_t k = source_->num_partitions();
   std::string out = std::to_string(k) + " partitions, " + std::to_string(pool_->num_slots()) +
                     " slots of " + FormatBytes(pool_->slot_bytes());
-  if (plan_capacity_ >= k) {
+  if (pool_->num_slots() == 0) {
+    out += " (none resident: every row is streamed)";
+  } else if (plan_capacity_ >= k) {
     out += " (every partition resident)";
   } else {
     out += " (" + std::to_string(plan_capacity_) + " resident" +

@@ -58,7 +58,9 @@ for r in rows:
         # the rest read fine-grained (or from the hot row cache).
         assert p["buffer_states"] == 1, p
         assert p["fine_bytes_read"] > 0 and p["fine_rows"] + p["cached_rows"] > 0, p
-assert rows[0]["pipeline"]["partition_loads"] > 0 and rows[0]["pipeline"]["bytes_read"] > 0
+assert rows[0]["pipeline"]["bytes_read"] > 0
+# In-buffer loads partitions; exact streams what it reads (aggregated input needs no slot).
+assert sys.argv[2] == "exact" or rows[0]["pipeline"]["partition_loads"] > 0
 assert rows[-1]["test_acc"] > 0.4, rows[-1]   # 4 classes: chance is 0.25
 print(sys.argv[2], "test accuracy", rows[-1]["test_acc"], "read amplification",
       rows[-1]["pipeline"]["read_amplification"])

@@ -301,6 +301,22 @@ TEST_CASE("buffer pool: fine-grained reads are coalesced and return the right by
   CHECK(st.fine_bytes_read <= FileSource::kBytes + (256 << 10));
 }
 
+TEST_CASE("buffer pool: a pool without slots serves fine-grained reads") {
+  skiff::testing::TempDir dir;
+  FileSource src(dir / "data.bin", 2, true);
+  auto opt = SmallPoolOptions(src, 0);
+  opt.min_resident_partitions = 0;
+  auto pool = BufferPool::Create(&src, opt);
+  REQUIRE_MESSAGE(pool.ok(), pool.status().ToString());
+  CHECK((*pool)->num_slots() == 0);
+  std::vector<std::byte> dst(5000);
+  const std::vector<FineRead> reads = {{0, 12345, dst.size(), dst.data()}};
+  REQUIRE((*pool)->ReadRanges(reads).ok());
+  const auto expect = Pread(src.file_.path(), 12345, dst.size());
+  CHECK(std::memcmp(expect.data(), dst.data(), dst.size()) == 0);
+  CHECK((*pool)->stats().partition_loads == 0);
+}
+
 TEST_CASE("buffer pool: streamed reads arrive whole, once each, in file order") {
   skiff::testing::TempDir dir;
   FileSource src(dir / "data.bin", 2, true);

@@ -201,6 +201,39 @@ TEST_CASE("memory budget: aggregated batches come in one group that fits with th
   CHECK(PlanMemory(in, degrees)->gather_group >= small);
 }
 
+TEST_CASE("memory budget: aggregated plans need no partition slot; the batches take its bytes") {
+  MemoryBudgetInputs in = Inputs();
+  in.min_resident_partitions = 1;
+  in.partition_slot_bytes = 32 << 20;
+  in.eval_batch_size = 256;
+  in.eval_fanouts = {20, 20};
+  const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);
+  in.budget_bytes = 96 << 20;
+  auto rows = PlanMemory(in, degrees);
+  REQUIRE_MESSAGE(rows.ok(), rows.status().ToString());
+  CHECK(rows->pool_slots >= 1);  // rows: min_resident_partitions
+  in.aggregated_input = true;
+  auto aggregated = PlanMemory(in, degrees);
+  REQUIRE_MESSAGE(aggregated.ok(), aggregated.status().ToString());
+  REQUIRE(aggregated->aggregated_input);
+  CHECK(aggregated->pool_slots == 0);
+  CHECK(aggregated->pool_bytes == in.pool_fixed_bytes);
+  // What a slot would have taken is the batches': within a slot of the whole budget.
+  CHECK(aggregated->fixed_bytes + aggregated->pool_bytes <= in.budget_bytes);
+  CHECK(aggregated->fixed_bytes + aggregated->pool_bytes + in.partition_slot_bytes >
+        in.budget_bytes);
+  // Accepted down to one batch with no slot at all.
+  in.budget_bytes =
+      aggregated->fixed_bytes - aggregated->batch_allowance + in.pool_fixed_bytes +
+      std::max(aggregated->batch_bytes, SampledBatchBytes(aggregated->train_batch, degrees, 1));
+  auto smallest = PlanMemory(in, degrees);
+  REQUIRE_MESSAGE(smallest.ok(), smallest.status().ToString());
+  CHECK(smallest->pool_slots == 0);
+  CHECK(smallest->gather_group == 1);
+  in.budget_bytes -= 1;
+  CHECK_FALSE(PlanMemory(in, degrees).ok());
+}
+
 TEST_CASE("memory budget: source degrees are counted only when the sampler records them") {
   const DegreeProfile degrees = DegreeProfile::Uniform(100000, 12);
   const BatchShape with = EstimateBatch(degrees, 256, {10, 5}, true);

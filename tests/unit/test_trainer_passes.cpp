@@ -152,6 +152,8 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
     CHECK_FALSE((*small)->ooc->fully_resident());
     CHECK((*small)->ooc->aggregated_input() == aggregated);
     if (!aggregated) CHECK((*small)->ooc->memory_plan().planned_in_flight == 1);
+    // Aggregated groups stream every row: at the smallest budget the pool keeps no slot.
+    CHECK(((*small)->ooc->pool().num_slots() == 0) == aggregated);
     auto trainer = train::Trainer::Create((*small)->data, t);
     REQUIRE(trainer.ok());
     (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(small->get(), t, false));
@@ -183,6 +185,7 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
         CHECK(got.test_acc == want.test_acc);
       }
       CHECK(got.pipeline_json.find("\"fine_bytes_read\":0,") == std::string::npos);  // it read
+      if (aggregated) CHECK(got.pipeline_json.find("\"partition_loads\":0,") != std::string::npos);
     }
   }
 }

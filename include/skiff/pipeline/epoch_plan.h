@@ -92,8 +92,9 @@ class EpochPlan {
   // A plan of one buffer state holding partitions 0 .. min(resident, k) - 1, its nodes in exactly
   // the given order. With resident >= k it is the plan of a buffer that holds everything; with
   // fewer, the order need not follow residency (seeds drawn uniformly, as in memory: what is not
-  // resident is read fine-grained). Either way the pass cuts the batches of that order.
-  // InvalidArgument when k == 0 or resident == 0.
+  // resident is read fine-grained). Either way the pass cuts the batches of that order. With
+  // resident == 0 nothing is resident (a pool without slots: every read is fine-grained).
+  // InvalidArgument when k == 0.
   static Result<EpochPlan> SingleState(uint32_t k, uint32_t resident, std::vector<int64_t> nodes);
 
   uint32_t num_partitions() const { return num_partitions_; }

@@ -26,7 +26,8 @@
 // keep all that the minimum leaves (the groups are re-sized at run time from the batches sampled,
 // and a partition slot more saves nothing when a group reads most of the file) unless their group
 // reaches kMaxGatherGroup; then the rest goes to partition slots (a hot row cache saves nothing
-// either).
+// either). An aggregated plan needs no slot (min_resident_partitions does not apply): its groups
+// stream every row they read through the pool's fine-read scratch.
 // Run time: the batches' term is not a count but a byte allowance. The EpochRunner admits a batch
 // only while the bytes of the batches in flight -- each counted at its actual size once sampled --
 // stay within it (backpressure: fewer batches in flight, never a failure); one batch is always
@@ -216,7 +217,8 @@ struct MemoryPlan {
 
 // Splits the budget. ResourceExhausted -- "--memory 64MiB is too small for one batch of this
 // configuration: ... needs at least 212MiB; raise --memory or lower --batch-size or --fanouts" --
-// when metadata, the model, one expected batch and min_resident_partitions slots do not fit;
+// when metadata, the model, one expected batch and min_resident_partitions slots (none when
+// aggregated) do not fit;
 // InvalidArgument for inconsistent inputs.
 Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile& degrees);
 

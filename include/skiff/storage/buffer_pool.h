@@ -43,7 +43,9 @@ namespace skiff::storage {
 struct BufferPoolOptions {
   uint64_t budget_bytes = 0;
   // Partitions the caller pins at the same time (the working set); creation fails unless at least
-  // this many slots fit. Two lets one partition be used while the next one loads.
+  // this many slots fit. Two lets one partition be used while the next one loads. 0: a pool that
+  // only serves fine-grained reads (ReadRanges, StreamRanges) when the budget leaves no slot; Pin
+  // must not be called on a pool without slots.
   uint32_t min_resident_partitions = 2;
   // Reserved out of the budget for ReadRanges (a larger fine-grained batch is read in rounds).
   uint64_t fine_read_scratch_bytes = 4ull << 20;
@@ -149,7 +151,11 @@ class BufferPool {
   uint64_t slot_bytes() const { return slot_bytes_; }
   uint64_t allocated_bytes() const { return slot_memory_.size() + fine_scratch_.size(); }
   uint64_t budget_bytes() const { return options_.budget_bytes; }
-  const IoEngine& engine() const { return *load_engine_; }
+  // The engine that loads partitions; without slots, the one that serves fine-grained reads (set
+  // once by Create: reading the pointer needs no lock).
+  const IoEngine& engine() const SKIFF_NO_THREAD_SAFETY_ANALYSIS {
+    return slots_.empty() ? *fine_engine_ : *load_engine_;
+  }
   std::vector<uint32_t> eviction_log() const;
 
  private:
