@@ -120,12 +120,14 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
                                       .seed = plan_seed,
                                       .epoch = pass.epoch,
                                       .rounds = options_.plan_rounds};
-  // Without a resident partition there are no buffer states to follow: the nodes in their order.
+  // Without a resident partition there are no buffer states to follow, and several node sets pass
+  // as one state: the nodes in their order.
+  const bool in_order = plan_capacity_ == 0 || !pass.parts.empty();
   SKIFF_ASSIGN_OR_RETURN(
       EpochPlan plan,
       !pass.resident_order.empty() ? EpochPlan::SingleState(k, plan_capacity_, pass.resident_order)
-      : plan_capacity_ == 0        ? EpochPlan::SingleState(k, 0, {nodes.begin(), nodes.end()})
-                                   : EpochPlan::Build(by_partition, plan_options));
+      : in_order ? EpochPlan::SingleState(k, plan_capacity_, {nodes.begin(), nodes.end()})
+                 : EpochPlan::Build(by_partition, plan_options));
   EpochRunnerOptions runner_options{.batch_size = pass.batch_size,
                                     .seed = pass.seed,
                                     .stream = pass.stream,
@@ -136,6 +138,7 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
                                     .expected_batch_bytes = memory_.batch_bytes,
                                     .expected_held_bytes = memory_.batch_held_bytes};
   runner_options.gather_features = pass.gather_features;
+  runner_options.parts = pass.parts;
   if (memory_.aggregated_input && pass.aggregation.has_value()) {
     runner_options.aggregation = pass.aggregation;
     // Batches reserve their features when gathered: admission counts the sampled structure only.

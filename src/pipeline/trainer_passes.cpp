@@ -108,9 +108,13 @@ class KeptPasses {
 
 // What identifies a repeating pass's batches besides the runner's fixed settings (fanouts, seed)
 // and its stream.
-uint64_t PassKey(std::span<const int64_t> nodes, int64_t batch_size, int64_t epoch) {
+uint64_t PassKey(std::span<const int64_t> nodes, std::span<const EpochRunnerOptions::Part> parts,
+                 int64_t batch_size, int64_t epoch) {
   uint64_t key = format::Xxh3(nodes.data(), nodes.size_bytes());
   for (const int64_t v : {batch_size, epoch}) key = Mix64(key ^ static_cast<uint64_t>(v));
+  for (const EpochRunnerOptions::Part& part : parts) {
+    key = Mix64(Mix64(key ^ static_cast<uint64_t>(part.nodes)) ^ part.stream);
+  }
   return key;
 }
 
@@ -153,122 +157,199 @@ Status ReplayPass(PassCache& cache, int batches, const ComputeFn& compute, std::
 
 }  // namespace
 
+namespace {
+
+// What a pass runner holds across passes.
+struct RunnerState {
+  OutOfCore* ooc = nullptr;
+  const std::vector<int32_t>* labels = nullptr;
+  std::vector<int> fanouts, eval_fanouts;
+  bool record_degrees = false;
+  uint64_t seed = 0;
+  bool print_reports = false;
+  std::shared_ptr<KeptPasses> kept;
+};
+
+// Runs `pass` (its node sets, PassSpec::more, as one pipeline pass when it has several).
+Status RunPass(const RunnerState& state, const train::PassSpec& pass,
+               const std::function<Status(train::PreparedBatch&)>& consume,
+               std::string* report_json) {
+  OutOfCore* const ooc = state.ooc;
+  const std::vector<int32_t>* const labels = state.labels;
+  const std::vector<int>& fanouts = state.fanouts;
+  const std::vector<int>& eval_fanouts = state.eval_fanouts;
+  const bool record_degrees = state.record_degrees;
+  const uint64_t seed = state.seed;
+  const bool print_reports = state.print_reports;
+  KeptPasses* const kept = state.kept.get();
+  const int64_t eval_batch_size = ooc->eval_batch_size();
+  // Aggregated input when the model takes it and the budget plan chose it.
+  const bool aggregated =
+      ooc->aggregated_input() && pass.aggregation != model::InputAggregation::kNone;
+  if (!pass.more.empty() && (pass.training || !aggregated)) {
+    // Node sets share a pass only when they are evaluated aggregated (gather groups then span
+    // them); otherwise each runs as its own pass, one after the other.
+    for (size_t p = 0; p <= pass.more.size(); ++p) {
+      train::PassSpec one = pass;
+      one.more.clear();
+      if (p > 0) {
+        one.nodes = pass.more[p - 1].nodes;
+        one.stream = pass.more[p - 1].stream;
+      }
+      const auto tagged = [&](train::PreparedBatch& batch) {
+        batch.part = static_cast<int>(p);
+        return consume(batch);
+      };
+      SKIFF_RETURN_IF_ERROR(RunPass(state, one, tagged, p == 0 ? report_json : nullptr));
+    }
+    return Status::Ok();
+  }
+  const int64_t batch_size =
+      pass.training ? pass.batch_size : std::min(pass.batch_size, eval_batch_size);
+  // The pass's node sets, one after the other, and the first batch of each.
+  std::vector<const std::vector<int64_t>*> sets = {pass.nodes};
+  std::vector<EpochRunnerOptions::Part> parts;
+  for (const train::PassSpec::MoreNodes& more : pass.more) sets.push_back(more.nodes);
+  std::vector<int64_t> part_first;
+  std::vector<int64_t> all_nodes;
+  for (size_t p = 0; p < sets.size(); ++p) {
+    part_first.push_back(part_first.empty()
+                             ? 0
+                             : part_first.back() +
+                                   (parts.back().nodes + batch_size - 1) / batch_size);
+    parts.push_back(
+        {static_cast<int64_t>(sets[p]->size()), p == 0 ? pass.stream : pass.more[p - 1].stream});
+    if (sets.size() > 1) all_nodes.insert(all_nodes.end(), sets[p]->begin(), sets[p]->end());
+  }
+  const std::vector<int64_t>& nodes = sets.size() > 1 ? all_nodes : *pass.nodes;
+  const auto part_of = [&](int64_t index) {
+    return static_cast<int>(std::upper_bound(part_first.begin(), part_first.end(), index) -
+                            part_first.begin() - 1);
+  };
+  const std::vector<int>& layer_fanouts = pass.training ? fanouts : eval_fanouts;
+  // One source for the whole group: its hop-batched reads then cover every batch of the group.
+  SampleGroupFn sample = [&](const BatchGraph& view,
+                             std::span<const std::span<const int64_t>> seeds,
+                             std::span<const uint64_t> rng_seeds,
+                             std::span<sampler::MiniBatch* const> batches) -> Status {
+    std::vector<int64_t> all_seeds;
+    for (const std::span<const int64_t> s : seeds)
+      all_seeds.insert(all_seeds.end(), s.begin(), s.end());
+    ResidentGraphSource source(view.graph(), view.resident(), all_seeds,
+                               static_cast<int>(layer_fanouts.size()));
+    sampler::NeighborSampler sampler(source, layer_fanouts, record_degrees);
+    SKIFF_RETURN_IF_ERROR(sampler.SampleGroup(seeds, rng_seeds, batches));
+    for (sampler::MiniBatch* batch : batches) {
+      batch->labels.resize(batch->seeds.size());
+      for (size_t i = 0; i < batch->seeds.size(); ++i) {
+        batch->labels[i] = labels != nullptr ? (*labels)[batch->seeds[i]] : -1;
+      }
+    }
+    return Status::Ok();
+  };
+  // Hands a batch to the Trainer's step, and its staging buffer back to the pipeline for reuse.
+  auto hand_over = [&](PreparedBatch& prepared) -> Status {
+    train::PreparedBatch batch;
+    batch.index = prepared.index;
+    batch.batch = std::move(prepared.batch);
+    batch.features = std::move(prepared.features);
+    batch.aggregated = prepared.aggregated;
+    batch.part = part_of(prepared.index);
+    const Status status = consume(batch);
+    prepared.features = std::move(batch.features);
+    return status;
+  };
+  // An evaluation pass gathered aggregated (its batches then depend on the dataset alone):
+  // replayed when it was kept, else kept as it runs when it will run again.
+  PassCache* recording = nullptr;
+  if (!pass.training && pass.gather_features && aggregated) {
+    PassCache* cache = kept->Find(pass.stream);
+    const uint64_t key = PassKey(nodes, parts, batch_size, pass.epoch);
+    const bool held = cache != nullptr && cache->Holds(key);
+    // A replay holds its batches within the batches' allowance; a pass whose largest batch does
+    // not fit there alone is computed again (and not written again).
+    const int room = held ? cache->ReplayBatchesWithin(ooc->memory_plan().batch_allowance) : 0;
+    if (room > 0) return ReplayPass(*cache, room, hand_over, report_json, print_reports);
+    if (!held && pass.repeats && (cache = kept->For(pass.stream)) != nullptr) {
+      cache->Begin(key);
+      recording = cache;
+    }
+  }
+  auto compute = [&](PreparedBatch& prepared) -> Status {
+    if (recording != nullptr) {
+      if (const Status kept_status = recording->Append(prepared); !kept_status.ok()) {
+        kept->GiveUp(pass.stream, kept_status);
+        recording = nullptr;
+      }
+    }
+    return hand_over(prepared);
+  };
+  PassOptions options{.batch_size = batch_size,
+                      .seed = seed,
+                      .stream = pass.stream,
+                      .epoch = static_cast<uint64_t>(pass.epoch),
+                      .resident_order = {},
+                      .aggregation = std::nullopt,
+                      .dropout_seed = nullptr,
+                      .gather_features = pass.gather_features};
+  if (sets.size() > 1) options.parts = parts;
+  if (aggregated) {
+    options.aggregation = AggregationOptions{
+        .kind = pass.aggregation, .dropout = pass.input_dropout, .training = pass.training};
+    if (pass.training) options.dropout_seed = pass.dropout_seed;
+  }
+  if (ooc->fully_resident() || (pass.training && ooc->uniform_training_order()) || aggregated) {
+    // The in-memory batch order (train::BatchStream's), so that the same seed draws the
+    // same batches whether or not the run is out of core. Evaluation out of core keeps
+    // the plan's states -- it does not train, and they read less -- unless it gathers
+    // aggregated: then consecutive batches share reads whatever their partitions, and
+    // the plan's states would only cut the groups short.
+    for (const std::vector<int64_t>* set : sets) {
+      for (const auto& batch : train::PlanBatches(*set, batch_size, pass.training, seed,
+                                                  static_cast<uint64_t>(pass.epoch))) {
+        options.resident_order.insert(options.resident_order.end(), batch.begin(), batch.end());
+      }
+    }
+  }
+  Result<EpochReport> ran = ooc->RunPass(nodes, options, sample, compute);
+  ReleaseFreedMemory();
+  SKIFF_ASSIGN_OR_RETURN(EpochReport report, std::move(ran));
+  if (recording != nullptr) {
+    recording->Seal();
+    if (print_reports) {
+      LogDebug("evaluation batches kept for later epochs: " + std::to_string(recording->batches()) +
+               " batches, " + FormatBytes(recording->file_bytes()) + " in a scratch file");
+    }
+  }
+  if (report_json != nullptr) *report_json = report.ToJson().dump();
+  if (print_reports) {
+    if (pass.training) {
+      LogInfo(report.Describe());
+    } else {
+      LogDebug("evaluation " + report.Describe());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int32_t>* labels,
                                           std::vector<int> fanouts, std::vector<int> eval_fanouts,
                                           bool record_degrees, uint64_t seed, bool print_reports,
                                           std::string replay_dir) {
-  const int64_t eval_batch_size = ooc->eval_batch_size();
-  auto kept = std::make_shared<KeptPasses>(std::move(replay_dir));
-  return [=](const train::PassSpec& pass,
-             const std::function<Status(train::PreparedBatch&)>& consume,
-             std::string* report_json) -> Status {
-    const std::vector<int>& layer_fanouts = pass.training ? fanouts : eval_fanouts;
-    // One source for the whole group: its hop-batched reads then cover every batch of the group.
-    SampleGroupFn sample = [&](const BatchGraph& view,
-                               std::span<const std::span<const int64_t>> seeds,
-                               std::span<const uint64_t> rng_seeds,
-                               std::span<sampler::MiniBatch* const> batches) -> Status {
-      std::vector<int64_t> all_seeds;
-      for (const std::span<const int64_t> s : seeds)
-        all_seeds.insert(all_seeds.end(), s.begin(), s.end());
-      ResidentGraphSource source(view.graph(), view.resident(), all_seeds,
-                                 static_cast<int>(layer_fanouts.size()));
-      sampler::NeighborSampler sampler(source, layer_fanouts, record_degrees);
-      SKIFF_RETURN_IF_ERROR(sampler.SampleGroup(seeds, rng_seeds, batches));
-      for (sampler::MiniBatch* batch : batches) {
-        batch->labels.resize(batch->seeds.size());
-        for (size_t i = 0; i < batch->seeds.size(); ++i) {
-          batch->labels[i] = labels != nullptr ? (*labels)[batch->seeds[i]] : -1;
-        }
-      }
-      return Status::Ok();
-    };
-    // Hands a batch to the Trainer's step, and its staging buffer back to the pipeline for reuse.
-    auto hand_over = [&](PreparedBatch& prepared) -> Status {
-      train::PreparedBatch batch;
-      batch.index = prepared.index;
-      batch.batch = std::move(prepared.batch);
-      batch.features = std::move(prepared.features);
-      batch.aggregated = prepared.aggregated;
-      const Status status = consume(batch);
-      prepared.features = std::move(batch.features);
-      return status;
-    };
-    // An evaluation pass gathered aggregated (its batches then depend on the dataset alone):
-    // replayed when it was kept, else kept as it runs when it will run again.
-    PassCache* recording = nullptr;
-    if (!pass.training && pass.gather_features && ooc->aggregated_input() &&
-        pass.aggregation != model::InputAggregation::kNone) {
-      PassCache* cache = kept->Find(pass.stream);
-      const uint64_t key =
-          PassKey(*pass.nodes, std::min(pass.batch_size, eval_batch_size), pass.epoch);
-      const bool held = cache != nullptr && cache->Holds(key);
-      // A replay holds its batches within the batches' allowance; a pass whose largest batch does
-      // not fit there alone is computed again (and not written again).
-      const int room = held ? cache->ReplayBatchesWithin(ooc->memory_plan().batch_allowance) : 0;
-      if (room > 0) return ReplayPass(*cache, room, hand_over, report_json, print_reports);
-      if (!held && pass.repeats && (cache = kept->For(pass.stream)) != nullptr) {
-        cache->Begin(key);
-        recording = cache;
-      }
-    }
-    auto compute = [&](PreparedBatch& prepared) -> Status {
-      if (recording != nullptr) {
-        if (const Status kept_status = recording->Append(prepared); !kept_status.ok()) {
-          kept->GiveUp(pass.stream, kept_status);
-          recording = nullptr;
-        }
-      }
-      return hand_over(prepared);
-    };
-    PassOptions options{
-        .batch_size = pass.training ? pass.batch_size : std::min(pass.batch_size, eval_batch_size),
-        .seed = seed,
-        .stream = pass.stream,
-        .epoch = static_cast<uint64_t>(pass.epoch),
-        .resident_order = {},
-        .aggregation = std::nullopt,
-        .dropout_seed = nullptr,
-        .gather_features = pass.gather_features};
-    // Aggregated input when the model takes it and the budget plan chose it.
-    const bool aggregated =
-        ooc->aggregated_input() && pass.aggregation != model::InputAggregation::kNone;
-    if (aggregated) {
-      options.aggregation = AggregationOptions{
-          .kind = pass.aggregation, .dropout = pass.input_dropout, .training = pass.training};
-      if (pass.training) options.dropout_seed = pass.dropout_seed;
-    }
-    if (ooc->fully_resident() || (pass.training && ooc->uniform_training_order()) || aggregated) {
-      // The in-memory batch order (train::BatchStream's), so that the same seed draws the
-      // same batches whether or not the run is out of core. Evaluation out of core keeps
-      // the plan's states -- it does not train, and they read less -- unless it gathers
-      // aggregated: then consecutive batches share reads whatever their partitions, and
-      // the plan's states would only cut the groups short.
-      for (const auto& batch : train::PlanBatches(*pass.nodes, options.batch_size, pass.training,
-                                                  seed, static_cast<uint64_t>(pass.epoch))) {
-        options.resident_order.insert(options.resident_order.end(), batch.begin(), batch.end());
-      }
-    }
-    Result<EpochReport> ran = ooc->RunPass(*pass.nodes, options, sample, compute);
-    ReleaseFreedMemory();
-    SKIFF_ASSIGN_OR_RETURN(EpochReport report, std::move(ran));
-    if (recording != nullptr) {
-      recording->Seal();
-      if (print_reports) {
-        LogDebug(
-            "evaluation batches kept for later epochs: " + std::to_string(recording->batches()) +
-            " batches, " + FormatBytes(recording->file_bytes()) + " in a scratch file");
-      }
-    }
-    if (report_json != nullptr) *report_json = report.ToJson().dump();
-    if (print_reports) {
-      if (pass.training) {
-        LogInfo(report.Describe());
-      } else {
-        LogDebug("evaluation " + report.Describe());
-      }
-    }
-    return Status::Ok();
+  RunnerState state{.ooc = ooc,
+                    .labels = labels,
+                    .fanouts = std::move(fanouts),
+                    .eval_fanouts = std::move(eval_fanouts),
+                    .record_degrees = record_degrees,
+                    .seed = seed,
+                    .print_reports = print_reports,
+                    .kept = std::make_shared<KeptPasses>(std::move(replay_dir))};
+  return [state = std::move(state)](const train::PassSpec& pass,
+                                    const std::function<Status(train::PreparedBatch&)>& consume,
+                                    std::string* report_json) -> Status {
+    return RunPass(state, pass, consume, report_json);
   };
 }
 

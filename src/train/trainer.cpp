@@ -244,6 +244,15 @@ Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(Prepar
 
 Status Trainer::EvaluateSplits(EpochMetrics* m) {
   const bool repeats = m->epoch + 1 < options_.epochs;  // evaluated again after the next epoch
+  if (pass_runner_ && !data_.valid.empty() && !data_.test.empty()) {
+    // One pass over both (a runner shares the reads of the two).
+    SKIFF_ASSIGN_OR_RETURN(
+        const auto both, EvaluateBoth(data_.valid, kValidStream, data_.test, kTestStream, repeats));
+    m->valid_acc = both[0].accuracy;
+    m->valid_loss = both[0].loss;
+    m->test_acc = both[1].accuracy;
+    return Status::Ok();
+  }
   if (!data_.valid.empty()) {
     SKIFF_ASSIGN_OR_RETURN(const Evaluation valid, Evaluate(data_.valid, kValidStream, repeats));
     m->valid_acc = valid.accuracy;
@@ -329,6 +338,32 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
   }
   SKIFF_ASSIGN_OR_RETURN(const model::LossTotals totals, model_->TakeLossTotals());
   return Evaluation{.accuracy = totals.accuracy(), .loss = totals.mean_loss()};
+}
+
+Result<std::array<Trainer::Evaluation, 2>> Trainer::EvaluateBoth(const std::vector<int64_t>& first,
+                                                                 uint64_t first_stream,
+                                                                 const std::vector<int64_t>& second,
+                                                                 uint64_t second_stream,
+                                                                 bool repeats) {
+  SKIFF_CHECK(pass_runner_);
+  SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
+  std::array<Evaluation, 2> out;
+  int part = 0;  // the set whose totals the model is accumulating
+  auto take = [&]() -> Status {
+    SKIFF_ASSIGN_OR_RETURN(const model::LossTotals totals, model_->TakeLossTotals());
+    out[static_cast<size_t>(part++)] = {.accuracy = totals.accuracy(), .loss = totals.mean_loss()};
+    return Status::Ok();
+  };
+  auto consume = [&](PreparedBatch& next) -> Status {
+    while (part < next.part) SKIFF_RETURN_IF_ERROR(take());
+    return model_->EvalStep(InputOf(next));
+  };
+  PassSpec pass = MakePassSpec(&first, false, first_stream, 0, options_.eval_batch_size);
+  pass.repeats = repeats;
+  pass.more = {{&second, second_stream}};
+  SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, nullptr));
+  while (part < 2) SKIFF_RETURN_IF_ERROR(take());
+  return out;
 }
 
 Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,

@@ -4,10 +4,13 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "skiff/format/dataset.h"
 #include "skiff/generate/generator.h"
+#include "skiff/mutex.h"
 #include "skiff/pipeline/epoch_runner.h"
 #include "skiff/pipeline/input_aggregator.h"
 #include "skiff/pipeline/resident_graph_source.h"
@@ -311,9 +314,22 @@ TEST_CASE("epoch runner: groups resized from the batches sampled gather the same
   auto plan = pipeline::EpochPlan::SingleState(k, k, nodes);
   REQUIRE(plan.ok());
 
+  // The threads that sampled batch 0 and batch 1 (the first group's two halves when it has two).
+  Mutex threads_mu;
+  std::map<int64_t, std::thread::id> sampled_on;
   const pipeline::SampleGroupFn sample =
-      [](const pipeline::BatchGraph& view, std::span<const std::span<const int64_t>> seeds,
-         std::span<const uint64_t> rng_seeds, std::span<sampler::MiniBatch* const> batches) {
+      [&](const pipeline::BatchGraph& view, std::span<const std::span<const int64_t>> seeds,
+          std::span<const uint64_t> rng_seeds, std::span<sampler::MiniBatch* const> batches) {
+        {
+          MutexLock lock(&threads_mu);
+          for (const uint64_t s : rng_seeds) {
+            for (int64_t b = 0; b < 2; ++b) {
+              if (s == pipeline::BatchSampleSeed(3, 0, 0, b)) {
+                sampled_on[b] = std::this_thread::get_id();
+              }
+            }
+          }
+        }
         std::vector<int64_t> all;
         for (const auto s : seeds) all.insert(all.end(), s.begin(), s.end());
         pipeline::ResidentGraphSource src(view.graph(), view.resident(), all, 2);
@@ -322,12 +338,12 @@ TEST_CASE("epoch runner: groups resized from the batches sampled gather the same
   // Runs the pass with groups of 2 at first, then whatever `regroup` says; records each batch's
   // gathered input.
   auto run = [&](std::function<pipeline::GatherGroupSize(const pipeline::BatchShape&)> regroup,
-                 std::vector<std::vector<float>>* out) {
+                 std::vector<std::vector<float>>* out, int first_group = 2) {
     pipeline::EpochRunnerOptions o{.batch_size = 32, .seed = 3, .sample_threads = 1};
     o.aggregation = pipeline::AggregationOptions{
         .kind = model::InputAggregation::kMean, .dropout = 0.25f, .training = true};
     o.dropout_seed = [](int64_t index) { return static_cast<uint64_t>(index) * 7 + 1; };
-    o.gather_group = 2;
+    o.gather_group = first_group;
     o.regroup = std::move(regroup);
     pipeline::EpochRunner runner(&graph, std::move(o));
     out->clear();
@@ -342,10 +358,17 @@ TEST_CASE("epoch runner: groups resized from the batches sampled gather the same
       return Status::Ok();
     });
   };
-  std::vector<std::vector<float>> fixed, grown, varying;
+  std::vector<std::vector<float>> fixed, grown, varying, single;
   auto as_planned = run(nullptr, &fixed);
   REQUIRE_MESSAGE(as_planned.ok(), as_planned.status().ToString());
   CHECK(as_planned->last_group == 2);
+  // The first group's two batches were sampled at once, on two threads.
+  REQUIRE(sampled_on.size() == 2);
+  CHECK(sampled_on[0] != sampled_on[1]);
+  sampled_on.clear();
+  auto one_by_one = run(nullptr, &single, 1);
+  REQUIRE_MESSAGE(one_by_one.ok(), one_by_one.status().ToString());
+  CHECK(sampled_on[0] == sampled_on[1]);  // groups of one: one sampler thread
   int64_t largest_input = 0;
   int grow_calls = 0;
   auto grow = run(
@@ -374,8 +397,65 @@ TEST_CASE("epoch runner: groups resized from the batches sampled gather the same
   CHECK(calls > 3);
   // Grouping is the read schedule only: every batch gathers the same aggregate, bit for bit.
   REQUIRE(fixed.size() == 19);
+  CHECK(single == fixed);
   CHECK(grown == fixed);
   CHECK(varying == fixed);
+}
+
+TEST_CASE("trainer passes: two node sets in one pass give the batches of two passes") {
+  testing::TempDir dir;
+  auto ds = Generated(dir / "g", 30000);
+  train::TrainOptions t = Options("none");
+  t.eval_batch_size = 32;
+  auto smallest = OpenAtSmallestBudget(ds.get(), t, true);
+  REQUIRE_MESSAGE(smallest.ok(), smallest.status().ToString());
+  auto ooc = pipeline::OpenOutOfCoreTraining(
+      ds.get(), t, (*smallest)->ooc->memory_plan().budget_bytes + (2 << 20),
+      pipeline::SamplingMode::kExact, 2, true);
+  REQUIRE(ooc.ok());
+  REQUIRE((*ooc)->ooc->aggregated_input());
+  const std::vector<int64_t>& valid = (*ooc)->data.valid;
+  const std::vector<int64_t>& test = (*ooc)->data.test;
+  REQUIRE(valid.size() % 32 != 0);  // else no batch could straddle the two sets
+  // Per set: each batch's seeds, sample input and gathered features.
+  struct Seen {
+    std::vector<std::vector<int64_t>> seeds;
+    std::vector<std::vector<float>> features;
+  };
+  auto run = [&](train::PassSpec pass, std::vector<Seen>* seen, int64_t* batches) {
+    pass.aggregation = model::InputAggregation::kMean;
+    std::string json;
+    const Status status = pipeline::MakeOutOfCorePassRunner(ooc->get(), t, false)(
+        pass,
+        [&](train::PreparedBatch& b) {
+          seen->resize(std::max(seen->size(), static_cast<size_t>(b.part) + 1));
+          (*seen)[static_cast<size_t>(b.part)].seeds.push_back(b.batch.seeds);
+          (*seen)[static_cast<size_t>(b.part)].features.push_back(b.features);
+          return Status::Ok();
+        },
+        &json);
+    REQUIRE_MESSAGE(status.ok(), status.ToString());
+    *batches = nlohmann::json::parse(json)["batches"].get<int64_t>();
+  };
+  std::vector<Seen> apart, apart_test, together;
+  int64_t valid_batches = 0, test_batches = 0, together_batches = 0;
+  run(train::PassSpec{&valid, false, 1, 0, t.eval_batch_size}, &apart, &valid_batches);
+  run(train::PassSpec{&test, false, 2, 0, t.eval_batch_size}, &apart_test, &test_batches);
+  train::PassSpec both{&valid, false, 1, 0, t.eval_batch_size};
+  both.more = {{&test, 2}};
+  run(both, &together, &together_batches);
+  // One pipeline pass over both sets (its gather groups may then span them, sharing reads).
+  CHECK(together_batches == valid_batches + test_batches);
+  REQUIRE(apart.size() == 1);
+  REQUIRE(apart_test.size() == 1);
+  apart.push_back(std::move(apart_test[0]));
+  REQUIRE(together.size() == 2);
+  for (size_t p = 0; p < 2; ++p) {
+    CAPTURE(p);
+    // Each set's batches, bit for bit: its own stream, no batch mixing the two sets.
+    CHECK(together[p].seeds == apart[p].seeds);
+    CHECK(together[p].features == apart[p].features);
+  }
 }
 
 TEST_CASE("trainer passes: a pass cuts its first groups from the batches earlier passes sampled") {
@@ -497,13 +577,14 @@ TEST_CASE("trainer passes: replayed evaluations give the run without them, epoch
     auto summary = (*trainer)->Run();
     REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
     runs.push_back(std::move(*summary));
-    // With a directory, the evaluation passes were kept: two unnamed files there, still open.
+    // With a directory, the evaluation pass (validation and test together) was kept: an unnamed
+    // file there, still open.
     int kept = 0;
     for (const std::string& file : testing::UnnamedFilesIn(dir.path())) {
       std::error_code ec;
       kept += std::filesystem::file_size(file, ec) > 0;
     }
-    CHECK(kept == (keep ? 2 : 0));
+    CHECK(kept == (keep ? 1 : 0));
   }
   REQUIRE(runs[0].epochs.size() == 3);
   REQUIRE(runs[1].epochs.size() == 3);
@@ -513,5 +594,57 @@ TEST_CASE("trainer passes: replayed evaluations give the run without them, epoch
     CHECK(runs[1].epochs[e].valid_acc == runs[0].epochs[e].valid_acc);
     CHECK(runs[1].epochs[e].valid_loss == runs[0].epochs[e].valid_loss);
     CHECK(runs[1].epochs[e].test_acc == runs[0].epochs[e].test_acc);
+  }
+}
+
+TEST_CASE("trainer passes: validation and test evaluated in one pass score as in two") {
+  testing::TempDir dir;
+  auto ds = Generated(dir / "g", 30000);
+  train::TrainOptions t = Options("none");
+  t.epochs = 2;
+  std::vector<train::TrainSummary> runs;
+  for (const bool together : {true, false}) {
+    CAPTURE(together);
+    auto small = OpenWithRoomToReplay(ds.get(), t);
+    REQUIRE_MESSAGE(small.ok(), small.status().ToString());
+    REQUIRE((*small)->ooc->aggregated_input());
+    const train::PassRunner runner = pipeline::MakeOutOfCorePassRunner(small->get(), t, false);
+    // A runner that takes the node sets of a pass one at a time.
+    const train::PassRunner apart = [&](const train::PassSpec& pass,
+                                        const std::function<Status(train::PreparedBatch&)>& consume,
+                                        std::string* report) -> Status {
+      for (size_t p = 0; p <= pass.more.size(); ++p) {
+        train::PassSpec one = pass;
+        one.more.clear();
+        if (p > 0) {
+          one.nodes = pass.more[p - 1].nodes;
+          one.stream = pass.more[p - 1].stream;
+        }
+        const Status status = runner(
+            one,
+            [&](train::PreparedBatch& b) {
+              b.part = static_cast<int>(p);
+              return consume(b);
+            },
+            p == 0 ? report : nullptr);
+        if (!status.ok()) return status;
+      }
+      return Status::Ok();
+    };
+    auto trainer = train::Trainer::Create((*small)->data, t);
+    REQUIRE(trainer.ok());
+    (*trainer)->SetPassRunner(together ? runner : apart);
+    auto summary = (*trainer)->Run();
+    REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
+    runs.push_back(std::move(*summary));
+  }
+  REQUIRE(runs[0].epochs.size() == 2);
+  REQUIRE(runs[1].epochs.size() == 2);
+  for (size_t e = 0; e < 2; ++e) {
+    CAPTURE(e);
+    CHECK(runs[0].epochs[e].valid_acc == runs[1].epochs[e].valid_acc);
+    CHECK(runs[0].epochs[e].valid_loss == runs[1].epochs[e].valid_loss);
+    CHECK(runs[0].epochs[e].test_acc == runs[1].epochs[e].test_acc);
+    CHECK(runs[0].epochs[e].valid_acc != runs[0].epochs[e].test_acc);  // the sets are told apart
   }
 }

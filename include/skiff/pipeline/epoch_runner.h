@@ -33,7 +33,8 @@
 // evaluation passes (a plan over valid/test nodes and a forward-only ComputeFn).
 //
 // Thread safety: Run() is called by one thread at a time. The SampleFn is called concurrently from
-// the sample threads; the ComputeFn from the compute thread only.
+// the sample threads, and so is a SampleGroupFn (with aggregated gathering the first group of a
+// pass is sampled in two halves at once); the ComputeFn from the compute thread only.
 #pragma once
 
 #include <cstdint>
@@ -129,6 +130,16 @@ struct EpochRunnerOptions {
   // False: batches go to compute without features (the model holds them on its device); not
   // with aggregation.
   bool gather_features = true;
+  // A pass over several node sets at once (evaluation of the validation and test nodes): the plan
+  // is one state whose nodes are the sets one after the other, `nodes` each. Batches are cut within
+  // each set, and batch i of set p is sampled with BatchSampleSeed(seed, parts[p].stream, epoch,
+  // i), so each set draws the batches of a pass over it alone; gather groups span the sets, so
+  // the sets share their reads of the feature file. Empty: one set, `stream`.
+  struct Part {
+    int64_t nodes = 0;
+    uint64_t stream = 0;
+  };
+  std::vector<Part> parts;
 
   // Upper bound on sampled batches alive at once (sampling, queued, gathering, reordering,
   // computing), whatever the byte allowance; with aggregation, two groups.
@@ -138,6 +149,11 @@ struct EpochRunnerOptions {
 // The seed the sampler gets for batch `index` of a pass: the training core's
 // sampler::BatchSeed(seed, stream, epoch, index), as its in-memory BatchStream uses.
 uint64_t BatchSampleSeed(uint64_t seed, uint64_t stream, uint64_t epoch, int64_t index);
+
+// The batches of `nodes` cut `batch_size` at a time within each part (EpochRunnerOptions::parts;
+// their sizes add up to nodes.size()), or over all of them when `parts` is empty.
+std::vector<std::span<const int64_t>> CutBatches(std::span<const int64_t> nodes, int64_t batch_size,
+                                                 std::span<const EpochRunnerOptions::Part> parts);
 
 struct EpochIoStats {
   uint64_t bytes_read = 0;       // everything the pool read (partition loads + fine reads)

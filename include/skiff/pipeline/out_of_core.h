@@ -84,6 +84,9 @@ struct PassOptions {
   std::function<uint64_t(int64_t index)> dropout_seed = nullptr;
   // False: batches are handed over without features (the model holds them on its device).
   bool gather_features = true;
+  // Several node sets in one pass (EpochRunnerOptions::parts): `nodes` (or resident_order) are the
+  // sets one after the other; the pass runs as one buffer state.
+  std::vector<EpochRunnerOptions::Part> parts;
 };
 
 class OutOfCore {

@@ -11,6 +11,9 @@
 // dataset in the buffer draws exactly the batches of the in-memory BatchStream. Aggregated
 // evaluation passes that will run again (PassSpec::repeats) keep their batches in a PassCache under
 // OutOfCoreTraining::replay_dir, and later passes over the same nodes replay them (pass_cache.h).
+// An evaluation over several node sets (PassSpec::more: validation and test) gathered aggregated
+// runs as one pipeline pass (EpochRunnerOptions::parts), its gather groups spanning the sets;
+// otherwise the sets run one after the other.
 // After every pass the heap's freed memory is handed back to the system (malloc_trim), so that
 // one pass's leftovers do not raise the next one's peak.
 // Each pass's EpochReport becomes the JSON object the Trainer writes into its metrics under

@@ -35,6 +35,7 @@ struct PreparedBatch {
   // `features` holds block 0's num_dst own rows then its num_dst aggregated rows instead
   // (model::AggregateFirstLayerInput; only from a pass runner, when PassSpec::aggregation asks).
   bool aggregated = false;
+  int part = 0;  // which node set of the pass it is from (PassSpec::more)
 };
 
 struct BatchStreamOptions {

@@ -14,6 +14,7 @@
 // Thread safety: a Trainer is driven by one thread; it starts its own sampler threads.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -86,6 +87,16 @@ struct PassSpec {
   // The same pass (nodes, stream, batch size; evaluation, epoch 0's stream) runs again later with
   // the model's later state: a runner may keep its batches and replay them then.
   bool repeats = false;
+  // Evaluation only: further node sets in the same pass, each with its own stream. Each set's
+  // batches are those of a pass over it alone (its stream, batch indices from 0), handed over
+  // after those of the sets before it, with PreparedBatch::part = 1 + its position here (0:
+  // `nodes`). A runner may share work between the sets: the out-of-core one reads the feature
+  // file for them together.
+  struct MoreNodes {
+    const std::vector<int64_t>* nodes = nullptr;
+    uint64_t stream = 0;
+  };
+  std::vector<MoreNodes> more;
 };
 // Runs a pass: hands every batch -- sampled, labelled, features gathered -- to `consume` in
 // batch order, and returns the first error (its own or consume's). May describe the pass as a
@@ -149,6 +160,12 @@ class Trainer {
                          const std::function<uint64_t(int64_t)>& dropout_seed, EpochMetrics* m);
   // Validation and test accuracy (and validation loss) after an epoch, into *m.
   Status EvaluateSplits(EpochMetrics* m);
+  // Evaluate() of two node sets in one pass of the pass runner (PassSpec::more): the same results
+  // as two Evaluate() calls.
+  Result<std::array<Evaluation, 2>> EvaluateBoth(const std::vector<int64_t>& first,
+                                                 uint64_t first_stream,
+                                                 const std::vector<int64_t>& second,
+                                                 uint64_t second_stream, bool repeats);
   // A pass over `nodes`, offering aggregated input when the model takes it.
   PassSpec MakePassSpec(const std::vector<int64_t>* nodes, bool training, uint64_t stream,
                         int64_t epoch, int64_t batch_size) const;
