@@ -16,7 +16,7 @@
 // Memory from the group's sampling to the end of its gathering (its AggregationPlan): a 16-byte
 // entry per input row, sorted by node, with the row's block-0 destinations flattened beside it
 // (4 B per edge) and a mean weight per destination (kAggregationBytesPerRow in all, per row); while
-// the plan is built, a radix sort's copy of the entries and a 4-byte cursor per row on top. The
+// the plan is built, a 4-byte cursor per row on top (the entries are radix-sorted in place). The
 // gather walks the entries front to back as the rows arrive and prefetches the output rows of the
 // entries a few ahead, so adding a row costs its arithmetic rather than a chain of cache misses
 // (half of the gather's CPU time before). The rows themselves are not staged: the
