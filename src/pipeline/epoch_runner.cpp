@@ -125,6 +125,23 @@ class InFlightWindow {
     Add(to);
     if (to < from) cv_.SignalAll();
   }
+  // Adds `bytes` held until the pass ends, once every batch admitted has its features reserved
+  // (so that they never delay a group's read) and they fit in the allowance, or nothing is in
+  // flight. False when cancelled.
+  bool Hold(uint64_t bytes, StageTimer* timer) {
+    MutexLock lock(&mu_);
+    auto fits = [&]() SKIFF_REQUIRES(mu_) {
+      return cancelled_ || in_flight_ == 0 ||
+             (gathered_ == in_flight_ && (allowance_ == 0 || bytes_ + bytes <= allowance_));
+    };
+    if (!fits()) {
+      StallScope stall(timer);
+      while (!fits()) cv_.Wait(&mu_);
+    }
+    if (cancelled_) return false;
+    Add(bytes);
+    return true;
+  }
   // A batch was computed; `gathered`: its features were reserved with Reserve.
   void Done(uint64_t bytes, bool gathered) {
     MutexLock lock(&mu_);
@@ -600,6 +617,9 @@ Status EpochRun::SampleItems(StageContext& ctx) {
     }
     item->resident.reset();
     ctx.AddItems(static_cast<int64_t>(count));
+  }
+  if (opt_.after_sampling) {
+    return opt_.after_sampling([&](uint64_t bytes) { return window_.Hold(bytes, ctx.timer()); });
   }
   return Status::Ok();
 }

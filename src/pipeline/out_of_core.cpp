@@ -139,13 +139,11 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
                                     .expected_held_bytes = memory_.batch_held_bytes};
   runner_options.gather_features = pass.gather_features;
   runner_options.parts = pass.parts;
+  runner_options.after_sampling = pass.after_sampling;
   if (memory_.aggregated_input && pass.aggregation.has_value()) {
     runner_options.aggregation = pass.aggregation;
     // Batches reserve their features when gathered: admission counts the sampled structure only.
     const bool training = pass.aggregation->training;
-    runner_options.gather_group = training ? memory_.gather_group : memory_.eval_gather_group;
-    runner_options.expected_batch_bytes =
-        training ? memory_.sampled_batch_bytes : memory_.eval_sampled_batch_bytes;
     runner_options.dropout_seed = pass.dropout_seed;
     // The plan sized the first group from estimated batches; later groups follow the batches
     // actually sampled (evaluation's full neighbourhoods: estimated ~2x too large on power-law
@@ -157,11 +155,9 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
     auto group_for = [this](const BatchShape& shape) {
       return AggregatedGatherGroup(memory_.batch_allowance, shape, degrees_, graph_->feature_dim());
     };
-    if (sampled.has_value()) {
-      const GatherGroupSize size = group_for(*sampled);
-      runner_options.gather_group = size.group;
-      runner_options.expected_batch_bytes = size.sampled_batch_bytes;
-    }
+    const GatherGroupSize first = FirstGatherGroup(training);
+    runner_options.gather_group = first.group;
+    runner_options.expected_batch_bytes = first.sampled_batch_bytes;
     runner_options.regroup = [&sampled, group_for](const BatchShape& largest) {
       sampled = sampled.has_value() ? LargerShape(*sampled, largest) : largest;
       return group_for(*sampled);
@@ -169,6 +165,17 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
   }
   EpochRunner runner(graph_.get(), std::move(runner_options));
   return runner.Run(plan, sample, compute);
+}
+
+GatherGroupSize OutOfCore::FirstGatherGroup(bool training) const {
+  // Passes of the same kind sample batches of the same shape, so a pass after the first starts
+  // from the largest batch its kind has sampled (see RunPass).
+  if (const std::optional<BatchShape>& sampled = sampled_shape_[training ? 0 : 1]) {
+    return AggregatedGatherGroup(memory_.batch_allowance, *sampled, degrees_,
+                                 graph_->feature_dim());
+  }
+  return training ? GatherGroupSize{memory_.gather_group, memory_.sampled_batch_bytes}
+                  : GatherGroupSize{memory_.eval_gather_group, memory_.eval_sampled_batch_bytes};
 }
 
 std::string OutOfCore::Describe() const {

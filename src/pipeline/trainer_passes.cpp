@@ -159,6 +159,113 @@ Status ReplayPass(PassCache& cache, int batches, const ComputeFn& compute, std::
 
 namespace {
 
+// A pass's node sets (PassSpec::more), one after the other, as its pipeline pass cuts them.
+struct PassLayout {
+  int64_t batch_size = 0;
+  std::vector<const std::vector<int64_t>*> sets;
+  std::vector<EpochRunnerOptions::Part> parts;  // each set's size and stream
+  std::vector<int64_t> part_first;              // the first batch of each set
+  std::vector<int64_t> joined;                  // the sets' nodes, when there are several
+  const std::vector<int64_t>& nodes() const { return sets.size() > 1 ? joined : *sets[0]; }
+  int PartOf(int64_t index) const {
+    return static_cast<int>(std::upper_bound(part_first.begin(), part_first.end(), index) -
+                            part_first.begin() - 1);
+  }
+};
+
+PassLayout LayoutOf(const train::PassSpec& pass, int64_t batch_size) {
+  PassLayout layout;
+  layout.batch_size = batch_size;
+  layout.sets = {pass.nodes};
+  for (const train::PassSpec::MoreNodes& more : pass.more) layout.sets.push_back(more.nodes);
+  for (size_t p = 0; p < layout.sets.size(); ++p) {
+    layout.part_first.push_back(
+        p == 0
+            ? 0
+            : layout.part_first.back() + (layout.parts.back().nodes + batch_size - 1) / batch_size);
+    layout.parts.push_back({static_cast<int64_t>(layout.sets[p]->size()),
+                            p == 0 ? pass.stream : pass.more[p - 1].stream});
+    if (layout.sets.size() > 1) {
+      layout.joined.insert(layout.joined.end(), layout.sets[p]->begin(), layout.sets[p]->end());
+    }
+  }
+  return layout;
+}
+
+// The training core's batch order over the layout's sets (train::BatchStream's, set by set).
+std::vector<int64_t> InMemoryOrder(const PassLayout& layout, bool training, uint64_t seed,
+                                   int64_t epoch) {
+  std::vector<int64_t> order;
+  for (const std::vector<int64_t>* set : layout.sets) {
+    for (const auto& batch : train::PlanBatches(*set, layout.batch_size, training, seed,
+                                                static_cast<uint64_t>(epoch))) {
+      order.insert(order.end(), batch.begin(), batch.end());
+    }
+  }
+  return order;
+}
+
+// Samples a group with the training core's NeighborSampler and labels it. One source for the whole
+// group: its hop-batched reads then cover every batch of the group.
+SampleGroupFn SampleFnFor(std::vector<int> fanouts, bool record_degrees,
+                          const std::vector<int32_t>* labels) {
+  return [fanouts = std::move(fanouts), record_degrees, labels](
+             const BatchGraph& view, std::span<const std::span<const int64_t>> seeds,
+             std::span<const uint64_t> rng_seeds,
+             std::span<sampler::MiniBatch* const> batches) -> Status {
+    std::vector<int64_t> all_seeds;
+    for (const std::span<const int64_t> s : seeds) {
+      all_seeds.insert(all_seeds.end(), s.begin(), s.end());
+    }
+    ResidentGraphSource source(view.graph(), view.resident(), all_seeds,
+                               static_cast<int>(fanouts.size()));
+    sampler::NeighborSampler sampler(source, fanouts, record_degrees);
+    SKIFF_RETURN_IF_ERROR(sampler.SampleGroup(seeds, rng_seeds, batches));
+    for (sampler::MiniBatch* batch : batches) {
+      batch->labels.resize(batch->seeds.size());
+      for (size_t i = 0; i < batch->seeds.size(); ++i) {
+        batch->labels[i] = labels != nullptr ? (*labels)[batch->seeds[i]] : -1;
+      }
+    }
+    return Status::Ok();
+  };
+}
+
+// Batches of the coming pass (PassSpec::then) sampled while the one before it ended, by their
+// sample seed; the pass takes those it draws. Filled and emptied by the sample stages of
+// consecutive passes, which may sample two halves of a group at once.
+class SampledAhead {
+ public:
+  void Put(uint64_t sample_seed, sampler::MiniBatch batch) {
+    MutexLock lock(&mu_);
+    batches_.emplace(sample_seed, std::move(batch));
+  }
+  // Moves the batch sampled ahead with `sample_seed` for `seeds` into *out; false when none.
+  bool Take(uint64_t sample_seed, std::span<const int64_t> seeds, sampler::MiniBatch* out) {
+    MutexLock lock(&mu_);
+    auto it = batches_.find(sample_seed);
+    if (it == batches_.end() ||
+        !std::equal(seeds.begin(), seeds.end(), it->second.seeds.begin(), it->second.seeds.end())) {
+      return false;
+    }
+    *out = std::move(it->second);
+    batches_.erase(it);
+    return true;
+  }
+  void Clear() {
+    MutexLock lock(&mu_);
+    batches_.clear();
+  }
+  bool empty() const {
+    MutexLock lock(&mu_);
+    return batches_.empty();
+  }
+
+ private:
+  mutable Mutex mu_;
+  std::map<uint64_t, sampler::MiniBatch> batches_ SKIFF_GUARDED_BY(mu_);
+};
+
 // What a pass runner holds across passes.
 struct RunnerState {
   OutOfCore* ooc = nullptr;
@@ -168,7 +275,53 @@ struct RunnerState {
   uint64_t seed = 0;
   bool print_reports = false;
   std::shared_ptr<KeptPasses> kept;
+  std::shared_ptr<SampledAhead> ahead;
 };
+
+// Samples the first gather group of `next` (an evaluation gathered aggregated, not replayed) into
+// state.ahead, holding its expected bytes with `hold` first; *count: how many batches.
+Status SampleAhead(const RunnerState& state, const train::PassSpec& next,
+                   const std::function<bool(uint64_t)>& hold, int64_t* count) {
+  OutOfCore* const ooc = state.ooc;
+  if (next.training || !next.gather_features || !ooc->aggregated_input() ||
+      next.aggregation == model::InputAggregation::kNone) {
+    return Status::Ok();
+  }
+  const PassLayout layout = LayoutOf(next, std::min(next.batch_size, ooc->eval_batch_size()));
+  const PassCache* cache = state.kept->Find(next.stream);
+  if (cache != nullptr &&
+      cache->Holds(PassKey(layout.nodes(), layout.parts, layout.batch_size, next.epoch))) {
+    return Status::Ok();  // it will be replayed
+  }
+  const std::vector<int64_t> order = InMemoryOrder(layout, false, state.seed, next.epoch);
+  const std::vector<std::span<const int64_t>> batches =
+      CutBatches(order, layout.batch_size, layout.parts);
+  const GatherGroupSize first = ooc->FirstGatherGroup(/*training=*/false);
+  const size_t n = std::min(batches.size(), static_cast<size_t>(first.group));
+  if (n == 0) return Status::Ok();
+  if (!hold(n * first.sampled_batch_bytes)) return Status::Aborted("cancelled");
+  std::vector<uint64_t> sample_seeds(n);
+  std::vector<sampler::MiniBatch> sampled(n);
+  std::vector<sampler::MiniBatch*> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto index = static_cast<int64_t>(i);
+    const int part = layout.PartOf(index);
+    sample_seeds[i] = BatchSampleSeed(state.seed, layout.parts[static_cast<size_t>(part)].stream,
+                                      static_cast<uint64_t>(next.epoch),
+                                      index - layout.part_first[static_cast<size_t>(part)]);
+    out[i] = &sampled[i];
+  }
+  // Exact sampling reads what is not resident: the batches do not depend on what is.
+  const ResidentSet nothing(
+      std::vector<std::shared_ptr<const storage::PartitionPin>>(ooc->num_partitions()));
+  const BatchGraph view(&ooc->graph(), &nothing);
+  SKIFF_RETURN_IF_ERROR(SampleFnFor(state.eval_fanouts, state.record_degrees, state.labels)(
+                            view, std::span(batches).first(n), sample_seeds, out)
+                            .WithContext("sampling the next pass's first batches"));
+  for (size_t i = 0; i < n; ++i) state.ahead->Put(sample_seeds[i], std::move(sampled[i]));
+  *count = static_cast<int64_t>(n);
+  return Status::Ok();
+}
 
 // Runs `pass` (its node sets, PassSpec::more, as one pipeline pass when it has several).
 Status RunPass(const RunnerState& state, const train::PassSpec& pass,
@@ -206,46 +359,27 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
   }
   const int64_t batch_size =
       pass.training ? pass.batch_size : std::min(pass.batch_size, eval_batch_size);
-  // The pass's node sets, one after the other, and the first batch of each.
-  std::vector<const std::vector<int64_t>*> sets = {pass.nodes};
-  std::vector<EpochRunnerOptions::Part> parts;
-  for (const train::PassSpec::MoreNodes& more : pass.more) sets.push_back(more.nodes);
-  std::vector<int64_t> part_first;
-  std::vector<int64_t> all_nodes;
-  for (size_t p = 0; p < sets.size(); ++p) {
-    part_first.push_back(part_first.empty()
-                             ? 0
-                             : part_first.back() +
-                                   (parts.back().nodes + batch_size - 1) / batch_size);
-    parts.push_back(
-        {static_cast<int64_t>(sets[p]->size()), p == 0 ? pass.stream : pass.more[p - 1].stream});
-    if (sets.size() > 1) all_nodes.insert(all_nodes.end(), sets[p]->begin(), sets[p]->end());
-  }
-  const std::vector<int64_t>& nodes = sets.size() > 1 ? all_nodes : *pass.nodes;
-  const auto part_of = [&](int64_t index) {
-    return static_cast<int>(std::upper_bound(part_first.begin(), part_first.end(), index) -
-                            part_first.begin() - 1);
-  };
-  const std::vector<int>& layer_fanouts = pass.training ? fanouts : eval_fanouts;
-  // One source for the whole group: its hop-batched reads then cover every batch of the group.
-  SampleGroupFn sample = [&](const BatchGraph& view,
-                             std::span<const std::span<const int64_t>> seeds,
-                             std::span<const uint64_t> rng_seeds,
-                             std::span<sampler::MiniBatch* const> batches) -> Status {
-    std::vector<int64_t> all_seeds;
-    for (const std::span<const int64_t> s : seeds)
-      all_seeds.insert(all_seeds.end(), s.begin(), s.end());
-    ResidentGraphSource source(view.graph(), view.resident(), all_seeds,
-                               static_cast<int>(layer_fanouts.size()));
-    sampler::NeighborSampler sampler(source, layer_fanouts, record_degrees);
-    SKIFF_RETURN_IF_ERROR(sampler.SampleGroup(seeds, rng_seeds, batches));
-    for (sampler::MiniBatch* batch : batches) {
-      batch->labels.resize(batch->seeds.size());
-      for (size_t i = 0; i < batch->seeds.size(); ++i) {
-        batch->labels[i] = labels != nullptr ? (*labels)[batch->seeds[i]] : -1;
-      }
+  const PassLayout layout = LayoutOf(pass, batch_size);
+  const std::vector<int64_t>& nodes = layout.nodes();
+  const SampleGroupFn fresh =
+      SampleFnFor(pass.training ? fanouts : eval_fanouts, record_degrees, labels);
+  // Batches sampled ahead (at the end of the pass before) are taken, the rest sampled.
+  SampledAhead& ahead = *state.ahead;
+  const SampleGroupFn sample = [&](const BatchGraph& view,
+                                   std::span<const std::span<const int64_t>> seeds,
+                                   std::span<const uint64_t> rng_seeds,
+                                   std::span<sampler::MiniBatch* const> batches) -> Status {
+    if (ahead.empty()) return fresh(view, seeds, rng_seeds, batches);
+    std::vector<std::span<const int64_t>> rest_seeds;
+    std::vector<uint64_t> rest_rng;
+    std::vector<sampler::MiniBatch*> rest;
+    for (size_t i = 0; i < batches.size(); ++i) {
+      if (ahead.Take(rng_seeds[i], seeds[i], batches[i])) continue;
+      rest_seeds.push_back(seeds[i]);
+      rest_rng.push_back(rng_seeds[i]);
+      rest.push_back(batches[i]);
     }
-    return Status::Ok();
+    return rest.empty() ? Status::Ok() : fresh(view, rest_seeds, rest_rng, rest);
   };
   // Hands a batch to the Trainer's step, and its staging buffer back to the pipeline for reuse.
   auto hand_over = [&](PreparedBatch& prepared) -> Status {
@@ -254,7 +388,7 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
     batch.batch = std::move(prepared.batch);
     batch.features = std::move(prepared.features);
     batch.aggregated = prepared.aggregated;
-    batch.part = part_of(prepared.index);
+    batch.part = layout.PartOf(prepared.index);
     const Status status = consume(batch);
     prepared.features = std::move(batch.features);
     return status;
@@ -264,12 +398,15 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
   PassCache* recording = nullptr;
   if (!pass.training && pass.gather_features && aggregated) {
     PassCache* cache = kept->Find(pass.stream);
-    const uint64_t key = PassKey(nodes, parts, batch_size, pass.epoch);
+    const uint64_t key = PassKey(nodes, layout.parts, batch_size, pass.epoch);
     const bool held = cache != nullptr && cache->Holds(key);
     // A replay holds its batches within the batches' allowance; a pass whose largest batch does
     // not fit there alone is computed again (and not written again).
     const int room = held ? cache->ReplayBatchesWithin(ooc->memory_plan().batch_allowance) : 0;
-    if (room > 0) return ReplayPass(*cache, room, hand_over, report_json, print_reports);
+    if (room > 0) {
+      ahead.Clear();
+      return ReplayPass(*cache, room, hand_over, report_json, print_reports);
+    }
     if (!held && pass.repeats && (cache = kept->For(pass.stream)) != nullptr) {
       cache->Begin(key);
       recording = cache;
@@ -292,11 +429,19 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
                       .aggregation = std::nullopt,
                       .dropout_seed = nullptr,
                       .gather_features = pass.gather_features};
-  if (sets.size() > 1) options.parts = parts;
+  if (layout.sets.size() > 1) options.parts = layout.parts;
   if (aggregated) {
     options.aggregation = AggregationOptions{
         .kind = pass.aggregation, .dropout = pass.input_dropout, .training = pass.training};
     if (pass.training) options.dropout_seed = pass.dropout_seed;
+  }
+  // The evaluation the Trainer runs next (PassSpec::then): its first group is sampled once this
+  // pass has sampled its last, while this one reads and computes its last groups.
+  int64_t sampled_ahead = 0;
+  if (pass.training && aggregated && pass.then != nullptr) {
+    options.after_sampling = [&](const std::function<bool(uint64_t)>& hold) {
+      return SampleAhead(state, *pass.then, hold, &sampled_ahead);
+    };
   }
   if (ooc->fully_resident() || (pass.training && ooc->uniform_training_order()) || aggregated) {
     // The in-memory batch order (train::BatchStream's), so that the same seed draws the
@@ -304,14 +449,10 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
     // the plan's states -- it does not train, and they read less -- unless it gathers
     // aggregated: then consecutive batches share reads whatever their partitions, and
     // the plan's states would only cut the groups short.
-    for (const std::vector<int64_t>* set : sets) {
-      for (const auto& batch : train::PlanBatches(*set, batch_size, pass.training, seed,
-                                                  static_cast<uint64_t>(pass.epoch))) {
-        options.resident_order.insert(options.resident_order.end(), batch.begin(), batch.end());
-      }
-    }
+    options.resident_order = InMemoryOrder(layout, pass.training, seed, pass.epoch);
   }
   Result<EpochReport> ran = ooc->RunPass(nodes, options, sample, compute);
+  if (!pass.training || !ran.ok()) ahead.Clear();  // what this pass did not take is stale now
   ReleaseFreedMemory();
   SKIFF_ASSIGN_OR_RETURN(EpochReport report, std::move(ran));
   if (recording != nullptr) {
@@ -321,10 +462,18 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
                " batches, " + FormatBytes(recording->file_bytes()) + " in a scratch file");
     }
   }
-  if (report_json != nullptr) *report_json = report.ToJson().dump();
+  if (report_json != nullptr) {
+    nlohmann::json json = report.ToJson();
+    json["next_pass_batches_sampled_ahead"] = sampled_ahead;
+    *report_json = json.dump();
+  }
   if (print_reports) {
     if (pass.training) {
       LogInfo(report.Describe());
+      if (sampled_ahead > 0) {
+        LogDebug("the evaluation's first " + std::to_string(sampled_ahead) +
+                 " batches were sampled during the training pass's last groups");
+      }
     } else {
       LogDebug("evaluation " + report.Describe());
     }
@@ -345,7 +494,8 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
                     .record_degrees = record_degrees,
                     .seed = seed,
                     .print_reports = print_reports,
-                    .kept = std::make_shared<KeptPasses>(std::move(replay_dir))};
+                    .kept = std::make_shared<KeptPasses>(std::move(replay_dir)),
+                    .ahead = std::make_shared<SampledAhead>()};
   return [state = std::move(state)](const train::PassSpec& pass,
                                     const std::function<Status(train::PreparedBatch&)>& consume,
                                     std::string* report_json) -> Status {

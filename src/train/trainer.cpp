@@ -217,6 +217,11 @@ Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(Prepar
   if (pass_runner_) {
     PassSpec pass = MakePassSpec(&data_.train, true, kTrainStream, epoch, options_.batch_size);
     pass.dropout_seed = dropout_seed;
+    if (EvaluatesSplitsTogether()) {
+      // The evaluation EvaluateSplits runs next: the runner may start on it as this pass ends.
+      pass.then = std::make_shared<const PassSpec>(EvaluateBothPass(
+          data_.valid, kValidStream, data_.test, kTestStream, epoch + 1 < options_.epochs));
+    }
     return pass_runner_(pass, consume, &m->pipeline_json);
   }
   BatchStreamOptions so;
@@ -244,7 +249,7 @@ Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(Prepar
 
 Status Trainer::EvaluateSplits(EpochMetrics* m) {
   const bool repeats = m->epoch + 1 < options_.epochs;  // evaluated again after the next epoch
-  if (pass_runner_ && !data_.valid.empty() && !data_.test.empty()) {
+  if (EvaluatesSplitsTogether()) {
     // One pass over both (a runner shares the reads of the two).
     SKIFF_ASSIGN_OR_RETURN(
         const auto both, EvaluateBoth(data_.valid, kValidStream, data_.test, kTestStream, repeats));
@@ -340,6 +345,19 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
   return Evaluation{.accuracy = totals.accuracy(), .loss = totals.mean_loss()};
 }
 
+PassSpec Trainer::EvaluateBothPass(const std::vector<int64_t>& first, uint64_t first_stream,
+                                   const std::vector<int64_t>& second, uint64_t second_stream,
+                                   bool repeats) const {
+  PassSpec pass = MakePassSpec(&first, false, first_stream, 0, options_.eval_batch_size);
+  pass.repeats = repeats;
+  pass.more = {{&second, second_stream}};
+  return pass;
+}
+
+bool Trainer::EvaluatesSplitsTogether() const {
+  return pass_runner_ && !data_.valid.empty() && !data_.test.empty();
+}
+
 Result<std::array<Trainer::Evaluation, 2>> Trainer::EvaluateBoth(const std::vector<int64_t>& first,
                                                                  uint64_t first_stream,
                                                                  const std::vector<int64_t>& second,
@@ -358,10 +376,8 @@ Result<std::array<Trainer::Evaluation, 2>> Trainer::EvaluateBoth(const std::vect
     while (part < next.part) SKIFF_RETURN_IF_ERROR(take());
     return model_->EvalStep(InputOf(next));
   };
-  PassSpec pass = MakePassSpec(&first, false, first_stream, 0, options_.eval_batch_size);
-  pass.repeats = repeats;
-  pass.more = {{&second, second_stream}};
-  SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, nullptr));
+  SKIFF_RETURN_IF_ERROR(pass_runner_(
+      EvaluateBothPass(first, first_stream, second, second_stream, repeats), consume, nullptr));
   while (part < 2) SKIFF_RETURN_IF_ERROR(take());
   return out;
 }

@@ -648,3 +648,46 @@ TEST_CASE("trainer passes: validation and test evaluated in one pass score as in
     CHECK(runs[0].epochs[e].valid_acc != runs[0].epochs[e].test_acc);  // the sets are told apart
   }
 }
+
+TEST_CASE("trainer passes: the evaluation's first batches sampled during training change nothing") {
+  testing::TempDir dir;
+  auto ds = Generated(dir / "g", 30000);
+  train::TrainOptions t = Options("none");
+  t.epochs = 2;
+  std::vector<train::TrainSummary> runs;
+  for (const bool ahead : {true, false}) {
+    CAPTURE(ahead);
+    auto small = OpenWithRoomToReplay(ds.get(), t);
+    REQUIRE_MESSAGE(small.ok(), small.status().ToString());
+    REQUIRE((*small)->ooc->aggregated_input());
+    const train::PassRunner runner = pipeline::MakeOutOfCorePassRunner(small->get(), t, false);
+    // The same runner without the hint of what comes next.
+    const train::PassRunner without_hint =
+        [&](const train::PassSpec& pass,
+            const std::function<Status(train::PreparedBatch&)>& consume, std::string* report) {
+          train::PassSpec plain = pass;
+          plain.then = nullptr;
+          return runner(plain, consume, report);
+        };
+    auto trainer = train::Trainer::Create((*small)->data, t);
+    REQUIRE(trainer.ok());
+    (*trainer)->SetPassRunner(ahead ? runner : without_hint);
+    auto summary = (*trainer)->Run();
+    REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
+    for (const train::EpochMetrics& m : summary->epochs) {
+      const auto report = nlohmann::json::parse(m.pipeline_json);
+      // Every epoch evaluates afresh here (no scratch directory to replay from).
+      CHECK((report["next_pass_batches_sampled_ahead"].get<int64_t>() > 0) == ahead);
+    }
+    runs.push_back(std::move(*summary));
+  }
+  REQUIRE(runs[0].epochs.size() == 2);
+  REQUIRE(runs[1].epochs.size() == 2);
+  for (size_t e = 0; e < 2; ++e) {
+    CAPTURE(e);
+    CHECK(runs[0].epochs[e].loss == runs[1].epochs[e].loss);
+    CHECK(runs[0].epochs[e].valid_acc == runs[1].epochs[e].valid_acc);
+    CHECK(runs[0].epochs[e].valid_loss == runs[1].epochs[e].valid_loss);
+    CHECK(runs[0].epochs[e].test_acc == runs[1].epochs[e].test_acc);
+  }
+}

@@ -140,6 +140,11 @@ struct EpochRunnerOptions {
     uint64_t stream = 0;
   };
   std::vector<Part> parts;
+  // Called once on the sample stage's thread after the pass's last batch is sampled. `hold(bytes)`
+  // counts bytes against the batches' allowance until the pass ends, waiting until every batch
+  // admitted has its features reserved and they fit (false when the pass is cancelled): a runner
+  // may sample its next pass's first batches there, while this pass reads and computes its last.
+  std::function<Status(const std::function<bool(uint64_t bytes)>& hold)> after_sampling = nullptr;
 
   // Upper bound on sampled batches alive at once (sampling, queued, gathering, reordering,
   // computing), whatever the byte allowance; with aggregation, two groups.

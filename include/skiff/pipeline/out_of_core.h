@@ -87,6 +87,8 @@ struct PassOptions {
   // Several node sets in one pass (EpochRunnerOptions::parts): `nodes` (or resident_order) are the
   // sets one after the other; the pass runs as one buffer state.
   std::vector<EpochRunnerOptions::Part> parts;
+  // EpochRunnerOptions::after_sampling.
+  std::function<Status(const std::function<bool(uint64_t bytes)>& hold)> after_sampling = nullptr;
 };
 
 class OutOfCore {
@@ -110,6 +112,9 @@ class OutOfCore {
   // pipeline. Returns the pass's report or the first error of any stage.
   Result<EpochReport> RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
                               const SampleGroupFn& sample, const ComputeFn& compute);
+  // Aggregated: the size of the first gather group of the next training or evaluation pass, and
+  // what each of its batches is expected to hold once sampled (as RunPass will cut it).
+  GatherGroupSize FirstGatherGroup(bool training) const;
   Result<EpochReport> RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
                               const SampleFn& sample, const ComputeFn& compute) {
     return RunPass(nodes, pass, OneByOne(sample), compute);

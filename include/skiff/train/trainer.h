@@ -97,6 +97,10 @@ struct PassSpec {
     uint64_t stream = 0;
   };
   std::vector<MoreNodes> more;
+  // The pass the caller will ask for right after this one, when it knows (a hint: a runner may
+  // start preparing it while this one ends; the Trainer names its evaluation after a training
+  // pass). The runner must not depend on it: the next call may be another pass.
+  std::shared_ptr<const PassSpec> then;
 };
 // Runs a pass: hands every batch -- sampled, labelled, features gathered -- to `consume` in
 // batch order, and returns the first error (its own or consume's). May describe the pass as a
@@ -166,6 +170,12 @@ class Trainer {
                                                  uint64_t first_stream,
                                                  const std::vector<int64_t>& second,
                                                  uint64_t second_stream, bool repeats);
+  // The pass EvaluateBoth asks the runner for.
+  PassSpec EvaluateBothPass(const std::vector<int64_t>& first, uint64_t first_stream,
+                            const std::vector<int64_t>& second, uint64_t second_stream,
+                            bool repeats) const;
+  // Whether EvaluateSplits evaluates validation and test in one pass (EvaluateBoth).
+  bool EvaluatesSplitsTogether() const;
   // A pass over `nodes`, offering aggregated input when the model takes it.
   PassSpec MakePassSpec(const std::vector<int64_t>* nodes, bool training, uint64_t stream,
                         int64_t epoch, int64_t batch_size) const;
