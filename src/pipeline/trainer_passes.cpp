@@ -323,64 +323,119 @@ Status SampleAhead(const RunnerState& state, const train::PassSpec& next,
   return Status::Ok();
 }
 
-// Runs `pass` (its node sets, PassSpec::more, as one pipeline pass when it has several).
 Status RunPass(const RunnerState& state, const train::PassSpec& pass,
                const std::function<Status(train::PreparedBatch&)>& consume,
-               std::string* report_json) {
-  OutOfCore* const ooc = state.ooc;
-  const std::vector<int32_t>* const labels = state.labels;
-  const std::vector<int>& fanouts = state.fanouts;
-  const std::vector<int>& eval_fanouts = state.eval_fanouts;
-  const bool record_degrees = state.record_degrees;
-  const uint64_t seed = state.seed;
-  const bool print_reports = state.print_reports;
-  KeptPasses* const kept = state.kept.get();
-  const int64_t eval_batch_size = ooc->eval_batch_size();
-  // Aggregated input when the model takes it and the budget plan chose it.
-  const bool aggregated =
-      ooc->aggregated_input() && pass.aggregation != model::InputAggregation::kNone;
-  if (!pass.more.empty() && (pass.training || !aggregated)) {
-    // Node sets share a pass only when they are evaluated aggregated (gather groups then span
-    // them); otherwise each runs as its own pass, one after the other.
-    for (size_t p = 0; p <= pass.more.size(); ++p) {
-      train::PassSpec one = pass;
-      one.more.clear();
-      if (p > 0) {
-        one.nodes = pass.more[p - 1].nodes;
-        one.stream = pass.more[p - 1].stream;
-      }
-      const auto tagged = [&](train::PreparedBatch& batch) {
-        batch.part = static_cast<int>(p);
-        return consume(batch);
-      };
-      SKIFF_RETURN_IF_ERROR(RunPass(state, one, tagged, p == 0 ? report_json : nullptr));
+               std::string* report_json);
+
+// Node sets share a pass only when they are evaluated aggregated (gather groups then span them);
+// otherwise each runs as its own pass, one after the other, its batches tagged with its part.
+Status RunSetsOneByOne(const RunnerState& state, const train::PassSpec& pass,
+                       const std::function<Status(train::PreparedBatch&)>& consume,
+                       std::string* report_json) {
+  for (size_t p = 0; p <= pass.more.size(); ++p) {
+    train::PassSpec one = pass;
+    one.more.clear();
+    if (p > 0) {
+      one.nodes = pass.more[p - 1].nodes;
+      one.stream = pass.more[p - 1].stream;
     }
-    return Status::Ok();
+    const auto tagged = [&](train::PreparedBatch& batch) {
+      batch.part = static_cast<int>(p);
+      return consume(batch);
+    };
+    SKIFF_RETURN_IF_ERROR(RunPass(state, one, tagged, p == 0 ? report_json : nullptr));
   }
-  const int64_t batch_size =
-      pass.training ? pass.batch_size : std::min(pass.batch_size, eval_batch_size);
-  const PassLayout layout = LayoutOf(pass, batch_size);
-  const std::vector<int64_t>& nodes = layout.nodes();
-  const SampleGroupFn fresh =
-      SampleFnFor(pass.training ? fanouts : eval_fanouts, record_degrees, labels);
-  // Batches sampled ahead (at the end of the pass before) are taken, the rest sampled.
-  SampledAhead& ahead = *state.ahead;
-  const SampleGroupFn sample = [&](const BatchGraph& view,
-                                   std::span<const std::span<const int64_t>> seeds,
-                                   std::span<const uint64_t> rng_seeds,
-                                   std::span<sampler::MiniBatch* const> batches) -> Status {
-    if (ahead.empty()) return fresh(view, seeds, rng_seeds, batches);
+  return Status::Ok();
+}
+
+// `fresh`, except that batches sampled ahead (at the end of the pass before) are taken from
+// `ahead` instead of sampled.
+SampleGroupFn TakingAhead(SampledAhead* ahead, SampleGroupFn fresh) {
+  return [ahead, fresh = std::move(fresh)](const BatchGraph& view,
+                                           std::span<const std::span<const int64_t>> seeds,
+                                           std::span<const uint64_t> rng_seeds,
+                                           std::span<sampler::MiniBatch* const> batches) -> Status {
+    if (ahead->empty()) return fresh(view, seeds, rng_seeds, batches);
     std::vector<std::span<const int64_t>> rest_seeds;
     std::vector<uint64_t> rest_rng;
     std::vector<sampler::MiniBatch*> rest;
     for (size_t i = 0; i < batches.size(); ++i) {
-      if (ahead.Take(rng_seeds[i], seeds[i], batches[i])) continue;
+      if (ahead->Take(rng_seeds[i], seeds[i], batches[i])) continue;
       rest_seeds.push_back(seeds[i]);
       rest_rng.push_back(rng_seeds[i]);
       rest.push_back(batches[i]);
     }
     return rest.empty() ? Status::Ok() : fresh(view, rest_seeds, rest_rng, rest);
   };
+}
+
+// The pipeline options of `pass` cut as `layout` (aggregated: as the model takes its input).
+PassOptions OptionsFor(const RunnerState& state, const train::PassSpec& pass,
+                       const PassLayout& layout, bool aggregated) {
+  PassOptions options{.batch_size = layout.batch_size,
+                      .seed = state.seed,
+                      .stream = pass.stream,
+                      .epoch = static_cast<uint64_t>(pass.epoch),
+                      .resident_order = {},
+                      .aggregation = std::nullopt,
+                      .dropout_seed = nullptr,
+                      .gather_features = pass.gather_features};
+  if (layout.sets.size() > 1) options.parts = layout.parts;
+  if (aggregated) {
+    options.aggregation = AggregationOptions{
+        .kind = pass.aggregation, .dropout = pass.input_dropout, .training = pass.training};
+    if (pass.training) options.dropout_seed = pass.dropout_seed;
+  }
+  const OutOfCore& ooc = *state.ooc;
+  if (ooc.fully_resident() || (pass.training && ooc.uniform_training_order()) || aggregated) {
+    // The in-memory batch order (train::BatchStream's), so that the same seed draws the
+    // same batches whether or not the run is out of core. Evaluation out of core keeps
+    // the plan's states -- it does not train, and they read less -- unless it gathers
+    // aggregated: then consecutive batches share reads whatever their partitions, and
+    // the plan's states would only cut the groups short.
+    options.resident_order = InMemoryOrder(layout, pass.training, state.seed, pass.epoch);
+  }
+  return options;
+}
+
+// The pass's report: as JSON into *report_json (when given), and logged when `print`.
+void ReportPass(const EpochReport& report, const train::PassSpec& pass, int64_t sampled_ahead,
+                bool print, std::string* report_json) {
+  if (report_json != nullptr) {
+    nlohmann::json json = report.ToJson();
+    json["next_pass_batches_sampled_ahead"] = sampled_ahead;
+    *report_json = json.dump();
+  }
+  if (!print) return;
+  if (!pass.training) {
+    LogDebug("evaluation " + report.Describe());
+    return;
+  }
+  LogInfo(report.Describe());
+  if (sampled_ahead > 0) {
+    LogDebug("the evaluation's first " + std::to_string(sampled_ahead) +
+             " batches were sampled during the training pass's last groups");
+  }
+}
+
+// Runs `pass` (its node sets, PassSpec::more, as one pipeline pass when it has several).
+Status RunPass(const RunnerState& state, const train::PassSpec& pass,
+               const std::function<Status(train::PreparedBatch&)>& consume,
+               std::string* report_json) {
+  OutOfCore* const ooc = state.ooc;
+  KeptPasses* const kept = state.kept.get();
+  // Aggregated input when the model takes it and the budget plan chose it.
+  const bool aggregated =
+      ooc->aggregated_input() && pass.aggregation != model::InputAggregation::kNone;
+  if (!pass.more.empty() && (pass.training || !aggregated)) {
+    return RunSetsOneByOne(state, pass, consume, report_json);
+  }
+  const PassLayout layout = LayoutOf(
+      pass, pass.training ? pass.batch_size : std::min(pass.batch_size, ooc->eval_batch_size()));
+  SampledAhead& ahead = *state.ahead;
+  const SampleGroupFn sample =
+      TakingAhead(&ahead, SampleFnFor(pass.training ? state.fanouts : state.eval_fanouts,
+                                      state.record_degrees, state.labels));
   // Hands a batch to the Trainer's step, and its staging buffer back to the pipeline for reuse.
   auto hand_over = [&](PreparedBatch& prepared) -> Status {
     train::PreparedBatch batch;
@@ -398,14 +453,14 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
   PassCache* recording = nullptr;
   if (!pass.training && pass.gather_features && aggregated) {
     PassCache* cache = kept->Find(pass.stream);
-    const uint64_t key = PassKey(nodes, layout.parts, batch_size, pass.epoch);
+    const uint64_t key = PassKey(layout.nodes(), layout.parts, layout.batch_size, pass.epoch);
     const bool held = cache != nullptr && cache->Holds(key);
     // A replay holds its batches within the batches' allowance; a pass whose largest batch does
     // not fit there alone is computed again (and not written again).
     const int room = held ? cache->ReplayBatchesWithin(ooc->memory_plan().batch_allowance) : 0;
     if (room > 0) {
       ahead.Clear();
-      return ReplayPass(*cache, room, hand_over, report_json, print_reports);
+      return ReplayPass(*cache, room, hand_over, report_json, state.print_reports);
     }
     if (!held && pass.repeats && (cache = kept->For(pass.stream)) != nullptr) {
       cache->Begin(key);
@@ -421,20 +476,7 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
     }
     return hand_over(prepared);
   };
-  PassOptions options{.batch_size = batch_size,
-                      .seed = seed,
-                      .stream = pass.stream,
-                      .epoch = static_cast<uint64_t>(pass.epoch),
-                      .resident_order = {},
-                      .aggregation = std::nullopt,
-                      .dropout_seed = nullptr,
-                      .gather_features = pass.gather_features};
-  if (layout.sets.size() > 1) options.parts = layout.parts;
-  if (aggregated) {
-    options.aggregation = AggregationOptions{
-        .kind = pass.aggregation, .dropout = pass.input_dropout, .training = pass.training};
-    if (pass.training) options.dropout_seed = pass.dropout_seed;
-  }
+  PassOptions options = OptionsFor(state, pass, layout, aggregated);
   // The evaluation the Trainer runs next (PassSpec::then): its first group is sampled once this
   // pass has sampled its last, while this one reads and computes its last groups.
   int64_t sampled_ahead = 0;
@@ -443,41 +485,18 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
       return SampleAhead(state, *pass.then, hold, &sampled_ahead);
     };
   }
-  if (ooc->fully_resident() || (pass.training && ooc->uniform_training_order()) || aggregated) {
-    // The in-memory batch order (train::BatchStream's), so that the same seed draws the
-    // same batches whether or not the run is out of core. Evaluation out of core keeps
-    // the plan's states -- it does not train, and they read less -- unless it gathers
-    // aggregated: then consecutive batches share reads whatever their partitions, and
-    // the plan's states would only cut the groups short.
-    options.resident_order = InMemoryOrder(layout, pass.training, seed, pass.epoch);
-  }
-  Result<EpochReport> ran = ooc->RunPass(nodes, options, sample, compute);
+  Result<EpochReport> ran = ooc->RunPass(layout.nodes(), options, sample, compute);
   if (!pass.training || !ran.ok()) ahead.Clear();  // what this pass did not take is stale now
   ReleaseFreedMemory();
-  SKIFF_ASSIGN_OR_RETURN(EpochReport report, std::move(ran));
+  SKIFF_ASSIGN_OR_RETURN(const EpochReport report, std::move(ran));
   if (recording != nullptr) {
     recording->Seal();
-    if (print_reports) {
+    if (state.print_reports) {
       LogDebug("evaluation batches kept for later epochs: " + std::to_string(recording->batches()) +
                " batches, " + FormatBytes(recording->file_bytes()) + " in a scratch file");
     }
   }
-  if (report_json != nullptr) {
-    nlohmann::json json = report.ToJson();
-    json["next_pass_batches_sampled_ahead"] = sampled_ahead;
-    *report_json = json.dump();
-  }
-  if (print_reports) {
-    if (pass.training) {
-      LogInfo(report.Describe());
-      if (sampled_ahead > 0) {
-        LogDebug("the evaluation's first " + std::to_string(sampled_ahead) +
-                 " batches were sampled during the training pass's last groups");
-      }
-    } else {
-      LogDebug("evaluation " + report.Describe());
-    }
-  }
+  ReportPass(report, pass, sampled_ahead, state.print_reports, report_json);
   return Status::Ok();
 }
 
