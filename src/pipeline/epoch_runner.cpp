@@ -43,11 +43,10 @@ struct SampledItem {
 // fewer than `window` batches before the last are still unfinished (Regroup may change it; a group
 // larger than the window waits for every batch before it) -- or, counting `whole_groups`
 // (aggregated gathering: two groups in flight, the one gathered and computed and the next one
-// sampled), only once every group before the last one admitted is computed -- and the bytes held by
-// the
-// batches in flight leave room for `count` more of the expected size (`allowance` 0: no byte
-// limit), so the batches alive at once are bounded in count and in
-// memory even though stages run in parallel and the compute stage reorders. A batch is always
+// sampled), only once every group before the last one admitted is computed -- and the bytes held
+// by the batches in flight leave room for `count` more of the expected size (`allowance` 0: no
+// byte limit), so the batches alive at once are bounded in count and in memory even though stages
+// run in parallel and the compute stage reorders. A batch is always
 // admitted when none is in flight, so a batch larger than expected slows the pipeline but never
 // stops it. Each batch's reservation starts at `expected` and is corrected to its actual size once
 // it is sampled (Resize). The plan's `expected` is a worst-case-leaning estimate; when it says how
