@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <optional>
 
 #include "skiff/log.h"
 #include "skiff/mutex.h"
@@ -82,39 +83,39 @@ uint64_t ScopedWriteFaults::faults_injected() const {
   return faults->injected;
 }
 
-Status WriteAll(int fd, const void* data, size_t bytes, const std::string& path) {
-  const auto* p = static_cast<const char*>(data);
+namespace {
+
+// What WriteAll and PwriteAll share: write until every byte is written, retrying on EINTR and
+// honouring injected faults (short writes, errors); with pwrite at `offset` when one is given.
+Status WriteLoop(int fd, const char* p, size_t bytes, std::optional<uint64_t> offset,
+                 const std::string& path) {
   while (bytes > 0) {
     const Decision d = Next(WriteOp::kWrite, false);
     if (d.error != 0) return Status::FromErrno(d.error, "write " + path);
     const size_t ask = d.short_write ? std::max<size_t>(1, bytes / 2) : bytes;
-    const ssize_t n = ::write(fd, p, ask);
+    const ssize_t n = offset.has_value() ? ::pwrite(fd, p, ask, static_cast<off_t>(*offset))
+                                         : ::write(fd, p, ask);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "write " + path);
+      return Status::FromErrno(
+          errno, "write " + path +
+                     (offset.has_value() ? " at byte " + std::to_string(*offset) : std::string()));
     }
     p += n;
     bytes -= static_cast<size_t>(n);
+    if (offset.has_value()) *offset += static_cast<uint64_t>(n);
   }
   return Status::Ok();
 }
 
+}  // namespace
+
+Status WriteAll(int fd, const void* data, size_t bytes, const std::string& path) {
+  return WriteLoop(fd, static_cast<const char*>(data), bytes, std::nullopt, path);
+}
+
 Status PwriteAll(int fd, const void* data, size_t bytes, uint64_t offset, const std::string& path) {
-  const auto* p = static_cast<const char*>(data);
-  while (bytes > 0) {
-    const Decision d = Next(WriteOp::kWrite, false);
-    if (d.error != 0) return Status::FromErrno(d.error, "write " + path);
-    const size_t ask = d.short_write ? std::max<size_t>(1, bytes / 2) : bytes;
-    const ssize_t n = ::pwrite(fd, p, ask, static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "write " + path + " at byte " + std::to_string(offset));
-    }
-    p += n;
-    bytes -= static_cast<size_t>(n);
-    offset += static_cast<uint64_t>(n);
-  }
-  return Status::Ok();
+  return WriteLoop(fd, static_cast<const char*>(data), bytes, offset, path);
 }
 
 Status PreadAll(int fd, void* dst, uint64_t bytes, uint64_t offset, const std::string& path) {
