@@ -319,6 +319,28 @@ uint64_t BatchSampleSeed(uint64_t seed, uint64_t stream, uint64_t epoch, int64_t
   return sampler::BatchSeed(seed, stream, epoch, static_cast<uint64_t>(index));
 }
 
+PassParts::PassParts(std::vector<EpochRunnerOptions::Part> parts, int64_t batch_size,
+                     uint64_t stream)
+    : parts_(std::move(parts)) {
+  SKIFF_CHECK(batch_size > 0);
+  if (parts_.empty()) parts_.push_back({0, stream});
+  int64_t first = 0;
+  for (const EpochRunnerOptions::Part& part : parts_) {
+    first_.push_back(first);
+    first += (part.nodes + batch_size - 1) / batch_size;
+  }
+}
+
+int PassParts::PartOf(int64_t index) const {
+  return static_cast<int>(std::upper_bound(first_.begin(), first_.end(), index) - first_.begin() -
+                          1);
+}
+
+uint64_t PassParts::SampleSeed(uint64_t seed, uint64_t epoch, int64_t index) const {
+  const auto part = static_cast<size_t>(PartOf(index));
+  return BatchSampleSeed(seed, parts_[part].stream, epoch, index - first_[part]);
+}
+
 std::vector<std::span<const int64_t>> CutBatches(std::span<const int64_t> nodes, int64_t batch_size,
                                                  std::span<const EpochRunnerOptions::Part> parts) {
   SKIFF_CHECK(batch_size > 0);
@@ -403,13 +425,8 @@ class EpochRun {
         window_(options.InFlightBatches(), options.aggregation.has_value(),
                 options.batch_allowance_bytes, options.expected_batch_bytes,
                 options.expected_held_bytes),
-        group_size_(std::max(options.gather_group, 1)) {
-    int64_t first = 0;
-    for (const EpochRunnerOptions::Part& part : options.parts) {
-      part_first_.push_back(first);
-      first += (part.nodes + options.batch_size - 1) / options.batch_size;
-    }
-  }
+        group_size_(std::max(options.gather_group, 1)),
+        parts_(options.parts, options.batch_size, options.stream) {}
 
   // Adds the queues and stages to `pipeline` (which must outlive nothing of this run).
   void AddTo(Pipeline* pipeline);
@@ -446,8 +463,6 @@ class EpochRun {
   // Gives `prepared` a staging buffer of `floats` (the recycled one when there is one), counting
   // any spare capacity it brings against the window.
   void Stage(PreparedBatch& prepared, size_t floats);
-  // The sampler's seed for batch `index` of the pass: its part's stream and its index there.
-  uint64_t SampleSeedOf(int64_t index) const;
 
   BufferedGraph* const graph_;
   const EpochRunnerOptions& opt_;
@@ -462,20 +477,13 @@ class EpochRun {
   BoundedQueue<PinPtr> loaded_;
   RecycledStaging recycled_;
   InFlightWindow window_;
-  SampledThrough sampled_through_;   // aggregated with opt_.regroup
-  std::atomic<int> group_size_;      // aggregated: batches per group admitted from now on
-  BatchShape largest_;               // sample stage only (one thread when aggregated)
-  int64_t seeds_total_ = 0;          // compute stage only
-  int64_t computed_ = 0;             // compute stage only
-  std::vector<int64_t> part_first_;  // the first batch of each of opt_.parts
+  SampledThrough sampled_through_;  // aggregated with opt_.regroup
+  std::atomic<int> group_size_;     // aggregated: batches per group admitted from now on
+  BatchShape largest_;              // sample stage only (one thread when aggregated)
+  int64_t seeds_total_ = 0;         // compute stage only
+  int64_t computed_ = 0;            // compute stage only
+  const PassParts parts_;           // the sampler's seed of each batch
 };
-
-uint64_t EpochRun::SampleSeedOf(int64_t index) const {
-  if (part_first_.empty()) return BatchSampleSeed(opt_.seed, opt_.stream, opt_.epoch, index);
-  const auto part = static_cast<size_t>(
-      std::upper_bound(part_first_.begin(), part_first_.end(), index) - part_first_.begin() - 1);
-  return BatchSampleSeed(opt_.seed, opt_.parts[part].stream, opt_.epoch, index - part_first_[part]);
-}
 
 void EpochRun::AddTo(Pipeline* pipeline) {
   pipeline->AddQueue(&work_);
@@ -580,7 +588,8 @@ Status EpochRun::SampleItems(StageContext& ctx) {
       out[i].group_first = item->group_first;
       out[i].group_size = item->group_size;
       out[i].prepared.index = item->index + static_cast<int64_t>(i);
-      sample_seeds[i] = out[i].prepared.sample_seed = SampleSeedOf(out[i].prepared.index);
+      sample_seeds[i] = out[i].prepared.sample_seed =
+          parts_.SampleSeed(opt_.seed, opt_.epoch, out[i].prepared.index);
       batches[i] = &out[i].prepared.batch;
     }
     const BatchGraph view(graph_, item->resident.get());

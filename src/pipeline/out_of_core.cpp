@@ -152,15 +152,12 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
     // otherwise each evaluation pass would cut its first groups from the estimate again
     // (2M nodes at 25%: groups of 9 where 13 fit, one more read of the feature file per pass).
     std::optional<BatchShape>& sampled = sampled_shape_[training ? 0 : 1];
-    auto group_for = [this](const BatchShape& shape) {
-      return AggregatedGatherGroup(memory_.batch_allowance, shape, degrees_, graph_->feature_dim());
-    };
     const GatherGroupSize first = FirstGatherGroup(training);
     runner_options.gather_group = first.group;
     runner_options.expected_batch_bytes = first.sampled_batch_bytes;
-    runner_options.regroup = [&sampled, group_for](const BatchShape& largest) {
+    runner_options.regroup = [this, &sampled](const BatchShape& largest) {
       sampled = sampled.has_value() ? LargerShape(*sampled, largest) : largest;
-      return group_for(*sampled);
+      return GroupFor(*sampled);
     };
   }
   EpochRunner runner(graph_.get(), std::move(runner_options));
@@ -171,11 +168,14 @@ GatherGroupSize OutOfCore::FirstGatherGroup(bool training) const {
   // Passes of the same kind sample batches of the same shape, so a pass after the first starts
   // from the largest batch its kind has sampled (see RunPass).
   if (const std::optional<BatchShape>& sampled = sampled_shape_[training ? 0 : 1]) {
-    return AggregatedGatherGroup(memory_.batch_allowance, *sampled, degrees_,
-                                 graph_->feature_dim());
+    return GroupFor(*sampled);
   }
   return training ? GatherGroupSize{memory_.gather_group, memory_.sampled_batch_bytes}
                   : GatherGroupSize{memory_.eval_gather_group, memory_.eval_sampled_batch_bytes};
+}
+
+GatherGroupSize OutOfCore::GroupFor(const BatchShape& shape) const {
+  return AggregatedGatherGroup(memory_.batch_allowance, shape, degrees_, graph_->feature_dim());
 }
 
 std::string OutOfCore::Describe() const {

@@ -164,13 +164,9 @@ struct PassLayout {
   int64_t batch_size = 0;
   std::vector<const std::vector<int64_t>*> sets;
   std::vector<EpochRunnerOptions::Part> parts;  // each set's size and stream
-  std::vector<int64_t> part_first;              // the first batch of each set
   std::vector<int64_t> joined;                  // the sets' nodes, when there are several
   const std::vector<int64_t>& nodes() const { return sets.size() > 1 ? joined : *sets[0]; }
-  int PartOf(int64_t index) const {
-    return static_cast<int>(std::upper_bound(part_first.begin(), part_first.end(), index) -
-                            part_first.begin() - 1);
-  }
+  PassParts Split() const { return PassParts(parts, batch_size, parts[0].stream); }
 };
 
 PassLayout LayoutOf(const train::PassSpec& pass, int64_t batch_size) {
@@ -179,10 +175,6 @@ PassLayout LayoutOf(const train::PassSpec& pass, int64_t batch_size) {
   layout.sets = {pass.nodes};
   for (const train::PassSpec::MoreNodes& more : pass.more) layout.sets.push_back(more.nodes);
   for (size_t p = 0; p < layout.sets.size(); ++p) {
-    layout.part_first.push_back(
-        p == 0
-            ? 0
-            : layout.part_first.back() + (layout.parts.back().nodes + batch_size - 1) / batch_size);
     layout.parts.push_back({static_cast<int64_t>(layout.sets[p]->size()),
                             p == 0 ? pass.stream : pass.more[p - 1].stream});
     if (layout.sets.size() > 1) {
@@ -300,15 +292,13 @@ Status SampleAhead(const RunnerState& state, const train::PassSpec& next,
   const size_t n = std::min(batches.size(), static_cast<size_t>(first.group));
   if (n == 0) return Status::Ok();
   if (!hold(n * first.sampled_batch_bytes)) return Status::Aborted("cancelled");
+  const PassParts split = layout.Split();
   std::vector<uint64_t> sample_seeds(n);
   std::vector<sampler::MiniBatch> sampled(n);
   std::vector<sampler::MiniBatch*> out(n);
   for (size_t i = 0; i < n; ++i) {
-    const auto index = static_cast<int64_t>(i);
-    const int part = layout.PartOf(index);
-    sample_seeds[i] = BatchSampleSeed(state.seed, layout.parts[static_cast<size_t>(part)].stream,
-                                      static_cast<uint64_t>(next.epoch),
-                                      index - layout.part_first[static_cast<size_t>(part)]);
+    sample_seeds[i] =
+        split.SampleSeed(state.seed, static_cast<uint64_t>(next.epoch), static_cast<int64_t>(i));
     out[i] = &sampled[i];
   }
   // Exact sampling reads what is not resident: the batches do not depend on what is.
@@ -432,6 +422,7 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
   }
   const PassLayout layout = LayoutOf(
       pass, pass.training ? pass.batch_size : std::min(pass.batch_size, ooc->eval_batch_size()));
+  const PassParts split = layout.Split();
   SampledAhead& ahead = *state.ahead;
   const SampleGroupFn sample =
       TakingAhead(&ahead, SampleFnFor(pass.training ? state.fanouts : state.eval_fanouts,
@@ -443,7 +434,7 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
     batch.batch = std::move(prepared.batch);
     batch.features = std::move(prepared.features);
     batch.aggregated = prepared.aggregated;
-    batch.part = layout.PartOf(prepared.index);
+    batch.part = split.PartOf(prepared.index);
     const Status status = consume(batch);
     prepared.features = std::move(batch.features);
     return status;

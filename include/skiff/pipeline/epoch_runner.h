@@ -155,6 +155,20 @@ struct EpochRunnerOptions {
 // sampler::BatchSeed(seed, stream, epoch, index), as its in-memory BatchStream uses.
 uint64_t BatchSampleSeed(uint64_t seed, uint64_t stream, uint64_t epoch, int64_t index);
 
+// The parts of a pass cut `batch_size` at a time (EpochRunnerOptions::parts; none: one part with
+// `stream`): which part batch `index` is from, and the seed the sampler gets for it --
+// BatchSampleSeed with its part's stream and its index within the part.
+class PassParts {
+ public:
+  PassParts(std::vector<EpochRunnerOptions::Part> parts, int64_t batch_size, uint64_t stream);
+  int PartOf(int64_t index) const;
+  uint64_t SampleSeed(uint64_t seed, uint64_t epoch, int64_t index) const;
+
+ private:
+  std::vector<EpochRunnerOptions::Part> parts_;  // at least one
+  std::vector<int64_t> first_;                   // each part's first batch
+};
+
 // The batches of `nodes` cut `batch_size` at a time within each part (EpochRunnerOptions::parts;
 // their sizes add up to nodes.size()), or over all of them when `parts` is empty.
 std::vector<std::span<const int64_t>> CutBatches(std::span<const int64_t> nodes, int64_t batch_size,

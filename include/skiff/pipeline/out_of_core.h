@@ -146,6 +146,9 @@ class OutOfCore {
   std::string Describe() const;
 
  private:
+  // The gather group for aggregated batches of `shape` under the plan's allowance.
+  GatherGroupSize GroupFor(const BatchShape& shape) const;
+
   OutOfCore() = default;
   const format::Dataset* dataset_ = nullptr;
   OutOfCoreOptions options_;
