@@ -85,9 +85,10 @@ Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenAtSmallestBudget(
   return small;
 }
 
-// Aggregated, a little above the smallest budget: room for a replay's three batches (the dataset
-// must be large enough that it then does not fit whole).
-Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenWithRoomToReplay(
+// Aggregated, a little above the smallest budget: room for a replay's three batches, and an
+// allowance that holds a few evaluation batches, so group sizes differ between the plan's estimate
+// and the batches sampled (the dataset must be large enough that it then does not fit whole).
+Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenAboveSmallestBudget(
     const format::Dataset* ds, const train::TrainOptions& t) {
   auto smallest = OpenAtSmallestBudget(ds, t, true);
   REQUIRE_MESSAGE(smallest.ok(), smallest.status().ToString());
@@ -407,11 +408,7 @@ TEST_CASE("trainer passes: two node sets in one pass give the batches of two pas
   auto ds = Generated(dir / "g", 30000);
   train::TrainOptions t = Options("none");
   t.eval_batch_size = 32;
-  auto smallest = OpenAtSmallestBudget(ds.get(), t, true);
-  REQUIRE_MESSAGE(smallest.ok(), smallest.status().ToString());
-  auto ooc = pipeline::OpenOutOfCoreTraining(
-      ds.get(), t, (*smallest)->ooc->memory_plan().budget_bytes + (2 << 20),
-      pipeline::SamplingMode::kExact, 2, true);
+  auto ooc = OpenAboveSmallestBudget(ds.get(), t);
   REQUIRE(ooc.ok());
   REQUIRE((*ooc)->ooc->aggregated_input());
   const std::vector<int64_t>& valid = (*ooc)->data.valid;
@@ -465,11 +462,7 @@ TEST_CASE("trainer passes: a pass cuts its first groups from the batches earlier
   t.eval_batch_size = 32;
   // A budget whose allowance holds a few aggregated evaluation batches, so that group sizes differ
   // between the plan's estimate and the batches sampled.
-  auto smallest = OpenAtSmallestBudget(ds.get(), t, true);
-  REQUIRE_MESSAGE(smallest.ok(), smallest.status().ToString());
-  auto ooc = pipeline::OpenOutOfCoreTraining(
-      ds.get(), t, (*smallest)->ooc->memory_plan().budget_bytes + (2 << 20),
-      pipeline::SamplingMode::kExact, 2, true);
+  auto ooc = OpenAboveSmallestBudget(ds.get(), t);
   REQUIRE(ooc.ok());
   REQUIRE((*ooc)->ooc->aggregated_input());
   const train::PassRunner runner = pipeline::MakeOutOfCorePassRunner(ooc->get(), t, false);
@@ -510,7 +503,7 @@ TEST_CASE("trainer passes: a repeating evaluation pass is kept and replayed bit 
   train::TrainOptions t = Options("none");
   t.eval_batch_size = 32;
   t.eval_fanouts = {4, 3};  // sampled: the same draws every pass (epoch 0's stream)
-  auto small = OpenWithRoomToReplay(ds.get(), t);
+  auto small = OpenAboveSmallestBudget(ds.get(), t);
   REQUIRE_MESSAGE(small.ok(), small.status().ToString());
   REQUIRE((*small)->ooc->aggregated_input());
   (*small)->replay_dir = dir.path();
@@ -567,7 +560,7 @@ TEST_CASE("trainer passes: replayed evaluations give the run without them, epoch
   t.eval_fanouts = {4, 3};
   std::vector<train::TrainSummary> runs;
   for (const bool keep : {false, true}) {
-    auto small = OpenWithRoomToReplay(ds.get(), t);
+    auto small = OpenAboveSmallestBudget(ds.get(), t);
     REQUIRE_MESSAGE(small.ok(), small.status().ToString());
     REQUIRE((*small)->ooc->aggregated_input());
     if (keep) (*small)->replay_dir = dir.path();
@@ -605,7 +598,7 @@ TEST_CASE("trainer passes: validation and test evaluated in one pass score as in
   std::vector<train::TrainSummary> runs;
   for (const bool together : {true, false}) {
     CAPTURE(together);
-    auto small = OpenWithRoomToReplay(ds.get(), t);
+    auto small = OpenAboveSmallestBudget(ds.get(), t);
     REQUIRE_MESSAGE(small.ok(), small.status().ToString());
     REQUIRE((*small)->ooc->aggregated_input());
     const train::PassRunner runner = pipeline::MakeOutOfCorePassRunner(small->get(), t, false);
@@ -657,7 +650,7 @@ TEST_CASE("trainer passes: the evaluation's first batches sampled during trainin
   std::vector<train::TrainSummary> runs;
   for (const bool ahead : {true, false}) {
     CAPTURE(ahead);
-    auto small = OpenWithRoomToReplay(ds.get(), t);
+    auto small = OpenAboveSmallestBudget(ds.get(), t);
     REQUIRE_MESSAGE(small.ok(), small.status().ToString());
     REQUIRE((*small)->ooc->aggregated_input());
     const train::PassRunner runner = pipeline::MakeOutOfCorePassRunner(small->get(), t, false);
