@@ -12,6 +12,7 @@
 #include "skiff/mutex.h"
 #include "skiff/pipeline/bounded_queue.h"
 #include "skiff/pipeline/pipeline.h"
+#include "skiff/pipeline/resident_graph_source.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/units.h"
 
@@ -26,6 +27,7 @@ struct WorkItem {
   int group_size = 1;
   uint64_t reserved = 0;  // bytes the admission window holds for each batch
   std::vector<std::span<const int64_t>> seeds;
+  std::vector<int64_t> next_seeds;  // of the batches after these (lists read ahead)
   std::shared_ptr<const ResidentSet> resident;
 };
 
@@ -439,7 +441,11 @@ class EpochRun {
  private:
   Status PinPartitions(StageContext& ctx);
   Status EmitBatches(StageContext& ctx);
+  // The seeds of batches [first, first + count) (lists read ahead; none unless aggregated).
+  std::vector<int64_t> NextSeeds(std::span<const std::span<const int64_t>> batches, size_t first,
+                                 size_t count) const;
   Status EmitGroup(std::span<const std::span<const int64_t>> batches,
+                   std::vector<int64_t> next_seeds,
                    const std::shared_ptr<const ResidentSet>& resident, int64_t* index,
                    StageContext& ctx);
   Status SampleItems(StageContext& ctx);
@@ -449,8 +455,7 @@ class EpochRun {
   // ~0.3 s per pass with one thread). The batches do not depend on the split (each has its own
   // seed); the second half's sampler scratch is transient, within what the window leaves
   // unreserved while one group is in flight.
-  Status SampleGroup(const BatchGraph& view, const WorkItem& item,
-                     std::span<const uint64_t> sample_seeds,
+  Status SampleGroup(const WorkItem& item, std::span<const uint64_t> sample_seeds,
                      std::span<sampler::MiniBatch* const> batches);
   Status GatherRows(StageContext& ctx);
   Status GatherGroups(StageContext& ctx);
@@ -476,6 +481,7 @@ class EpochRun {
   BoundedQueue<PreparedBatch> ready_;
   BoundedQueue<PinPtr> loaded_;
   RecycledStaging recycled_;
+  ListsReadAhead lists_ahead_;  // read by one group for the next (aggregated)
   InFlightWindow window_;
   SampledThrough sampled_through_;  // aggregated with opt_.regroup
   std::atomic<int> group_size_;     // aggregated: batches per group admitted from now on
@@ -545,8 +551,9 @@ Status EpochRun::EmitBatches(StageContext& ctx) {
       }
       const auto group = static_cast<size_t>(aggregate_ ? group_size_.load() : 1);
       const size_t size = std::min(group, batches.size() - first);
-      SKIFF_RETURN_IF_ERROR(
-          EmitGroup(std::span(batches).subspan(first, size), resident, &index, ctx));
+      SKIFF_RETURN_IF_ERROR(EmitGroup(std::span(batches).subspan(first, size),
+                                      NextSeeds(batches, first + size, size), resident, &index,
+                                      ctx));
       first += size;
     }
   }
@@ -555,7 +562,22 @@ Status EpochRun::EmitBatches(StageContext& ctx) {
 
 // Admits one gather group and hands it to the samplers: as one item when aggregated, else batch
 // by batch.
+std::vector<int64_t> EpochRun::NextSeeds(std::span<const std::span<const int64_t>> batches,
+                                         size_t first, size_t count) const {
+  std::vector<int64_t> seeds;
+  if (!aggregate_ || opt_.lists_ahead_seeds <= 0) return seeds;
+  const auto cap = static_cast<size_t>(opt_.lists_ahead_seeds);
+  for (size_t b = first; b < std::min(batches.size(), first + count); ++b) {
+    const size_t take = std::min(batches[b].size(), cap - seeds.size());
+    seeds.insert(seeds.end(), batches[b].begin(),
+                 batches[b].begin() + static_cast<ptrdiff_t>(take));
+    if (seeds.size() == cap) break;
+  }
+  return seeds;
+}
+
 Status EpochRun::EmitGroup(std::span<const std::span<const int64_t>> batches,
+                           std::vector<int64_t> next_seeds,
                            const std::shared_ptr<const ResidentSet>& resident, int64_t* index,
                            StageContext& ctx) {
   const auto size = static_cast<int>(batches.size());
@@ -569,8 +591,9 @@ Status EpochRun::EmitGroup(std::span<const std::span<const int64_t>> batches,
   if (!reserved.has_value()) return Status::Aborted("cancelled");
   const int per_item = aggregate_ ? size : 1;
   for (int b = 0; b < size; b += per_item) {
-    WorkItem item{*index, group_first, size, *reserved, {}, resident};
+    WorkItem item{*index, group_first, size, *reserved, {}, {}, resident};
     for (int i = b; i < b + per_item; ++i) item.seeds.push_back(batches[static_cast<size_t>(i)]);
+    if (aggregate_) item.next_seeds = std::move(next_seeds);
     if (!work_.Push(std::move(item), ctx.timer())) return Status::Aborted("cancelled");
     *index += per_item;
     ctx.AddItems(per_item);
@@ -592,9 +615,8 @@ Status EpochRun::SampleItems(StageContext& ctx) {
           parts_.SampleSeed(opt_.seed, opt_.epoch, out[i].prepared.index);
       batches[i] = &out[i].prepared.batch;
     }
-    const BatchGraph view(graph_, item->resident.get());
     SKIFF_RETURN_IF_ERROR(
-        SampleGroup(view, *item, sample_seeds, batches)
+        SampleGroup(*item, sample_seeds, batches)
             .WithContext(count == 1 ? "sampling batch " + std::to_string(item->index)
                                     : "sampling batches " + std::to_string(item->index) + ".." +
                                           std::to_string(item->index + count - 1)));
@@ -632,13 +654,16 @@ Status EpochRun::SampleItems(StageContext& ctx) {
   return Status::Ok();
 }
 
-Status EpochRun::SampleGroup(const BatchGraph& view, const WorkItem& item,
-                             std::span<const uint64_t> sample_seeds,
+Status EpochRun::SampleGroup(const WorkItem& item, std::span<const uint64_t> sample_seeds,
                              std::span<sampler::MiniBatch* const> batches) {
   const size_t count = batches.size();
+  // The group's lists read ahead (and the next group's, to read ahead) are used by one sampler
+  // thread at a time; split in halves, the second half reads the next group's.
+  const BatchGraph view(graph_, item.resident.get(), &lists_ahead_, item.next_seeds);
   if (!aggregate_ || item.index != 0 || count < 2) {
     return sample_(view, item.seeds, sample_seeds, batches);
   }
+  const BatchGraph plain(graph_, item.resident.get());
   const size_t half = count / 2;
   const std::span<const std::span<const int64_t>> seeds(item.seeds);
   Status second;
@@ -648,7 +673,7 @@ Status EpochRun::SampleGroup(const BatchGraph& view, const WorkItem& item,
           sample_(view, seeds.subspan(half), sample_seeds.subspan(half), batches.subspan(half));
     });
     const Status first =
-        sample_(view, seeds.first(half), sample_seeds.first(half), batches.first(half));
+        sample_(plain, seeds.first(half), sample_seeds.first(half), batches.first(half));
     if (!first.ok()) return first;  // the helper is joined first
   }
   return second;

@@ -6,6 +6,7 @@
 
 #include "skiff/log.h"
 #include "skiff/pipeline/input_aggregator.h"
+#include "skiff/pipeline/resident_graph_source.h"
 #include "skiff/units.h"
 
 namespace skiff::pipeline {
@@ -186,6 +187,14 @@ uint64_t SampledBatchBytes(const BatchShape& shape, const DegreeProfile& degrees
          expanded * kListCacheBytesPerNode;
 }
 
+uint64_t ListsAheadBytesPerSeed(const DegreeProfile& degrees) {
+  // Held: the node, its offset and its ids (ListsReadAhead); while they are read, also in the
+  // reading group's list cache (ids and a map entry each).
+  const uint64_t id_bytes = degrees.num_nodes() <= INT32_MAX ? 4 : 8;
+  return ListsReadAhead::kBytesPerList + kListCacheBytesPerNode / 2 +
+         static_cast<uint64_t>(std::ceil(degrees.NodeMean(-1) * 2 * id_bytes));
+}
+
 uint64_t SamplerScratchBytes(const BatchShape& shape) {
   uint64_t edges = 0;
   for (int64_t e : shape.edges) edges += static_cast<uint64_t>(e);
@@ -362,13 +371,26 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
   }
   // Batches in flight get at most half of what the minimum leaves (aggregated: all; at least one
   // batch); the rest, and what the batches do not use, goes to partition slots.
-  const uint64_t discretionary = budget - minimum + one_batch;
+  uint64_t discretionary = budget - minimum + one_batch;
   if (aggregated) {
     // Aggregated groups read most of the file whatever is resident: the batches take it all, as
     // one group as large as fits (each read of the file then serves as many batches as possible)
     // plus the next group's sampled structure.
-    const GatherGroupSize train =
+    GatherGroupSize train =
         AggregatedGatherGroup(discretionary, plan.train_batch, degrees, in.feature_dim);
+    // Each group's sampling reads the lists of the next group's seeds with its own
+    // (ResidentGraphSource): held from then until the next group samples, beside the batches,
+    // so out of what they get -- unless that leaves less than one batch.
+    const auto ahead_seeds = static_cast<uint64_t>(train.group) * in.batch_size;
+    const uint64_t ahead = ahead_seeds * ListsAheadBytesPerSeed(degrees);
+    if (discretionary >= one_batch + ahead) {
+      plan.lists_ahead_seeds = static_cast<int64_t>(ahead_seeds);
+      plan.lists_ahead_bytes = ahead;
+      plan.items.push_back({"neighbour lists read ahead (the next group's seeds)", ahead});
+      fixed += ahead;
+      discretionary -= ahead;
+      train = AggregatedGatherGroup(discretionary, plan.train_batch, degrees, in.feature_dim);
+    }
     plan.gather_group = train.group;
     plan.sampled_batch_bytes = train.sampled_batch_bytes;
     plan.planned_in_flight = 2 * plan.gather_group;
@@ -386,8 +408,8 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
                                           (plan.batch_bytes + plan.sampled_batch_bytes) * 5 / 4);
     const BatchShape eval =
         EstimateBatch(degrees, plan.eval_batch_size, in.eval_fanouts, in.record_degrees);
-    const GatherGroupSize eval_group =
-        AggregatedGatherGroup(plan.batch_allowance, eval, degrees, in.feature_dim);
+    const GatherGroupSize eval_group = AggregatedGatherGroup(
+        plan.batch_allowance + plan.lists_ahead_bytes, eval, degrees, in.feature_dim);
     plan.eval_gather_group = eval_group.group;
     plan.eval_sampled_batch_bytes = eval_group.sampled_batch_bytes;
   } else {

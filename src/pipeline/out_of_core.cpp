@@ -155,9 +155,13 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
     const GatherGroupSize first = FirstGatherGroup(training);
     runner_options.gather_group = first.group;
     runner_options.expected_batch_bytes = first.sampled_batch_bytes;
-    runner_options.regroup = [this, &sampled](const BatchShape& largest) {
+    // Training reads the next group's lists ahead; evaluation (whose seeds' lists lie close
+    // together) gives their bytes to its batches.
+    runner_options.batch_allowance_bytes = AllowanceFor(training);
+    runner_options.lists_ahead_seeds = training ? memory_.lists_ahead_seeds : 0;
+    runner_options.regroup = [this, &sampled, training](const BatchShape& largest) {
       sampled = sampled.has_value() ? LargerShape(*sampled, largest) : largest;
-      return GroupFor(*sampled);
+      return GroupFor(*sampled, training);
     };
   }
   EpochRunner runner(graph_.get(), std::move(runner_options));
@@ -168,14 +172,18 @@ GatherGroupSize OutOfCore::FirstGatherGroup(bool training) const {
   // Passes of the same kind sample batches of the same shape, so a pass after the first starts
   // from the largest batch its kind has sampled (see RunPass).
   if (const std::optional<BatchShape>& sampled = sampled_shape_[training ? 0 : 1]) {
-    return GroupFor(*sampled);
+    return GroupFor(*sampled, training);
   }
   return training ? GatherGroupSize{memory_.gather_group, memory_.sampled_batch_bytes}
                   : GatherGroupSize{memory_.eval_gather_group, memory_.eval_sampled_batch_bytes};
 }
 
-GatherGroupSize OutOfCore::GroupFor(const BatchShape& shape) const {
-  return AggregatedGatherGroup(memory_.batch_allowance, shape, degrees_, graph_->feature_dim());
+uint64_t OutOfCore::AllowanceFor(bool training) const {
+  return memory_.batch_allowance + (training ? 0 : memory_.lists_ahead_bytes);
+}
+
+GatherGroupSize OutOfCore::GroupFor(const BatchShape& shape, bool training) const {
+  return AggregatedGatherGroup(AllowanceFor(training), shape, degrees_, graph_->feature_dim());
 }
 
 std::string OutOfCore::Describe() const {

@@ -1,24 +1,121 @@
 #include "skiff/pipeline/resident_graph_source.h"
 
+#include <algorithm>
+
 namespace skiff::pipeline {
+
+void ListsReadAhead::Put(std::vector<int64_t> nodes, std::vector<int64_t> indptr,
+                         std::vector<int32_t> ids32, std::vector<int64_t> ids64) {
+  SKIFF_CHECK(indptr.size() == nodes.size() + 1);
+  SKIFF_CHECK(std::is_sorted(nodes.begin(), nodes.end()));
+  SKIFF_CHECK(ids32.empty() || ids64.empty());
+  SKIFF_CHECK(static_cast<size_t>(indptr.back()) == ids32.size() + ids64.size());
+  MutexLock lock(&mu_);
+  nodes_ = std::move(nodes);
+  indptr_ = std::move(indptr);
+  ids32_ = std::move(ids32);
+  ids64_ = std::move(ids64);
+}
+
+bool ListsReadAhead::Take(int64_t v, std::vector<int64_t>* out) const {
+  MutexLock lock(&mu_);
+  const auto it = std::lower_bound(nodes_.begin(), nodes_.end(), v);
+  if (it == nodes_.end() || *it != v) return false;
+  const auto i = static_cast<size_t>(it - nodes_.begin());
+  const auto begin = static_cast<size_t>(indptr_[i]), end = static_cast<size_t>(indptr_[i + 1]);
+  if (ids64_.empty()) {
+    out->assign(ids32_.begin() + static_cast<ptrdiff_t>(begin),
+                ids32_.begin() + static_cast<ptrdiff_t>(end));
+  } else {
+    out->assign(ids64_.begin() + static_cast<ptrdiff_t>(begin),
+                ids64_.begin() + static_cast<ptrdiff_t>(end));
+  }
+  return true;
+}
+
+void ListsReadAhead::Clear() { Put({}, {0}, {}, {}); }
+
+size_t ListsReadAhead::size() const {
+  MutexLock lock(&mu_);
+  return nodes_.size();
+}
 
 ResidentGraphSource::ResidentGraphSource(const BufferedGraph& graph, const ResidentSet& resident,
                                          std::span<const int64_t> seeds, int expanded_hops)
+    : ResidentGraphSource(graph, resident, seeds, expanded_hops, nullptr, {}) {}
+
+ResidentGraphSource::ResidentGraphSource(const BufferedGraph& graph, const ResidentSet& resident,
+                                         std::span<const int64_t> seeds, int expanded_hops,
+                                         ListsReadAhead* ahead, std::span<const int64_t> next_seeds)
     : graph_(graph),
       resident_(resident),
       expanded_hops_(expanded_hops),
-      compact_ids_(graph.num_nodes() <= INT32_MAX) {
+      compact_ids_(graph.num_nodes() <= INT32_MAX),
+      ahead_(ahead) {
   if (graph_.mode() != SamplingMode::kExact || expanded_hops_ <= 0) return;
   // Every partition resident: nothing is ever read fine-grained, so nothing to track.
   if (resident_.num_resident() == graph_.source().num_partitions()) return;
   pending_by_hop_.resize(static_cast<size_t>(expanded_hops_));
   hop_of_.reserve(seeds.size() * 8);
   const storage::DatasetPartitionSource& source = graph_.source();
+  std::vector<int64_t> taken;
+  std::vector<std::vector<int64_t>> taken_lists;
+  std::vector<int64_t> list;
   for (int64_t s : seeds) {
-    if (!resident_.contains(source.partition_of(s)) && hop_of_.emplace(s, 0).second) {
+    if (resident_.contains(source.partition_of(s)) || !hop_of_.emplace(s, 0).second) continue;
+    if (ahead_ != nullptr && ahead_->Take(s, &list)) {
+      taken.push_back(s);
+      taken_lists.push_back(std::move(list));
+    } else {
       pending_by_hop_[0].push_back(s);
     }
   }
+  if (!taken.empty()) AddChunk(taken, taken_lists);
+  if (ahead_ == nullptr) return;
+  ahead_->Clear();  // what is left was read for a group cut otherwise; this group reads its own
+  for (int64_t v : next_seeds) {
+    if (!resident_.contains(source.partition_of(v))) next_seeds_.push_back(v);
+  }
+  std::sort(next_seeds_.begin(), next_seeds_.end());
+  next_seeds_.erase(std::unique(next_seeds_.begin(), next_seeds_.end()), next_seeds_.end());
+}
+
+void ResidentGraphSource::AddChunk(std::span<const int64_t> nodes,
+                                   std::span<const std::vector<int64_t>> lists) const {
+  const auto chunk = static_cast<uint32_t>(compact_ids_ ? chunks32_.size() : chunks64_.size());
+  std::vector<int64_t> ids;
+  for (const std::vector<int64_t>& list : lists) ids.insert(ids.end(), list.begin(), list.end());
+  cache_.reserve(cache_.size() + nodes.size());
+  uint64_t offset = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    cache_[nodes[i]] = {chunk, offset, lists[i].size()};
+    offset += lists[i].size();
+  }
+  if (compact_ids_) {
+    chunks32_.emplace_back(ids.begin(), ids.end());  // ids < num_nodes <= INT32_MAX
+  } else {
+    chunks64_.push_back(std::move(ids));
+  }
+}
+
+void ResidentGraphSource::PutAhead() const {
+  std::vector<int64_t> indptr{0};
+  std::vector<int32_t> ids32;
+  std::vector<int64_t> ids64;
+  for (int64_t v : next_seeds_) {
+    const std::optional<Row> row = Cached(v);
+    SKIFF_CHECK(row.has_value());
+    for (size_t j = 0; j < row->size; ++j) {
+      if (compact_ids_) {
+        ids32.push_back(static_cast<int32_t>((*row)[j]));
+      } else {
+        ids64.push_back((*row)[j]);
+      }
+    }
+    indptr.push_back(indptr.back() + static_cast<int64_t>(row->size));
+  }
+  ahead_->Put(std::move(next_seeds_), std::move(indptr), std::move(ids32), std::move(ids64));
+  next_seeds_.clear();
 }
 
 void ResidentGraphSource::Track(std::span<const int64_t> row) const {
@@ -38,11 +135,24 @@ Status ResidentGraphSource::FetchHopOf(int64_t v) const {
   if (pending_by_hop_.empty()) return Status::Ok();
   auto it = hop_of_.find(v);
   if (it == hop_of_.end() || it->second >= expanded_hops_) return Status::Ok();
-  std::vector<int64_t>& pending = pending_by_hop_[static_cast<size_t>(it->second)];
+  const int hop = it->second;
+  std::vector<int64_t>& pending = pending_by_hop_[static_cast<size_t>(hop)];
   if (pending.empty()) return Status::Ok();
-  // Rows of earlier hops stay cached: every later hop asks for them again.
+  if (hop + 1 < expanded_hops_ || next_seeds_.empty()) {
+    // Rows of earlier hops stay cached: every later hop asks for them again.
+    SKIFF_RETURN_IF_ERROR(Fetch(pending));
+    pending.clear();
+    return Status::Ok();
+  }
+  // The last expanded hop reads most of the file: the next group's seeds come along.
+  for (int64_t seed : next_seeds_) {
+    if (cache_.count(seed) > 0) continue;
+    const auto h = hop_of_.find(seed);
+    if (h == hop_of_.end() || h->second != hop) pending.push_back(seed);  // else pending already
+  }
   SKIFF_RETURN_IF_ERROR(Fetch(pending));
   pending.clear();
+  PutAhead();
   return Status::Ok();
 }
 

@@ -210,7 +210,8 @@ SampleGroupFn SampleFnFor(std::vector<int> fanouts, bool record_degrees,
       all_seeds.insert(all_seeds.end(), s.begin(), s.end());
     }
     ResidentGraphSource source(view.graph(), view.resident(), all_seeds,
-                               static_cast<int>(fanouts.size()));
+                               static_cast<int>(fanouts.size()), view.lists_ahead(),
+                               view.next_seeds());
     sampler::NeighborSampler sampler(source, fanouts, record_degrees);
     SKIFF_RETURN_IF_ERROR(sampler.SampleGroup(seeds, rng_seeds, batches));
     for (sampler::MiniBatch* batch : batches) {
@@ -448,7 +449,7 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
     const bool held = cache != nullptr && cache->Holds(key);
     // A replay holds its batches within the batches' allowance; a pass whose largest batch does
     // not fit there alone is computed again (and not written again).
-    const int room = held ? cache->ReplayBatchesWithin(ooc->memory_plan().batch_allowance) : 0;
+    const int room = held ? cache->ReplayBatchesWithin(ooc->AllowanceFor(/*training=*/false)) : 0;
     if (room > 0) {
       ahead.Clear();
       return ReplayPass(*cache, room, hand_over, report_json, state.print_reports);

@@ -222,14 +222,20 @@ TEST_CASE("memory budget: aggregated plans need no partition slot; the batches t
   CHECK(aggregated->fixed_bytes + aggregated->pool_bytes <= in.budget_bytes);
   CHECK(aggregated->fixed_bytes + aggregated->pool_bytes + in.partition_slot_bytes >
         in.budget_bytes);
-  // Accepted down to one batch with no slot at all.
+  // Each group reads the next group's seeds' lists ahead, out of the batches' bytes.
+  CHECK(aggregated->lists_ahead_seeds >= aggregated->gather_group * in.batch_size);
+  CHECK(aggregated->lists_ahead_bytes ==
+        static_cast<uint64_t>(aggregated->lists_ahead_seeds) * ListsAheadBytesPerSeed(degrees));
+  // Accepted down to one batch with no slot at all (and no lists read ahead).
   in.budget_bytes =
-      aggregated->fixed_bytes - aggregated->batch_allowance + in.pool_fixed_bytes +
+      aggregated->fixed_bytes - aggregated->lists_ahead_bytes - aggregated->batch_allowance +
+      in.pool_fixed_bytes +
       std::max(aggregated->batch_bytes, SampledBatchBytes(aggregated->train_batch, degrees, 1));
   auto smallest = PlanMemory(in, degrees);
   REQUIRE_MESSAGE(smallest.ok(), smallest.status().ToString());
   CHECK(smallest->pool_slots == 0);
   CHECK(smallest->gather_group == 1);
+  CHECK(smallest->lists_ahead_seeds == 0);
   in.budget_bytes -= 1;
   CHECK_FALSE(PlanMemory(in, degrees).ok());
 }

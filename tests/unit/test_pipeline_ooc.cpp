@@ -681,3 +681,61 @@ TEST_CASE("ooc pipeline: neighbour lists read with 32-bit ids are the 64-bit one
   CHECK(std::vector<int64_t>(ids32.begin(), ids32.end()) == expected);
   CHECK_FALSE(expected.empty());
 }
+
+TEST_CASE("ooc pipeline: lists read ahead for the next group give its batches with fewer reads") {
+  Fixture f;
+  auto pool = f.MakePool(3);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+  const ResidentSet none(
+      std::vector<std::shared_ptr<const storage::PartitionPin>>(f.source->num_partitions()));
+  const std::vector<int> fanouts{5, 3};
+  // Two groups of two batches; the second group's seeds repeat one node.
+  const std::vector<std::vector<int64_t>> first{{3, 40, 200, 511}, {77, 640, 12}};
+  const std::vector<std::vector<int64_t>> second{{5, 300, 899, 41}, {620, 5, 150}};
+  auto spans = [](const std::vector<std::vector<int64_t>>& group) {
+    return std::vector<std::span<const int64_t>>(group.begin(), group.end());
+  };
+  auto flat = [](const std::vector<std::vector<int64_t>>& group) {
+    std::vector<int64_t> out;
+    for (const auto& b : group) out.insert(out.end(), b.begin(), b.end());
+    return out;
+  };
+  const std::vector<uint64_t> rng{11, 12};
+  auto sample = [&](const ResidentGraphSource& source,
+                    const std::vector<std::vector<int64_t>>& group, uint64_t* lists_read) {
+    std::vector<sampler::MiniBatch> batches(group.size());
+    std::vector<sampler::MiniBatch*> out{&batches[0], &batches[1]};
+    const uint64_t before = graph.counters().fine_adjacency;
+    REQUIRE(sampler::NeighborSampler(source, fanouts).SampleGroup(spans(group), rng, out).ok());
+    *lists_read = graph.counters().fine_adjacency - before;
+    return batches;
+  };
+  uint64_t alone_reads = 0;
+  const std::vector<int64_t> second_seeds = flat(second);
+  const ResidentGraphSource alone(graph, none, second_seeds, 2);
+  const std::vector<sampler::MiniBatch> expected = sample(alone, second, &alone_reads);
+
+  ListsReadAhead ahead;
+  uint64_t reads = 0;
+  const std::vector<int64_t> first_seeds = flat(first);
+  const ResidentGraphSource reading(graph, none, first_seeds, 2, &ahead, second_seeds);
+  sample(reading, first, &reads);
+  const std::set<int64_t> distinct(second_seeds.begin(), second_seeds.end());
+  CHECK(ahead.size() == distinct.size());
+  const ResidentGraphSource taking(graph, none, second_seeds, 2, &ahead, {});
+  CHECK(ahead.size() == 0);  // taken, and nothing to read ahead
+  const std::vector<sampler::MiniBatch> got = sample(taking, second, &reads);
+  // Its seeds' lists were not read again (a read counts the lists that are not empty).
+  const auto listed = std::count_if(distinct.begin(), distinct.end(),
+                                    [&](int64_t v) { return graph.source().degree(v) > 0; });
+  CHECK(listed > 0);
+  CHECK(reads + static_cast<uint64_t>(listed) == alone_reads);
+  for (size_t b = 0; b < got.size(); ++b) {
+    CHECK(got[b].input_nodes == expected[b].input_nodes);
+    REQUIRE(got[b].blocks.size() == expected[b].blocks.size());
+    for (size_t l = 0; l < got[b].blocks.size(); ++l) {
+      CHECK(got[b].blocks[l].indptr == expected[b].blocks[l].indptr);
+      CHECK(got[b].blocks[l].indices == expected[b].blocks[l].indices);
+    }
+  }
+}

@@ -57,11 +57,17 @@
 
 namespace skiff::pipeline {
 
+class ListsReadAhead;
+
 // What a SampleFn sees of the graph for one batch: neighbour lists under the batch's buffer state.
+// A SampleGroupFn may also be handed the seeds of the group after its own and where to leave their
+// lists when its reads come across them (ResidentGraphSource, lists read ahead); the lists it
+// finds there are its own seeds'.
 class BatchGraph {
  public:
-  BatchGraph(const BufferedGraph* graph, const ResidentSet* resident)
-      : graph_(graph), resident_(resident) {}
+  BatchGraph(const BufferedGraph* graph, const ResidentSet* resident,
+             ListsReadAhead* lists_ahead = nullptr, std::span<const int64_t> next_seeds = {})
+      : graph_(graph), resident_(resident), lists_ahead_(lists_ahead), next_seeds_(next_seeds) {}
   Status Neighbors(std::span<const int64_t> nodes, std::vector<int64_t>* indptr,
                    std::vector<int64_t>* neighbors) const {
     return graph_->Neighbors(*resident_, nodes, indptr, neighbors);
@@ -69,10 +75,14 @@ class BatchGraph {
   int64_t num_nodes() const { return graph_->num_nodes(); }
   const BufferedGraph& graph() const { return *graph_; }
   const ResidentSet& resident() const { return *resident_; }
+  ListsReadAhead* lists_ahead() const { return lists_ahead_; }
+  std::span<const int64_t> next_seeds() const { return next_seeds_; }
 
  private:
   const BufferedGraph* graph_;
   const ResidentSet* resident_;
+  ListsReadAhead* lists_ahead_;
+  std::span<const int64_t> next_seeds_;
 };
 
 struct PreparedBatch {
@@ -127,6 +137,10 @@ struct EpochRunnerOptions {
   // group's: the plan's estimate). Grouping changes the read schedule only, never the batches
   // or their arithmetic.
   std::function<GatherGroupSize(const BatchShape& largest)> regroup = nullptr;
+  // Aggregated: each group's sampling is handed the seeds of the batches after it (as many
+  // batches as it has, at most this many seeds; 0: none) and reads their lists ahead
+  // (MemoryPlan::lists_ahead_seeds).
+  int64_t lists_ahead_seeds = 0;
   // False: batches go to compute without features (the model holds them on its device); not
   // with aggregation.
   bool gather_features = true;

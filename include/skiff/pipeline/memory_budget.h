@@ -139,6 +139,9 @@ uint64_t BatchBytes(const BatchShape& shape, int64_t feature_dim);
 uint64_t SampledBatchBytes(const BatchShape& shape, const DegreeProfile& degrees, int group);
 // The sampler's transient scratch for a batch of `shape` (ID map, per-node samples).
 uint64_t SamplerScratchBytes(const BatchShape& shape);
+// Bytes per seed of the neighbour lists a group reads ahead for the next group's seeds
+// (ListsReadAhead, MemoryPlan::lists_ahead_seeds).
+uint64_t ListsAheadBytesPerSeed(const DegreeProfile& degrees);
 // Bytes of a batch whose first layer's input is gathered aggregated: its MiniBatch condensed
 // (CondenseAggregated), two float32 rows per block-0 destination, and the aggregation's transient
 // state per input row.
@@ -210,6 +213,11 @@ struct MemoryPlan {
   uint64_t sampled_batch_bytes = 0;
   uint64_t eval_sampled_batch_bytes = 0;
   int eval_gather_group = 1;
+  // Aggregated: seeds of the next group whose neighbour lists a training group's sampling reads
+  // ahead (EpochRunnerOptions::lists_ahead_seeds; the plan's group of training batches), 0: none,
+  // and the bytes they take (an item of the plan; evaluation passes give them to their batches).
+  int64_t lists_ahead_seeds = 0;
+  uint64_t lists_ahead_bytes = 0;
 
   // A table, one line per item, for the start-up log.
   std::string Describe() const;

@@ -115,6 +115,9 @@ class OutOfCore {
   // Aggregated: the size of the first gather group of the next training or evaluation pass, and
   // what each of its batches is expected to hold once sampled (as RunPass will cut it).
   GatherGroupSize FirstGatherGroup(bool training) const;
+  // The batches' allowance in a training or evaluation pass: evaluation reads no lists ahead and
+  // gives their bytes to its batches (MemoryPlan::lists_ahead_bytes).
+  uint64_t AllowanceFor(bool training) const;
   Result<EpochReport> RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
                               const SampleFn& sample, const ComputeFn& compute) {
     return RunPass(nodes, pass, OneByOne(sample), compute);
@@ -146,8 +149,8 @@ class OutOfCore {
   std::string Describe() const;
 
  private:
-  // The gather group for aggregated batches of `shape` under the plan's allowance.
-  GatherGroupSize GroupFor(const BatchShape& shape) const;
+  // The gather group for aggregated batches of `shape` under that allowance.
+  GatherGroupSize GroupFor(const BatchShape& shape, bool training) const;
 
   OutOfCore() = default;
   const format::Dataset* dataset_ = nullptr;
