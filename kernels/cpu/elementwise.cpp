@@ -53,6 +53,11 @@ void Axpy(int64_t n, float alpha, const float* __restrict x, float* __restrict y
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
+SKIFF_CPU_MULTIVERSION
+void Scale(int64_t n, float alpha, const float* __restrict x, float* __restrict y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
+}
+
 void ReluForward(int64_t n, const float* x, float* y) {
   ParallelFor(n, kElementsPerChunk, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;

@@ -4,7 +4,8 @@
 //   Relu / Elu:      y = f(x) (x and y may alias); backward: grad_x = grad_y * f'(x) (overwrites;
 //                    ReLU's backward reads the forward *output* y, ELU's reads the input x)
 //   Axpy:            y[i] += alpha * x[i]                       (x, y must not overlap; one thread)
-//   Dropout:         keep element i with probability 1-p, scaled by 1/(1-p); mask bit from
+//   Scale:           y[i] = alpha * x[i]    (the first term of a sum Axpy adds to: no zeroed y
+//   first) Dropout:         keep element i with probability 1-p, scaled by 1/(1-p); mask bit from
 //                    DropoutKeep(seed, i), identical on CPU and GPU. Backward applies the same
 //                    mask.
 #pragma once
@@ -17,6 +18,7 @@ namespace skiff::cpu {
 void BiasAdd(int64_t rows, int64_t cols, const float* bias, float* y);
 void BiasGrad(int64_t rows, int64_t cols, const float* grad_y, float* grad_bias);
 void Axpy(int64_t n, float alpha, const float* x, float* y);
+void Scale(int64_t n, float alpha, const float* x, float* y);
 void ReluForward(int64_t n, const float* x, float* y);
 void ReluBackward(int64_t n, const float* y, const float* grad_y, float* grad_x);
 void EluForward(int64_t n, float alpha, const float* x, float* y);

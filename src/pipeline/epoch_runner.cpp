@@ -227,29 +227,29 @@ class RecycledStaging {
  public:
   // Keeps `buffer` if none is kept yet; returns the bytes kept (they move from the batch's count
   // to this one's: the caller releases the batch's other bytes only).
-  uint64_t Put(std::vector<float>* buffer) {
+  uint64_t Put(FloatBuffer* buffer) {
     if (buffer->capacity() == 0) return 0;
     MutexLock lock(&mu_);
     if (free_.capacity() > 0) return 0;  // keep one: the caller frees the rest
     free_.swap(*buffer);
     return free_.capacity() * 4;
   }
-  void TakeInto(std::vector<float>* buffer, InFlightWindow* window) {
+  void TakeInto(FloatBuffer* buffer, InFlightWindow* window) {
     MutexLock lock(&mu_);
     if (free_.capacity() == 0) return;
     window->Resize(free_.capacity() * 4, 0);
     buffer->swap(free_);
-    std::vector<float>().swap(free_);
+    FloatBuffer().swap(free_);
   }
   // Frees the kept buffer, if any (after the lock is released).
   void Drop(InFlightWindow* window) {
-    std::vector<float> dropped;
+    FloatBuffer dropped;
     TakeInto(&dropped, window);
   }
 
  private:
   Mutex mu_;
-  std::vector<float> free_ SKIFF_GUARDED_BY(mu_);
+  FloatBuffer free_ SKIFF_GUARDED_BY(mu_);
 };
 
 // How far the sample stage has sampled (aggregated groups, in order): the plan stage cuts a group

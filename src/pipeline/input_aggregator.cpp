@@ -31,7 +31,11 @@ struct AggregationPlan {
 
   std::vector<size_t> input_rows;  // per batch (a check that the targets are the batches)
   std::vector<Entry> entries;      // plus a sentinel whose edge_begin ends the last entry's edges
-  std::vector<int32_t> edges;      // block-0 destinations, grouped by entry
+  // Block-0 destinations, grouped by entry; kFirst marks the first term of a destination's sum in
+  // the order the entries are walked, which writes the aggregate rather than adding to it (so the
+  // aggregates need no zero fill before the read).
+  std::vector<uint32_t> edges;
+  static constexpr uint32_t kFirst = 1u << 31;
   std::vector<std::vector<float>> weight;  // per batch and destination: 1 / degree (as
                                            // cpu::CsrAggregateForward)
 };
@@ -73,14 +77,19 @@ void FlattenEdges(std::span<const sampler::MiniBatch* const> batches, Aggregatio
   for (size_t t = 0; t < batches.size(); ++t) {
     const sampler::Block& block = batches[t]->blocks[0];
     std::vector<float>& weight = plan->weight[t];
+    SKIFF_CHECK(block.num_dst < AggregationPlan::kFirst);
     weight.resize(static_cast<size_t>(block.num_dst));
     for (int64_t d = 0; d < block.num_dst; ++d) {
       const int64_t begin = block.indptr[static_cast<size_t>(d)];
       const int64_t end = block.indptr[static_cast<size_t>(d + 1)];
       weight[static_cast<size_t>(d)] = end > begin ? 1.0f / static_cast<float>(end - begin) : 0;
+      uint32_t first = UINT32_MAX;  // edges are walked in position order
       for (int64_t e = begin; e < end; ++e) {
-        plan->edges[next[t][static_cast<size_t>(block.indices[e])]++] = static_cast<int32_t>(d);
+        const uint32_t at = next[t][static_cast<size_t>(block.indices[e])]++;
+        plan->edges[at] = static_cast<uint32_t>(d);
+        first = std::min(first, at);
       }
+      if (end > begin) plan->edges[first] |= AggregationPlan::kFirst;
     }
   }
   plan->entries.push_back({~uint64_t{0}, 0, static_cast<uint32_t>(total)});  // sentinel
@@ -189,9 +198,15 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
   SKIFF_CHECK(options.kind == model::InputAggregation::kMean);
   SKIFF_CHECK(targets.size() == plan.input_rows.size());
   const int64_t dim = graph.feature_dim();
+  // Each destination's first term writes its aggregate (AggregationPlan::kFirst); those with no
+  // term are zero.
   for (size_t t = 0; t < targets.size(); ++t) {
     SKIFF_CHECK(static_cast<size_t>(targets[t].batch->blocks[0].num_src) == plan.input_rows[t]);
-    std::fill_n(targets[t].aggregated, targets[t].batch->blocks[0].num_dst * dim, 0.0f);
+    const std::vector<float>& weight = plan.weight[t];
+    for (size_t d = 0; d < weight.size(); ++d) {
+      if (weight[d] == 0)
+        std::fill_n(targets[t].aggregated + d * static_cast<size_t>(dim), dim, 0.0f);
+    }
   }
   const std::vector<Entry>& entries = plan.entries;
   const size_t num_entries = entries.size() - 1;  // less the sentinel
@@ -207,7 +222,8 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
     const AggregationTarget& target = targets[AggregationPlan::TargetOf(e.key)];
     if (e.src < target.batch->blocks[0].num_dst) PrefetchRow(target.dst_rows + e.src * dim, dim);
     for (uint32_t k = e.edge_begin; k < entries[i + 1].edge_begin; ++k) {
-      PrefetchRow(target.aggregated + static_cast<int64_t>(plan.edges[k]) * dim, dim);
+      const uint32_t d = plan.edges[k] & ~AggregationPlan::kFirst;
+      PrefetchRow(target.aggregated + static_cast<int64_t>(d) * dim, dim);
     }
   };
   // The union of the group's rows, streamed in node order: each row is added to every target
@@ -245,8 +261,13 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
         }
         const float* weight = plan.weight[t].data();
         for (uint32_t k = e.edge_begin; k < entries[cursor + 1].edge_begin; ++k) {
-          const int32_t d = plan.edges[k];
-          cpu::Axpy(dim, weight[d], x, target.aggregated + static_cast<int64_t>(d) * dim);
+          const uint32_t d = plan.edges[k] & ~AggregationPlan::kFirst;
+          float* sum = target.aggregated + static_cast<int64_t>(d) * dim;
+          if ((plan.edges[k] & AggregationPlan::kFirst) != 0) {
+            cpu::Scale(dim, weight[d], x, sum);
+          } else {
+            cpu::Axpy(dim, weight[d], x, sum);
+          }
         }
       }
       return Status::Ok();

@@ -49,8 +49,8 @@ uint64_t Fold(uint64_t sum, const std::byte* chunk, uint64_t bytes) {
   return Mix64(sum ^ format::Xxh3(chunk, bytes));
 }
 
-template <typename T>
-uint64_t ArrayBytes(const std::vector<T>& v) {
+template <typename T, typename A>
+uint64_t ArrayBytes(const std::vector<T, A>& v) {
   return v.size() * sizeof(T);
 }
 
@@ -68,8 +68,8 @@ class ChunkWriter {
  public:
   ChunkWriter(int fd, const std::string& name, uint64_t offset, storage::AlignedBuffer* chunk)
       : fd_(fd), name_(name), offset_(offset), chunk_(chunk) {}
-  template <typename T>
-  void Put(const std::vector<T>& v) {
+  template <typename T, typename A>
+  void Put(const std::vector<T, A>& v) {
     Put(v.data(), ArrayBytes(v));
   }
   void Put(const void* data, uint64_t bytes) {
@@ -115,8 +115,8 @@ class ChunkReader {
               storage::AlignedBuffer* chunk)
       : fd_(fd), name_(name), offset_(offset), left_(payload_bytes), chunk_(chunk) {}
   // False when the payload ends first or a read fails (status()).
-  template <typename T>
-  bool GetArray(uint64_t count, std::vector<T>* out) {
+  template <typename T, typename A>
+  bool GetArray(uint64_t count, std::vector<T, A>* out) {
     if (count > (left_ + (fill_ - pos_)) / sizeof(T)) return false;
     out->resize(count);
     return Get(out->data(), count * sizeof(T));

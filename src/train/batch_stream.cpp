@@ -80,7 +80,7 @@ void BatchStream::Worker() {
                                 : 0;
       if (prepared.features.capacity() < values) {
         // Too small to reuse: drop it rather than copy it over, and leave headroom.
-        prepared.features = std::vector<float>();
+        prepared.features = FloatBuffer();
         prepared.features.reserve(values + values / 8);
       }
       prepared.features.resize(values);

@@ -44,6 +44,22 @@ TEST_CASE("kernels: Axpy adds a scaled vector in place") {
   }
 }
 
+TEST_CASE("kernels: Scale starts a sum as Axpy onto zeros would, overwriting what was there") {
+  for (const int64_t n : {1, 7, 8, 128, 131}) {
+    std::vector<float> x(n), z(n), started(n, -7.0f), zeroed(n, 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      x[i] = 0.25f * static_cast<float>(i) - 3.0f;
+      z[i] = 1.0f / static_cast<float>(i + 3);
+    }
+    cpu::Scale(n, 0.3f, x.data(), started.data());
+    cpu::Axpy(n, 0.3f, x.data(), zeroed.data());
+    CHECK(started == zeroed);  // bit for bit
+    cpu::Axpy(n, 0.7f, z.data(), started.data());
+    cpu::Axpy(n, 0.7f, z.data(), zeroed.data());
+    CHECK(started == zeroed);
+  }
+}
+
 TEST_CASE("kernels: ReLU and ELU backward match finite differences away from the kink") {
   std::mt19937_64 rng(8);
   const int64_t n = 301;

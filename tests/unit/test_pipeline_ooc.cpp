@@ -218,7 +218,7 @@ Result<EpochReport> RunAndRecord(BufferedGraph& graph, const EpochPlan& plan, ui
   out->clear();
   auto compute = [&](PreparedBatch& b) -> Status {
     if (b.index != static_cast<int64_t>(out->size())) return Status::Internal("out of order");
-    Recorded r{b.batch.seeds, b.batch.input_nodes, {}, b.features};
+    Recorded r{b.batch.seeds, b.batch.input_nodes, {}, {b.features.begin(), b.features.end()}};
     for (const auto& block : b.batch.blocks) {
       r.indices.insert(r.indices.end(), block.indices.begin(), block.indices.end());
     }

@@ -355,7 +355,7 @@ TEST_CASE("epoch runner: groups resized from the batches sampled gather the same
       REQUIRE(b.batch.blocks[0].condensed());
       REQUIRE(static_cast<int64_t>(b.batch.input_nodes.size()) == b.batch.blocks[0].num_dst);
       REQUIRE(b.batch.blocks[0].num_src > b.batch.blocks[0].num_dst);
-      out->push_back(b.features);
+      out->emplace_back(b.features.begin(), b.features.end());
       return Status::Ok();
     });
   };
@@ -427,7 +427,8 @@ TEST_CASE("trainer passes: two node sets in one pass give the batches of two pas
         [&](train::PreparedBatch& b) {
           seen->resize(std::max(seen->size(), static_cast<size_t>(b.part) + 1));
           (*seen)[static_cast<size_t>(b.part)].seeds.push_back(b.batch.seeds);
-          (*seen)[static_cast<size_t>(b.part)].features.push_back(b.features);
+          (*seen)[static_cast<size_t>(b.part)].features.emplace_back(b.features.begin(),
+                                                                     b.features.end());
           return Status::Ok();
         },
         &json);

@@ -47,6 +47,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "skiff/float_buffer.h"
 #include "skiff/pipeline/buffered_graph.h"
 #include "skiff/pipeline/epoch_plan.h"
 #include "skiff/pipeline/input_aggregator.h"
@@ -91,7 +92,7 @@ struct PreparedBatch {
   sampler::MiniBatch batch;
   // batch.input_nodes.size() x feature_dim, row-major; when `aggregated`, block 0's num_dst own
   // rows then its num_dst aggregated rows (model::AggregateFirstLayerInput).
-  std::vector<float> features;
+  FloatBuffer features;
   bool aggregated = false;
   uint64_t held_bytes = 0;  // what the batch counts against the batch allowance
 };

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "skiff/float_buffer.h"
 #include "skiff/mutex.h"
 #include "skiff/sampler/feature_source.h"
 #include "skiff/sampler/minibatch.h"
@@ -31,7 +32,7 @@ namespace skiff::train {
 struct PreparedBatch {
   int64_t index = 0;
   sampler::MiniBatch batch;
-  std::vector<float> features;  // batch.input_nodes.size() x FeatureSource::dim()
+  FloatBuffer features;  // batch.input_nodes.size() x FeatureSource::dim()
   // `features` holds block 0's num_dst own rows then its num_dst aggregated rows instead
   // (model::AggregateFirstLayerInput; only from a pass runner, when PassSpec::aggregation asks).
   bool aggregated = false;
@@ -90,7 +91,7 @@ class BatchStream {
   bool stop_ SKIFF_GUARDED_BY(mu_) = false;
   // A ring of `capacity` batches, claimed or delivered in order.
   std::vector<std::optional<Result<PreparedBatch>>> slots_ SKIFF_GUARDED_BY(mu_);
-  std::vector<std::vector<float>> free_features_ SKIFF_GUARDED_BY(mu_);  // recycled buffers
+  std::vector<FloatBuffer> free_features_ SKIFF_GUARDED_BY(mu_);  // recycled buffers
   double sample_ns_ SKIFF_GUARDED_BY(mu_) = 0;
   double gather_ns_ SKIFF_GUARDED_BY(mu_) = 0;
   double consumer_wait_seconds_ = 0;
