@@ -433,10 +433,14 @@ struct FineChunk {
 std::vector<uint32_t> FileOrder(std::span<const FineRead> reads) {
   std::vector<uint32_t> order(reads.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+  auto before = [&](uint32_t x, uint32_t y) {
     return reads[x].file != reads[y].file ? reads[x].file < reads[y].file
                                           : reads[x].offset < reads[y].offset;
-  });
+  };
+  // A row stream asks in file order already (rows by increasing node): nothing to sort.
+  if (!std::is_sorted(order.begin(), order.end(), before)) {
+    std::stable_sort(order.begin(), order.end(), before);
+  }
   return order;
 }
 
