@@ -659,7 +659,8 @@ Status EpochRun::SampleGroup(const WorkItem& item, std::span<const uint64_t> sam
   const size_t count = batches.size();
   // The group's lists read ahead (and the next group's, to read ahead) are used by one sampler
   // thread at a time; split in halves, the second half reads the next group's.
-  const BatchGraph view(graph_, item.resident.get(), &lists_ahead_, item.next_seeds);
+  const BatchGraph view(graph_, item.resident.get(), aggregate_ ? &lists_ahead_ : nullptr,
+                        item.next_seeds);
   if (!aggregate_ || item.index != 0 || count < 2) {
     return sample_(view, item.seeds, sample_seeds, batches);
   }
