@@ -17,18 +17,17 @@ void ListsReadAhead::Put(std::vector<int64_t> nodes, std::vector<int64_t> indptr
   ids64_ = std::move(ids64);
 }
 
-bool ListsReadAhead::Take(int64_t v, std::vector<int64_t>* out) const {
+bool ListsReadAhead::AppendTo(int64_t v, std::vector<int64_t>* ids) const {
   MutexLock lock(&mu_);
   const auto it = std::lower_bound(nodes_.begin(), nodes_.end(), v);
   if (it == nodes_.end() || *it != v) return false;
   const auto i = static_cast<size_t>(it - nodes_.begin());
-  const auto begin = static_cast<size_t>(indptr_[i]), end = static_cast<size_t>(indptr_[i + 1]);
+  const auto begin = static_cast<ptrdiff_t>(indptr_[i]),
+             end = static_cast<ptrdiff_t>(indptr_[i + 1]);
   if (ids64_.empty()) {
-    out->assign(ids32_.begin() + static_cast<ptrdiff_t>(begin),
-                ids32_.begin() + static_cast<ptrdiff_t>(end));
+    ids->insert(ids->end(), ids32_.begin() + begin, ids32_.begin() + end);
   } else {
-    out->assign(ids64_.begin() + static_cast<ptrdiff_t>(begin),
-                ids64_.begin() + static_cast<ptrdiff_t>(end));
+    ids->insert(ids->end(), ids64_.begin() + begin, ids64_.begin() + end);
   }
   return true;
 }
@@ -58,19 +57,18 @@ ResidentGraphSource::ResidentGraphSource(const BufferedGraph& graph, const Resid
   pending_by_hop_.resize(static_cast<size_t>(expanded_hops_));
   hop_of_.reserve(seeds.size() * 8);
   const storage::DatasetPartitionSource& source = graph_.source();
-  std::vector<int64_t> taken;
-  std::vector<std::vector<int64_t>> taken_lists;
-  std::vector<int64_t> list;
+  // The lists read ahead for these seeds, one chunk.
+  std::vector<int64_t> taken, taken_indptr{0}, taken_ids;
   for (int64_t s : seeds) {
     if (resident_.contains(source.partition_of(s)) || !hop_of_.emplace(s, 0).second) continue;
-    if (ahead_ != nullptr && ahead_->Take(s, &list)) {
+    if (ahead_ != nullptr && ahead_->AppendTo(s, &taken_ids)) {
       taken.push_back(s);
-      taken_lists.push_back(std::move(list));
+      taken_indptr.push_back(static_cast<int64_t>(taken_ids.size()));
     } else {
       pending_by_hop_[0].push_back(s);
     }
   }
-  if (!taken.empty()) AddChunk(taken, taken_lists);
+  if (!taken.empty()) AddChunk(taken, taken_indptr, std::move(taken_ids));
   if (ahead_ == nullptr) return;
   ahead_->Clear();  // what is left was read for a group cut otherwise; this group reads its own
   for (int64_t v : next_seeds) {
@@ -80,21 +78,23 @@ ResidentGraphSource::ResidentGraphSource(const BufferedGraph& graph, const Resid
   next_seeds_.erase(std::unique(next_seeds_.begin(), next_seeds_.end()), next_seeds_.end());
 }
 
-void ResidentGraphSource::AddChunk(std::span<const int64_t> nodes,
-                                   std::span<const std::vector<int64_t>> lists) const {
+void ResidentGraphSource::AddChunk(std::span<const int64_t> nodes, std::span<const int64_t> indptr,
+                                   std::vector<int64_t> ids) const {
   const auto chunk = static_cast<uint32_t>(compact_ids_ ? chunks32_.size() : chunks64_.size());
-  std::vector<int64_t> ids;
-  for (const std::vector<int64_t>& list : lists) ids.insert(ids.end(), list.begin(), list.end());
-  cache_.reserve(cache_.size() + nodes.size());
-  uint64_t offset = 0;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    cache_[nodes[i]] = {chunk, offset, lists[i].size()};
-    offset += lists[i].size();
-  }
+  IndexChunk(chunk, nodes, indptr);
   if (compact_ids_) {
     chunks32_.emplace_back(ids.begin(), ids.end());  // ids < num_nodes <= INT32_MAX
   } else {
     chunks64_.push_back(std::move(ids));
+  }
+}
+
+void ResidentGraphSource::IndexChunk(uint32_t chunk, std::span<const int64_t> nodes,
+                                     std::span<const int64_t> indptr) const {
+  cache_.reserve(cache_.size() + nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    cache_[nodes[i]] = {chunk, static_cast<uint64_t>(indptr[i]),
+                        static_cast<uint64_t>(indptr[i + 1] - indptr[i])};
   }
 }
 
@@ -138,21 +138,19 @@ Status ResidentGraphSource::FetchHopOf(int64_t v) const {
   const int hop = it->second;
   std::vector<int64_t>& pending = pending_by_hop_[static_cast<size_t>(hop)];
   if (pending.empty()) return Status::Ok();
-  if (hop + 1 < expanded_hops_ || next_seeds_.empty()) {
-    // Rows of earlier hops stay cached: every later hop asks for them again.
-    SKIFF_RETURN_IF_ERROR(Fetch(pending));
-    pending.clear();
-    return Status::Ok();
-  }
   // The last expanded hop reads most of the file: the next group's seeds come along.
-  for (int64_t seed : next_seeds_) {
-    if (cache_.count(seed) > 0) continue;
-    const auto h = hop_of_.find(seed);
-    if (h == hop_of_.end() || h->second != hop) pending.push_back(seed);  // else pending already
+  const bool read_ahead = hop + 1 == expanded_hops_ && !next_seeds_.empty();
+  if (read_ahead) {
+    for (int64_t seed : next_seeds_) {
+      if (cache_.count(seed) > 0) continue;
+      const auto h = hop_of_.find(seed);
+      if (h == hop_of_.end() || h->second != hop) pending.push_back(seed);  // else pending already
+    }
   }
+  // Rows of earlier hops stay cached: every later hop asks for them again.
   SKIFF_RETURN_IF_ERROR(Fetch(pending));
   pending.clear();
-  PutAhead();
+  if (read_ahead) PutAhead();
   return Status::Ok();
 }
 
@@ -170,11 +168,7 @@ Status ResidentGraphSource::Fetch(std::span<const int64_t> nodes) const {
     chunk = static_cast<uint32_t>(chunks64_.size());
     chunks64_.push_back(std::move(rows));
   }
-  cache_.reserve(cache_.size() + nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    cache_[nodes[i]] = {chunk, static_cast<uint64_t>(indptr[i]),
-                        static_cast<uint64_t>(indptr[i + 1] - indptr[i])};
-  }
+  IndexChunk(chunk, nodes, indptr);
   return Status::Ok();
 }
 

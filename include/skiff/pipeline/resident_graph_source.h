@@ -50,9 +50,9 @@
 
 namespace skiff::pipeline {
 
-// Neighbour lists read by one group for the seeds of the next: Put replaces what it holds, Take
-// copies one list out. Holds the lists of at most one group's seeds as one CSR (the memory plan
-// counts them: MemoryPlan::lists_ahead_seeds).
+// Neighbour lists read by one group for the seeds of the next: Put replaces what it holds,
+// AppendTo copies one list out. Holds the lists of at most one group's seeds as one CSR (the memory
+// plan counts them: MemoryPlan::lists_ahead_seeds).
 class ListsReadAhead {
  public:
   // Bytes per list held besides its ids (the node and its offset); ids take 4 B each, 8 B when the
@@ -62,8 +62,8 @@ class ListsReadAhead {
   // ids[indptr[i] .. indptr[i + 1]) of ids32, or of ids64 when ids32 is empty.
   void Put(std::vector<int64_t> nodes, std::vector<int64_t> indptr, std::vector<int32_t> ids32,
            std::vector<int64_t> ids64);
-  // Copies v's list into *out; false when v's list was not read ahead.
-  bool Take(int64_t v, std::vector<int64_t>* out) const;
+  // Appends v's list to *ids; false when v's list was not read ahead.
+  bool AppendTo(int64_t v, std::vector<int64_t>* ids) const;
   void Clear();
   size_t size() const;
 
@@ -122,8 +122,12 @@ class ResidentGraphSource final : public sampler::GraphSource {
   // Exact mode: when v is a non-resident node of a tracked hop, reads every non-resident node of
   // that hop not read yet (the last expanded hop: with the next seeds' lists, for ahead_).
   Status FetchHopOf(int64_t v) const;
-  // Caches `lists` of `nodes` as one chunk.
-  void AddChunk(std::span<const int64_t> nodes, std::span<const std::vector<int64_t>> lists) const;
+  // Caches the lists of `nodes` as one chunk: node i's is ids[indptr[i] .. indptr[i + 1]).
+  void AddChunk(std::span<const int64_t> nodes, std::span<const int64_t> indptr,
+                std::vector<int64_t> ids) const;
+  // Points the cache at chunk `chunk` for `nodes` (node i's list at indptr[i] .. indptr[i + 1]).
+  void IndexChunk(uint32_t chunk, std::span<const int64_t> nodes,
+                  std::span<const int64_t> indptr) const;
   // Hands the lists of next_seeds_ (read with the last hop) to ahead_.
   void PutAhead() const;
 
