@@ -97,6 +97,17 @@ Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenAboveSmallestBudget(
                                          pipeline::SamplingMode::kExact, 2, true);
 }
 
+// A training run of `t` on `ooc`'s data with `runner` as its pass runner (which must succeed).
+train::TrainSummary TrainWith(const pipeline::OutOfCoreTraining& ooc, const train::TrainOptions& t,
+                              const train::PassRunner& runner) {
+  auto trainer = train::Trainer::Create(ooc.data, t);
+  REQUIRE(trainer.ok());
+  (*trainer)->SetPassRunner(runner);
+  auto summary = (*trainer)->Run();
+  REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
+  return std::move(*summary);
+}
+
 }  // namespace
 
 TEST_CASE("trainer passes: every partition resident reproduces the in-memory run epoch by epoch") {
@@ -158,12 +169,9 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
     if (!aggregated) CHECK((*small)->ooc->memory_plan().planned_in_flight == 1);
     // Aggregated groups stream every row: at the smallest budget the pool keeps no slot.
     CHECK(((*small)->ooc->pool().num_slots() == 0) == aggregated);
-    auto trainer = train::Trainer::Create((*small)->data, t);
-    REQUIRE(trainer.ok());
-    (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(small->get(), t, false));
-    auto summary = (*trainer)->Run();
-    REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
-    CHECK(summary->best_test_acc > 0.3);
+    const train::TrainSummary summary =
+        TrainWith(**small, t, pipeline::MakeOutOfCorePassRunner(small->get(), t, false));
+    CHECK(summary.best_test_acc > 0.3);
     // Too few partitions resident to mix labels: training draws the in-memory batches (exact
     // sampling reads the rest), so the run is the in-memory one; evaluation takes every
     // neighbour, so its accuracy does not depend on how the plan groups nodes either.
@@ -174,10 +182,10 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
     REQUIRE(in_memory.ok());
     auto reference = (*in_memory)->Run();
     REQUIRE(reference.ok());
-    REQUIRE(summary->epochs.size() == reference->epochs.size());
+    REQUIRE(summary.epochs.size() == reference->epochs.size());
     for (size_t e = 0; e < reference->epochs.size(); ++e) {
       CAPTURE(e);
-      const train::EpochMetrics& got = summary->epochs[e];
+      const train::EpochMetrics& got = summary.epochs[e];
       const train::EpochMetrics& want = reference->epochs[e];
       if (aggregated) {
         CHECK(got.loss == doctest::Approx(want.loss).epsilon(1e-4));
@@ -565,6 +573,7 @@ TEST_CASE("trainer passes: replayed evaluations give the run without them, epoch
     REQUIRE_MESSAGE(small.ok(), small.status().ToString());
     REQUIRE((*small)->ooc->aggregated_input());
     if (keep) (*small)->replay_dir = dir.path();
+    // The trainer lives on below: the kept file is open while it does.
     auto trainer = train::Trainer::Create((*small)->data, t);
     REQUIRE(trainer.ok());
     (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(small->get(), t, false));
@@ -625,12 +634,7 @@ TEST_CASE("trainer passes: validation and test evaluated in one pass score as in
       }
       return Status::Ok();
     };
-    auto trainer = train::Trainer::Create((*small)->data, t);
-    REQUIRE(trainer.ok());
-    (*trainer)->SetPassRunner(together ? runner : apart);
-    auto summary = (*trainer)->Run();
-    REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
-    runs.push_back(std::move(*summary));
+    runs.push_back(TrainWith(**small, t, together ? runner : apart));
   }
   REQUIRE(runs[0].epochs.size() == 2);
   REQUIRE(runs[1].epochs.size() == 2);
@@ -663,17 +667,13 @@ TEST_CASE("trainer passes: the evaluation's first batches sampled during trainin
           plain.then = nullptr;
           return runner(plain, consume, report);
         };
-    auto trainer = train::Trainer::Create((*small)->data, t);
-    REQUIRE(trainer.ok());
-    (*trainer)->SetPassRunner(ahead ? runner : without_hint);
-    auto summary = (*trainer)->Run();
-    REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
-    for (const train::EpochMetrics& m : summary->epochs) {
+    train::TrainSummary summary = TrainWith(**small, t, ahead ? runner : without_hint);
+    for (const train::EpochMetrics& m : summary.epochs) {
       const auto report = nlohmann::json::parse(m.pipeline_json);
       // Every epoch evaluates afresh here (no scratch directory to replay from).
       CHECK((report["next_pass_batches_sampled_ahead"].get<int64_t>() > 0) == ahead);
     }
-    runs.push_back(std::move(*summary));
+    runs.push_back(std::move(summary));
   }
   REQUIRE(runs[0].epochs.size() == 2);
   REQUIRE(runs[1].epochs.size() == 2);
