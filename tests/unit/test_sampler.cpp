@@ -257,26 +257,33 @@ TEST_CASE("sampler: full-neighbourhood mode is exact") {
   CHECK(std::set<int64_t>(mb.input_nodes.begin(), mb.input_nodes.end()) == expect);
 }
 
-TEST_CASE("sampler: uniform picks (every neighbour chosen with similar frequency)") {
-  // Star: node 0 has 20 neighbours; fanout 5 over 4000 draws picks each about 1000 times.
-  std::vector<int64_t> offsets{0, 20}, nbrs;
-  for (int i = 1; i <= 20; ++i) nbrs.push_back(i);
-  for (int i = 1; i <= 20; ++i) offsets.push_back(20);
-  auto g = InMemoryGraph::FromCsr(offsets, nbrs);
-  REQUIRE(g.ok());
-  NeighborSampler s(**g, {5});
-  std::map<int64_t, int> counts;
-  std::vector<int64_t> seeds{0};
-  for (uint64_t r = 0; r < 4000; ++r) {
-    sampler::MiniBatch mb;
-    REQUIRE(s.Sample(seeds, BatchSeed(0, 0, 0, r), &mb).ok());
-    CHECK(mb.blocks[0].num_edges() == 5);
-    for (size_t i = 1; i < mb.input_nodes.size(); ++i) counts[mb.input_nodes[i]]++;
-  }
-  REQUIRE(counts.size() == 20);
-  for (auto [v, c] : counts) {
-    CHECK(c > 800);
-    CHECK(c < 1200);
+TEST_CASE("sampler: uniform picks in row order, on rows short and long") {
+  // A star per degree: node 0 has d neighbours, fanout 5 over 4000 draws picks each about
+  // 20000 / d times, in row order. Rows of at most 64 hold their picks as a bit set, longer ones as
+  // a list: both sides of the boundary.
+  for (const int d : {20, 64, 65, 200}) {
+    CAPTURE(d);
+    std::vector<int64_t> offsets{0, d}, nbrs;
+    for (int i = 1; i <= d; ++i) nbrs.push_back(i);
+    for (int i = 1; i <= d; ++i) offsets.push_back(d);
+    auto g = InMemoryGraph::FromCsr(offsets, nbrs);
+    REQUIRE(g.ok());
+    NeighborSampler s(**g, {5});
+    std::map<int64_t, int> counts;
+    std::vector<int64_t> seeds{0};
+    const int draws = 4000;
+    for (uint64_t r = 0; r < draws; ++r) {
+      sampler::MiniBatch mb;
+      REQUIRE(s.Sample(seeds, BatchSeed(0, 0, 0, r), &mb).ok());
+      REQUIRE(mb.blocks[0].num_edges() == 5);
+      std::vector<int64_t> picked;
+      for (int32_t local : mb.blocks[0].indices) picked.push_back(mb.input_nodes[local]);
+      CHECK(std::is_sorted(picked.begin(), picked.end()));
+      for (size_t i = 1; i < mb.input_nodes.size(); ++i) counts[mb.input_nodes[i]]++;
+    }
+    REQUIRE(counts.size() == static_cast<size_t>(d));
+    const double expected = draws * 5.0 / d;  // 1000 .. 100 per neighbour
+    for (auto [v, c] : counts) CHECK(c == doctest::Approx(expected).epsilon(0.35));
   }
 }
 
