@@ -1,6 +1,7 @@
 #include "skiff/storage/dataset_partition_source.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace skiff::storage {
@@ -37,6 +38,7 @@ Result<std::unique_ptr<DatasetPartitionSource>> DatasetPartitionSource::Open(
     src->boundaries_.push_back(n);
     if (src->boundaries_.size() < 2) src->boundaries_ = {0, 0};
   }
+  src->IndexBoundaries();
   return src;
 }
 
@@ -63,10 +65,24 @@ Status DatasetPartitionSource::Verify(uint32_t index, uint64_t offset, const std
   return readers_[index]->VerifyBlocks(offset, data, bytes);
 }
 
+void DatasetPartitionSource::IndexBoundaries() {
+  const int64_t n = boundaries_.back();
+  const int64_t mean = std::max<int64_t>(1, n / static_cast<int64_t>(num_partitions()));
+  block_shift_ = std::bit_width(static_cast<uint64_t>(mean)) - 1;
+  block_partition_.clear();
+  for (int64_t first = 0; first < n; first += int64_t{1} << block_shift_) {
+    block_partition_.push_back(static_cast<uint32_t>(
+        std::upper_bound(boundaries_.begin(), boundaries_.end(), first) - boundaries_.begin() - 1));
+  }
+}
+
 uint32_t DatasetPartitionSource::partition_of(int64_t node) const {
   SKIFF_CHECK(node >= 0 && node < boundaries_.back());
-  return static_cast<uint32_t>(std::upper_bound(boundaries_.begin(), boundaries_.end(), node) -
-                               boundaries_.begin() - 1);
+  // The partition of the block's first node, then forward past the boundaries inside the block
+  // (blocks are no longer than the mean partition: usually none, one at most when balanced).
+  uint32_t p = block_partition_[static_cast<size_t>(node >> block_shift_)];
+  while (boundaries_[p + 1] <= node) ++p;
+  return p;
 }
 
 void DatasetPartitionSource::NeighborsFromPin(const PartitionPin& pin, int64_t node,

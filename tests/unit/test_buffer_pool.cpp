@@ -370,7 +370,9 @@ TEST_CASE("buffer pool: streamed reads arrive whole, once each, in file order") 
 namespace {
 
 // A dataset of n nodes in k partitions (k = 0: unpartitioned), random out-degrees 0..9.
-Status WritePartitionedDataset(const std::string& path, int64_t n, uint32_t k, int64_t dim) {
+// k partitions of n / k nodes (none: k = 0), or the given `boundaries` (0 .. n).
+Status WritePartitionedDataset(const std::string& path, int64_t n, uint32_t k, int64_t dim,
+                               std::vector<int64_t> boundaries = {}) {
   SKIFF_ASSIGN_OR_RETURN(auto w, format::DatasetWriter::Create(path));
   auto& m = w->manifest();
   std::mt19937_64 rng(42);
@@ -391,12 +393,17 @@ Status WritePartitionedDataset(const std::string& path, int64_t n, uint32_t k, i
   m.num_classes = 2;
   SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kOffsetsFile, offsets.data(), offsets.size() * 8));
   SKIFF_RETURN_IF_ERROR(w->WriteFile(format::kNeighborsFile, nbrs.data(), nbrs.size() * 4));
-  const bool partitioned = k > 0;
+  const bool partitioned = k > 0 || !boundaries.empty();
   if (!partitioned) k = 1;
   format::PartitionInfo info;
   info.num_partitions = k;
   info.algorithm = "range";
-  for (uint32_t p = 0; p <= k; ++p) info.boundaries.push_back(n * p / k);
+  if (!boundaries.empty()) {
+    k = info.num_partitions = static_cast<uint32_t>(boundaries.size() - 1);
+    info.boundaries = std::move(boundaries);
+  } else {
+    for (uint32_t p = 0; p <= k; ++p) info.boundaries.push_back(n * p / k);
+  }
   m.feature_extent_offsets.clear();
   SKIFF_ASSIGN_OR_RETURN(auto feats, w->CreateFile(format::kFeaturesFile));
   for (uint32_t p = 0; p < k; ++p) {
@@ -495,6 +502,26 @@ TEST_CASE("buffer pool over a dataset: features and adjacency verified, corrupti
   auto unchecked = BufferPool::Create(src->get(), opt);
   REQUIRE(unchecked.ok());
   CHECK((*unchecked)->Pin(3).ok());
+}
+
+TEST_CASE("dataset partition source: partition_of over uneven and empty partitions") {
+  // Empty partitions first, inside and last, one-node partitions, and one far larger than the
+  // rest (partition_of indexes blocks of the mean partition size).
+  const std::vector<int64_t> boundaries{0, 0, 7, 7, 8, 900, 901, 1000, 1000};
+  skiff::testing::TempDir dir;
+  REQUIRE(WritePartitionedDataset(dir / "ds", 1000, 0, 4, boundaries).ok());
+  auto ds = format::Dataset::Open(dir / "ds");
+  REQUIRE(ds.ok());
+  auto src = DatasetPartitionSource::Open(ds->get(), {});
+  REQUIRE(src.ok());
+  REQUIRE((*src)->num_partitions() == 8);
+  for (int64_t v = 0; v < 1000; ++v) {
+    CAPTURE(v);
+    // The partition holding v: the last whose first node is at most v.
+    const auto expected = static_cast<uint32_t>(
+        std::upper_bound(boundaries.begin(), boundaries.end(), v) - boundaries.begin() - 1);
+    CHECK((*src)->partition_of(v) == expected);
+  }
 }
 
 TEST_CASE("dataset partition source: unpartitioned datasets are split into fixed node ranges") {

@@ -79,10 +79,16 @@ class DatasetPartitionSource final : public PartitionSource {
 
  private:
   DatasetPartitionSource() = default;
+  // Builds block_partition_ from boundaries_.
+  void IndexBoundaries();
   const format::Dataset* dataset_ = nullptr;
   const format::ChecksummedFileReader* readers_[2] = {nullptr, nullptr};
   ReadFile files_[2];
   std::vector<int64_t> boundaries_;
+  // partition_of's index: the partition of node i << block_shift_, for each i (a binary search
+  // over the boundaries per sampled neighbour was 4% of the sampler's time).
+  std::vector<uint32_t> block_partition_;
+  int block_shift_ = 0;
   std::vector<int64_t> offsets_;
   uint64_t neighbor_bytes_ = 4;
   uint32_t read_alignment_ = 4096;
