@@ -37,17 +37,29 @@ int main(int argc, char** argv) {
   const auto plan = train::PlanBatches(*train, batch_size, true, 1, 0);
   sampler::MiniBatch mb;
   double edges = 0, inputs = 0;
+  // FNV-1a over every batch's input nodes and block CSRs: equal when a change draws the same
+  // batches.
+  uint64_t checksum = 1469598103934665603ull;
+  auto mix = [&checksum](int64_t x) {
+    checksum = (checksum ^ static_cast<uint64_t>(x)) * 1099511628211ull;
+  };
   const int n = std::min<int>(batches, static_cast<int>(plan.size()));
   SKIFF_CHECK(sampler.Sample(plan[0], 7, &mb).ok());  // warm-up: the thread's ID map
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < n; ++i) {
     SKIFF_CHECK(sampler.Sample(plan[static_cast<size_t>(i)], static_cast<uint64_t>(i), &mb).ok());
     for (const auto& b : mb.blocks) edges += static_cast<double>(b.num_edges());
+    for (int64_t v : mb.input_nodes) mix(v);
+    for (const auto& b : mb.blocks) {
+      for (int64_t x : b.indptr) mix(x);
+      for (int32_t x : b.indices) mix(x);
+    }
     inputs += static_cast<double>(mb.input_nodes.size());
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf(
-      "sampler: %.2f ms per batch, %.0f edges and %.0f input nodes per batch (%d batches)\n",
-      1e3 * s / n, edges / n, inputs / n, n);
+      "sampler: %.2f ms per batch, %.0f edges and %.0f input nodes per batch (%d batches), "
+      "checksum %016llx\n",
+      1e3 * s / n, edges / n, inputs / n, n, static_cast<unsigned long long>(checksum));
   return 0;
 }
