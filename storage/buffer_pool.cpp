@@ -36,6 +36,15 @@ uint64_t SlotBytes(const PartitionSource& source) {
   return std::max<uint64_t>(kPage, AlignUp(max_bytes, kPage));
 }
 
+// Every partition in a slot of its own sized to it (BufferPool::packed()).
+uint64_t PackedBytes(const PartitionSource& source) {
+  uint64_t bytes = 0;
+  for (uint32_t p = 0; p < source.num_partitions(); ++p) {
+    bytes += std::max<uint64_t>(kPage, AlignUp(PartitionFootprint(source, p), kPage));
+  }
+  return bytes;
+}
+
 uint64_t NowNs() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                    std::chrono::steady_clock::now().time_since_epoch())
@@ -100,6 +109,11 @@ uint64_t BufferPool::BudgetFor(const PartitionSource& source, uint32_t partition
                  std::max<uint64_t>(a, kPage));
 }
 
+uint64_t BufferPool::PackedBudgetFor(const PartitionSource& source,
+                                     const BufferPoolOptions& options) {
+  return PackedBytes(source) + BudgetFor(source, 0, options);
+}
+
 BufferPool::BufferPool(const PartitionSource* source, const BufferPoolOptions& options)
     : source_(source), options_(options) {}
 
@@ -118,7 +132,9 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(const PartitionSource* so
   const uint64_t scratch_bytes =
       AlignUp(std::max<uint64_t>(options.fine_read_scratch_bytes, a), std::max<uint64_t>(a, kPage));
   const uint64_t needed = min_slots * slot_bytes + scratch_bytes;
-  if (options.budget_bytes < needed) {
+  const uint64_t packed_bytes = PackedBytes(*source);
+  const bool packed = options.budget_bytes >= packed_bytes + scratch_bytes;
+  if (!packed && options.budget_bytes < needed) {
     return Status::ResourceExhausted(
         "buffer pool: a budget of " + FormatBytes(options.budget_bytes) + " cannot hold " +
         std::to_string(min_slots) + " partitions of up to " + FormatBytes(slot_bytes) +
@@ -127,17 +143,29 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(const PartitionSource* so
         "): raise --memory or use more, smaller partitions");
   }
   const uint64_t num_slots =
-      std::min<uint64_t>(num_partitions, (options.budget_bytes - scratch_bytes) / slot_bytes);
+      packed
+          ? num_partitions
+          : std::min<uint64_t>(num_partitions, (options.budget_bytes - scratch_bytes) / slot_bytes);
 
   std::unique_ptr<BufferPool> pool(new BufferPool(source, options));
   pool->slot_bytes_ = slot_bytes;
-  SKIFF_ASSIGN_OR_RETURN(pool->slot_memory_, AlignedBuffer::Allocate(num_slots * slot_bytes));
+  pool->packed_ = packed;
+  SKIFF_ASSIGN_OR_RETURN(pool->slot_memory_,
+                         AlignedBuffer::Allocate(packed ? packed_bytes : num_slots * slot_bytes));
   SKIFF_ASSIGN_OR_RETURN(pool->fine_scratch_, AlignedBuffer::Allocate(scratch_bytes));
   SKIFF_CHECK_MSG(pool->allocated_bytes() <= options.budget_bytes,
                   "buffer pool exceeds its budget");
   pool->slots_.resize(num_slots);
-  for (uint64_t s = 0; s < num_slots; ++s)
-    pool->slots_[s].memory = pool->slot_memory_.data() + s * slot_bytes;
+  uint64_t at = 0;
+  for (uint64_t s = 0; s < num_slots; ++s) {
+    Slot& slot = pool->slots_[s];
+    slot.memory = pool->slot_memory_.data() + at;
+    slot.capacity =
+        packed ? std::max<uint64_t>(
+                     kPage, AlignUp(PartitionFootprint(*source, static_cast<uint32_t>(s)), kPage))
+               : slot_bytes;
+    at += slot.capacity;
+  }
   {
     MutexLock lock(&pool->mu_);  // no other thread yet: for the analysis
     pool->slot_of_.assign(num_partitions, -1);
@@ -185,7 +213,7 @@ void BufferPool::SetPlan(std::vector<uint32_t> plan) {
   for (Slot& s : slots_) {
     if (s.state == SlotState::kFailed && s.pins == 0 && waiting_[s.partition] == 0) {
       slot_of_[s.partition] = -1;
-      s = Slot{SlotState::kFree, -1, 0, 0, s.memory, {}, {}, Status::Ok()};
+      s = Slot{SlotState::kFree, -1, 0, 0, s.memory, s.capacity, {}, {}, Status::Ok()};
     }
   }
   io_cv_.SignalAll();
@@ -227,6 +255,11 @@ int64_t BufferPool::ChooseVictim(uint64_t must_be_used_after, bool for_prefetch,
   return best;
 }
 
+int64_t BufferPool::OwnSlot(uint32_t partition) const {
+  // Free unless it still holds the partition's failed load, which its Pin frees once reported.
+  return slots_[partition].state == SlotState::kFree ? partition : -1;
+}
+
 bool BufferPool::ChooseLoad(uint32_t* slot_out, uint32_t* partition_out) {
   int64_t victim = -1;
   uint32_t partition = 0;
@@ -238,7 +271,8 @@ bool BufferPool::ChooseLoad(uint32_t* slot_out, uint32_t* partition_out) {
     }
     // A partition pinned off the plan (e.g. the current working set, after the next partition was
     // pinned ahead) is loaded without evicting the rest of the working set where possible.
-    victim = ChooseVictim(kNever, false, /*spare_recent=*/off_plan_[partition]);
+    victim = packed_ ? OwnSlot(partition)
+                     : ChooseVictim(kNever, false, /*spare_recent=*/off_plan_[partition]);
     if (victim < 0) return false;  // every slot pinned or loading: wait for an unpin
     demand_.pop_front();
     break;
@@ -251,7 +285,8 @@ bool BufferPool::ChooseLoad(uint32_t* slot_out, uint32_t* partition_out) {
       if (NextUse(p) != i) continue;  // a repeat within the window
       ++seen;
       if (slot_of_[p] >= 0) continue;
-      victim = ChooseVictim(i, /*for_prefetch=*/true);  // only what is needed later than p
+      // Only what is needed later than p.
+      victim = packed_ ? OwnSlot(p) : ChooseVictim(i, /*for_prefetch=*/true);
       if (victim >= 0) partition = p;
       break;
     }
@@ -275,7 +310,7 @@ bool BufferPool::ChooseLoad(uint32_t* slot_out, uint32_t* partition_out) {
     slot.data_offset.push_back(pos + (e.length ? e.offset - AlignDown(e.offset, a) : 0));
     pos += ExtentFootprint(e, a);
   }
-  SKIFF_CHECK_MSG(pos <= slot_bytes_, "partition larger than a slot");
+  SKIFF_CHECK_MSG(pos <= slot.capacity, "partition larger than its slot");
   slot_of_[partition] = static_cast<int32_t>(victim);
   *slot_out = static_cast<uint32_t>(victim);
   *partition_out = partition;
@@ -364,7 +399,7 @@ Result<PartitionPin> BufferPool::Pin(uint32_t partition) {
       Status st = slot.error;
       if (waiting_[partition] == 0 && slot.pins == 0) {  // the last caller told frees the slot
         slot_of_[partition] = -1;
-        slot = Slot{SlotState::kFree, -1, 0, 0, slot.memory, {}, {}, Status::Ok()};
+        slot = Slot{SlotState::kFree, -1, 0, 0, slot.memory, slot.capacity, {}, {}, Status::Ok()};
       }
       ++counters_.misses;
       if (wait_start_ns != 0) counters_.stall_ns += NowNs() - wait_start_ns;

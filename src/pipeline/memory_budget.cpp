@@ -428,6 +428,13 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
   plan.fixed_bytes = fixed + plan.batch_allowance;
 
   uint64_t for_slots = budget - plan.fixed_bytes - in.pool_fixed_bytes;
+  if (in.packed_pool_bytes > 0 && for_slots >= in.packed_pool_bytes) {
+    // Every partition at its own size: all resident, nothing read fine-grained.
+    plan.pool_slots = in.num_partitions;
+    plan.pool_bytes = in.packed_pool_bytes + in.pool_fixed_bytes;
+    plan.fully_resident = true;
+    return plan;
+  }
   const uint64_t all_slots = uint64_t{in.num_partitions} * in.partition_slot_bytes;
   if (in.cache_row_bytes > 0 && !aggregated && for_slots < all_slots) {
     const uint64_t spare = for_slots - uint64_t{min_slots} * in.partition_slot_bytes;
@@ -508,8 +515,8 @@ std::string MemoryPlan::Describe() const {
     out += line;
   }
   std::snprintf(line, sizeof(line), "  %-52s %12s\n",
-                ("buffer pool: " + std::to_string(pool_slots) + " partition slots" +
-                 (fully_resident ? " (every partition resident)" : ""))
+                (fully_resident ? "buffer pool: all " + std::to_string(pool_slots) + " partitions"
+                                : "buffer pool: " + std::to_string(pool_slots) + " partition slots")
                     .c_str(),
                 FormatBytes(pool_bytes).c_str());
   out += line;

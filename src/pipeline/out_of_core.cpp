@@ -8,11 +8,13 @@
 
 namespace skiff::pipeline {
 
-uint64_t OutOfCore::FineReadScratchBytes(const format::Manifest& manifest, uint64_t budget_bytes) {
-  const uint64_t features =
-      static_cast<uint64_t>(manifest.num_nodes) * manifest.feature_row_bytes();
-  const uint64_t wanted =
-      budget_bytes > 0 ? std::min(features / 64, budget_bytes / 20) : features / 64;
+uint64_t OutOfCore::FineReadScratchBytes(const format::Manifest& manifest, uint64_t budget_bytes,
+                                         bool adjacency_only) {
+  const uint64_t served =
+      adjacency_only
+          ? static_cast<uint64_t>(manifest.num_edges) * format::DTypeBytes(manifest.neighbor_dtype)
+          : static_cast<uint64_t>(manifest.num_nodes) * manifest.feature_row_bytes();
+  const uint64_t wanted = budget_bytes > 0 ? std::min(served / 64, budget_bytes / 20) : served / 64;
   return std::clamp<uint64_t>(wanted, 4ull << 20, 16ull << 20);
 }
 
@@ -39,7 +41,7 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   // The io stage pins one partition ahead itself (docs/pipeline.md): the pool's prefetch is off.
   pool_options.prefetch = false;
   pool_options.fine_read_scratch_bytes =
-      FineReadScratchBytes(dataset->manifest(), options.memory_bytes);
+      FineReadScratchBytes(dataset->manifest(), options.memory_bytes, options.features_on_device);
   pool_options.engine.kind = options.io_engine;
   pool_options.engine.faults = options.faults;
   const uint64_t pool_fixed = storage::BufferPool::BudgetFor(source, 0, pool_options);
@@ -52,6 +54,7 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   in.feature_dim = m.feature_dim;
   in.partition_slot_bytes = slot_bytes;
   in.pool_fixed_bytes = pool_fixed;
+  in.packed_pool_bytes = storage::BufferPool::PackedBudgetFor(source, pool_options) - pool_fixed;
   in.num_partitions = k;
   in.min_resident_partitions = pool_options.min_resident_partitions;
   in.model = options.model;
@@ -188,15 +191,21 @@ GatherGroupSize OutOfCore::GroupFor(const BatchShape& shape, bool training) cons
 
 std::string OutOfCore::Describe() const {
   const uint32_t k = source_->num_partitions();
-  std::string out = std::to_string(k) + " partitions, " + std::to_string(pool_->num_slots()) +
-                    " slots of " + FormatBytes(pool_->slot_bytes());
-  if (pool_->num_slots() == 0) {
-    out += " (none resident: every row is streamed)";
-  } else if (plan_capacity_ >= k) {
-    out += " (every partition resident)";
+  std::string out = std::to_string(k) + " partitions, ";
+  if (pool_->packed()) {
+    out += "each in a slot of its own size (" +
+           FormatBytes(pool_->allocated_bytes() - pool_->scratch_bytes()) +
+           " in all, every partition resident)";
   } else {
-    out += " (" + std::to_string(plan_capacity_) + " resident" +
-           (pool_->num_slots() > plan_capacity_ ? " + 1 loading)" : ")");
+    out += std::to_string(pool_->num_slots()) + " slots of " + FormatBytes(pool_->slot_bytes());
+    if (pool_->num_slots() == 0) {
+      out += " (none resident: every row is streamed)";
+    } else if (plan_capacity_ >= k) {
+      out += " (every partition resident)";
+    } else {
+      out += " (" + std::to_string(plan_capacity_) + " resident" +
+             (pool_->num_slots() > plan_capacity_ ? " + 1 loading)" : ")");
+    }
   }
   if (row_cache_.num_rows() > 0) {
     out += ", hot row cache of " + std::to_string(row_cache_.num_rows()) + " rows";

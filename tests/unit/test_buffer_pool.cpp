@@ -504,6 +504,60 @@ TEST_CASE("buffer pool over a dataset: features and adjacency verified, corrupti
   CHECK((*unchecked)->Pin(3).ok());
 }
 
+TEST_CASE("buffer pool: packed when every partition fits at its own size") {
+  // Partitions of very different sizes: slots of the largest would need far more than their sum.
+  skiff::testing::TempDir dir;
+  const std::vector<int64_t> boundaries{0, 100, 250, 2200, 2300, 3000};
+  REQUIRE(WritePartitionedDataset(dir / "ds", 3000, 0, 24, boundaries).ok());
+  auto ds = format::Dataset::Open(dir / "ds");
+  REQUIRE(ds.ok());
+  auto offsets = (*ds)->LoadOffsets();
+  auto nbrs = (*ds)->LoadNeighbors();
+  REQUIRE((offsets.ok() && nbrs.ok()));
+  for (const bool adjacency_only : {false, true}) {
+    CAPTURE(adjacency_only);
+    auto src = DatasetPartitionSource::Open(ds->get(), {.adjacency_only = adjacency_only});
+    REQUIRE(src.ok());
+    BufferPoolOptions opt;
+    opt.record_evictions = true;
+    const uint64_t packed = BufferPool::PackedBudgetFor(**src, opt);
+    REQUIRE(packed < BufferPool::BudgetFor(**src, 5, opt));
+    // Pins every partition, in an order that revisits them, and checks its adjacency.
+    auto pin_all = [&](BufferPool& pool) {
+      std::vector<int64_t> got;
+      for (const uint32_t p : {2u, 0u, 4u, 1u, 3u, 2u, 4u, 0u}) {
+        auto pin = pool.Pin(p);
+        REQUIRE(pin.ok());
+        for (int64_t v = boundaries[p]; v < boundaries[p + 1]; v += 7) {
+          (*src)->NeighborsFromPin(*pin, v, &got);
+          CHECK(got == std::vector<int64_t>(nbrs->begin() + (*offsets)[v],
+                                            nbrs->begin() + (*offsets)[v + 1]));
+        }
+      }
+    };
+    opt.budget_bytes = packed;
+    auto pool = BufferPool::Create(src->get(), opt);
+    REQUIRE(pool.ok());
+    CHECK((*pool)->packed());
+    CHECK((*pool)->num_slots() == 5);
+    CHECK((*pool)->allocated_bytes() == packed);
+    pin_all(**pool);
+    CHECK((*pool)->stats().partition_loads == 5);
+    CHECK((*pool)->eviction_log().empty());
+    // A byte less: equal slots of the largest partition (one is all the test needs: partition 2
+    // holds most of the graph), fewer than the partitions, evicting.
+    opt.budget_bytes = packed - 1;
+    opt.min_resident_partitions = 1;
+    auto equal = BufferPool::Create(src->get(), opt);
+    REQUIRE(equal.ok());
+    CHECK_FALSE((*equal)->packed());
+    CHECK((*equal)->num_slots() < 5);
+    CHECK((*equal)->allocated_bytes() <= packed - 1);
+    pin_all(**equal);
+    CHECK_FALSE((*equal)->eviction_log().empty());
+  }
+}
+
 TEST_CASE("dataset partition source: partition_of over uneven and empty partitions") {
   // Empty partitions first, inside and last, one-node partitions, and one far larger than the
   // rest (partition_of indexes blocks of the mean partition size).

@@ -105,6 +105,37 @@ TEST_CASE("memory budget: slots are what is left after the expected batches, cap
   CHECK(plan->row_cache_bytes == 0);
 }
 
+TEST_CASE("memory budget: every partition resident when they fit packed at their own sizes") {
+  MemoryBudgetInputs in = Inputs();
+  const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);
+  // The 16 partitions sum to 6 slots of the largest: a budget for 6 slots holds them all packed.
+  // (One batch in flight at most, so that the batches' share does not depend on their size.)
+  in.packed_pool_bytes = 6 * in.partition_slot_bytes;
+  in.max_in_flight_batches = 1;
+  in.budget_bytes = 1ull << 30;
+  auto plan = PlanMemory(in, degrees);
+  REQUIRE(plan.ok());
+  const uint64_t fixed_without_batches = plan->fixed_bytes - plan->batch_allowance;
+  const uint64_t one_batch = plan->batch_bytes;
+  in.cache_row_bytes = 64 * 4 + 8;  // not wanted when everything is resident
+  in.budget_bytes = fixed_without_batches + one_batch + in.pool_fixed_bytes + in.packed_pool_bytes;
+  plan = PlanMemory(in, degrees);
+  REQUIRE(plan.ok());
+  CHECK(plan->fully_resident);
+  CHECK(plan->pool_slots == 16);
+  CHECK(plan->pool_bytes == in.packed_pool_bytes + in.pool_fixed_bytes);
+  CHECK(plan->row_cache_bytes == 0);
+  CHECK(plan->fixed_bytes + plan->pool_bytes <= in.budget_bytes);
+  CHECK(plan->Describe().find("all 16 partitions") != std::string::npos);
+  // A byte less: slots of the largest partition, five of them.
+  --in.budget_bytes;
+  plan = PlanMemory(in, degrees);
+  REQUIRE(plan.ok());
+  CHECK_FALSE(plan->fully_resident);
+  CHECK(plan->pool_slots <= 5);
+  CHECK(plan->fixed_bytes + plan->pool_bytes <= in.budget_bytes);
+}
+
 TEST_CASE("memory budget: refused only when one batch and two slots cannot fit") {
   MemoryBudgetInputs in = Inputs();
   const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);

@@ -162,6 +162,9 @@ struct MemoryBudgetInputs {
   // partitions and the least number of slots training needs (2: one in use, one loading).
   uint64_t partition_slot_bytes = 0;
   uint64_t pool_fixed_bytes = 0;
+  // Every partition at its own size (a packed pool: storage::BufferPool::PackedBudgetFor less
+  // pool_fixed_bytes); 0: not offered. When it fits, the plan keeps every partition resident.
+  uint64_t packed_pool_bytes = 0;
   uint32_t num_partitions = 0;
   uint32_t min_resident_partitions = 2;
   // Model and batches.
@@ -185,7 +188,7 @@ struct MemoryBudgetInputs {
 
 // The host buffer through which features are uploaded to the device once, before training
 // (src/model/cuda: HoldFeatures' chunk size).
-inline constexpr uint64_t kDeviceUploadBytes = uint64_t{8} << 20;
+inline constexpr uint64_t kDeviceUploadBytes = uint64_t{2} << 20;
 
 struct MemoryItem {
   std::string name;
@@ -197,7 +200,9 @@ struct MemoryPlan {
   std::vector<MemoryItem> items;  // everything except the buffer pool
   uint64_t fixed_bytes = 0;       // sum of items
   uint32_t pool_slots = 0;        // partition slots the pool gets (<= num_partitions)
-  uint64_t pool_bytes = 0;        // pool_slots * slot + pool_fixed_bytes
+  // pool_slots * slot + pool_fixed_bytes, or packed_pool_bytes + pool_fixed_bytes when every
+  // partition fits at its own size
+  uint64_t pool_bytes = 0;
   bool fully_resident = false;    // pool_slots == num_partitions
   BatchShape train_batch;         // expected shapes
   uint64_t batch_bytes = 0;       // expected bytes of one training batch in flight

@@ -100,8 +100,10 @@ class OutOfCore {
   // holds up the slots behind it, and a deeper scratch keeps the disk busy meanwhile (2M nodes at
   // 25%: 4 MiB -> 16 MiB took the training pass's gather from 8.0-9.1 s to 7.0-7.3 s). 1/64 of the
   // feature bytes, at most 1/20 of a budget (`budget_bytes` > 0), 4-16 MiB, so small datasets and
-  // small budgets keep small minimums.
-  static uint64_t FineReadScratchBytes(const format::Manifest& manifest, uint64_t budget_bytes = 0);
+  // small budgets keep small minimums. `adjacency_only`: the partitions hold adjacency only (the
+  // model holds the features), so fine reads serve neighbour lists: 1/64 of those bytes instead.
+  static uint64_t FineReadScratchBytes(const format::Manifest& manifest, uint64_t budget_bytes = 0,
+                                       bool adjacency_only = false);
 
   // `dataset` must outlive the object. ResourceExhausted (with the minimum) when the budget cannot
   // hold a working set; NotFound / IOError from opening the files.

@@ -42,8 +42,9 @@ constexpr float kNegativeSlope = 0.2f;  // as src/model/gat_layer.cpp
 constexpr uint64_t kMinDeviceMargin = uint64_t{2} << 30;
 constexpr uint64_t kDeviceMarginDivisor = 8;
 // The pinned buffer HoldFeatures uploads the features through (pipeline::kDeviceUploadBytes, which
-// the memory plan counts).
-constexpr uint64_t kUploadChunkBytes = uint64_t{8} << 20;
+// the memory plan counts). Small: the upload is bound by reading the features, and out of core
+// every MiB of it is a MiB less for partitions.
+constexpr uint64_t kUploadChunkBytes = uint64_t{2} << 20;
 
 uint64_t LayerSeed(uint64_t seed, int layer, int stream) {
   return cpu::DropoutHash(seed, static_cast<uint64_t>(2 * layer + stream));
