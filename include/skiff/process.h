@@ -9,6 +9,8 @@ namespace skiff {
 
 // Peak resident set size of this process, in bytes (from /proc/self/status VmHWM).
 uint64_t PeakRssBytes();
+// Resident set size of this process now, in bytes (VmRSS).
+uint64_t CurrentRssBytes();
 // Total physical memory, in bytes.
 uint64_t PhysicalMemoryBytes();
 

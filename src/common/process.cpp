@@ -7,11 +7,14 @@
 
 namespace skiff {
 
-uint64_t PeakRssBytes() {
+namespace {
+
+// A "Key: N kB" line of /proc/self/status, in bytes (0 when absent).
+uint64_t StatusBytes(const std::string& wanted) {
   std::ifstream in("/proc/self/status");
   std::string key;
   while (in >> key) {
-    if (key == "VmHWM:") {
+    if (key == wanted) {
       uint64_t kb = 0;
       in >> kb;
       return kb * 1024;
@@ -21,6 +24,11 @@ uint64_t PeakRssBytes() {
   }
   return 0;
 }
+
+}  // namespace
+
+uint64_t PeakRssBytes() { return StatusBytes("VmHWM:"); }
+uint64_t CurrentRssBytes() { return StatusBytes("VmRSS:"); }
 
 uint64_t PhysicalMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);

@@ -47,9 +47,10 @@
 // thread stacks actually touched, allocator slack (large buffers are returned to the system
 // when freed: tools/skiff/main.cpp), and the 1 MiB chunk buffer of each kept evaluation pass
 // (pass_cache.h; a replay's batches are checked against the batch allowance). The CUDA library is
-// loaded only with --device cuda (docs/cuda.md); its resident pages and the device-side runtime are
-// outside this promise. The promise is
-//   peak RSS <= budget_bytes + kFixedOverheadBytes.
+// loaded only with --device cuda (docs/cuda.md); its resident pages and the host side of the device
+// context are outside this promise: `skiff train` measures them as the model is created and prints
+// them beside the peak. The promise is
+//   peak RSS <= budget_bytes + kFixedOverheadBytes (+ that measured CUDA runtime).
 //
 // Thread safety: plain functions over values; DegreeProfile is immutable once built.
 #pragma once
