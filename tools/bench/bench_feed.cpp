@@ -14,6 +14,8 @@
 //   build/bench_feed DATASET [--memory BYTES] [--threads N] [--TRAIN-OPTION VALUE ...]
 // TRAIN-OPTION: any long option of `skiff train` that sets a training option (--fanouts, --hidden,
 // --batch-size, --epochs, ...).
+#include <malloc.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -115,6 +117,8 @@ int main(int argc, char** argv) {
     }
   }
   t.sampler_threads = threads;
+  // As `skiff train --memory` (tools/skiff/main.cpp): freed large buffers go back to the system.
+  if (memory > 0) mallopt(M_MMAP_THRESHOLD, 1 << 20);
   auto ds = format::Dataset::Open(argv[1]);
   if (!ds.ok()) return Fail(ds.status());
   auto engine = pipeline::OpenOutOfCoreTraining(
