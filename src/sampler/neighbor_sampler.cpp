@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <bit>
-#include <memory>
 #include <sstream>
 #include <string>
 
-#include "skiff/mutex.h"
 #include "skiff/prefetch.h"
 #include "skiff/random.h"
 
@@ -234,55 +232,13 @@ struct NeighborSampler::BatchState {
 
 namespace {
 
-// ID maps belong to samplings, not to threads: a sampling takes a map from here (a new one when
-// none is free) and gives it back, so a map is reused across batches (sized per batch by Reset)
-// and the maps alive are as many as the samplings that ran at once. One per sampler thread, they
-// were outside the memory plan: 16 threads on the 1m preset at --memory 141MiB, where the plan
-// admits one sampling at a time, kept 16 maps of ~7 MiB (peak RSS 219 MiB against 125 MiB with 2
-// threads).
-class LocalIdsPool {
- public:
-  static LocalIdsPool& Get() {
-    static LocalIdsPool pool;
-    return pool;
-  }
-  std::unique_ptr<LocalIds> Take() {
-    MutexLock lock(&mu_);
-    if (free_.empty()) return std::make_unique<LocalIds>();
-    std::unique_ptr<LocalIds> ids = std::move(free_.back());  // the most recent: warm in cache
-    free_.pop_back();
-    return ids;
-  }
-  void Give(std::unique_ptr<LocalIds> ids) {
-    MutexLock lock(&mu_);
-    free_.push_back(std::move(ids));
-  }
-  size_t kept() const {
-    MutexLock lock(&mu_);
-    return free_.size();
-  }
-
- private:
-  mutable Mutex mu_;
-  std::vector<std::unique_ptr<LocalIds>> free_ SKIFF_GUARDED_BY(mu_);
-};
-
-// A map taken from LocalIdsPool for one sampling, given back when it ends.
-class LeasedIds {
- public:
-  LeasedIds() : ids_(LocalIdsPool::Get().Take()) {}
-  ~LeasedIds() { LocalIdsPool::Get().Give(std::move(ids_)); }
-  LeasedIds(const LeasedIds&) = delete;
-  LeasedIds& operator=(const LeasedIds&) = delete;
-  LocalIds& operator*() { return *ids_; }
-
- private:
-  std::unique_ptr<LocalIds> ids_;
-};
+// The sampler thread's ID map: reused across batches (sized per batch by Reset).
+LocalIds& ThreadLocalIds() {
+  thread_local LocalIds local;
+  return local;
+}
 
 }  // namespace
-
-size_t IdMapsKept() { return LocalIdsPool::Get().kept(); }
 
 Status NeighborSampler::Sample(std::span<const int64_t> seeds, uint64_t rng_seed,
                                sampler::MiniBatch* out) const {
@@ -296,8 +252,7 @@ Status NeighborSampler::SampleGroup(std::span<const std::span<const int64_t>> se
                                     std::span<const uint64_t> rng_seeds,
                                     std::span<sampler::MiniBatch* const> out) const {
   SKIFF_CHECK(seeds.size() == rng_seeds.size() && seeds.size() == out.size());
-  LeasedIds leased;
-  LocalIds& local = *leased;
+  LocalIds& local = ThreadLocalIds();
   std::vector<BatchState> states;
   states.reserve(seeds.size());
   for (size_t b = 0; b < seeds.size(); ++b) {

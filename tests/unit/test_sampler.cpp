@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <numeric>
 #include <random>
 #include <set>
-#include <thread>
 
 #include "skiff/sampler/feature_source.h"
 #include "skiff/sampler/graph_source.h"
@@ -315,30 +313,6 @@ TEST_CASE("sampler: nested picks stay uniform in every layer") {
     CHECK(narrow[v] == doctest::Approx(draws * 3 / 20.0).epsilon(0.2));
     CHECK(wide[v] == doctest::Approx(draws * 8 / 20.0).epsilon(0.1));
   }
-}
-
-TEST_CASE("sampler: ID maps are kept per concurrent sampling, not per thread") {
-  auto g = RandomGraph(2000, 12, 9);
-  NeighborSampler s(*g, {5, 5});
-  std::vector<int64_t> seeds{1, 2, 3, 4, 5};
-  sampler::MiniBatch expect;
-  REQUIRE(s.Sample(seeds, 11, &expect).ok());
-  const size_t kept = IdMapsKept();
-  CHECK(kept >= 1);
-  // Eight threads sampling one after another: each takes the same kept map back.
-  std::mutex one_at_a_time;
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) {
-    threads.emplace_back([&] {
-      std::lock_guard lock(one_at_a_time);
-      sampler::MiniBatch mb;
-      CHECK(s.Sample(seeds, 11, &mb).ok());
-      CHECK(mb.input_nodes == expect.input_nodes);
-      CHECK(mb.blocks[0].indices == expect.blocks[0].indices);
-    });
-  }
-  for (std::thread& thread : threads) thread.join();
-  CHECK(IdMapsKept() == kept);
 }
 
 TEST_CASE("sampler: bad seeds are rejected") {

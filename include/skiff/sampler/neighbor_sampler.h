@@ -21,10 +21,6 @@
 // BatchSeed(seed, epoch, batch) for rng_seed so results do not depend on thread scheduling.
 //
 // Thread safety: Sample is const and may be called from many threads at once.
-//
-// Memory: each sampling borrows a node ID map (up to 4 bytes per graph node, or 32 per batch node)
-// from a process-wide free list and returns it, so the maps kept are as many as the samplings that
-// ever ran at once, not one per thread that sampled.
 #pragma once
 
 #include <cstdint>
@@ -44,9 +40,6 @@ class LocalIds;  // neighbor_sampler.cpp: the open-addressing node ID map
 // node itself: an MLP baseline). InvalidArgument names the bad element.
 Result<std::vector<int>> ParseFanouts(const std::string& text);
 std::string FanoutsToString(const std::vector<int>& fanouts);
-// The node ID maps kept for reuse (none is in use while no sampling runs): at most the number of
-// samplings that have run at once (tests, diagnostics).
-size_t IdMapsKept();
 
 // A 64-bit seed mixed from a run seed and (stream, epoch, batch) with SplitMix64.
 uint64_t BatchSeed(uint64_t seed, uint64_t stream, uint64_t epoch, uint64_t batch);
