@@ -553,6 +553,21 @@ TEST_CASE("ooc pipeline: OutOfCore plans the budget, refuses one too small, cove
         options.memory_bytes);
   CHECK((*ooc)->Describe().find("1 resident") != std::string::npos);
   CHECK((*ooc)->Describe().find("hot row cache") != std::string::npos);
+  // Sampler threads: at most the batches the plan has in flight (each keeps its ID map).
+  CHECK((*ooc)->SampleThreads() ==
+        std::clamp((*ooc)->memory_plan().planned_in_flight, 1, options.sample_threads));
+  {
+    OutOfCoreOptions many = options;
+    many.sample_threads = 64;
+    auto tight = OutOfCore::Create(f.dataset.get(), many);
+    REQUIRE(tight.ok());
+    CHECK((*tight)->SampleThreads() == (*tight)->memory_plan().planned_in_flight);
+    CHECK((*tight)->SampleThreads() < 64);
+    many.memory_bytes = 0;  // no budget: every thread asked for
+    auto unbounded = OutOfCore::Create(f.dataset.get(), many);
+    REQUIRE(unbounded.ok());
+    CHECK((*unbounded)->SampleThreads() == 64);
+  }
 
   auto sample = [](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t seed,
                    sampler::MiniBatch* batch) {

@@ -114,6 +114,9 @@ class OutOfCore {
   // pipeline. Returns the pass's report or the first error of any stage.
   Result<EpochReport> RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
                               const SampleGroupFn& sample, const ComputeFn& compute);
+  // The sampler threads a pass runs: OutOfCoreOptions::sample_threads, at most the plan's batches
+  // in flight when a row plan has a budget (more would wait, each keeping its ID map).
+  int SampleThreads() const;
   // Aggregated: the size of the first gather group of the next training or evaluation pass, and
   // what each of its batches is expected to hold once sampled (as RunPass will cut it).
   GatherGroupSize FirstGatherGroup(bool training) const;
