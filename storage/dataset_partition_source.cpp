@@ -108,8 +108,17 @@ void DatasetPartitionSource::NeighborsFromPin(const PartitionPin& pin, int64_t n
 
 void DatasetPartitionSource::PrefetchRowFromPin(const PartitionPin& pin, int64_t node) const {
   const uint32_t p = pin.partition();
-  PrefetchRead(pin.extent(kNeighborExtent).data() +
-               (offsets_[node] - offsets_[boundaries_[p]]) * neighbor_bytes_);
+  const std::byte* row = pin.extent(kNeighborExtent).data() +
+                         (offsets_[node] - offsets_[boundaries_[p]]) * neighbor_bytes_;
+  // Every line of the row, up to kPrefetchRowLines: picks fall anywhere in it.
+  constexpr uint64_t kLine = 64, kPrefetchRowLines = 4;
+  const uint64_t bytes = static_cast<uint64_t>(degree(node)) * neighbor_bytes_;
+  const auto first = reinterpret_cast<uintptr_t>(row) / kLine * kLine;
+  const uintptr_t end = std::min<uintptr_t>(reinterpret_cast<uintptr_t>(row) + bytes,
+                                            first + kPrefetchRowLines * kLine);
+  for (uintptr_t line = first; line < end; line += kLine) {
+    PrefetchRead(reinterpret_cast<const void*>(line));
+  }
 }
 
 void DatasetPartitionSource::NeighborsAtFromPin(const PartitionPin& pin, int64_t node,

@@ -173,6 +173,7 @@ Status ResidentGraphSource::Fetch(std::span<const int64_t> nodes) const {
 }
 
 std::optional<ResidentGraphSource::Row> ResidentGraphSource::Cached(int64_t v) const {
+  if (cache_.empty()) return std::nullopt;  // every partition resident: no hash per row asked for
   auto it = cache_.find(v);
   if (it == cache_.end()) return std::nullopt;
   const CachedRow& row = it->second;
