@@ -36,12 +36,15 @@ uint64_t SlotBytes(const PartitionSource& source) {
   return std::max<uint64_t>(kPage, AlignUp(max_bytes, kPage));
 }
 
-// Every partition in a slot of its own sized to it (BufferPool::packed()).
+// Partition p's slot in a packed pool (BufferPool::packed()).
+uint64_t PackedSlotBytes(const PartitionSource& source, uint32_t p) {
+  return std::max<uint64_t>(kPage, AlignUp(PartitionFootprint(source, p), kPage));
+}
+
+// Every partition in a slot of its own sized to it.
 uint64_t PackedBytes(const PartitionSource& source) {
   uint64_t bytes = 0;
-  for (uint32_t p = 0; p < source.num_partitions(); ++p) {
-    bytes += std::max<uint64_t>(kPage, AlignUp(PartitionFootprint(source, p), kPage));
-  }
+  for (uint32_t p = 0; p < source.num_partitions(); ++p) bytes += PackedSlotBytes(source, p);
   return bytes;
 }
 
@@ -160,10 +163,7 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(const PartitionSource* so
   for (uint64_t s = 0; s < num_slots; ++s) {
     Slot& slot = pool->slots_[s];
     slot.memory = pool->slot_memory_.data() + at;
-    slot.capacity =
-        packed ? std::max<uint64_t>(
-                     kPage, AlignUp(PartitionFootprint(*source, static_cast<uint32_t>(s)), kPage))
-               : slot_bytes;
+    slot.capacity = packed ? PackedSlotBytes(*source, static_cast<uint32_t>(s)) : slot_bytes;
     at += slot.capacity;
   }
   {
