@@ -166,6 +166,12 @@ struct Fixture {
     }
   }
 
+  // A resident set with no partition in it: every list is read fine-grained.
+  ResidentSet NothingResident() const {
+    return ResidentSet(
+        std::vector<std::shared_ptr<const storage::PartitionPin>>(source->num_partitions()));
+  }
+
   std::unique_ptr<storage::BufferPool> MakePool(
       uint32_t slots, std::shared_ptr<storage::FaultInjector> faults = {}) {
     storage::BufferPoolOptions opt;
@@ -681,8 +687,7 @@ TEST_CASE("ooc pipeline: neighbour lists read with 32-bit ids are the 64-bit one
   auto pool = f.MakePool(3);
   BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
   // No partition resident: every list is read fine-grained, in the order asked.
-  const ResidentSet none(
-      std::vector<std::shared_ptr<const storage::PartitionPin>>(f.source->num_partitions()));
+  const ResidentSet none = f.NothingResident();
   std::vector<int64_t> nodes;
   for (int64_t v = graph.num_nodes() - 1; v >= 0; v -= 3) nodes.push_back(v);
   std::vector<int64_t> indptr64, indptr32, expected_indptr, ids64, expected;
@@ -701,8 +706,7 @@ TEST_CASE("ooc pipeline: lists read ahead for the next group give its batches wi
   Fixture f;
   auto pool = f.MakePool(3);
   BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
-  const ResidentSet none(
-      std::vector<std::shared_ptr<const storage::PartitionPin>>(f.source->num_partitions()));
+  const ResidentSet none = f.NothingResident();
   const std::vector<int> fanouts{5, 3};
   // Two groups of two batches; the second group's seeds repeat one node.
   const std::vector<std::vector<int64_t>> first{{3, 40, 200, 511}, {77, 640, 12}};
