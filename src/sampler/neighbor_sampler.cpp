@@ -1,24 +1,13 @@
 #include "skiff/sampler/neighbor_sampler.h"
 
 #include <algorithm>
-#include <bit>
 #include <sstream>
 #include <string>
 
+#include "skiff/neighbor_draw.h"
 #include "skiff/prefetch.h"
-#include "skiff/random.h"
 
 namespace skiff::sampler {
-namespace {
-
-// Uniform in [0, n), n > 0: Lemire's multiply-shift without rejection (the bias is < n / 2^64),
-// which is what the sampler has always drawn (skiff::Rng::Below rejects instead).
-int64_t Below(Rng& rng, int64_t n) {
-  return static_cast<int64_t>(
-      (static_cast<unsigned __int128>(rng.Next()) * static_cast<uint64_t>(n)) >> 64);
-}
-
-}  // namespace
 
 // Map from global node ID to local ID, in one of two forms chosen per batch:
 //   dense  an array indexed by node ID, when it is no larger than the hash table would be (4 bytes
@@ -119,46 +108,14 @@ class LocalIds {
 
 namespace {
 
-// Rows up to this long keep a set of positions as the bits of one word: membership is a shift and
-// the ascending order a walk over the set bits, instead of a search and a sort (on the default
-// model's batches those were a third of the sampler's time; nearly every row is this short).
-constexpr int64_t kMaskPositions = 64;
-
-// Writes the positions set in `mask`, ascending, to out[0 ..).
-void MaskToPositions(uint64_t mask, int64_t* out) {
-  for (; mask != 0; mask &= mask - 1) *out++ = std::countr_zero(mask);
-}
-
-// k distinct positions of [0, d) chosen uniformly (Floyd), ascending. Requires 0 < k < d.
-void FloydSample(int64_t d, int64_t k, Rng& rng, std::vector<int64_t>* out) {
-  out->clear();
-  if (d <= kMaskPositions) {
-    uint64_t mask = 0;
-    for (int64_t j = d - k; j < d; ++j) {
-      const int64_t t = Below(rng, j + 1);
-      mask |= uint64_t{1} << (((mask >> t) & 1) != 0 ? j : t);
-    }
-    out->resize(static_cast<size_t>(k));
-    MaskToPositions(mask, out->data());
-    return;
-  }
-  for (int64_t j = d - k; j < d; ++j) {
-    const int64_t t = Below(rng, j + 1);
-    const bool seen = std::find(out->begin(), out->end(), t) != out->end();
-    out->push_back(seen ? j : t);
-  }
-  std::sort(out->begin(), out->end());
-}
-
-// `positions` (distinct, in [0, d)) ascending.
+// `positions` (distinct, in [0, d)) ascending: a walk over a bit set for short rows (nearly every
+// row of a sampled batch), a sort otherwise.
 void SortPositions(int64_t d, std::vector<int64_t>* positions) {
   if (d > kMaskPositions) {
     std::sort(positions->begin(), positions->end());
     return;
   }
-  uint64_t mask = 0;
-  for (int64_t p : *positions) mask |= uint64_t{1} << p;
-  MaskToPositions(mask, positions->data());
+  MaskSortPositions(static_cast<int64_t>(positions->size()), positions->data());
 }
 
 }  // namespace
@@ -216,8 +173,8 @@ NeighborSampler::NeighborSampler(const GraphSource& graph, std::vector<int> fano
 
 // One batch's sampling state between hops (SampleGroup interleaves batches hop by hop).
 struct NeighborSampler::BatchState {
-  explicit BatchState(uint64_t rng_seed) : rng(Rng::FromSplitMix(rng_seed)) {}
-  Rng rng;
+  explicit BatchState(uint64_t rng_seed) : draw_key(NodeDrawKey(rng_seed)) {}
+  uint64_t draw_key;    // each node draws from NodeDrawRngFor(draw_key, node)
   size_t expected = 0;  // frontier the ID map is sized for
   // hop_begin[h]: first local ID of hop h; hop L+1's end is the batch's input_nodes.size().
   std::vector<int64_t> hop_begin;
@@ -334,17 +291,13 @@ Status NeighborSampler::Hop(int hop, BatchState* state, sampler::MiniBatch* out,
     if (u + kAhead < end) graph_.Prefetch(nodes[u + kAhead], /*row=*/false);
     const int64_t d = graph_.Degree(nodes[u]);
     state->degree.push_back(d);
-    int64_t longest = 0;
-    for (int l = 0; l <= block_index; ++l) {
-      if (fanouts_[l] < d) longest = std::max<int64_t>(longest, fanouts_[l]);
-    }
+    const int64_t longest = SampleLength(fanouts_.data(), num_layers(), hop, d);
     if (longest > 0) {
-      // Floyd's uniform subset, then a Fisher-Yates shuffle: a uniformly ordered sample.
-      FloydSample(d, longest, state->rng, &positions);
-      for (int64_t i = longest - 1; i > 0; --i) {
-        std::swap(positions[i], positions[Below(state->rng, i + 1)]);
-      }
-      state->order.insert(state->order.end(), positions.begin(), positions.end());
+      // A uniformly ordered sample of the row's positions (neighbor_draw.h).
+      NodeDrawRng rng = NodeDrawRngFor(state->draw_key, nodes[u]);
+      const size_t at = state->order.size();
+      state->order.resize(at + static_cast<size_t>(longest));
+      DrawOrderedSample(d, longest, rng, state->order.data() + at);
     }
     state->order_ptr.push_back(static_cast<int64_t>(state->order.size()));
   }
