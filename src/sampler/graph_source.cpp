@@ -1,5 +1,6 @@
 #include "skiff/sampler/graph_source.h"
 
+#include <algorithm>
 #include <numeric>
 #include <string>
 
@@ -55,6 +56,18 @@ Status InMemoryGraph::NeighborsAt(int64_t v, std::span<const int64_t> positions,
     SKIFF_CHECK(positions[i] >= 0 && positions[i] < degree);
     out[i] = row[positions[i]];
   }
+  return Status::Ok();
+}
+
+Status InMemoryGraph::ReadOffsets(int64_t first, int64_t count, int64_t* out) const {
+  SKIFF_CHECK(first >= 0 && count >= 0 && first + count <= num_nodes() + 1);
+  std::copy_n(offsets_.begin() + first, count, out);
+  return Status::Ok();
+}
+
+Status InMemoryGraph::ReadNeighbors(int64_t first, int64_t count, int64_t* out) const {
+  SKIFF_CHECK(first >= 0 && count >= 0 && first + count <= num_edges());
+  std::copy_n(neighbors_.begin() + first, count, out);
   return Status::Ok();
 }
 

@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "skiff/format/dataset.h"
 #include "skiff/prefetch.h"
+#include "skiff/sampler/csr_source.h"
 #include "skiff/status.h"
 
 namespace skiff::sampler {
@@ -44,8 +46,8 @@ class GraphSource {
   }
 };
 
-// The whole CSR in memory.
-class InMemoryGraph final : public GraphSource {
+// The whole CSR in memory; also read range by range as a CsrSource.
+class InMemoryGraph final : public GraphSource, public CsrSource {
  public:
   // Takes ownership of a CSR: offsets (size N+1, non-decreasing, offsets[0] == 0) and neighbors
   // (size offsets[N], each in [0, N)). InvalidArgument when malformed.
@@ -63,6 +65,11 @@ class InMemoryGraph final : public GraphSource {
   Status NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const override;
   Status Neighbors(int64_t v, std::vector<int64_t>* out) const override;
   uint64_t MemoryBytes() const { return (offsets_.size() + neighbors_.size()) * sizeof(int64_t); }
+  // CsrSource (FromCsr checked the arrays).
+  int64_t num_edges() const override { return static_cast<int64_t>(neighbors_.size()); }
+  Status ReadOffsets(int64_t first, int64_t count, int64_t* out) const override;
+  Status ReadNeighbors(int64_t first, int64_t count, int64_t* out) const override;
+  std::string Describe() const override { return "an in-memory graph"; }
 
  private:
   InMemoryGraph(std::vector<int64_t> offsets, std::vector<int64_t> neighbors)
