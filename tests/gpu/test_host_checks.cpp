@@ -14,6 +14,7 @@
 #include "kernels/cuda/gemm.cuh"
 #include "kernels/cuda/layer_norm.cuh"
 #include "kernels/cuda/optimizer.cuh"
+#include "kernels/cuda/sample.cuh"
 
 namespace skiff::cuda {
 namespace {
@@ -72,6 +73,39 @@ TEST_CASE("host: Gemm refuses negative sizes, an empty handle and short strides"
   ExpectInvalid(Gemm(false, false, 2, 2, 2, 1.0f, nullptr, 2, nullptr, 2, 0.0f, nullptr, 2, empty,
                      GemmPrecision::kFp32, nullptr),
                 "empty CublasHandle");
+}
+
+TEST_CASE("host: sampling entry points refuse bad hops and graphs before touching the device") {
+  HopParams p;
+  p.num_layers = 2;
+  p.hop = 0;
+  p.fanouts[0] = 10;
+  p.fanouts[1] = 5;
+  p.hop_begin[1] = 4;
+  const int64_t host_indptr[2] = {0, 0};  // never dereferenced: the calls are refused first
+  const DeviceCsr graph{.num_nodes = 1, .num_edges = 0, .indptr = host_indptr};
+  CHECK(CheckHopParams(p).ok());
+  HopParams wide = p;
+  wide.fanouts[0] = static_cast<int>(kMaxDeviceSampleLength) + 1;
+  ExpectInvalid(CheckHopParams(wide), "fanout 129 of layer 0");
+  HopParams deep = p;
+  deep.num_layers = kMaxSampleLayers + 1;
+  ExpectInvalid(SamplePicks(graph, deep, nullptr, nullptr, nullptr, nullptr), "layers");
+  HopParams shrinking = p;
+  shrinking.hop = 1;
+  shrinking.hop_begin[2] = 3;  // fewer nodes after the hop than before
+  ExpectInvalid(CheckHopParams(shrinking), "decrease at hop 1");
+  const DeviceCsr huge{.num_nodes = int64_t{1} << 31, .indptr = host_indptr};
+  ExpectInvalid(SampleRowPtr(huge, p, nullptr, nullptr, 0, nullptr, nullptr), "2^31");
+  ExpectInvalid(SampleRowPtr(graph, p, nullptr, nullptr, 0, nullptr, nullptr), "null");
+  ExpectInvalid(AssignNewIds(4, nullptr, nullptr, nullptr, INT32_MAX, nullptr, nullptr, nullptr),
+                "exceeds 2^31");
+  ExpectInvalid(MapPicks(-1, nullptr, nullptr, nullptr, nullptr), "picks");
+  ExpectInvalid(SeedLocalIds(3, nullptr, nullptr, nullptr), "null");
+  int64_t out_indptr[3];  // likewise
+  ExpectInvalid(
+      AddSelfLoops(2, host_indptr, nullptr, host_indptr, out_indptr, nullptr, nullptr, nullptr),
+      "without out_weight");
 }
 
 TEST_CASE("host: an empty DeviceArena refuses allocations with the sizes") {
