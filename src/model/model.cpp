@@ -66,6 +66,10 @@ Status Model::ForwardAggregated(const sampler::MiniBatch& /*batch*/, const float
 Status Model::ForwardInput(const BatchInput& input, bool training, uint64_t dropout_seed,
                            std::vector<float>* logits, std::vector<float>* embeddings) {
   SKIFF_CHECK(input.batch != nullptr);
+  if (input.sample != nullptr) {
+    return ForwardDeviceSampled(*input.batch, *input.sample, training, dropout_seed, logits,
+                                embeddings);
+  }
   if (input.aggregated == nullptr) {
     return Forward(*input.batch, input.x, training, dropout_seed, logits, embeddings);
   }
@@ -109,6 +113,17 @@ Result<LossTotals> Model::TakeLossTotals() { return std::exchange(totals_, LossT
 
 Result<bool> Model::HoldFeatures(const sampler::FeatureSource& /*features*/,
                                  uint64_t /*device_bytes*/) {
+  return false;
+}
+
+Status Model::ForwardDeviceSampled(const sampler::MiniBatch& /*batch*/,
+                                   const DeviceSampling& /*sample*/, bool /*training*/,
+                                   uint64_t /*dropout_seed*/, std::vector<float>* /*logits*/,
+                                   std::vector<float>* /*embeddings*/) {
+  return Status::InvalidArgument("a batch to sample on the device, given to a model that does not");
+}
+
+Result<bool> Model::HoldGraph(const sampler::CsrSource& /*graph*/, uint64_t /*device_bytes*/) {
   return false;
 }
 

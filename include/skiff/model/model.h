@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "skiff/enum_names.h"
+#include "skiff/sampler/csr_source.h"
 #include "skiff/sampler/feature_source.h"
 #include "skiff/sampler/minibatch.h"
 #include "skiff/status.h"
@@ -121,10 +122,19 @@ struct LossTotals {
 //   x = block 0's destination rows and `aggregated` its aggregated rows: ForwardAggregated's form;
 //   x = null, aggregated = null: the model gathers the rows of batch->input_nodes from the features
 //     it holds (HoldFeatures returned true).
+// With `sample` set, the batch is sampled by the model on its device (samples_on_device()):
+// batch->seeds (and batch->labels) are all it holds, x and aggregated are null, and the model
+// samples exactly what NeighborSampler(graph, *sample->fanouts, NeedsNodeDegrees(kind))
+// .Sample(batch->seeds, sample->seed) would give, then gathers the held features.
+struct DeviceSampling {
+  const std::vector<int>* fanouts = nullptr;  // per layer, input layer first
+  uint64_t seed = 0;                          // the sampler seed (BatchSeed of the batch)
+};
 struct BatchInput {
   const sampler::MiniBatch* batch = nullptr;
   const float* x = nullptr;
   const float* aggregated = nullptr;
+  const DeviceSampling* sample = nullptr;
 };
 
 class Optimizer;
@@ -194,11 +204,17 @@ class Model {
                                    std::vector<float>* logits,
                                    std::vector<float>* embeddings = nullptr);
   virtual bool accepts_aggregated_input() const { return false; }
+  // Forward over a batch the model samples on its device (BatchInput::sample; seeds only in
+  // `batch`). InvalidArgument unless samples_on_device().
+  virtual Status ForwardDeviceSampled(const sampler::MiniBatch& batch, const DeviceSampling& sample,
+                                      bool training, uint64_t dropout_seed,
+                                      std::vector<float>* logits,
+                                      std::vector<float>* embeddings = nullptr);
   // grad_logits: seeds x num_classes. Accumulates into every Parameter::grad. Returns
   // InvalidArgument when not preceded by a Forward (or called twice for one Forward).
   virtual Status Backward(const float* grad_logits) = 0;
 
-  // Forward or ForwardAggregated, as the form of `input` says (BatchInput).
+  // Forward, ForwardAggregated or ForwardDeviceSampled, as the form of `input` says (BatchInput).
   Status ForwardInput(const BatchInput& input, bool training, uint64_t dropout_seed,
                       std::vector<float>* logits, std::vector<float>* embeddings = nullptr);
 
@@ -219,6 +235,12 @@ class Model {
   // margin). Returns whether it holds them; a CPU model never does.
   virtual Result<bool> HoldFeatures(const sampler::FeatureSource& features, uint64_t device_bytes);
   virtual bool holds_features() const { return false; }
+  // Keeps the whole graph (`graph`, read range by range) on the model's device and samples there
+  // (BatchInput::sample), when the model holds the features and the graph fits in `device_bytes`
+  // besides them (0: the device's free memory less a margin). Returns whether it samples on the
+  // device; a CPU model never does. Corruption from an inconsistent graph.
+  virtual Result<bool> HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes);
+  virtual bool samples_on_device() const { return false; }
   // One line on where the model runs and what it holds ("" for the CPU model).
   virtual std::string DeviceDescription() const { return ""; }
 

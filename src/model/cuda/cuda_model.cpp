@@ -27,6 +27,7 @@
 #include "skiff/log.h"
 #include "src/model/cuda/batch_staging.h"
 #include "src/model/cuda/device_buffer.h"
+#include "src/model/cuda/device_sampler.h"
 #include "src/model/layer.h"
 
 namespace skiff::cuda {
@@ -100,7 +101,8 @@ class CudaModel final : public model::Model {
 
   std::string DeviceDescription() const override {
     return std::string("CUDA, ") + (precision_ == GemmPrecision::kTf32 ? "TF32" : "FP32") +
-           " matrix products" + (holds_features_ ? ", features in device memory" : "");
+           " matrix products" + (holds_features_ ? ", features in device memory" : "") +
+           (sampler_ != nullptr ? ", sampling on the device" : "");
   }
 
   Status Forward(const sampler::MiniBatch& batch, const float* x, bool training,
@@ -109,6 +111,21 @@ class CudaModel final : public model::Model {
     ready_for_backward_ = false;
     SKIFF_CHECK(logits != nullptr);
     SKIFF_RETURN_IF_ERROR(Prepare(batch, x));
+    return ForwardPrepared(training, dropout_seed, logits, embeddings);
+  }
+
+  Status ForwardDeviceSampled(const sampler::MiniBatch& batch, const model::DeviceSampling& sample,
+                              bool training, uint64_t dropout_seed, std::vector<float>* logits,
+                              std::vector<float>* embeddings) override {
+    ready_for_backward_ = false;
+    SKIFF_CHECK(logits != nullptr);
+    SKIFF_RETURN_IF_ERROR(Prepare(batch, nullptr, &sample));
+    return ForwardPrepared(training, dropout_seed, logits, embeddings);
+  }
+
+  // The host-facing Forward of the prepared batch: logits (and embeddings) to the host.
+  Status ForwardPrepared(bool training, uint64_t dropout_seed, std::vector<float>* logits,
+                         std::vector<float>* embeddings) {
     SKIFF_ASSIGN_OR_RETURN(const float* out, RunForward(training, dropout_seed, embeddings));
     const int64_t rows = staged_.num_seeds;
     logits->resize(static_cast<size_t>(rows * config_.num_classes));
@@ -116,7 +133,7 @@ class CudaModel final : public model::Model {
                                       sizeof(float) * rows * config_.num_classes,
                                       cudaMemcpyDeviceToHost, stream_.get()));
     SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
-    SKIFF_RETURN_IF_ERROR(staging_.Consumed(stream_.get()));
+    SKIFF_RETURN_IF_ERROR(BatchConsumed());
     ready_for_backward_ = true;
     return Status::Ok();
   }
@@ -135,7 +152,7 @@ class CudaModel final : public model::Model {
         cudaMemcpyAsync(grad_out, grad_logits, sizeof(float) * n, cudaMemcpyHostToDevice, s));
     SKIFF_RETURN_IF_ERROR(ZeroDeviceGrads());
     SKIFF_RETURN_IF_ERROR(RunBackward(grad_out));
-    SKIFF_RETURN_IF_ERROR(staging_.Consumed(s));
+    SKIFF_RETURN_IF_ERROR(BatchConsumed());
     host_grad_.resize(static_cast<size_t>(offsets_.back()));
     SKIFF_CUDA_RETURN(cudaMemcpyAsync(host_grad_.data(), grads_dev_.get(),
                                       sizeof(float) * host_grad_.size(), cudaMemcpyDeviceToHost,
@@ -155,24 +172,24 @@ class CudaModel final : public model::Model {
     ready_for_backward_ = false;
     SKIFF_CHECK(input.batch != nullptr);
     SKIFF_RETURN_IF_ERROR(CheckInput(input));
-    SKIFF_RETURN_IF_ERROR(Prepare(*input.batch, input.x));
+    SKIFF_RETURN_IF_ERROR(Prepare(*input.batch, input.x, input.sample));
     SKIFF_ASSIGN_OR_RETURN(const float* out, RunForward(true, dropout_seed, nullptr));
     SKIFF_ASSIGN_OR_RETURN(float* grad_out, Loss(out));
     SKIFF_RETURN_IF_ERROR(ZeroDeviceGrads());
     SKIFF_RETURN_IF_ERROR(RunBackward(grad_out));
     host_grads_current_ = false;
     SKIFF_RETURN_IF_ERROR(optimizer.Step());  // ApplyUpdate, on the stream
-    return staging_.Consumed(stream_.get());
+    return BatchConsumed();
   }
 
   Status EvalStep(const model::BatchInput& input) override {
     ready_for_backward_ = false;
     SKIFF_CHECK(input.batch != nullptr);
     SKIFF_RETURN_IF_ERROR(CheckInput(input));
-    SKIFF_RETURN_IF_ERROR(Prepare(*input.batch, input.x));
+    SKIFF_RETURN_IF_ERROR(Prepare(*input.batch, input.x, input.sample));
     SKIFF_ASSIGN_OR_RETURN(const float* out, RunForward(false, 0, nullptr));
     SKIFF_RETURN_IF_ERROR(Loss(out).status());
-    return staging_.Consumed(stream_.get());
+    return BatchConsumed();
   }
 
   Result<model::LossTotals> TakeLossTotals() override {
@@ -189,6 +206,8 @@ class CudaModel final : public model::Model {
 
   Result<bool> HoldFeatures(const sampler::FeatureSource& features, uint64_t device_bytes) override;
   bool holds_features() const override { return holds_features_; }
+  Result<bool> HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes) override;
+  bool samples_on_device() const override { return sampler_ != nullptr; }
 
   Status ApplyUpdate(const model::OptimizerConfig& config, int64_t step,
                      std::vector<std::vector<float>>& state) override;
@@ -292,17 +311,24 @@ class CudaModel final : public model::Model {
   }
 
   // Validates and stages the batch, and puts its input rows at x_ (copied from `x`, or gathered
-  // from the held features when `x` is null).
-  Status Prepare(const sampler::MiniBatch& batch, const float* x) {
+  // from the held features when `x` is null). With `sample`, the batch holds seeds only and is
+  // sampled on the device first.
+  Status Prepare(const sampler::MiniBatch& batch, const float* x,
+                 const model::DeviceSampling* sample = nullptr) {
     if (!deferred_error_.ok()) return std::exchange(deferred_error_, Status::Ok());
     if (x == nullptr && !holds_features_) {
       return Status::InvalidArgument("CUDA model: no input features given, and none held");
     }
-    SKIFF_RETURN_IF_ERROR(
-        model::ValidateMiniBatch(config_, batch, x != nullptr ? x : features_dev_.get()));
-    SKIFF_RETURN_IF_ERROR(EnsureParamsOnDevice());
     cudaStream_t s = stream_.get();
-    SKIFF_ASSIGN_OR_RETURN(staged_, staging_.Stage(batch, Augment(), x == nullptr, s));
+    if (sample != nullptr) {
+      SKIFF_RETURN_IF_ERROR(EnsureParamsOnDevice());
+      SKIFF_RETURN_IF_ERROR(SampleOnDevice(batch, *sample));
+    } else {
+      SKIFF_RETURN_IF_ERROR(
+          model::ValidateMiniBatch(config_, batch, x != nullptr ? x : features_dev_.get()));
+      SKIFF_RETURN_IF_ERROR(EnsureParamsOnDevice());
+      SKIFF_ASSIGN_OR_RETURN(staged_, staging_.Stage(batch, Augment(), x == nullptr, s));
+    }
     const int64_t rows = staged_.num_input;
     SKIFF_ASSIGN_OR_RETURN(float* x_dev, x_.Ensure(rows * config_.in_dim, "input features"));
     if (rows == 0) return Status::Ok();
@@ -312,6 +338,58 @@ class CudaModel final : public model::Model {
       return Status::Ok();
     }
     return GatherRows(features_dev_.get(), config_.in_dim, staged_.input_ids, rows, x_dev, s);
+  }
+
+  // Stages the seeds and labels of `batch` and samples its blocks on the device into staged_.
+  Status SampleOnDevice(const sampler::MiniBatch& batch, const model::DeviceSampling& sample) {
+    if (sampler_ == nullptr) {
+      return Status::InvalidArgument("CUDA model: a batch to sample, and no graph held");
+    }
+    SKIFF_CHECK(sample.fanouts != nullptr);
+    if (static_cast<int>(sample.fanouts->size()) != config_.num_layers) {
+      return Status::InvalidArgument("CUDA model: " + std::to_string(sample.fanouts->size()) +
+                                     " fanouts for " + std::to_string(config_.num_layers) +
+                                     " layers");
+    }
+    SKIFF_RETURN_IF_ERROR(CheckSeeds(batch.seeds));
+    // The seeds travel as the staged batch's input IDs (no blocks), with their labels.
+    seeds_only_.seeds = batch.seeds;
+    seeds_only_.input_nodes = batch.seeds;
+    seeds_only_.labels = batch.labels;
+    SKIFF_ASSIGN_OR_RETURN(staged_, staging_.Stage(seeds_only_, BlockAugment::kNone,
+                                                   /*input_ids=*/true, sampler_->stream()));
+    SKIFF_ASSIGN_OR_RETURN(DeviceSampledBatch sampled,
+                           sampler_->Sample(staged_.input_ids, staged_.num_seeds, *sample.fanouts,
+                                            sample.seed, Augment(), stream_.get()));
+    staged_.blocks = std::move(sampled.blocks);
+    staged_.input_ids = sampled.input_ids;
+    staged_.num_input = sampled.num_input;
+    sampled_on_device_ = true;
+    return Status::Ok();
+  }
+
+  // Seeds must be distinct nodes of the held graph (the host sampler's check).
+  Status CheckSeeds(const std::vector<int64_t>& seeds) {
+    seen_.assign(seeds.begin(), seeds.end());
+    std::sort(seen_.begin(), seen_.end());
+    for (size_t i = 0; i < seen_.size(); ++i) {
+      if (seen_[i] < 0 || seen_[i] >= sampler_->num_nodes()) {
+        return Status::InvalidArgument("seed node " + std::to_string(seen_[i]) + " is not in [0, " +
+                                       std::to_string(sampler_->num_nodes()) + ")");
+      }
+      if (i > 0 && seen_[i] == seen_[i - 1]) {
+        return Status::InvalidArgument("seed node " + std::to_string(seen_[i]) + " repeated");
+      }
+    }
+    return Status::Ok();
+  }
+
+  // The device may reuse the current batch's staged (and sampled) memory after the work queued.
+  Status BatchConsumed() {
+    SKIFF_RETURN_IF_ERROR(staging_.Consumed(stream_.get()));
+    if (!sampled_on_device_) return Status::Ok();
+    sampled_on_device_ = false;
+    return sampler_->Consumed(stream_.get());
   }
 
   // Softmax cross-entropy of the last layer's output against the staged labels, added to the
@@ -626,6 +704,11 @@ class CudaModel final : public model::Model {
   int moment_slots_ = 0;                // moments per parameter on the device (adam 2, sgd 1)
   bool host_grads_current_ = false;     // after the host-facing Backward: update from host grads
   bool holds_features_ = false;
+  int64_t features_rows_ = 0;
+  std::unique_ptr<DeviceSampler> sampler_;  // HoldGraph: batches sampled on the device
+  bool sampled_on_device_ = false;          // the current batch was
+  sampler::MiniBatch seeds_only_;           // SampleOnDevice's staged batch (reused)
+  std::vector<int64_t> seen_;               // CheckSeeds' scratch
   bool training_ = false;
   uint64_t dropout_seed_ = 0;
   bool ready_for_backward_ = false;
@@ -667,6 +750,31 @@ Result<bool> CudaModel::HoldFeatures(const sampler::FeatureSource& features,
     SKIFF_RETURN_IF_ERROR(stream_.Synchronize());  // the staging buffer is refilled next
   }
   holds_features_ = true;
+  features_rows_ = rows;
+  return true;
+}
+
+Result<bool> CudaModel::HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes) {
+  if (!holds_features_) return false;  // batches would need their rows from the host
+  if (graph.num_nodes() != features_rows_) {
+    return Status::InvalidArgument("CUDA model: the graph has " +
+                                   std::to_string(graph.num_nodes()) + " nodes, the features " +
+                                   std::to_string(features_rows_));
+  }
+  const uint64_t bytes = DeviceSampler::GraphDeviceBytes(graph.num_nodes(), graph.num_edges());
+  size_t free = 0, total = 0;
+  SKIFF_CUDA_RETURN(cudaMemGetInfo(&free, &total));
+  const uint64_t margin = std::max<uint64_t>(kMinDeviceMargin, total / kDeviceMarginDivisor);
+  // What is left of the budget HoldFeatures took from, or of the device's free memory.
+  const uint64_t held = features_dev_.capacity() * sizeof(float);
+  const uint64_t limit = device_bytes > 0 ? (device_bytes > held ? device_bytes - held : 0)
+                                          : (free > margin ? free - margin : 0);
+  if (bytes > limit) {
+    LogInfo("the graph (" + DescribeBytes(bytes) + " on the device) exceeds the device memory " +
+            "left for it (" + DescribeBytes(limit) + "): batches are sampled on the host");
+    return false;
+  }
+  SKIFF_ASSIGN_OR_RETURN(sampler_, DeviceSampler::Create(graph));
   return true;
 }
 

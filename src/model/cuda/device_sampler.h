@@ -1,0 +1,95 @@
+// DeviceSampler: the host sampler's batches (sampler::NeighborSampler), sampled on the device from
+// a CSR held in device memory, so that a batch's structure never crosses PCIe and no host thread
+// samples.
+//
+// The graph is uploaded once (Create), through a pinned chunk, and checked as it passes
+// (sampler::CsrSource). Device memory: the CSR as int64 offsets and int32 neighbours, and the ID
+// map kernels/cuda/sample.cuh describes (8 bytes per node): GraphDeviceBytes.
+//
+// Sample() runs the hops of kernels/cuda/sample.cuh on the sampler's own stream. The host reads
+// back two counts per hop (the hop's picks and its new nodes, which size the next launches), so
+// the calling thread waits for the sampling kernels -- not for the model's compute, which runs on
+// another stream: while batch i+1 is sampled, batch i computes. Outputs alternate between two
+// slots, ordered by events as BatchStaging's (the sampler waits for a slot's previous batch to be
+// consumed before writing it; compute waits for `sampled`).
+//
+// Thread safety: one thread at a time. Move-only through unique_ptr.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/cuda/pinned_buffer.cuh"
+#include "kernels/cuda/sample.cuh"
+#include "kernels/cuda/stream.cuh"
+#include "skiff/sampler/csr_source.h"
+#include "skiff/status.h"
+#include "src/model/cuda/batch_staging.h"
+#include "src/model/cuda/device_buffer.h"
+
+namespace skiff::cuda {
+
+// A batch sampled on the device (valid until its slot's next use).
+struct DeviceSampledBatch {
+  std::vector<DeviceBlock> blocks;  // outermost layer first, augmented as asked
+  const int64_t* input_ids = nullptr;
+  int64_t num_input = 0;
+};
+
+class DeviceSampler {
+ public:
+  // Device bytes the graph and the ID map take.
+  static uint64_t GraphDeviceBytes(int64_t num_nodes, int64_t num_edges);
+  // Uploads `csr` (Corruption naming the entry when it is inconsistent; InvalidArgument when it
+  // has 2^31 nodes or more).
+  static Result<std::unique_ptr<DeviceSampler>> Create(const sampler::CsrSource& csr);
+
+  int64_t num_nodes() const { return graph_.num_nodes; }
+  cudaStream_t stream() const { return stream_.get(); }
+
+  // Samples the batch of `num_seeds` seeds at `seeds` (device memory; distinct node IDs, checked
+  // by the caller; work already queued on stream() may write them) with `fanouts` (input layer
+  // first) and the sampler seed `sample_seed`, exactly as NeighborSampler(graph, fanouts,
+  // record_degrees = augment == kGcn).Sample(seeds, sample_seed) does, then augments every block
+  // as BatchStaging would. `compute` waits for the result.
+  Result<DeviceSampledBatch> Sample(const int64_t* seeds, int64_t num_seeds,
+                                    const std::vector<int>& fanouts, uint64_t sample_seed,
+                                    BlockAugment augment, cudaStream_t compute);
+  // The last sampled batch's slot may be reused once `compute`'s work so far is done.
+  Status Consumed(cudaStream_t compute);
+
+ private:
+  struct Slot {
+    DeviceBuffer<int64_t> nodes, degree;
+    std::vector<DeviceBuffer<int64_t>> indptr, augmented_indptr;
+    std::vector<DeviceBuffer<int32_t>> indices, augmented_indices;
+    std::vector<DeviceBuffer<float>> weight;
+    CudaEvent sampled, consumed;
+  };
+  DeviceSampler() = default;
+  Status Upload(const sampler::CsrSource& csr);
+  // One hop: block num_layers - 1 - hop of `slot`, its new nodes appended; advances p->hop_begin.
+  Status Hop(HopParams* p, Slot& slot, int64_t* num_edges);
+  // Copies the device count at `at` to the host (waits for the sampler's stream).
+  Result<int64_t> ReadCount(const int64_t* at);
+  // Grows slot.nodes to hold `count` nodes, keeping the first `keep`.
+  Status ReserveNodes(Slot& slot, int64_t count, int64_t keep);
+  Status Augment(Slot& slot, BlockAugment augment, DeviceSampledBatch* out);
+
+  CudaStream stream_;
+  DeviceBuffer<int64_t> indptr_;
+  DeviceBuffer<int32_t> indices_;
+  DeviceCsr graph_;
+  DeviceBuffer<int32_t> local_, first_;  // the ID map (sample.cuh)
+  DeviceBuffer<int64_t> picks_, new_count_;
+  DeviceBuffer<int32_t> is_new_, rank_;
+  DeviceBuffer<char> workspace_;
+  PinnedBuffer count_host_;
+  Slot slots_[2];
+  int current_ = 1;  // the slot of the last sampled batch
+};
+
+}  // namespace skiff::cuda
