@@ -61,6 +61,8 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(
   train::TrainData& data = out->data;
   data.graph = out->graph.get();
   data.features = out->features.get();
+  out->csr = std::make_unique<sampler::DatasetCsr>(*dataset);
+  data.csr = out->csr.get();
   data.num_classes = m.num_classes;
   SKIFF_ASSIGN_OR_RETURN(data.labels, dataset->LoadLabels());
   SKIFF_ASSIGN_OR_RETURN(data.train, dataset->LoadSplit(format::kTrainFile));
@@ -218,6 +220,25 @@ SampleGroupFn SampleFnFor(std::vector<int> fanouts, bool record_degrees,
       batch->labels.resize(batch->seeds.size());
       for (size_t i = 0; i < batch->seeds.size(); ++i) {
         batch->labels[i] = labels != nullptr ? (*labels)[batch->seeds[i]] : -1;
+      }
+    }
+    return Status::Ok();
+  };
+}
+
+// For a model that samples on its device (PassSpec::sample_on_device): each batch its seeds and
+// their labels only.
+SampleGroupFn SeedsOnly(const std::vector<int32_t>* labels) {
+  return [labels](const BatchGraph& /*view*/, std::span<const std::span<const int64_t>> seeds,
+                  std::span<const uint64_t> /*rng_seeds*/,
+                  std::span<sampler::MiniBatch* const> batches) -> Status {
+    for (size_t b = 0; b < batches.size(); ++b) {
+      sampler::MiniBatch& batch = *batches[b];
+      batch = sampler::MiniBatch{};
+      batch.seeds.assign(seeds[b].begin(), seeds[b].end());
+      batch.labels.resize(batch.seeds.size());
+      for (size_t i = 0; i < batch.seeds.size(); ++i) {
+        batch.labels[i] = labels != nullptr ? (*labels)[batch.seeds[i]] : -1;
       }
     }
     return Status::Ok();
@@ -426,8 +447,10 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
   const PassParts split = layout.Split();
   SampledAhead& ahead = *state.ahead;
   const SampleGroupFn sample =
-      TakingAhead(&ahead, SampleFnFor(pass.training ? state.fanouts : state.eval_fanouts,
-                                      state.record_degrees, state.labels));
+      pass.sample_on_device
+          ? SeedsOnly(state.labels)
+          : TakingAhead(&ahead, SampleFnFor(pass.training ? state.fanouts : state.eval_fanouts,
+                                            state.record_degrees, state.labels));
   // Hands a batch to the Trainer's step, and its staging buffer back to the pipeline for reuse.
   auto hand_over = [&](PreparedBatch& prepared) -> Status {
     train::PreparedBatch batch;
@@ -436,6 +459,8 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
     batch.features = std::move(prepared.features);
     batch.aggregated = prepared.aggregated;
     batch.part = split.PartOf(prepared.index);
+    batch.sample_seed = prepared.sample_seed;
+    batch.unsampled = pass.sample_on_device;
     const Status status = consume(batch);
     prepared.features = std::move(batch.features);
     return status;

@@ -64,10 +64,16 @@ void BatchStream::Worker() {
       }
     }
     prepared.index = index;
+    prepared.sample_seed =
+        sampler::BatchSeed(options_.seed, options_.stream, options_.epoch, index);
+    prepared.unsampled = !options_.sample;
     const auto t0 = Clock::now();
-    Status st = sampler_.Sample(
-        batches_[index], sampler::BatchSeed(options_.seed, options_.stream, options_.epoch, index),
-        &prepared.batch);
+    Status st = Status::Ok();
+    if (options_.sample) {
+      st = sampler_.Sample(batches_[index], prepared.sample_seed, &prepared.batch);
+    } else {
+      prepared.batch.seeds = batches_[index];  // the model samples it (PreparedBatch::unsampled)
+    }
     const auto t1 = Clock::now();
     if (st.ok()) {
       sampler::MiniBatch& b = prepared.batch;

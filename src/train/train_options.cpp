@@ -242,6 +242,11 @@ std::vector<TrainOption> SessionOptions() {
           "cuda: keep the features in device memory when they fit in this (e.g. 8GiB; "
           "default: the device's free memory less 1/8 of it, at least 2 GiB)",
           [](auto& o) -> auto& { return o.device_memory_bytes; }, BytesCodec{}),
+      EnumEntry(
+          "sampler", kSession,
+          "Where batches are sampled: host threads, or (cuda, features in device memory) the "
+          "device, from the graph kept in device memory beside them; auto: the device when it fits",
+          kSamplerPlaceNames, [](auto& o) -> auto& { return o.sampler; }),
       Entry(
           "checkpoint", kSession, "Write the best model (by valid accuracy) here",
           [](auto& o) -> auto& { return o.checkpoint_path; }, PathCodec{}),

@@ -58,6 +58,7 @@ Result<std::unique_ptr<InMemoryData>> LoadInMemory(const format::Dataset& datase
   TrainData& d = out->data;
   d.graph = out->graph.get();
   d.features = out->features.get();
+  d.csr = out->graph.get();
   SKIFF_ASSIGN_OR_RETURN(d.labels, dataset.LoadLabels());
   d.num_classes = dataset.manifest().num_classes;
   SKIFF_ASSIGN_OR_RETURN(d.train, dataset.LoadSplit(format::kTrainFile));
@@ -182,6 +183,7 @@ PassSpec Trainer::MakePassSpec(const std::vector<int64_t>* nodes, bool training,
                                int64_t epoch, int64_t batch_size) const {
   PassSpec pass{nodes, training, stream, epoch, batch_size};
   pass.gather_features = !model_->holds_features();
+  pass.sample_on_device = model_->samples_on_device();
   if (model_->accepts_aggregated_input()) {
     pass.aggregation = model::InputAggregationOf(model_->config());
     pass.input_dropout = model::FirstLayerDropout(model_->config());
@@ -189,8 +191,13 @@ PassSpec Trainer::MakePassSpec(const std::vector<int64_t>* nodes, bool training,
   return pass;
 }
 
-model::BatchInput Trainer::InputOf(const PreparedBatch& next) const {
+model::BatchInput Trainer::InputOf(const PreparedBatch& next, const std::vector<int>& fanouts) {
   model::BatchInput input{.batch = &next.batch};
+  if (next.unsampled) {
+    device_sampling_ = {.fanouts = &fanouts, .seed = next.sample_seed};
+    input.sample = &device_sampling_;
+    return input;
+  }
   if (next.features.empty() && model_->holds_features()) return input;
   input.x = next.features.data();
   if (next.aggregated) {
@@ -208,7 +215,33 @@ Result<bool> Trainer::OfferFeatures() {
   SKIFF_ASSIGN_OR_RETURN(const bool held,
                          model_->HoldFeatures(*data_.features, options_.device_memory_bytes));
   if (held) LogInfo("features held in device memory: batches carry node IDs only");
+  SKIFF_RETURN_IF_ERROR(OfferGraph(held));
   return held;
+}
+
+Status Trainer::OfferGraph(bool features_held) {
+  if (options_.sampler == SamplerPlace::kHost) return Status::Ok();
+  const bool required = options_.sampler == SamplerPlace::kDevice;
+  bool held = false;
+  if (features_held && data_.csr != nullptr) {
+    SKIFF_ASSIGN_OR_RETURN(held, model_->HoldGraph(*data_.csr, options_.device_memory_bytes));
+  }
+  if (held) {
+    LogInfo("graph held in device memory: batches are sampled on the device");
+    return Status::Ok();
+  }
+  if (!required) return Status::Ok();
+  if (!features_held) {
+    return Status::InvalidArgument(
+        "--sampler device needs a model that holds the features on its device (--device cuda, "
+        "with the features fitting in --device-memory)");
+  }
+  if (data_.csr == nullptr) {
+    return Status::InvalidArgument("--sampler device: this run has no graph to put on the device");
+  }
+  return Status::ResourceExhausted(
+      "--sampler device: the graph does not fit in device memory beside the features (raise "
+      "--device-memory, or use --sampler host)");
 }
 
 Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
@@ -231,6 +264,7 @@ Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(Prepar
   so.stream = kTrainStream;
   so.epoch = static_cast<uint64_t>(epoch);
   so.gather_features = !model_->holds_features();
+  so.sample = !model_->samples_on_device();
   BatchStream stream(*train_sampler_, *data_.features, &data_.labels,
                      PlanBatches(data_.train, options_.batch_size, true, options_.seed,
                                  static_cast<uint64_t>(epoch)),
@@ -291,7 +325,8 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   };
   auto consume = [&](PreparedBatch& next) -> Status {
     const auto c0 = Clock::now();
-    SKIFF_RETURN_IF_ERROR(model_->TrainStep(InputOf(next), dropout_seed(next.index), *optimizer_));
+    SKIFF_RETURN_IF_ERROR(
+        model_->TrainStep(InputOf(next, options_.fanouts), dropout_seed(next.index), *optimizer_));
     compute_seconds += Seconds(c0, Clock::now());
     if (progress) progress->Add(1);
     return Status::Ok();
@@ -316,15 +351,18 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
 
 Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes, uint64_t stream_id,
                                               bool repeats) {
+  SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
   BatchStreamOptions so;
   so.threads = options_.sampler_threads;
   so.capacity = options_.prefetch_batches;
   so.seed = options_.seed;
   so.stream = stream_id;
   so.gather_features = !model_->holds_features();
-  SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
+  so.sample = !model_->samples_on_device();
   // Totals of earlier steps were taken by their pass; these are this evaluation's alone.
-  auto consume = [&](PreparedBatch& next) -> Status { return model_->EvalStep(InputOf(next)); };
+  auto consume = [&](PreparedBatch& next) -> Status {
+    return model_->EvalStep(InputOf(next, options_.eval_fanouts));
+  };
   if (pass_runner_) {
     // Epoch 0 for every evaluation, as the BatchStream below: evaluation draws the same
     // neighbours every epoch.
@@ -374,7 +412,7 @@ Result<std::array<Trainer::Evaluation, 2>> Trainer::EvaluateBoth(const std::vect
   };
   auto consume = [&](PreparedBatch& next) -> Status {
     while (part < next.part) SKIFF_RETURN_IF_ERROR(take());
-    return model_->EvalStep(InputOf(next));
+    return model_->EvalStep(InputOf(next, options_.eval_fanouts));
   };
   SKIFF_RETURN_IF_ERROR(pass_runner_(
       EvaluateBothPass(first, first_stream, second, second_stream, repeats), consume, nullptr));
@@ -407,7 +445,8 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
   std::vector<float> logits, emb;
   auto consume = [&](PreparedBatch& next) -> Status {
     const sampler::MiniBatch& b = next.batch;
-    SKIFF_RETURN_IF_ERROR(model_->ForwardInput(InputOf(next), false, 0, &logits, &emb));
+    SKIFF_RETURN_IF_ERROR(
+        model_->ForwardInput(InputOf(next, options_.eval_fanouts), false, 0, &logits, &emb));
     const int64_t rows = static_cast<int64_t>(b.seeds.size());
     for (int64_t i = 0; i < rows; ++i) {
       const float* l = logits.data() + i * c;
@@ -432,6 +471,7 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
     so.seed = options_.seed;
     so.stream = kPredictStream;
     so.gather_features = !model_->holds_features();
+    so.sample = !model_->samples_on_device();
     BatchStream stream(*eval_sampler_, *data_.features, nullptr,
                        PlanBatches(nodes, batch_size, false, 0, 0), so);
     while (true) {

@@ -43,6 +43,7 @@ struct OutOfCoreTraining {
   std::unique_ptr<OutOfCore> ooc;
   std::unique_ptr<DiskGraphSource> graph;
   std::unique_ptr<DiskFeatureSource> features;
+  std::unique_ptr<sampler::DatasetCsr> csr;  // for a model that samples on its device
   train::TrainData data;
   // Where evaluation passes that repeat keep their batches (PassCache: an unnamed file, gone when
   // the run ends); empty: nowhere, every evaluation samples and gathers again. Only out of core

@@ -36,7 +36,11 @@ struct PreparedBatch {
   // `features` holds block 0's num_dst own rows then its num_dst aggregated rows instead
   // (model::AggregateFirstLayerInput; only from a pass runner, when PassSpec::aggregation asks).
   bool aggregated = false;
-  int part = 0;  // which node set of the pass it is from (PassSpec::more)
+  int part = 0;              // which node set of the pass it is from (PassSpec::more)
+  uint64_t sample_seed = 0;  // the sampler seed of the batch (sampler::BatchSeed)
+  // Seeds and labels only: the model samples the batch on its device from sample_seed
+  // (PassSpec::sample_on_device, model::BatchInput::sample).
+  bool unsampled = false;
 };
 
 struct BatchStreamOptions {
@@ -46,6 +50,7 @@ struct BatchStreamOptions {
   uint64_t stream = 0;  // distinguishes training from evaluation passes
   uint64_t epoch = 0;
   bool gather_features = true;  // false: batches come without features (the model gathers them)
+  bool sample = true;           // false: seeds and labels only (PreparedBatch::unsampled)
 };
 
 class BatchStream {

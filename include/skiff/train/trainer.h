@@ -38,6 +38,9 @@ namespace skiff::train {
 struct TrainData {
   const sampler::GraphSource* graph = nullptr;
   const sampler::FeatureSource* features = nullptr;
+  // The whole CSR, read range by range, for a model that samples on its device (may be null:
+  // then batches are sampled on the host).
+  const sampler::CsrSource* csr = nullptr;
   std::vector<int32_t> labels;  // size num_nodes, -1 = unlabelled
   int64_t num_classes = 0;
   std::vector<int64_t> train, valid, test;
@@ -84,6 +87,9 @@ struct PassSpec {
   // False when the model gathers the input rows itself (it holds the features on its device):
   // batches then come without features (PreparedBatch::features empty).
   bool gather_features = true;
+  // True when the model samples on its device (Model::samples_on_device): batches then come as
+  // seeds and labels with their sampler seed (PreparedBatch::unsampled), not sampled.
+  bool sample_on_device = false;
   // The same pass (nodes, stream, batch size; evaluation, epoch 0's stream) runs again later with
   // the model's later state: a runner may keep its batches and replay them then.
   bool repeats = false;
@@ -143,7 +149,9 @@ class Trainer {
 
   // Offers the features to the model's device (Model::HoldFeatures within
   // TrainOptions::device_memory_bytes) the first time it is called -- training, evaluation and
-  // prediction call it -- and returns whether the model holds them.
+  // prediction call it -- and returns whether the model holds them. Then, as TrainOptions::sampler
+  // asks, the graph (Model::HoldGraph; TrainData::csr): with kDevice, InvalidArgument when the
+  // model cannot sample on its device and ResourceExhausted when the graph does not fit there.
   Result<bool> OfferFeatures();
 
   // Replaces how training and evaluation passes produce their batches (see PassRunner).
@@ -176,12 +184,14 @@ class Trainer {
                             bool repeats) const;
   // Whether EvaluateSplits evaluates validation and test in one pass (EvaluateBoth).
   bool EvaluatesSplitsTogether() const;
+  // OfferFeatures' second half: the graph, as TrainOptions::sampler asks.
+  Status OfferGraph(bool features_held);
   // A pass over `nodes`, offering aggregated input when the model takes it.
   PassSpec MakePassSpec(const std::vector<int64_t>* nodes, bool training, uint64_t stream,
                         int64_t epoch, int64_t batch_size) const;
-  // The model's input for a prepared batch: rows, aggregated rows, or (features held by the
-  // model) node IDs only.
-  model::BatchInput InputOf(const PreparedBatch& next) const;
+  // The model's input for a prepared batch: rows, aggregated rows, (features held by the model)
+  // node IDs only, or (PreparedBatch::unsampled) seeds the model samples with `fanouts`.
+  model::BatchInput InputOf(const PreparedBatch& next, const std::vector<int>& fanouts);
 
   const TrainData& data_;
   TrainOptions options_;
@@ -190,6 +200,7 @@ class Trainer {
   std::unique_ptr<sampler::NeighborSampler> train_sampler_, eval_sampler_;
   PassRunner pass_runner_;  // empty: BatchStream
   bool features_offered_ = false;
+  model::DeviceSampling device_sampling_;  // InputOf's, for the batch being computed
   int64_t next_epoch_ = 0;
   int64_t best_epoch_ = -1;
   double best_valid_acc_ = -1, best_test_acc_ = 0;
