@@ -33,6 +33,8 @@ expect 2 "--device: unknown device 'tpu' (expected cpu or cuda)" train small --d
 expect 2 "--sampling: unknown sampling mode 'fuzzy' (expected exact or in-buffer)" train small --sampling fuzzy
 expect 2 "--device-memory: expected a size such as 8GiB (got 'lots')" train small --device-memory lots
 expect 2 "--device-memory: expected a size such as 8GiB (got '0')" train small --device-memory 0
+expect 2 "--sampler: unknown value 'gpu' (expected host, device or auto)" train small --sampler gpu
+expect 1 "--sampler device samples on the GPU: it needs --device cuda" train small --sampler device
 # iobench checks its whole sweep before it creates or reads anything.
 expect 1 "unknown pattern 'zig' (expected rand, seq or stride)" iobench raw f.bin --create-file 1MiB --pattern zig
 expect 1 "--stride: expected a size such as 4KiB (got 'x')" iobench raw f.bin --create-file 1MiB --stride x

@@ -10,7 +10,10 @@
 #
 # Environment: SKIFF (the command that runs skiff; default build/skiff, e.g. "pack/run skiff" for a
 # packed build), EPOCHS (default 4), MATMUL (skiff --cuda-matmul and the peer's --tf32: tf32 or
-# fp32; default both, one after the other), PYTHON (default python3).
+# fp32; default both, one after the other), SAMPLERS (skiff --sampler values run in each round,
+# default "device host"), MEMORY (also run skiff out of core, --sampler device --memory MEMORY;
+# default 141MiB, 25% of the dataset, the out-of-core bar's setting; empty: skip), PYTHON
+# (default python3).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -35,9 +38,16 @@ for matmul in ${MATMUL:-tf32 fp32}; do
   peer_tf32=()
   [[ $matmul == tf32 ]] && peer_tf32=(--tf32)
   for ((r = 1; r <= rounds; ++r)); do
-    echo "== round $r, $matmul: skiff --device cuda"
-    $skiff train "$ds" --model sage "${model[@]}" --device cuda --cuda-matmul "$matmul" \
-      --threads "$threads" 2>&1 | grep -v '^\s*$'
+    for sampler in ${SAMPLERS:-device host}; do
+      echo "== round $r, $matmul: skiff --device cuda --sampler $sampler"
+      $skiff train "$ds" --model sage "${model[@]}" --device cuda --cuda-matmul "$matmul" \
+        --sampler "$sampler" --threads "$threads" 2>&1 | grep -v '^\s*$'
+    done
+    if [[ -n ${MEMORY-141MiB} ]]; then
+      echo "== round $r, $matmul: skiff --device cuda --sampler device --memory ${MEMORY-141MiB}"
+      $skiff train "$ds" --model sage "${model[@]}" --device cuda --cuda-matmul "$matmul" \
+        --sampler device --memory "${MEMORY-141MiB}" --threads "$threads" 2>&1 | grep -v '^\s*$'
+    fi
     echo "== round $r, $matmul: pyg peer"
     $python "$root/tools/bench/pyg_peer.py" "$ds" "${model[@]}" "${peer_tf32[@]}" 2>&1 |
       grep -E '^pyg_peer|"epoch"' || true

@@ -148,6 +148,9 @@ Status Train(const TrainCliOptions& o) {
   }
   SKIFF_ASSIGN_OR_RETURN(const train::TrainOptions t, OptionsOf(o, resume));
   SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
+  if (t.sampler == train::SamplerPlace::kDevice && device != Device::kCuda) {
+    return Status::InvalidArgument("--sampler device samples on the GPU: it needs --device cuda");
+  }
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
 
   // One batch engine: the pipeline (docs/pipeline.md). Without --memory every partition is
