@@ -143,7 +143,8 @@ void CompareBatch(cuda::DeviceSampler& device, const sampler::GraphSource& graph
 TEST_CASE("device sampler: batches equal the host sampler's, bit for bit") {
   const int64_t n = 20000;
   auto graph = AwkwardGraph(n, 3);
-  auto device = cuda::DeviceSampler::Create(*graph);
+  // A small upload chunk: the graph crosses in many ranges.
+  auto device = cuda::DeviceSampler::Create(*graph, 4096);
   SKIFF_REQUIRE_OK(device.status());
   gpu_testing::TestStream compute;
   const std::vector<std::vector<int>> fanout_sets = {{15, 10, 5}, {5, 10, 15}, {3, -1}, {0, 4},
@@ -168,7 +169,7 @@ TEST_CASE("device sampler: batches equal the host sampler's, bit for bit") {
 TEST_CASE("device sampler: augmented blocks equal BatchStaging's") {
   const int64_t n = 5000;
   auto graph = AwkwardGraph(n, 8);
-  auto device = cuda::DeviceSampler::Create(*graph);
+  auto device = cuda::DeviceSampler::Create(*graph, 1 << 20);
   SKIFF_REQUIRE_OK(device.status());
   gpu_testing::TestStream compute;
   for (cuda::BlockAugment augment : {cuda::BlockAugment::kSelfLoop, cuda::BlockAugment::kGcn}) {
@@ -195,7 +196,7 @@ TEST_CASE("device sampler: an inconsistent graph is refused, naming the entry") 
     }
     std::string Describe() const override { return "a test graph"; }
   };
-  auto device = cuda::DeviceSampler::Create(BadCsr{});
+  auto device = cuda::DeviceSampler::Create(BadCsr{}, 1 << 20);
   REQUIRE(device.status().code() == StatusCode::kCorruption);
   CHECK(device.status().ToString().find("graph.neighbors entry 1") != std::string::npos);
 }

@@ -42,9 +42,9 @@ constexpr float kNegativeSlope = 0.2f;  // as src/model/gat_layer.cpp
 // the model's activations, cuBLAS workspaces and the staged batches.
 constexpr uint64_t kMinDeviceMargin = uint64_t{2} << 30;
 constexpr uint64_t kDeviceMarginDivisor = 8;
-// The pinned buffer HoldFeatures uploads the features through (pipeline::kDeviceUploadBytes, which
-// the memory plan counts). Small: the upload is bound by reading the features, and out of core
-// every MiB of it is a MiB less for partitions.
+// The pinned buffer HoldFeatures uploads the features through, and HoldGraph the graph
+// (pipeline::kDeviceUploadBytes, which the memory plan counts; one at a time). Small: the upload is
+// bound by reading the features, and out of core every MiB of it is a MiB less for partitions.
 constexpr uint64_t kUploadChunkBytes = uint64_t{2} << 20;
 
 uint64_t LayerSeed(uint64_t seed, int layer, int stream) {
@@ -774,7 +774,7 @@ Result<bool> CudaModel::HoldGraph(const sampler::CsrSource& graph, uint64_t devi
             "left for it (" + DescribeBytes(limit) + "): batches are sampled on the host");
     return false;
   }
-  SKIFF_ASSIGN_OR_RETURN(sampler_, DeviceSampler::Create(graph));
+  SKIFF_ASSIGN_OR_RETURN(sampler_, DeviceSampler::Create(graph, kUploadChunkBytes));
   return true;
 }
 

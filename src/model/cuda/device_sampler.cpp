@@ -12,9 +12,6 @@ namespace {
 
 #define SKIFF_SAMPLER_CUDA(expr) SKIFF_RETURN_IF_ERROR(FromCudaError(static_cast<int>(expr), #expr))
 
-// Entries per upload chunk (8 MiB of int64 on the host side).
-constexpr int64_t kUploadEntries = int64_t{1} << 20;
-
 // Room for `count` with a quarter more, so sizes settle after the first batches.
 int64_t WithSlack(int64_t count) { return count + count / 4; }
 
@@ -33,7 +30,8 @@ uint64_t DeviceSampler::GraphDeviceBytes(int64_t num_nodes, int64_t num_edges) {
   return (n + 1) * sizeof(int64_t) + e * sizeof(int32_t) + 2 * n * sizeof(int32_t);
 }
 
-Result<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(const sampler::CsrSource& csr) {
+Result<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(const sampler::CsrSource& csr,
+                                                             uint64_t upload_bytes) {
   if (csr.num_nodes() < 0 || csr.num_nodes() >= INT32_MAX || csr.num_edges() < 0) {
     return Status::InvalidArgument("device sampling: " + csr.Describe() + " has " +
                                    std::to_string(csr.num_nodes()) +
@@ -47,7 +45,7 @@ Result<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(const sampler::CsrS
   }
   SKIFF_ASSIGN_OR_RETURN(s->count_host_, PinnedBuffer::Create(2 * sizeof(int64_t)));
   SKIFF_RETURN_IF_ERROR(s->new_count_.Ensure(1, "sampling counts").status());
-  SKIFF_RETURN_IF_ERROR(s->Upload(csr));
+  SKIFF_RETURN_IF_ERROR(s->Upload(csr, upload_bytes));
   const int64_t n = csr.num_nodes();
   SKIFF_ASSIGN_OR_RETURN(int32_t * local, s->local_.Ensure(n, "the sampler's ID map"));
   SKIFF_ASSIGN_OR_RETURN(int32_t * first, s->first_.Ensure(n, "the sampler's ID map"));
@@ -58,37 +56,37 @@ Result<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(const sampler::CsrS
   return s;
 }
 
-// Offsets as they are; neighbours narrowed to int32 in the pinned chunk. Each chunk is checked on
-// the host before it is copied (the copy waits for the previous one: one pinned chunk).
-Status DeviceSampler::Upload(const sampler::CsrSource& csr) {
+// Through one pinned chunk of `upload_bytes`: each range is read into it, checked, (neighbours)
+// narrowed to int32 in place, front to back, and copied; the next range waits for the copy.
+Status DeviceSampler::Upload(const sampler::CsrSource& csr, uint64_t upload_bytes) {
   const int64_t n = csr.num_nodes(), e = csr.num_edges();
   SKIFF_ASSIGN_OR_RETURN(int64_t * indptr, indptr_.Ensure(n + 1, "the sampled graph's offsets"));
   SKIFF_ASSIGN_OR_RETURN(int32_t * indices, indices_.Ensure(e, "the sampled graph's neighbours"));
   graph_ = DeviceCsr{.num_nodes = n, .num_edges = e, .indptr = indptr, .indices = indices};
-  SKIFF_ASSIGN_OR_RETURN(
-      PinnedBuffer chunk,
-      PinnedBuffer::Create(sizeof(int64_t) * static_cast<size_t>(kUploadEntries)));
-  std::vector<int64_t> read(static_cast<size_t>(std::min<int64_t>(kUploadEntries, e + n + 1)));
-  auto* staged = static_cast<char*>(chunk.data());
+  const int64_t entries =
+      std::max<int64_t>(1, static_cast<int64_t>(upload_bytes / sizeof(int64_t)));
+  SKIFF_ASSIGN_OR_RETURN(PinnedBuffer chunk,
+                         PinnedBuffer::Create(sizeof(int64_t) * static_cast<size_t>(entries)));
+  auto* staged = static_cast<int64_t*>(chunk.data());
   cudaStream_t st = stream();
   int64_t previous = 0;
-  for (int64_t at = 0; at < n + 1; at += kUploadEntries) {
-    const int64_t count = std::min(kUploadEntries, n + 1 - at);
-    SKIFF_RETURN_IF_ERROR(csr.ReadOffsets(at, count, read.data()));
-    SKIFF_RETURN_IF_ERROR(sampler::CheckOffsetsRange(csr, at, count, read.data(), previous));
-    previous = read[static_cast<size_t>(count - 1)];
+  for (int64_t at = 0; at < n + 1; at += entries) {
+    const int64_t count = std::min(entries, n + 1 - at);
     SKIFF_RETURN_IF_ERROR(stream_.Synchronize());  // the chunk's previous copy is done
-    std::memcpy(staged, read.data(), sizeof(int64_t) * count);
+    SKIFF_RETURN_IF_ERROR(csr.ReadOffsets(at, count, staged));
+    SKIFF_RETURN_IF_ERROR(sampler::CheckOffsetsRange(csr, at, count, staged, previous));
+    previous = staged[count - 1];
     SKIFF_RETURN_IF_ERROR(CopyToDevice(indptr + at, staged, sizeof(int64_t) * count, st));
   }
-  for (int64_t at = 0; at < e; at += kUploadEntries) {
-    const int64_t count = std::min(kUploadEntries, e - at);
-    SKIFF_RETURN_IF_ERROR(csr.ReadNeighbors(at, count, read.data()));
-    SKIFF_RETURN_IF_ERROR(sampler::CheckNeighborsRange(csr, at, count, read.data()));
+  for (int64_t at = 0; at < e; at += entries) {
+    const int64_t count = std::min(entries, e - at);
     SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
+    SKIFF_RETURN_IF_ERROR(csr.ReadNeighbors(at, count, staged));
+    SKIFF_RETURN_IF_ERROR(sampler::CheckNeighborsRange(csr, at, count, staged));
+    // narrow[i] overwrites bytes below staged[i + 1]: only entries already narrowed.
     auto* narrow = reinterpret_cast<int32_t*>(staged);
-    for (int64_t i = 0; i < count; ++i) narrow[i] = static_cast<int32_t>(read[i]);
-    SKIFF_RETURN_IF_ERROR(CopyToDevice(indices + at, staged, sizeof(int32_t) * count, st));
+    for (int64_t i = 0; i < count; ++i) narrow[i] = static_cast<int32_t>(staged[i]);
+    SKIFF_RETURN_IF_ERROR(CopyToDevice(indices + at, narrow, sizeof(int32_t) * count, st));
   }
   return stream_.Synchronize();
 }
@@ -160,6 +158,9 @@ Result<DeviceSampledBatch> DeviceSampler::Sample(const int64_t* seeds, int64_t n
                                    " layers, at most " + std::to_string(kMaxSampleLayers));
   }
   std::copy(fanouts.begin(), fanouts.end(), p.fanouts);
+  p.hop_begin[1] = num_seeds;
+  // Refused before the ID map is touched (an error mid-batch would leave entries set).
+  SKIFF_RETURN_IF_ERROR(CheckHopParams(p));
   current_ = 1 - current_;
   Slot& slot = slots_[current_];
   cudaStream_t st = stream();

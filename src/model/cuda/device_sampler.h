@@ -2,7 +2,7 @@
 // a CSR held in device memory, so that a batch's structure never crosses PCIe and no host thread
 // samples.
 //
-// The graph is uploaded once (Create), through a pinned chunk, and checked as it passes
+// The graph is uploaded once (Create), through one pinned chunk, and checked as it passes
 // (sampler::CsrSource). Device memory: the CSR as int64 offsets and int32 neighbours, and the ID
 // map kernels/cuda/sample.cuh describes (8 bytes per node): GraphDeviceBytes.
 //
@@ -43,9 +43,11 @@ class DeviceSampler {
  public:
   // Device bytes the graph and the ID map take.
   static uint64_t GraphDeviceBytes(int64_t num_nodes, int64_t num_edges);
-  // Uploads `csr` (Corruption naming the entry when it is inconsistent; InvalidArgument when it
-  // has 2^31 nodes or more).
-  static Result<std::unique_ptr<DeviceSampler>> Create(const sampler::CsrSource& csr);
+  // Uploads `csr` through a pinned chunk of `upload_bytes` (the only host memory it takes;
+  // Corruption naming the entry when the graph is inconsistent; InvalidArgument when it has 2^31
+  // nodes or more).
+  static Result<std::unique_ptr<DeviceSampler>> Create(const sampler::CsrSource& csr,
+                                                       uint64_t upload_bytes);
 
   int64_t num_nodes() const { return graph_.num_nodes; }
   cudaStream_t stream() const { return stream_.get(); }
@@ -70,7 +72,7 @@ class DeviceSampler {
     CudaEvent sampled, consumed;
   };
   DeviceSampler() = default;
-  Status Upload(const sampler::CsrSource& csr);
+  Status Upload(const sampler::CsrSource& csr, uint64_t upload_bytes);
   // One hop: block num_layers - 1 - hop of `slot`, its new nodes appended; advances p->hop_begin.
   Status Hop(HopParams* p, Slot& slot, int64_t* num_edges);
   // Copies the device count at `at` to the host (waits for the sampler's stream).
