@@ -14,6 +14,15 @@ Result<CudaStream> CudaStream::Create() {
   return s;
 }
 
+Result<CudaStream> CudaStream::CreateHighPriority() {
+  int least = 0, greatest = 0;
+  SKIFF_CUDA_RETURN_IF_ERROR(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  CudaStream s;
+  SKIFF_CUDA_RETURN_IF_ERROR(
+      cudaStreamCreateWithPriority(&s.stream_, cudaStreamNonBlocking, greatest));
+  return s;
+}
+
 CudaStream& CudaStream::operator=(CudaStream&& other) noexcept {
   if (this != &other) {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);

@@ -24,6 +24,9 @@ namespace skiff::cuda {
 class CudaStream {
  public:
   static Result<CudaStream> Create();
+  // The same at the device's greatest priority: its kernels are scheduled ahead of those of
+  // ordinary streams as blocks free up (for short work a host thread waits on).
+  static Result<CudaStream> CreateHighPriority();
   CudaStream() = default;
   CudaStream(CudaStream&& other) noexcept : stream_(other.stream_) { other.stream_ = nullptr; }
   CudaStream& operator=(CudaStream&& other) noexcept;

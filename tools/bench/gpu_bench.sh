@@ -5,6 +5,10 @@
 #
 #   tools/bench/gpu_bench.sh [build-dir]          (default: build)
 #
+# With SANITIZE=1, compute-sanitizer then runs memcheck over the device sampler's and the CUDA
+# model's cases (SANITIZE_CASES, doctest filters) and racecheck over the sampler's (its kernels use
+# atomics, no shared memory: quick); the aggregation cases take minutes under racecheck.
+#
 # Exit status: 0 when the suite passes and the benchmark ran; 77 when there is no CUDA device;
 # otherwise the failing step's status.
 set -euo pipefail
@@ -52,6 +56,15 @@ if [[ $status -eq 77 ]]; then
 elif [[ $status -ne 0 ]]; then
   echo "== GPU tests FAILED (status $status); benchmarks not run: figures from failing kernels mean nothing"
   exit "$status"
+fi
+
+if [[ ${SANITIZE:-0} == 1 ]]; then
+  cases=${SANITIZE_CASES:-device sampler*,cuda model*}
+  echo "== compute-sanitizer memcheck: $cases"
+  compute-sanitizer --tool memcheck --error-exitcode 3 "$tests" --test-case="$cases" 2>&1 | tail -20
+  echo "== compute-sanitizer racecheck: device sampler*"
+  compute-sanitizer --tool racecheck --error-exitcode 3 "$tests" --test-case="device sampler*" 2>&1 |
+    tail -20
 fi
 
 echo "== benchmark: $tests --perf"

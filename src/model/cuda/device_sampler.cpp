@@ -38,7 +38,8 @@ Result<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(const sampler::CsrS
                                    " nodes; the device sampler takes fewer than 2^31");
   }
   std::unique_ptr<DeviceSampler> s(new DeviceSampler());
-  SKIFF_ASSIGN_OR_RETURN(s->stream_, CudaStream::Create());
+  // The host waits for the sampling kernels (two counts per hop): they go ahead of the model's.
+  SKIFF_ASSIGN_OR_RETURN(s->stream_, CudaStream::CreateHighPriority());
   for (Slot& slot : s->slots_) {
     SKIFF_ASSIGN_OR_RETURN(slot.sampled, CudaEvent::Create());
     SKIFF_ASSIGN_OR_RETURN(slot.consumed, CudaEvent::Create());

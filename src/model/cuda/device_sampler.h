@@ -9,7 +9,9 @@
 // Sample() runs the hops of kernels/cuda/sample.cuh on the sampler's own stream. The host reads
 // back two counts per hop (the hop's picks and its new nodes, which size the next launches), so
 // the calling thread waits for the sampling kernels -- not for the model's compute, which runs on
-// another stream: while batch i+1 is sampled, batch i computes. Outputs alternate between two
+// another stream: while batch i+1 is sampled, batch i computes (the sampler's stream has the
+// device's greatest priority, so its short kernels are not queued behind the model's). Outputs
+// alternate between two
 // slots, ordered by events as BatchStaging's (the sampler waits for a slot's previous batch to be
 // consumed before writing it; compute waits for `sampled`).
 //
