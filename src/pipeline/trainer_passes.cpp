@@ -226,25 +226,6 @@ SampleGroupFn SampleFnFor(std::vector<int> fanouts, bool record_degrees,
   };
 }
 
-// For a model that samples on its device (PassSpec::sample_on_device): each batch its seeds and
-// their labels only.
-SampleGroupFn SeedsOnly(const std::vector<int32_t>* labels) {
-  return [labels](const BatchGraph& /*view*/, std::span<const std::span<const int64_t>> seeds,
-                  std::span<const uint64_t> /*rng_seeds*/,
-                  std::span<sampler::MiniBatch* const> batches) -> Status {
-    for (size_t b = 0; b < batches.size(); ++b) {
-      sampler::MiniBatch& batch = *batches[b];
-      batch = sampler::MiniBatch{};
-      batch.seeds.assign(seeds[b].begin(), seeds[b].end());
-      batch.labels.resize(batch.seeds.size());
-      for (size_t i = 0; i < batch.seeds.size(); ++i) {
-        batch.labels[i] = labels != nullptr ? (*labels)[batch.seeds[i]] : -1;
-      }
-    }
-    return Status::Ok();
-  };
-}
-
 // Batches of the coming pass (PassSpec::then) sampled while the one before it ended, by their
 // sample seed; the pass takes those it draws. Filled and emptied by the sample stages of
 // consecutive passes, which may sample two halves of a group at once.
@@ -447,10 +428,8 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
   const PassParts split = layout.Split();
   SampledAhead& ahead = *state.ahead;
   const SampleGroupFn sample =
-      pass.sample_on_device
-          ? SeedsOnly(state.labels)
-          : TakingAhead(&ahead, SampleFnFor(pass.training ? state.fanouts : state.eval_fanouts,
-                                            state.record_degrees, state.labels));
+      TakingAhead(&ahead, SampleFnFor(pass.training ? state.fanouts : state.eval_fanouts,
+                                      state.record_degrees, state.labels));
   // Hands a batch to the Trainer's step, and its staging buffer back to the pipeline for reuse.
   auto hand_over = [&](PreparedBatch& prepared) -> Status {
     train::PreparedBatch batch;
@@ -460,7 +439,6 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
     batch.aggregated = prepared.aggregated;
     batch.part = split.PartOf(prepared.index);
     batch.sample_seed = prepared.sample_seed;
-    batch.unsampled = pass.sample_on_device;
     const Status status = consume(batch);
     prepared.features = std::move(batch.features);
     return status;

@@ -183,7 +183,6 @@ PassSpec Trainer::MakePassSpec(const std::vector<int64_t>* nodes, bool training,
                                int64_t epoch, int64_t batch_size) const {
   PassSpec pass{nodes, training, stream, epoch, batch_size};
   pass.gather_features = !model_->holds_features();
-  pass.sample_on_device = model_->samples_on_device();
   if (model_->accepts_aggregated_input()) {
     pass.aggregation = model::InputAggregationOf(model_->config());
     pass.input_dropout = model::FirstLayerDropout(model_->config());
@@ -247,7 +246,7 @@ Status Trainer::OfferGraph(bool features_held) {
 Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
                                 const std::function<uint64_t(int64_t)>& dropout_seed,
                                 EpochMetrics* m) {
-  if (pass_runner_) {
+  if (RunsPasses()) {
     PassSpec pass = MakePassSpec(&data_.train, true, kTrainStream, epoch, options_.batch_size);
     pass.dropout_seed = dropout_seed;
     if (EvaluatesSplitsTogether()) {
@@ -315,7 +314,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   if (options_.show_progress) {
     // A pass runner may cut batches differently (the out-of-core plan never spans buffer states).
     progress.emplace("epoch " + std::to_string(epoch),
-                     pass_runner_ ? 0 : static_cast<uint64_t>(num_batches), "batches");
+                     RunsPasses() ? 0 : static_cast<uint64_t>(num_batches), "batches");
   }
   double compute_seconds = 0;
   // The dropout seed of batch `index`: the compute step's, and the one a runner that gathers
@@ -363,7 +362,7 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
   auto consume = [&](PreparedBatch& next) -> Status {
     return model_->EvalStep(InputOf(next, options_.eval_fanouts));
   };
-  if (pass_runner_) {
+  if (RunsPasses()) {
     // Epoch 0 for every evaluation, as the BatchStream below: evaluation draws the same
     // neighbours every epoch.
     PassSpec pass = MakePassSpec(&nodes, false, stream_id, 0, options_.eval_batch_size);
@@ -392,8 +391,14 @@ PassSpec Trainer::EvaluateBothPass(const std::vector<int64_t>& first, uint64_t f
   return pass;
 }
 
+bool Trainer::RunsPasses() const {
+  // A model that samples on its device holds the graph and the features there: its batches are
+  // seeds and labels, which the BatchStream hands over without the runner's reads or plan.
+  return pass_runner_ && !model_->samples_on_device();
+}
+
 bool Trainer::EvaluatesSplitsTogether() const {
-  return pass_runner_ && !data_.valid.empty() && !data_.test.empty();
+  return RunsPasses() && !data_.valid.empty() && !data_.test.empty();
 }
 
 Result<std::array<Trainer::Evaluation, 2>> Trainer::EvaluateBoth(const std::vector<int64_t>& first,
@@ -401,7 +406,7 @@ Result<std::array<Trainer::Evaluation, 2>> Trainer::EvaluateBoth(const std::vect
                                                                  const std::vector<int64_t>& second,
                                                                  uint64_t second_stream,
                                                                  bool repeats) {
-  SKIFF_CHECK(pass_runner_);
+  SKIFF_CHECK(RunsPasses());
   SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
   std::array<Evaluation, 2> out;
   int part = 0;  // the set whose totals the model is accumulating
@@ -441,7 +446,7 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
   // A pass runner may cut batches differently: no total then.
   const auto num_batches =
       static_cast<uint64_t>((static_cast<int64_t>(nodes.size()) + batch_size - 1) / batch_size);
-  Progress progress("predict", pass_runner_ ? 0 : num_batches, "batches");
+  Progress progress("predict", RunsPasses() ? 0 : num_batches, "batches");
   std::vector<float> logits, emb;
   auto consume = [&](PreparedBatch& next) -> Status {
     const sampler::MiniBatch& b = next.batch;
@@ -461,7 +466,7 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
     progress.Add(1);
     return Status::Ok();
   };
-  if (pass_runner_) {
+  if (RunsPasses()) {
     const PassSpec pass = MakePassSpec(&nodes, false, kPredictStream, 0, batch_size);
     SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, nullptr));
   } else {

@@ -39,7 +39,7 @@ struct PreparedBatch {
   int part = 0;              // which node set of the pass it is from (PassSpec::more)
   uint64_t sample_seed = 0;  // the sampler seed of the batch (sampler::BatchSeed)
   // Seeds and labels only: the model samples the batch on its device from sample_seed
-  // (PassSpec::sample_on_device, model::BatchInput::sample).
+  // (BatchStreamOptions::sample false; model::BatchInput::sample).
   bool unsampled = false;
 };
 

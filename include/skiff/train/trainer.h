@@ -87,9 +87,6 @@ struct PassSpec {
   // False when the model gathers the input rows itself (it holds the features on its device):
   // batches then come without features (PreparedBatch::features empty).
   bool gather_features = true;
-  // True when the model samples on its device (Model::samples_on_device): batches then come as
-  // seeds and labels with their sampler seed (PreparedBatch::unsampled), not sampled.
-  bool sample_on_device = false;
   // The same pass (nodes, stream, batch size; evaluation, epoch 0's stream) runs again later with
   // the model's later state: a runner may keep its batches and replay them then.
   bool repeats = false;
@@ -154,7 +151,9 @@ class Trainer {
   // model cannot sample on its device and ResourceExhausted when the graph does not fit there.
   Result<bool> OfferFeatures();
 
-  // Replaces how training and evaluation passes produce their batches (see PassRunner).
+  // Replaces how training and evaluation passes produce their batches (see PassRunner). A model
+  // that samples on its device (Model::samples_on_device) needs seeds and labels only, and takes
+  // them from a BatchStream whatever the runner (nothing for the runner to read or plan).
   void SetPassRunner(PassRunner runner) { pass_runner_ = std::move(runner); }
 
   // The model's and optimiser's state after `epoch` (copied back from the model's device).
@@ -182,6 +181,8 @@ class Trainer {
   PassSpec EvaluateBothPass(const std::vector<int64_t>& first, uint64_t first_stream,
                             const std::vector<int64_t>& second, uint64_t second_stream,
                             bool repeats) const;
+  // Whether passes go through the pass runner (one is set, and the model samples on the host).
+  bool RunsPasses() const;
   // Whether EvaluateSplits evaluates validation and test in one pass (EvaluateBoth).
   bool EvaluatesSplitsTogether() const;
   // OfferFeatures' second half: the graph, as TrainOptions::sampler asks.
