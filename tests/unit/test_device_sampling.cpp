@@ -111,22 +111,33 @@ TEST_CASE("sampler: a node's picks do not depend on the other seeds of its batch
   }
 }
 
-TEST_CASE("csr source: a dataset read by ranges equals its whole arrays; bad entries are named") {
-  testing::TempDir dir;
+namespace {
+
+// A generated dataset (average degree 6) at `dir`, opened.
+std::unique_ptr<format::Dataset> Generated(const std::string& dir, int64_t nodes, int64_t classes,
+                                           int64_t dim, uint64_t seed) {
   generate::GenerateOptions o;
-  o.output = dir / "g";
-  o.num_nodes = 1500;
+  o.output = dir;
+  o.num_nodes = nodes;
   o.avg_degree = 6;
-  o.num_classes = 3;
-  o.feature_dim = 4;
-  o.seed = 2;
+  o.num_classes = classes;
+  o.feature_dim = dim;
+  o.seed = seed;
   o.threads = 1;
   REQUIRE(generate::GenerateDataset(o).ok());
-  auto ds = format::Dataset::Open(dir / "g");
+  auto ds = format::Dataset::Open(dir);
   REQUIRE(ds.ok());
-  const sampler::DatasetCsr csr(**ds);
-  const auto offsets = (*ds)->LoadOffsets().value();
-  const auto neighbors = (*ds)->LoadNeighbors().value();
+  return std::move(ds).value();
+}
+
+}  // namespace
+
+TEST_CASE("csr source: a dataset read by ranges equals its whole arrays; bad entries are named") {
+  testing::TempDir dir;
+  auto ds = Generated(dir / "g", 1500, 3, 4, 2);
+  const sampler::DatasetCsr csr(*ds);
+  const auto offsets = ds->LoadOffsets().value();
+  const auto neighbors = ds->LoadNeighbors().value();
   REQUIRE(csr.num_nodes() + 1 == static_cast<int64_t>(offsets.size()));
   REQUIRE(csr.num_edges() == static_cast<int64_t>(neighbors.size()));
   for (int64_t first : {int64_t{0}, int64_t{1}, int64_t{777}}) {
@@ -269,18 +280,8 @@ void CheckSameRun(const train::TrainSummary& a, const train::TrainSummary& b) {
 
 TEST_CASE("device sampling: seeds, labels and sampler seeds reproduce the host-sampled run") {
   testing::TempDir dir;
-  generate::GenerateOptions o;
-  o.output = dir / "g";
-  o.num_nodes = 2000;
-  o.avg_degree = 6;
-  o.num_classes = 4;
-  o.feature_dim = 8;
-  o.seed = 3;
-  o.threads = 1;
-  REQUIRE(generate::GenerateDataset(o).ok());
-  auto ds = format::Dataset::Open(dir / "g");
-  REQUIRE(ds.ok());
-  auto memory = train::LoadInMemory(**ds);
+  auto ds = Generated(dir / "g", 2000, 4, 8, 3);
+  auto memory = train::LoadInMemory(*ds);
   REQUIRE(memory.ok());
   auto reference =
       train::Trainer::Create((*memory)->data, StandInOptions(train::SamplerPlace::kHost));
@@ -302,7 +303,7 @@ TEST_CASE("device sampling: seeds, labels and sampler seeds reproduce the host-s
     // so the run is the in-memory one whatever the runner would have planned.
     const train::TrainOptions t = StandInOptions(train::SamplerPlace::kDevice);
     auto ooc =
-        pipeline::OpenOutOfCoreTraining(ds->get(), t, 1ull << 30, pipeline::SamplingMode::kExact, 2,
+        pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30, pipeline::SamplingMode::kExact, 2,
                                         /*aggregated_input=*/false);
     REQUIRE_MESSAGE(ooc.ok(), ooc.status().ToString());
     auto trainer = train::Trainer::Create((*ooc)->data, t, MakeStandIn);
