@@ -123,7 +123,8 @@ Status Model::ForwardDeviceSampled(const sampler::MiniBatch& /*batch*/,
   return Status::InvalidArgument("a batch to sample on the device, given to a model that does not");
 }
 
-Result<bool> Model::HoldGraph(const sampler::CsrSource& /*graph*/, uint64_t /*device_bytes*/) {
+Result<bool> Model::HoldGraph(const sampler::CsrSource& /*graph*/, uint64_t /*device_bytes*/,
+                              int /*max_fanout*/) {
   return false;
 }
 

@@ -1,5 +1,6 @@
 #include "skiff/train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -223,7 +224,11 @@ Status Trainer::OfferGraph(bool features_held) {
   const bool required = options_.sampler == SamplerPlace::kDevice;
   bool held = false;
   if (features_held && data_.csr != nullptr) {
-    SKIFF_ASSIGN_OR_RETURN(held, model_->HoldGraph(*data_.csr, options_.device_memory_bytes));
+    const int max_fanout =
+        std::max(*std::max_element(options_.fanouts.begin(), options_.fanouts.end()),
+                 *std::max_element(options_.eval_fanouts.begin(), options_.eval_fanouts.end()));
+    SKIFF_ASSIGN_OR_RETURN(held,
+                           model_->HoldGraph(*data_.csr, options_.device_memory_bytes, max_fanout));
   }
   if (held) {
     LogInfo("graph held in device memory: batches are sampled on the device");
@@ -239,8 +244,8 @@ Status Trainer::OfferGraph(bool features_held) {
     return Status::InvalidArgument("--sampler device: this run has no graph to put on the device");
   }
   return Status::ResourceExhausted(
-      "--sampler device: the graph does not fit in device memory beside the features (raise "
-      "--device-memory, or use --sampler host)");
+      "--sampler device: the model could not take the graph (the reason is logged above: raise "
+      "--device-memory or lower the fanouts, or use --sampler host or auto)");
 }
 
 Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,

@@ -240,7 +240,10 @@ TEST_CASE("cuda model: device-sampled steps follow host-sampled steps") {
     }
     // Graph not held yet: a batch to sample is refused.
     CHECK_FALSE((*on_device)->samples_on_device());
-    auto held_graph = (*on_device)->HoldGraph(*graph, 0);
+    auto too_wide = (*on_device)->HoldGraph(*graph, 0, 129);  // beyond kMaxDeviceSampleLength
+    SKIFF_REQUIRE_OK(too_wide.status());
+    CHECK_FALSE(*too_wide);
+    auto held_graph = (*on_device)->HoldGraph(*graph, 0, 6);
     SKIFF_REQUIRE_OK(held_graph.status());
     REQUIRE(*held_graph);
     REQUIRE((*on_device)->samples_on_device());

@@ -179,7 +179,7 @@ class HostSamplingStandIn final : public model::Model {
     return true;
   }
   bool holds_features() const override { return features_ != nullptr; }
-  Result<bool> HoldGraph(const sampler::CsrSource& csr, uint64_t) override {
+  Result<bool> HoldGraph(const sampler::CsrSource& csr, uint64_t, int) override {
     std::vector<int64_t> offsets(static_cast<size_t>(csr.num_nodes() + 1));
     std::vector<int64_t> neighbors(static_cast<size_t>(csr.num_edges()));
     SKIFF_RETURN_IF_ERROR(csr.ReadOffsets(0, csr.num_nodes() + 1, offsets.data()));

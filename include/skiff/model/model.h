@@ -236,10 +236,12 @@ class Model {
   virtual Result<bool> HoldFeatures(const sampler::FeatureSource& features, uint64_t device_bytes);
   virtual bool holds_features() const { return false; }
   // Keeps the whole graph (`graph`, read range by range) on the model's device and samples there
-  // (BatchInput::sample), when the model holds the features and the graph fits in `device_bytes`
-  // besides them (0: the device's free memory less a margin). Returns whether it samples on the
-  // device; a CPU model never does. Corruption from an inconsistent graph.
-  virtual Result<bool> HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes);
+  // (BatchInput::sample), when the model holds the features, the graph fits in `device_bytes`
+  // besides them (0: the device's free memory less a margin) and the device sampler takes fanouts
+  // up to `max_fanout` (the largest any pass will ask for). Returns whether it samples on the
+  // device, logging why not; a CPU model never does. Corruption from an inconsistent graph.
+  virtual Result<bool> HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes,
+                                 int max_fanout);
   virtual bool samples_on_device() const { return false; }
   // One line on where the model runs and what it holds ("" for the CPU model).
   virtual std::string DeviceDescription() const { return ""; }

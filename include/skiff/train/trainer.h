@@ -148,7 +148,8 @@ class Trainer {
   // TrainOptions::device_memory_bytes) the first time it is called -- training, evaluation and
   // prediction call it -- and returns whether the model holds them. Then, as TrainOptions::sampler
   // asks, the graph (Model::HoldGraph; TrainData::csr): with kDevice, InvalidArgument when the
-  // model cannot sample on its device and ResourceExhausted when the graph does not fit there.
+  // model cannot sample on its device and ResourceExhausted when it does not take the graph (too
+  // large, or fanouts beyond the device sampler's).
   Result<bool> OfferFeatures();
 
   // Replaces how training and evaluation passes produce their batches (see PassRunner). A model

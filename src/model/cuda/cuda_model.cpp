@@ -206,7 +206,8 @@ class CudaModel final : public model::Model {
 
   Result<bool> HoldFeatures(const sampler::FeatureSource& features, uint64_t device_bytes) override;
   bool holds_features() const override { return holds_features_; }
-  Result<bool> HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes) override;
+  Result<bool> HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes,
+                         int max_fanout) override;
   bool samples_on_device() const override { return sampler_ != nullptr; }
 
   Status ApplyUpdate(const model::OptimizerConfig& config, int64_t step,
@@ -754,8 +755,14 @@ Result<bool> CudaModel::HoldFeatures(const sampler::FeatureSource& features,
   return true;
 }
 
-Result<bool> CudaModel::HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes) {
+Result<bool> CudaModel::HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes,
+                                  int max_fanout) {
   if (!holds_features_) return false;  // batches would need their rows from the host
+  if (max_fanout > kMaxDeviceSampleLength) {
+    LogInfo("fanout " + std::to_string(max_fanout) + " exceeds the device sampler's " +
+            std::to_string(kMaxDeviceSampleLength) + ": batches are sampled on the host");
+    return false;
+  }
   if (graph.num_nodes() != features_rows_) {
     return Status::InvalidArgument("CUDA model: the graph has " +
                                    std::to_string(graph.num_nodes()) + " nodes, the features " +
