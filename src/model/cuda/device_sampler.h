@@ -11,11 +11,14 @@
 // the calling thread waits for the sampling kernels -- not for the model's compute, which runs on
 // another stream: while batch i+1 is sampled, batch i computes (the sampler's stream has the
 // device's greatest priority, so its short kernels are not queued behind the model's). Outputs
-// alternate between two
-// slots, ordered by events as BatchStaging's (the sampler waits for a slot's previous batch to be
-// consumed before writing it; compute waits for `sampled`).
+// alternate between two slots, ordered by events as BatchStaging's (the sampler waits for a slot's
+// previous batch to be consumed before writing it; compute waits for `sampled`).
 //
-// Thread safety: one thread at a time. Move-only through unique_ptr.
+// Errors: a CUDA failure is returned as the Status of the call (the device context is then
+// unusable, as everywhere); a refused argument leaves the sampler as it was.
+//
+// Thread safety: one thread at a time. Owned through unique_ptr (not movable: its streams and
+// events are referenced by work in flight).
 #pragma once
 
 #include <cuda_runtime.h>
