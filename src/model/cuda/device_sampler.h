@@ -54,6 +54,9 @@ class DeviceSampler {
   static Result<std::unique_ptr<DeviceSampler>> Create(const sampler::CsrSource& csr,
                                                        uint64_t upload_bytes);
 
+  DeviceSampler(const DeviceSampler&) = delete;
+  DeviceSampler& operator=(const DeviceSampler&) = delete;
+
   int64_t num_nodes() const { return graph_.num_nodes; }
   cudaStream_t stream() const { return stream_.get(); }
 
