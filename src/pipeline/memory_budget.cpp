@@ -294,6 +294,42 @@ int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees
   return lo;
 }
 
+// Bytes a batch of `seeds` seeds holds on the host when the model samples it on its device: the
+// seed IDs and labels, once in the batch and once packed in pinned staging.
+uint64_t DeviceSampledBatchBytes(int64_t seeds) {
+  return 2 * static_cast<uint64_t>(seeds) * (sizeof(int64_t) + sizeof(int32_t));
+}
+
+// The plan when the model holds the features and the graph and samples on its device
+// (MemoryBudgetInputs::graph_on_device): metadata, the model's host copy, the batches' seeds and
+// labels, the upload buffer; no partition slot.
+Result<MemoryPlan> DevicePlan(const MemoryBudgetInputs& in) {
+  MemoryPlan plan;
+  plan.budget_bytes = in.budget_bytes;
+  plan.eval_batch_size = in.eval_batch_size > 0 ? in.eval_batch_size : in.batch_size;
+  plan.batch_bytes = DeviceSampledBatchBytes(std::max(in.batch_size, plan.eval_batch_size));
+  plan.batch_held_bytes = plan.batch_bytes;
+  plan.planned_in_flight = in.max_in_flight_batches;
+  plan.batch_allowance = plan.batch_bytes * static_cast<uint64_t>(in.max_in_flight_batches);
+  const auto n = static_cast<uint64_t>(in.num_nodes);
+  plan.items.push_back({"CSR offsets + labels + splits",
+                        8 * (n + 1) + 4 * n + 8 * static_cast<uint64_t>(in.split_nodes)});
+  plan.items.push_back({"model parameters, gradients, optimiser moments",
+                        16 * static_cast<uint64_t>(in.model.num_parameters)});
+  plan.items.push_back({"feature and graph upload to the device", kDeviceUploadBytes});
+  plan.items.push_back({"batches in flight (seeds, labels: device-sampled)", plan.batch_allowance});
+  for (const MemoryItem& item : plan.items) plan.fixed_bytes += item.bytes;
+  plan.pool_bytes = in.pool_fixed_bytes;
+  const uint64_t minimum = plan.fixed_bytes + plan.pool_bytes;
+  if (in.budget_bytes > 0 && in.budget_bytes < minimum) {
+    return Status::ResourceExhausted("--memory " + FormatBytes(in.budget_bytes) +
+                                     " is too small even with the graph and features on the "
+                                     "device: it needs at least " +
+                                     FormatBytes(minimum) + "; raise --memory");
+  }
+  return plan;
+}
+
 // The plan with batches gathered as rows, or aggregated (see the header).
 Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degrees,
                         bool aggregated) {
@@ -499,6 +535,13 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
   }
   // Rows while every partition fits (the in-memory run's batches, bit for bit); otherwise
   // aggregated when the model allows, which may then accept a budget the rows plan refuses.
+  if (in.graph_on_device) {
+    if (!in.features_on_device) {
+      return Status::InvalidArgument(
+          "memory plan: the graph on the device needs the features there");
+    }
+    return DevicePlan(in);
+  }
   if (in.features_on_device) return Plan(in, degrees, false);  // IDs only, never aggregated
   Result<MemoryPlan> rows = Plan(in, degrees, false);
   if (!in.aggregated_input || (rows.ok() && rows->fully_resident)) return rows;

@@ -63,6 +63,7 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   in.batch_size = options.batch_size;
   in.aggregated_input = options.aggregated_input;
   in.features_on_device = options.features_on_device;
+  in.graph_on_device = options.graph_on_device;
   in.record_degrees = options.record_degrees;
   in.fanouts = options.fanouts;
   in.eval_batch_size = options.eval_batch_size;
@@ -79,12 +80,15 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   SKIFF_ASSIGN_OR_RETURN(ooc->memory_, PlanMemory(in, ooc->degrees_));
 
   const uint32_t slots = ooc->memory_.pool_slots;
-  // Aggregated plans may leave no slot (PlanMemory): every row is then streamed.
-  if (ooc->memory_.aggregated_input) pool_options.min_resident_partitions = 0;
+  // Aggregated plans may leave no slot (PlanMemory): every row is then streamed; a plan for the
+  // graph on the device leaves none either (nothing samples on the host).
+  if (ooc->memory_.aggregated_input || options.graph_on_device) {
+    pool_options.min_resident_partitions = 0;
+  }
   ooc->plan_capacity_ = slots >= k ? k : slots == 0 ? 0 : std::max<uint32_t>(slots - 1, 1);
   // Aggregated passes draw their seeds uniformly and read most of the file per group whatever is
   // resident: more partitions would not help them.
-  if (!ooc->memory_.aggregated_input) {
+  if (!ooc->memory_.aggregated_input && !options.graph_on_device) {
     if (const std::string advice = PartitionCountAdvice(k, ooc->plan_capacity_); !advice.empty()) {
       LogWarning("out of core: " + advice);
     }
@@ -202,7 +206,9 @@ GatherGroupSize OutOfCore::GroupFor(const BatchShape& shape, bool training) cons
 std::string OutOfCore::Describe() const {
   const uint32_t k = source_->num_partitions();
   std::string out = std::to_string(k) + " partitions, ";
-  if (pool_->packed()) {
+  if (options_.graph_on_device) {
+    out += "none loaded (the graph and the features go to the device, which samples)";
+  } else if (pool_->packed()) {
     out += "each in a slot of its own size (" +
            FormatBytes(pool_->allocated_bytes() - pool_->scratch_bytes()) +
            " in all, every partition resident)";
@@ -220,8 +226,10 @@ std::string OutOfCore::Describe() const {
   if (row_cache_.num_rows() > 0) {
     out += ", hot row cache of " + std::to_string(row_cache_.num_rows()) + " rows";
   }
-  out += ", " + std::string(SamplingModeName(graph_->mode())) + " sampling, " +
-         pool_->engine().Describe() +
+  if (!options_.graph_on_device) {
+    out += ", " + std::string(SamplingModeName(graph_->mode())) + " sampling";
+  }
+  out += ", " + pool_->engine().Describe() +
          (source_->file(storage::DatasetPartitionSource::kFeatureFile).direct() ? ", O_DIRECT"
                                                                                 : ", buffered");
   return out;

@@ -24,7 +24,8 @@ std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options) {
 
 Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(
     const format::Dataset* dataset, const train::TrainOptions& options, uint64_t memory_bytes,
-    SamplingMode sampling, int threads, bool aggregated_input, bool features_on_device) {
+    SamplingMode sampling, int threads, bool aggregated_input, bool features_on_device,
+    bool graph_on_device) {
   const format::Manifest& m = dataset->manifest();
   // Size the model to budget its parameters, gradients and optimiser state.
   model::ModelConfig config = options.model;
@@ -52,6 +53,7 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(
                        model::InputAggregationOf(config) != model::InputAggregation::kNone;
   o.sample_threads = std::max(1, threads);
   o.features_on_device = features_on_device;
+  o.graph_on_device = graph_on_device;
   o.record_degrees = model::NeedsNodeDegrees(config.kind);
   o.gather_threads = 1;
   auto out = std::make_unique<OutOfCoreTraining>();

@@ -321,6 +321,24 @@ TEST_CASE("device sampling: seeds, labels and sampler seeds reproduce the host-s
     CHECK(last_stand_in->sampled_batches > 0);
     CheckSameRun(*got, *want);
   }
+  SUBCASE("out of core with the graph planned on the device: a budget of a few MiB") {
+    // The plan keeps no partition slot; the features reach the model through the pool's fine
+    // reads, the graph through its CsrSource; the run is the in-memory one.
+    const train::TrainOptions t = StandInOptions(train::SamplerPlace::kDevice);
+    auto ooc = pipeline::OpenOutOfCoreTraining(ds.get(), t, 8 << 20, pipeline::SamplingMode::kExact,
+                                               2, /*aggregated_input=*/false,
+                                               /*features_on_device=*/true,
+                                               /*graph_on_device=*/true);
+    REQUIRE_MESSAGE(ooc.ok(), ooc.status().ToString());
+    CHECK((*ooc)->ooc->memory_plan().pool_slots == 0);
+    CHECK((*ooc)->ooc->Describe().find("none loaded") != std::string::npos);
+    auto trainer = train::Trainer::Create((*ooc)->data, t, MakeStandIn);
+    REQUIRE(trainer.ok());
+    (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(ooc->get(), t, false));
+    auto got = (*trainer)->Run();
+    REQUIRE_MESSAGE(got.ok(), got.status().ToString());
+    CheckSameRun(*got, *want);
+  }
   SUBCASE("a CPU model refuses --sampler device, and auto falls back to the host") {
     auto trainer =
         train::Trainer::Create((*memory)->data, StandInOptions(train::SamplerPlace::kDevice));

@@ -291,3 +291,36 @@ TEST_CASE("memory budget: source degrees are counted only when the sampler recor
   CHECK(ShapeOf(batch).src_degrees);
   CHECK(LargerShape(BatchShape{}, ShapeOf(batch)).src_degrees);
 }
+
+TEST_CASE("memory budget: the graph on the device leaves the host seeds, labels and no slot") {
+  MemoryBudgetInputs in = Inputs();
+  const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);
+  in.graph_on_device = true;
+  in.budget_bytes = 64 << 20;
+  CHECK(PlanMemory(in, degrees).status().code() == StatusCode::kInvalidArgument);  // no features
+  in.features_on_device = true;
+  in.eval_batch_size = 4096;
+  auto plan = PlanMemory(in, degrees);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().ToString());
+  CHECK(plan->pool_slots == 0);
+  CHECK_FALSE(plan->fully_resident);
+  CHECK(plan->pool_bytes == in.pool_fixed_bytes);
+  CHECK(plan->eval_batch_size == 4096);  // nothing on the host grows with it but its seeds
+  // A batch is its seeds and labels, twice (the batch, and its pinned staging).
+  CHECK(plan->batch_bytes == 2 * 4096 * (8 + 4));
+  CHECK(plan->batch_allowance == plan->batch_bytes * 4);
+  CHECK(plan->Describe().find("device-sampled") != std::string::npos);
+  // The smallest budget it accepts is its items and the pool's scratch; a byte less is refused,
+  // naming the minimum.
+  in.budget_bytes = plan->fixed_bytes + plan->pool_bytes;
+  REQUIRE(PlanMemory(in, degrees).ok());
+  --in.budget_bytes;
+  const auto refused = PlanMemory(in, degrees);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == StatusCode::kResourceExhausted);
+  CHECK(refused.status().message().find("needs at least") != std::string::npos);
+  // Far below what host sampling needs at the same setting.
+  in.graph_on_device = false;
+  in.budget_bytes = plan->fixed_bytes + plan->pool_bytes;
+  CHECK_FALSE(PlanMemory(in, degrees).ok());
+}

@@ -163,7 +163,9 @@ Status Train(const TrainCliOptions& o) {
       std::unique_ptr<pipeline::OutOfCoreTraining> engine,
       pipeline::OpenOutOfCoreTraining(ds.get(), t, memory_bytes, sampling, t.sampler_threads,
                                       /*aggregated_input=*/device == Device::kCpu,
-                                      /*features_on_device=*/device == Device::kCuda));
+                                      /*features_on_device=*/device == Device::kCuda,
+                                      /*graph_on_device=*/device == Device::kCuda &&
+                                          t.sampler == train::SamplerPlace::kDevice));
   if (memory_bytes > 0 && o.scratch_dir != "none") {
     engine->replay_dir = o.scratch_dir.empty() ? o.dataset : o.scratch_dir;
   }

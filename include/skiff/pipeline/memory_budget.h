@@ -185,6 +185,11 @@ struct MemoryBudgetInputs {
   // batches carry no feature rows on the host, activations live on the device, and the host holds
   // the batches' pinned staging and the transient upload buffer instead (kDeviceUploadBytes).
   bool features_on_device = false;
+  // With features_on_device: the model also keeps the graph there and samples on the device
+  // (Model::HoldGraph, --sampler device). The host then samples nothing and holds no adjacency:
+  // a batch is its seeds and labels (in pinned staging), and the pool keeps no partition slot --
+  // only its fine-read scratch, which the one-time upload of the features reads through.
+  bool graph_on_device = false;
 };
 
 // The host buffer through which features are uploaded to the device once, before training

@@ -60,6 +60,9 @@ struct OutOfCoreOptions {
   // The model holds every feature row in device memory: batches are planned without feature rows
   // (MemoryBudgetInputs::features_on_device).
   bool features_on_device = false;
+  // With features_on_device, the graph too: the model samples on its device and the pipeline's
+  // passes are not used (MemoryBudgetInputs::graph_on_device: a pool without partition slots).
+  bool graph_on_device = false;
   // The sampler records node degrees (model::NeedsNodeDegrees): batches are planned with them.
   bool record_degrees = true;
   storage::IoEngineKind io_engine = storage::IoEngineKind::kAuto;

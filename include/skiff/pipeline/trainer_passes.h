@@ -55,10 +55,12 @@ struct OutOfCoreTraining {
 // hold a working set for this model, batch size and fanouts. `aggregated_input`: the model that
 // will compute takes its first layer's input aggregated (the CPU model; OutOfCoreOptions).
 // `features_on_device`: it will hold every feature row in device memory (the CUDA model), so
-// batches are planned without them.
+// batches are planned without them; `graph_on_device`: the graph too, and it samples there
+// (--sampler device), so the host holds no adjacency and samples nothing.
 Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(
     const format::Dataset* dataset, const train::TrainOptions& options, uint64_t memory_bytes,
-    SamplingMode sampling, int threads, bool aggregated_input, bool features_on_device = false);
+    SamplingMode sampling, int threads, bool aggregated_input, bool features_on_device = false,
+    bool graph_on_device = false);
 
 // The evaluation fanouts the Trainer uses for `options` (its default when none are given).
 std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options);
