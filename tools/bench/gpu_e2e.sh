@@ -41,12 +41,14 @@ for matmul in ${MATMUL:-tf32 fp32}; do
     for sampler in ${SAMPLERS:-device host}; do
       echo "== round $r, $matmul: skiff --device cuda --sampler $sampler"
       $skiff train "$ds" --model sage "${model[@]}" --device cuda --cuda-matmul "$matmul" \
-        --sampler "$sampler" --threads "$threads" 2>&1 | grep -v '^\s*$'
+        --sampler "$sampler" --threads "$threads" 2>&1 | grep -v '^\s*$' ||
+        echo "== that run FAILED (the rounds go on)"
     done
     if [[ -n ${MEMORY-141MiB} ]]; then
       echo "== round $r, $matmul: skiff --device cuda --sampler device --memory ${MEMORY-141MiB}"
       $skiff train "$ds" --model sage "${model[@]}" --device cuda --cuda-matmul "$matmul" \
-        --sampler device --memory "${MEMORY-141MiB}" --threads "$threads" 2>&1 | grep -v '^\s*$'
+        --sampler device --memory "${MEMORY-141MiB}" --threads "$threads" 2>&1 |
+        grep -v '^\s*$' || echo "== that run FAILED (the rounds go on)"
     fi
     echo "== round $r, $matmul: pyg peer"
     $python "$root/tools/bench/pyg_peer.py" "$ds" "${model[@]}" "${peer_tf32[@]}" 2>&1 |
