@@ -3,7 +3,8 @@
 // (FeatureSource), both run ahead by a BatchStream's worker pool, and compute (Model::TrainStep:
 // forward, softmax cross-entropy, backward, Optimizer::Step) on the calling thread. A model that
 // holds the features on its device (Model::HoldFeatures, offered once per run) gets node IDs
-// only. The data sources are interfaces, so an out-of-core source plugs in without another
+// only; one that also holds the graph there (Model::HoldGraph, TrainOptions::sampler) gets seeds,
+// labels and sampler seeds, and samples on its device. The data sources are interfaces, so an out-of-core source plugs in without another
 // training loop.
 //
 // Each epoch: train over the shuffled training nodes, then evaluate valid and test accuracy with
