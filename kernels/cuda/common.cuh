@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 #include "kernels/cuda/device.cuh"
@@ -43,7 +44,15 @@ inline unsigned GridFor(int64_t work_items, int64_t per_block) {
       std::clamp<int64_t>(CeilDiv(work_items, per_block), 1, kMaxGridBlocks));
 }
 
+// `bytes` rounded up to the 256-byte alignment of the segments a workspace is cut into.
+inline size_t AlignUp(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
 #ifdef __CUDACC__
+// A grid-stride loop of `i` over [0, n) (a grid capped by GridFor covers any n in one launch).
+#define SKIFF_GRID_STRIDE(i, n)                                                          \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
 __device__ __forceinline__ float WarpSum(float v) {
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset /= 2)

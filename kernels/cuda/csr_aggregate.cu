@@ -170,8 +170,6 @@ int RadixBits(int64_t num_src) {
   return bits;
 }
 
-size_t AlignUp(size_t n) { return (n + 255) / 256 * 256; }
-
 // Element-wise helper kernels: 256 threads, one element per thread, grid-stride past
 // kMaxGridBlocks.
 constexpr int kFlatThreads = 256;

@@ -12,10 +12,6 @@ namespace {
 // iteration, grid capped (GridFor) and grid-stride beyond, so any n works with one launch.
 constexpr int kThreads = 256;
 
-#define SKIFF_GRID_STRIDE(i, n)                                                          \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
 __global__ void BiasAddKernel(int64_t rows, int64_t cols, const float* __restrict__ bias,
                               float* __restrict__ y) {
   SKIFF_GRID_STRIDE(i, rows * cols) { y[i] += bias[i % cols]; }
@@ -63,8 +59,6 @@ __global__ void DropoutKernel(int64_t n, float p, float scale, uint64_t seed, co
     out[i] = skiff::cpu::DropoutKeep(seed, static_cast<uint64_t>(i), p) ? in[i] * scale : 0.0f;
   }
 }
-
-#undef SKIFF_GRID_STRIDE
 
 Status CheckCount(const char* op, int64_t n) {
   if (n < 0)

@@ -14,12 +14,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-size_t AlignUp(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
-#define SKIFF_GRID_STRIDE(i, n)                                                          \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-
 // The hop at which local ID u first appeared (the last h <= p.hop with hop_begin[h] <= u).
 __device__ int FirstHopOf(const HopParams& p, int64_t u) {
   int h = 0;
