@@ -227,6 +227,8 @@ class CudaModel final : public model::Model {
 
  private:
   static constexpr size_t kNone = static_cast<size_t>(-1);
+  // The device memory HoldFeatures and HoldGraph may still take (defined below).
+  static Result<uint64_t> DeviceMemoryFor(uint64_t device_bytes, uint64_t held);
   struct LayerParams {
     size_t first = 0;      // index of the layer's first parameter
     size_t gamma = kNone;  // LayerNorm gain (beta follows), or kNone
@@ -365,7 +367,6 @@ class CudaModel final : public model::Model {
     staged_.blocks = std::move(sampled.blocks);
     staged_.input_ids = sampled.input_ids;
     staged_.num_input = sampled.num_input;
-    sampled_on_device_ = true;
     return Status::Ok();
   }
 
@@ -386,11 +387,11 @@ class CudaModel final : public model::Model {
   }
 
   // The device may reuse the current batch's staged (and sampled) memory after the work queued.
+  // The sampler's last slot is released too when this batch was not device-sampled: later than
+  // needed, never earlier.
   Status BatchConsumed() {
     SKIFF_RETURN_IF_ERROR(staging_.Consumed(stream_.get()));
-    if (!sampled_on_device_) return Status::Ok();
-    sampled_on_device_ = false;
-    return sampler_->Consumed(stream_.get());
+    return sampler_ != nullptr ? sampler_->Consumed(stream_.get()) : Status::Ok();
   }
 
   // Softmax cross-entropy of the last layer's output against the staged labels, added to the
@@ -707,7 +708,6 @@ class CudaModel final : public model::Model {
   bool holds_features_ = false;
   int64_t features_rows_ = 0;
   std::unique_ptr<DeviceSampler> sampler_;  // HoldGraph: batches sampled on the device
-  bool sampled_on_device_ = false;          // the current batch was
   sampler::MiniBatch seeds_only_;           // SampleOnDevice's staged batch (reused)
   std::vector<int64_t> seen_;               // CheckSeeds' scratch
   bool training_ = false;
@@ -715,6 +715,17 @@ class CudaModel final : public model::Model {
   bool ready_for_backward_ = false;
   Status deferred_error_;  // from Parameters(), returned by the next call that can
 };
+
+// What the model may still place on the device: `device_bytes` (--device-memory) less what it
+// holds already (`held`), or with no budget (0) the device's free memory less the margin (free
+// memory already excludes what is held).
+Result<uint64_t> CudaModel::DeviceMemoryFor(uint64_t device_bytes, uint64_t held) {
+  if (device_bytes > 0) return device_bytes > held ? device_bytes - held : 0;
+  size_t free = 0, total = 0;
+  SKIFF_CUDA_RETURN(cudaMemGetInfo(&free, &total));
+  const uint64_t margin = std::max<uint64_t>(kMinDeviceMargin, total / kDeviceMarginDivisor);
+  return free > margin ? free - margin : 0;
+}
 
 Result<bool> CudaModel::HoldFeatures(const sampler::FeatureSource& features,
                                      uint64_t device_bytes) {
@@ -725,10 +736,7 @@ Result<bool> CudaModel::HoldFeatures(const sampler::FeatureSource& features,
   }
   if (rows == 0 || dim == 0) return false;
   const uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(dim) * 4;
-  size_t free = 0, total = 0;
-  SKIFF_CUDA_RETURN(cudaMemGetInfo(&free, &total));
-  const uint64_t margin = std::max<uint64_t>(kMinDeviceMargin, total / kDeviceMarginDivisor);
-  const uint64_t limit = device_bytes > 0 ? device_bytes : (free > margin ? free - margin : 0);
+  SKIFF_ASSIGN_OR_RETURN(const uint64_t limit, DeviceMemoryFor(device_bytes, 0));
   if (bytes > limit) {
     LogInfo("features (" + DescribeBytes(bytes) + ") exceed the device memory for them (" +
             DescribeBytes(limit) + "): rows are uploaded with every batch");
@@ -769,13 +777,8 @@ Result<bool> CudaModel::HoldGraph(const sampler::CsrSource& graph, uint64_t devi
                                    std::to_string(features_rows_));
   }
   const uint64_t bytes = DeviceSampler::GraphDeviceBytes(graph.num_nodes(), graph.num_edges());
-  size_t free = 0, total = 0;
-  SKIFF_CUDA_RETURN(cudaMemGetInfo(&free, &total));
-  const uint64_t margin = std::max<uint64_t>(kMinDeviceMargin, total / kDeviceMarginDivisor);
-  // What is left of the budget HoldFeatures took from, or of the device's free memory.
-  const uint64_t held = features_dev_.capacity() * sizeof(float);
-  const uint64_t limit = device_bytes > 0 ? (device_bytes > held ? device_bytes - held : 0)
-                                          : (free > margin ? free - margin : 0);
+  SKIFF_ASSIGN_OR_RETURN(const uint64_t limit,
+                         DeviceMemoryFor(device_bytes, features_dev_.capacity() * sizeof(float)));
   if (bytes > limit) {
     LogInfo("the graph (" + DescribeBytes(bytes) + " on the device) exceeds the device memory " +
             "left for it (" + DescribeBytes(limit) + "): batches are sampled on the host");

@@ -44,7 +44,7 @@ Result<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(const sampler::CsrS
     SKIFF_ASSIGN_OR_RETURN(slot.sampled, CudaEvent::Create());
     SKIFF_ASSIGN_OR_RETURN(slot.consumed, CudaEvent::Create());
   }
-  SKIFF_ASSIGN_OR_RETURN(s->count_host_, PinnedBuffer::Create(2 * sizeof(int64_t)));
+  SKIFF_ASSIGN_OR_RETURN(s->count_host_, PinnedBuffer::Create(sizeof(int64_t)));
   SKIFF_RETURN_IF_ERROR(s->new_count_.Ensure(1, "sampling counts").status());
   SKIFF_RETURN_IF_ERROR(s->Upload(csr, upload_bytes));
   const int64_t n = csr.num_nodes();
