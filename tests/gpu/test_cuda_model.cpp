@@ -18,6 +18,7 @@
 #include "skiff/model/model.h"
 #include "skiff/sampler/feature_source.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/model_compare.h"
 #include "tests/unit/test_model_util.h"
 
 using namespace skiff;
@@ -25,19 +26,8 @@ using namespace skiff::model;
 
 namespace {
 
-constexpr float kRelTolerance = 1e-4f;
-
-// max |a - b| <= tol * max(1, max |b|).
-void CheckClose(const std::vector<float>& a, const float* b, size_t n, const std::string& what) {
-  REQUIRE(a.size() == n);
-  float max_ref = 1.0f, max_diff = 0.0f;
-  for (size_t i = 0; i < n; ++i) {
-    max_ref = std::max(max_ref, std::fabs(b[i]));
-    max_diff = std::max(max_diff, std::fabs(a[i] - b[i]));
-  }
-  INFO(what << ": max diff " << max_diff << " vs max magnitude " << max_ref);
-  CHECK(max_diff <= kRelTolerance * max_ref);
-}
+using gpu_testing::CheckClose;
+using gpu_testing::CheckParametersClose;
 
 ModelConfig Config(ModelKind kind, const std::string& norm, const std::string& activation) {
   ModelConfig c;
@@ -176,15 +166,6 @@ HeldFeatures MakeFeatures(const sampler::MiniBatch& batch, int64_t dim) {
   REQUIRE(table.ok());
   f.table = std::move(table).value();
   return f;
-}
-
-void CheckParametersClose(Model& a, Model& b, const std::string& what) {
-  std::vector<Parameter> pa = a.Parameters(), pb = b.Parameters();
-  REQUIRE(pa.size() == pb.size());
-  for (size_t i = 0; i < pa.size(); ++i) {
-    std::vector<float> values(pa[i].data, pa[i].data + pa[i].size());
-    CheckClose(values, pb[i].data, static_cast<size_t>(pb[i].size()), what + " " + pa[i].name);
-  }
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "skiff/sampler/neighbor_sampler.h"
 #include "src/model/cuda/device_sampler.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/gpu/model_compare.h"
 
 using namespace skiff;
 
@@ -277,13 +278,7 @@ TEST_CASE("cuda model: device-sampled steps follow host-sampled steps") {
         SKIFF_REQUIRE_OK((*on_device)
                              ->ForwardInput({.batch = &seeds_only, .sample = &sample}, false, 0,
                                             &logits_device));
-        REQUIRE(logits_device.size() == logits_host.size());
-        float max_ref = 1.0f, max_diff = 0.0f;
-        for (size_t i = 0; i < logits_host.size(); ++i) {
-          max_ref = std::max(max_ref, std::fabs(logits_host[i]));
-          max_diff = std::max(max_diff, std::fabs(logits_device[i] - logits_host[i]));
-        }
-        CHECK(max_diff <= 1e-4f * max_ref);
+        gpu_testing::CheckClose(logits_device, logits_host.data(), logits_host.size(), "logits");
       }
     }
     auto totals_host = (*on_host)->TakeLossTotals();
@@ -293,17 +288,7 @@ TEST_CASE("cuda model: device-sampled steps follow host-sampled steps") {
     CHECK(std::abs(totals_device->correct - totals_host->correct) <= 1);
     CHECK(std::fabs(totals_device->loss_sum - totals_host->loss_sum) <=
           1e-4 * std::max(1.0, std::fabs(totals_host->loss_sum)));
-    std::vector<model::Parameter> p_host = (*on_host)->Parameters();
-    std::vector<model::Parameter> p_device = (*on_device)->Parameters();
-    for (size_t i = 0; i < p_host.size(); ++i) {
-      float max_ref = 1.0f, max_diff = 0.0f;
-      for (int64_t j = 0; j < p_host[i].size(); ++j) {
-        max_ref = std::max(max_ref, std::fabs(p_host[i].data[j]));
-        max_diff = std::max(max_diff, std::fabs(p_device[i].data[j] - p_host[i].data[j]));
-      }
-      CAPTURE(p_host[i].name);
-      CHECK(max_diff <= 1e-4f * max_ref);
-    }
+    gpu_testing::CheckParametersClose(**on_device, **on_host, "after 5 steps:");
     // Repeated and out-of-range seeds are refused before anything is sampled.
     const model::DeviceSampling sample{.fanouts = &fanouts, .seed = 1};
     sampler::MiniBatch bad;
