@@ -294,6 +294,15 @@ int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees
   return lo;
 }
 
+// The items every plan starts with: what stays resident whatever the batches (metadata, model).
+void AddResidentItems(const MemoryBudgetInputs& in, MemoryPlan* plan) {
+  const auto n = static_cast<uint64_t>(in.num_nodes);
+  plan->items.push_back({"CSR offsets + labels + splits",
+                         8 * (n + 1) + 4 * n + 8 * static_cast<uint64_t>(in.split_nodes)});
+  plan->items.push_back({"model parameters, gradients, optimiser moments",
+                         16 * static_cast<uint64_t>(in.model.num_parameters)});
+}
+
 // Bytes a batch of `seeds` seeds holds on the host when the model samples it on its device: the
 // seed IDs and labels, once in the batch and once packed in pinned staging.
 uint64_t DeviceSampledBatchBytes(int64_t seeds) {
@@ -311,11 +320,7 @@ Result<MemoryPlan> DevicePlan(const MemoryBudgetInputs& in) {
   plan.batch_held_bytes = plan.batch_bytes;
   plan.planned_in_flight = in.max_in_flight_batches;
   plan.batch_allowance = plan.batch_bytes * static_cast<uint64_t>(in.max_in_flight_batches);
-  const auto n = static_cast<uint64_t>(in.num_nodes);
-  plan.items.push_back({"CSR offsets + labels + splits",
-                        8 * (n + 1) + 4 * n + 8 * static_cast<uint64_t>(in.split_nodes)});
-  plan.items.push_back({"model parameters, gradients, optimiser moments",
-                        16 * static_cast<uint64_t>(in.model.num_parameters)});
+  AddResidentItems(in, &plan);
   plan.items.push_back({"feature and graph upload to the device", kDeviceUploadBytes});
   plan.items.push_back({"batches in flight (seeds, labels: device-sampled)", plan.batch_allowance});
   for (const MemoryItem& item : plan.items) plan.fixed_bytes += item.bytes;
@@ -348,11 +353,7 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
   plan.eval_batch_size = in.eval_batch_size > 0 && !in.eval_fanouts.empty()
                              ? EvalBatchSize(in, degrees, aggregated, plan.batch_bytes, activations)
                              : in.batch_size;
-  const auto n = static_cast<uint64_t>(in.num_nodes);
-  plan.items.push_back({"CSR offsets + labels + splits",
-                        8 * (n + 1) + 4 * n + 8 * static_cast<uint64_t>(in.split_nodes)});
-  plan.items.push_back({"model parameters, gradients, optimiser moments",
-                        16 * static_cast<uint64_t>(in.model.num_parameters)});
+  AddResidentItems(in, &plan);
   if (in.features_on_device) {
     // The device model packs each batch's structure into one of two pinned slots.
     plan.items.push_back(
