@@ -1,6 +1,6 @@
 #include "skiff/sampler/csr_source.h"
 
-#include <vector>
+#include <string>
 
 namespace skiff::sampler {
 namespace {

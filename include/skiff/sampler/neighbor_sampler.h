@@ -19,9 +19,10 @@
 //
 // Determinism: the picks are a pure function of (graph, fanouts, seeds, rng_seed); use
 // BatchSeed(seed, epoch, batch) for rng_seed so results do not depend on thread scheduling. Each
-// node draws its sample from its own generator, NodeDrawRngFor(rng_seed, node) (neighbor_draw.h),
-// so its picks do not depend on the other nodes of the batch, and the device sampler
-// (kernels/cuda/sample.cuh), which draws every node of a hop at once, samples the same batch.
+// node draws its sample from its own generator, NodeDrawRngFor(NodeDrawKey(rng_seed), node)
+// (neighbor_draw.h), so its picks do not depend on the other nodes of the batch, and the device
+// sampler (kernels/cuda/sample.cuh), which draws every node of a hop at once, samples the same
+// batch.
 //
 // Thread safety: Sample is const and may be called from many threads at once.
 #pragma once
