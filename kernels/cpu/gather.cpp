@@ -34,4 +34,16 @@ void ScatterAddRows(const float* src, int64_t dim, const int64_t* idx, int64_t n
   });
 }
 
+void ScatterRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, float* dst) {
+  SKIFF_CHECK(dim >= 0 && n >= 0);
+  if (dim == 0) return;
+  const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / dim);
+  ParallelFor(n, rows_per_chunk, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      SKIFF_CHECK(idx[row] >= 0);
+      std::memcpy(dst + idx[row] * dim, src + row * dim, static_cast<size_t>(dim) * sizeof(float));
+    }
+  });
+}
+
 }  // namespace skiff::cpu

@@ -28,6 +28,25 @@ __global__ void __launch_bounds__(kRowBlockThreads)
   }
 }
 
+// One warp per source row, as GatherRowsKernel with the indices on the destination side.
+template <bool kVec4>
+__global__ void __launch_bounds__(kRowBlockThreads)
+    ScatterRowsKernel(const float* __restrict__ src, int64_t dim, const int64_t* __restrict__ idx,
+                      int64_t n, float* __restrict__ dst) {
+  const int lane = Lane();
+  for (int64_t row = GlobalWarp(); row < n; row += WarpCount()) {
+    const float* s = src + row * dim;
+    float* d = dst + idx[row] * dim;
+    if constexpr (kVec4) {
+      const auto* s4 = reinterpret_cast<const float4*>(s);
+      auto* d4 = reinterpret_cast<float4*>(d);
+      for (int64_t k = lane; k < dim / 4; k += kWarpSize) d4[k] = s4[k];
+    } else {
+      for (int64_t k = lane; k < dim; k += kWarpSize) d[k] = s[k];
+    }
+  }
+}
+
 // One warp per source row; lanes stride the columns; atomicAdd resolves duplicate indices.
 __global__ void __launch_bounds__(kRowBlockThreads)
     ScatterAddRowsKernel(const float* __restrict__ src, int64_t dim,
@@ -83,6 +102,19 @@ Status ScatterAddRows(const float* src, int64_t dim, const int64_t* idx, int64_t
   ScatterAddRowsKernel<<<GridFor(n, kWarpsPerRowBlock), kRowBlockThreads, 0, stream>>>(src, dim,
                                                                                        idx, n, dst);
   return CheckLaunch("ScatterAddRowsKernel");
+}
+
+Status ScatterRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, float* dst,
+                   cudaStream_t stream) {
+  SKIFF_RETURN_IF_ERROR(CheckSizes("ScatterRows", dim, n));
+  if (dim == 0 || n == 0) return Status::Ok();
+  const unsigned grid = GridFor(n, kWarpsPerRowBlock);
+  if (dim % 4 == 0 && Aligned16(src) && Aligned16(dst)) {
+    ScatterRowsKernel<true><<<grid, kRowBlockThreads, 0, stream>>>(src, dim, idx, n, dst);
+  } else {
+    ScatterRowsKernel<false><<<grid, kRowBlockThreads, 0, stream>>>(src, dim, idx, n, dst);
+  }
+  return CheckLaunch("ScatterRowsKernel");
 }
 
 }  // namespace skiff::cuda

@@ -6,7 +6,8 @@
 // cudaHostRegister'ed memory): each row is then read once over PCIe in 16-byte loads, so gathering
 // a few thousand scattered feature rows needs no staging copy. `idx` and `dst` are device memory.
 // ScatterAddRows accumulates with atomicAdd, so duplicate indices are allowed (and summation order
-// varies in the last bits).
+// varies in the last bits). ScatterRows overwrites (indices distinct; `src`, `idx`, `dst` device
+// memory): it puts uploaded rows into their slots of a device row cache.
 //
 // Errors: InvalidArgument for negative sizes or a `src` the device cannot address (pageable host
 // memory); Internal from the CUDA runtime. Indices are trusted to be in range (as on the CPU).
@@ -25,5 +26,7 @@ Status GatherRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, 
                   cudaStream_t stream);
 Status ScatterAddRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, float* dst,
                       cudaStream_t stream);
+Status ScatterRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, float* dst,
+                   cudaStream_t stream);
 
 }  // namespace skiff::cuda

@@ -8,7 +8,10 @@
 // bf16 2e-2 (relative to sum |a||b|).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <random>
 
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/elementwise.h"
@@ -156,6 +159,27 @@ TEST_CASE("ScatterAddRows accumulates duplicates like the CPU") {
     cpu::ScatterAddRows(Abs(src).data(), dim, idx.data(), n, mag.data());
     SKIFF_REQUIRE_OK(cuda::ScatterAddRows(dsrc.get(), dim, didx.get(), n, ddst.get(), s));
     ExpectClose(ddst.Download(s), ref, 1e-5f, 1e-6f, "ScatterAddRows", &mag);
+  }
+}
+
+TEST_CASE("ScatterRows puts rows into distinct slots like the CPU") {
+  TestStream stream;
+  const cudaStream_t s = stream.get();
+  for (int64_t dim : {1, 3, 4, 128, 1000}) {
+    CAPTURE(dim);
+    const int64_t dst_rows = 5000;
+    std::vector<int64_t> idx(dst_rows);
+    std::iota(idx.begin(), idx.end(), 0);
+    std::shuffle(idx.begin(), idx.end(), std::mt19937_64(64));
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{77}, int64_t{4000}}) {
+      const std::vector<float> src = RandomFloats(std::max<int64_t>(n, 1) * dim, 65);
+      std::vector<float> ref = RandomFloats(dst_rows * dim, 66);
+      DeviceBuffer<float> dsrc(src, s), ddst(ref, s);
+      DeviceBuffer<int64_t> didx(std::vector<int64_t>(idx.begin(), idx.begin() + n), s);
+      cpu::ScatterRows(src.data(), dim, idx.data(), n, ref.data());
+      SKIFF_REQUIRE_OK(cuda::ScatterRows(dsrc.get(), dim, didx.get(), n, ddst.get(), s));
+      ExpectClose(ddst.Download(s), ref, 0, 0, "ScatterRows n=" + std::to_string(n));
+    }
   }
 }
 

@@ -52,6 +52,7 @@ TEST_CASE("host: GAT, gather, element-wise, loss, optimiser and LayerNorm argume
                 "negative size");
   ExpectInvalid(GatherRows(nullptr, -4, nullptr, 3, nullptr, nullptr), "negative size");
   ExpectInvalid(ScatterAddRows(nullptr, 4, nullptr, -3, nullptr, nullptr), "negative size");
+  ExpectInvalid(ScatterRows(nullptr, -1, nullptr, 3, nullptr, nullptr), "negative size");
   ExpectInvalid(DropoutForward(10, 1.0f, 7, nullptr, nullptr, nullptr), "outside [0, 1)");
   ExpectInvalid(DropoutBackward(10, -0.1f, 7, nullptr, nullptr, nullptr), "outside [0, 1)");
   ExpectInvalid(BiasAdd(-1, 4, nullptr, nullptr, nullptr), "negative size");
