@@ -8,16 +8,28 @@
 
 namespace skiff::cpu {
 
-void GatherRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, float* dst) {
+namespace {
+
+// dst[d(i),:] = src[s(i),:] for i in [0, n), where the indices name the source rows (gather) or
+// the destination rows (scatter) and the other side is i.
+template <bool kScatter>
+void CopyRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, float* dst) {
   SKIFF_CHECK(dim >= 0 && n >= 0);
   if (dim == 0) return;
   const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / dim);
   ParallelFor(n, rows_per_chunk, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       SKIFF_CHECK(idx[row] >= 0);
-      std::memcpy(dst + row * dim, src + idx[row] * dim, static_cast<size_t>(dim) * sizeof(float));
+      const int64_t from = kScatter ? row : idx[row], to = kScatter ? idx[row] : row;
+      std::memcpy(dst + to * dim, src + from * dim, static_cast<size_t>(dim) * sizeof(float));
     }
   });
+}
+
+}  // namespace
+
+void GatherRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, float* dst) {
+  CopyRows<false>(src, dim, idx, n, dst);
 }
 
 void ScatterAddRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, float* dst) {
@@ -35,15 +47,7 @@ void ScatterAddRows(const float* src, int64_t dim, const int64_t* idx, int64_t n
 }
 
 void ScatterRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, float* dst) {
-  SKIFF_CHECK(dim >= 0 && n >= 0);
-  if (dim == 0) return;
-  const int64_t rows_per_chunk = std::max<int64_t>(1, (int64_t{1} << 15) / dim);
-  ParallelFor(n, rows_per_chunk, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      SKIFF_CHECK(idx[row] >= 0);
-      std::memcpy(dst + idx[row] * dim, src + row * dim, static_cast<size_t>(dim) * sizeof(float));
-    }
-  });
+  CopyRows<true>(src, dim, idx, n, dst);
 }
 
 }  // namespace skiff::cpu

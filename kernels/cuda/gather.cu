@@ -7,36 +7,20 @@
 namespace skiff::cuda {
 namespace {
 
-// One warp per output row; float4 when rows are 16-byte aligned (dim % 4 == 0 and aligned base
+// Which side of a row copy the indices name: the source (gather) or the destination (scatter).
+enum class Indexed { kSource, kDestination };
+
+// One warp per row copied; float4 when rows are 16-byte aligned (dim % 4 == 0 and aligned base
 // pointers), so a 128-float row is one 512-byte coalesced read -- which over PCIe (zero-copy)
 // is what keeps the transfer in full-size TLPs.
-template <bool kVec4>
+template <bool kVec4, Indexed kIndexed>
 __global__ void __launch_bounds__(kRowBlockThreads)
-    GatherRowsKernel(const float* __restrict__ src, int64_t dim, const int64_t* __restrict__ idx,
-                     int64_t n, float* __restrict__ dst) {
+    CopyRowsKernel(const float* __restrict__ src, int64_t dim, const int64_t* __restrict__ idx,
+                   int64_t n, float* __restrict__ dst) {
   const int lane = Lane();
   for (int64_t row = GlobalWarp(); row < n; row += WarpCount()) {
-    const float* s = src + idx[row] * dim;
-    float* d = dst + row * dim;
-    if constexpr (kVec4) {
-      const auto* s4 = reinterpret_cast<const float4*>(s);
-      auto* d4 = reinterpret_cast<float4*>(d);
-      for (int64_t k = lane; k < dim / 4; k += kWarpSize) d4[k] = s4[k];
-    } else {
-      for (int64_t k = lane; k < dim; k += kWarpSize) d[k] = s[k];
-    }
-  }
-}
-
-// One warp per source row, as GatherRowsKernel with the indices on the destination side.
-template <bool kVec4>
-__global__ void __launch_bounds__(kRowBlockThreads)
-    ScatterRowsKernel(const float* __restrict__ src, int64_t dim, const int64_t* __restrict__ idx,
-                      int64_t n, float* __restrict__ dst) {
-  const int lane = Lane();
-  for (int64_t row = GlobalWarp(); row < n; row += WarpCount()) {
-    const float* s = src + row * dim;
-    float* d = dst + idx[row] * dim;
+    const float* s = src + (kIndexed == Indexed::kSource ? idx[row] : row) * dim;
+    float* d = dst + (kIndexed == Indexed::kDestination ? idx[row] : row) * dim;
     if constexpr (kVec4) {
       const auto* s4 = reinterpret_cast<const float4*>(s);
       auto* d4 = reinterpret_cast<float4*>(d);
@@ -69,6 +53,19 @@ Status CheckSizes(const char* op, int64_t dim, int64_t n) {
   return Status::Ok();
 }
 
+// Grid: one warp per row, 8 rows per 256-thread block (common.cuh).
+template <Indexed kIndexed>
+Status LaunchCopyRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, float* dst,
+                      cudaStream_t stream) {
+  const unsigned grid = GridFor(n, kWarpsPerRowBlock);
+  if (dim % 4 == 0 && Aligned16(src) && Aligned16(dst)) {
+    CopyRowsKernel<true, kIndexed><<<grid, kRowBlockThreads, 0, stream>>>(src, dim, idx, n, dst);
+  } else {
+    CopyRowsKernel<false, kIndexed><<<grid, kRowBlockThreads, 0, stream>>>(src, dim, idx, n, dst);
+  }
+  return CheckLaunch("CopyRowsKernel");
+}
+
 }  // namespace
 
 Status GatherRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, float* dst,
@@ -85,14 +82,7 @@ Status GatherRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, 
         "the device (cudaHostAlloc with cudaHostAllocMapped, see PinnedBuffer)");
   }
   const auto* dev_src = static_cast<const float*>(attr.devicePointer);
-  // Grid: one warp per row, 8 rows per 256-thread block (common.cuh).
-  const unsigned grid = GridFor(n, kWarpsPerRowBlock);
-  if (dim % 4 == 0 && Aligned16(dev_src) && Aligned16(dst)) {
-    GatherRowsKernel<true><<<grid, kRowBlockThreads, 0, stream>>>(dev_src, dim, idx, n, dst);
-  } else {
-    GatherRowsKernel<false><<<grid, kRowBlockThreads, 0, stream>>>(dev_src, dim, idx, n, dst);
-  }
-  return CheckLaunch("GatherRowsKernel");
+  return LaunchCopyRows<Indexed::kSource>(dev_src, dim, idx, n, dst, stream);
 }
 
 Status ScatterAddRows(const float* src, int64_t dim, const int64_t* idx, int64_t n, float* dst,
@@ -108,13 +98,7 @@ Status ScatterRows(const float* src, int64_t dim, const int64_t* idx, int64_t n,
                    cudaStream_t stream) {
   SKIFF_RETURN_IF_ERROR(CheckSizes("ScatterRows", dim, n));
   if (dim == 0 || n == 0) return Status::Ok();
-  const unsigned grid = GridFor(n, kWarpsPerRowBlock);
-  if (dim % 4 == 0 && Aligned16(src) && Aligned16(dst)) {
-    ScatterRowsKernel<true><<<grid, kRowBlockThreads, 0, stream>>>(src, dim, idx, n, dst);
-  } else {
-    ScatterRowsKernel<false><<<grid, kRowBlockThreads, 0, stream>>>(src, dim, idx, n, dst);
-  }
-  return CheckLaunch("ScatterRowsKernel");
+  return LaunchCopyRows<Indexed::kDestination>(src, dim, idx, n, dst, stream);
 }
 
 }  // namespace skiff::cuda

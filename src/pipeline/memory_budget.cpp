@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "skiff/log.h"
+#include "skiff/model/row_slots.h"
 #include "skiff/pipeline/input_aggregator.h"
 #include "skiff/pipeline/resident_graph_source.h"
 #include "skiff/units.h"
@@ -273,6 +274,11 @@ int64_t HostFeatureDim(const MemoryBudgetInputs& in) {
   return in.features_on_device ? 0 : in.feature_dim;
 }
 
+// Whether the model's activations live on a device rather than in the host's budget.
+bool ComputesOnDevice(const MemoryBudgetInputs& in) {
+  return in.device_compute || in.features_on_device;
+}
+
 // The largest evaluation batch size <= `requested` whose batch and activations are no larger than
 // a training batch's (binary search; the sizes grow with the batch size).
 int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees, bool aggregated,
@@ -283,7 +289,7 @@ int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees
                                       : BatchBytes(s, HostFeatureDim(in)) + SamplerScratchBytes(s);
     // Activations on the device are not the host's to plan.
     return bytes <= train_batch &&
-           (in.features_on_device || ActivationBytes(s, in.model, aggregated) <= train_activations);
+           (ComputesOnDevice(in) || ActivationBytes(s, in.model, aggregated) <= train_activations);
   };
   if (fits(in.eval_batch_size)) return in.eval_batch_size;
   int64_t lo = 1, hi = in.eval_batch_size;  // fits(lo) assumed; !fits(hi)
@@ -349,7 +355,7 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
                                 : BatchBytes(plan.train_batch, HostFeatureDim(in)) +
                                       SamplerScratchBytes(plan.train_batch);
   const uint64_t activations =
-      in.features_on_device ? 0 : ActivationBytes(plan.train_batch, in.model, aggregated);
+      ComputesOnDevice(in) ? 0 : ActivationBytes(plan.train_batch, in.model, aggregated);
   plan.eval_batch_size = in.eval_batch_size > 0 && !in.eval_fanouts.empty()
                              ? EvalBatchSize(in, degrees, aggregated, plan.batch_bytes, activations)
                              : in.batch_size;
@@ -362,6 +368,20 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
         {"feature upload to the device (before training)",
          std::min(kDeviceUploadBytes, static_cast<uint64_t>(in.num_nodes) *
                                           static_cast<uint64_t>(in.feature_dim) * 4)});
+  } else if (in.device_compute) {
+    // The device model packs each batch's structure and its inputs' cache slots into one of two
+    // pinned slots (grown by a quarter over the largest batch), and uploads the rows (all, or what
+    // its row cache misses) through two pinned chunks, keeping three int64 per input to choose
+    // them.
+    const auto inputs = static_cast<uint64_t>(plan.train_batch.input_nodes);
+    plan.items.push_back({"pinned staging of 2 batches (structure, row slots)",
+                          2 * (BatchBytes(plan.train_batch, 0) + 16 * inputs) * 5 / 4});
+    plan.items.push_back(
+        {"row upload: pinned chunks, per-input scratch", kDeviceRowChunkBytes + 24 * inputs});
+    if (in.device_cache_rows > 0) {
+      plan.items.push_back({"device row cache index",
+                            model::RowSlots::HostBytes(in.num_nodes, in.device_cache_rows)});
+    }
   } else {
     plan.items.push_back({"activations of the batch in compute (expected)", activations});
   }

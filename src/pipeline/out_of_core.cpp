@@ -64,6 +64,8 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   in.aggregated_input = options.aggregated_input;
   in.features_on_device = options.features_on_device;
   in.graph_on_device = options.graph_on_device;
+  in.device_compute = options.device_compute;
+  in.device_cache_rows = options.device_cache_rows;
   in.record_degrees = options.record_degrees;
   in.fanouts = options.fanouts;
   in.eval_batch_size = options.eval_batch_size;

@@ -22,10 +22,11 @@ std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options) {
   return std::vector<int>(options.fanouts.size(), train::kDefaultEvalFanoutCap);
 }
 
-Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(
-    const format::Dataset* dataset, const train::TrainOptions& options, uint64_t memory_bytes,
-    SamplingMode sampling, int threads, bool aggregated_input, bool features_on_device,
-    bool graph_on_device) {
+Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::Dataset* dataset,
+                                                                 const train::TrainOptions& options,
+                                                                 uint64_t memory_bytes,
+                                                                 SamplingMode sampling, int threads,
+                                                                 const ComputeSite& site) {
   const format::Manifest& m = dataset->manifest();
   // Size the model to budget its parameters, gradients and optimiser state.
   model::ModelConfig config = options.model;
@@ -49,11 +50,13 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(
              .num_parameters = sizing->NumParameters()};
   o.normalize_rows = options.feature_norm == train::FeatureNorm::kRow;
   // In-buffer sampling follows the buffer states, which aggregated gathering does not need.
-  o.aggregated_input = aggregated_input && sampling == SamplingMode::kExact &&
+  o.aggregated_input = site.aggregated_input && sampling == SamplingMode::kExact &&
                        model::InputAggregationOf(config) != model::InputAggregation::kNone;
   o.sample_threads = std::max(1, threads);
-  o.features_on_device = features_on_device;
-  o.graph_on_device = graph_on_device;
+  o.features_on_device = site.features_on_device;
+  o.graph_on_device = site.graph_on_device;
+  o.device_compute = site.device || site.features_on_device;
+  o.device_cache_rows = site.features_on_device ? 0 : site.device_cache_rows;
   o.record_degrees = model::NeedsNodeDegrees(config.kind);
   o.gather_threads = 1;
   auto out = std::make_unique<OutOfCoreTraining>();

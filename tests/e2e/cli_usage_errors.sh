@@ -35,6 +35,11 @@ expect 2 "--device-memory: expected a size such as 8GiB (got 'lots')" train smal
 expect 2 "--device-memory: expected a size such as 8GiB (got '0')" train small --device-memory 0
 expect 2 "--sampler: unknown value 'gpu' (expected host, device or auto)" train small --sampler gpu
 expect 1 "--sampler device samples on the GPU: it needs --device cuda" train small --sampler device
+# Without a usable GPU, --device cuda stops before any planning or I/O, naming the way out.
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  expect 1 "use --device cpu" train small --device cuda --memory 64MiB
+  expect 1 "use --device cpu" train small --device cuda --sampler device
+fi
 # iobench checks its whole sweep before it creates or reads anything.
 expect 1 "unknown pattern 'zig' (expected rand, seq or stride)" iobench raw f.bin --create-file 1MiB --pattern zig
 expect 1 "--stride: expected a size such as 4KiB (got 'x')" iobench raw f.bin --create-file 1MiB --stride x

@@ -6,7 +6,8 @@
 // ELU variants; and a few Adam steps on the CUDA model lower the training loss. The device-resident
 // steps (TrainStep, EvalStep: loss, backward and optimiser on the device) follow the CPU model's
 // over several SGD steps within the same tolerance, and their loss totals agree; features held on
-// the device give the logits of the same rows passed in; the optimiser state and parameters read
+// the device give the logits of the same rows passed in; a device row cache smaller than the
+// features computes and trains as rows uploaded whole; the optimiser state and parameters read
 // back for a checkpoint continue the run on another model.
 #include <algorithm>
 #include <cmath>
@@ -235,6 +236,84 @@ TEST_CASE("cuda model: held features give the logits of the rows passed in") {
   SKIFF_REQUIRE_OK((*gpu)->Forward(batch, f.rows.data(), true, 5, &from_rows));
   SKIFF_REQUIRE_OK((*gpu)->Forward(batch, nullptr, true, 5, &from_ids));
   CHECK(from_rows == from_ids);  // the same rows, the same deterministic forward
+}
+
+namespace {
+
+// `batch` with its input nodes renumbered to distinct IDs drawn from [0, num_nodes), skewed toward
+// small IDs (so that some rows recur across batches and others do not); its seeds follow.
+sampler::MiniBatch Renumbered(sampler::MiniBatch batch, int64_t num_nodes, std::mt19937_64& rng) {
+  std::vector<char> taken(static_cast<size_t>(num_nodes), 0);
+  for (int64_t& v : batch.input_nodes) {
+    do {
+      const auto a = static_cast<int64_t>(rng() % static_cast<uint64_t>(num_nodes));
+      const auto b = static_cast<int64_t>(rng() % static_cast<uint64_t>(num_nodes));
+      v = a * b / num_nodes;
+    } while (taken[static_cast<size_t>(v)] != 0);
+    taken[static_cast<size_t>(v)] = 1;
+  }
+  batch.seeds.assign(batch.input_nodes.begin(), batch.input_nodes.begin() + batch.seeds.size());
+  return batch;
+}
+
+}  // namespace
+
+TEST_CASE("cuda model: a row cache smaller than the features trains as rows uploaded whole") {
+  // 6000 rows of 37 floats (888 KB) against 296 KB of device memory for them: a cache of 2000
+  // rows, batches of 300 inputs that recur in part (hits, misses and evictions) and, every fifth,
+  // one of 2500 inputs, more than the cache holds (uploaded without it). A second model given the
+  // same rows without a cache (HoldFeatures never asked) must compute the same logits bit for bit,
+  // and train the same within the fp32 tolerance.
+  const ModelConfig c = Config(ModelKind::kGcn, "layer", "relu");
+  const int64_t num_nodes = 6000, cache_rows = 2000;
+  std::vector<float> values =
+      gpu_testing::RandomFloats(static_cast<size_t>(num_nodes * c.in_dim), 23);
+  auto table = sampler::InMemoryFeatures::FromMatrix(values, c.in_dim);
+  REQUIRE(table.ok());
+  auto cached = Model::CreateCuda(c);
+  auto plain = Model::CreateCuda(c);
+  REQUIRE_MESSAGE(cached.ok(), cached.status().ToString());
+  REQUIRE(plain.ok());
+  auto held = (*cached)->HoldFeatures(**table, cache_rows * c.in_dim * sizeof(float));
+  SKIFF_REQUIRE_OK(held.status());
+  CHECK_FALSE(*held);  // batches still carry their rows
+  CHECK_FALSE((*cached)->holds_features());
+  CHECK((*cached)->DeviceDescription().find("a device cache of 2000 feature rows") !=
+        std::string::npos);
+  Optimizer::Config oc;
+  oc.lr = 0.01f;
+  Optimizer opt_cached(**cached, oc), opt_plain(**plain, oc);
+  std::mt19937_64 rng(29);
+  for (int step = 0; step < 30; ++step) {
+    CAPTURE(step);
+    const std::vector<int64_t> sizes = step % 5 == 4 ? std::vector<int64_t>{2500, 300, 40, 17}
+                                                     : std::vector<int64_t>{300, 120, 40, 17};
+    sampler::MiniBatch batch =
+        Renumbered(testing::RandomMiniBatch(sizes, 9, 5, rng), num_nodes, rng);
+    testing::AddRandomDegrees(&batch, rng);
+    std::vector<float> rows;
+    for (int64_t v : batch.input_nodes) {
+      rows.insert(rows.end(), values.begin() + v * c.in_dim, values.begin() + (v + 1) * c.in_dim);
+    }
+    std::vector<float> logits_cached, logits_plain;
+    SKIFF_REQUIRE_OK((*cached)->Forward(batch, rows.data(), false, 0, &logits_cached));
+    SKIFF_REQUIRE_OK((*plain)->Forward(batch, rows.data(), false, 0, &logits_plain));
+    REQUIRE(logits_cached == logits_plain);
+    const model::BatchInput input{.batch = &batch, .x = rows.data()};
+    const auto seed = static_cast<uint64_t>(step);
+    SKIFF_REQUIRE_OK((*cached)->TrainStep(input, seed, opt_cached));
+    SKIFF_REQUIRE_OK((*plain)->TrainStep(input, seed, opt_plain));
+  }
+  CheckParametersClose(**cached, **plain, "after 30 steps:");
+  // An input outside the features the cache was sized for is refused, naming it.
+  std::mt19937_64 rng2(31);
+  sampler::MiniBatch bad = testing::RandomMiniBatch({300, 120, 40, 17}, 9, 5, rng2);
+  bad.input_nodes[5] = num_nodes;
+  std::vector<float> rows(bad.input_nodes.size() * static_cast<size_t>(c.in_dim), 0.5f);
+  std::vector<float> logits;
+  const Status st = (*cached)->Forward(bad, rows.data(), false, 0, &logits);
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(st.message().find(std::to_string(num_nodes)) != std::string::npos);
 }
 
 TEST_CASE("cuda model: a checkpoint's state read back continues the run on another model") {

@@ -302,9 +302,8 @@ TEST_CASE("device sampling: seeds, labels and sampler seeds reproduce the host-s
     // The model holds the graph and the features: its seeds and labels come from a BatchStream,
     // so the run is the in-memory one whatever the runner would have planned.
     const train::TrainOptions t = StandInOptions(train::SamplerPlace::kDevice);
-    auto ooc =
-        pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30, pipeline::SamplingMode::kExact, 2,
-                                        /*aggregated_input=*/false);
+    auto ooc = pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30,
+                                               pipeline::SamplingMode::kExact, 2, {});
     REQUIRE_MESSAGE(ooc.ok(), ooc.status().ToString());
     auto trainer = train::Trainer::Create((*ooc)->data, t, MakeStandIn);
     REQUIRE(trainer.ok());
@@ -325,10 +324,9 @@ TEST_CASE("device sampling: seeds, labels and sampler seeds reproduce the host-s
     // The plan keeps no partition slot; the features reach the model through the pool's fine
     // reads, the graph through its CsrSource; the run is the in-memory one.
     const train::TrainOptions t = StandInOptions(train::SamplerPlace::kDevice);
-    auto ooc = pipeline::OpenOutOfCoreTraining(ds.get(), t, 8 << 20, pipeline::SamplingMode::kExact,
-                                               2, /*aggregated_input=*/false,
-                                               /*features_on_device=*/true,
-                                               /*graph_on_device=*/true);
+    auto ooc =
+        pipeline::OpenOutOfCoreTraining(ds.get(), t, 8 << 20, pipeline::SamplingMode::kExact, 2,
+                                        {.features_on_device = true, .graph_on_device = true});
     REQUIRE_MESSAGE(ooc.ok(), ooc.status().ToString());
     CHECK((*ooc)->ooc->memory_plan().pool_slots == 0);
     CHECK((*ooc)->ooc->Describe().find("none loaded") != std::string::npos);

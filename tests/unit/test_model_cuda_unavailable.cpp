@@ -49,3 +49,19 @@ TEST_CASE("CreateCuda is Unavailable without a CUDA device") {
     CHECK(m.status().message().find("--device cpu") != std::string::npos);
   }
 }
+
+TEST_CASE("CudaFeatureMemory is Unavailable without a CUDA device, and names the way out") {
+  if (HaveCudaDevice()) {
+    // With a device, an explicit amount is given back as it is (docs/cuda.md).
+    auto bytes = Model::CudaFeatureMemory(uint64_t{3} << 30);
+    REQUIRE(bytes.ok());
+    CHECK(*bytes == uint64_t{3} << 30);
+    return;
+  }
+  for (uint64_t device_bytes : {uint64_t{0}, uint64_t{1} << 30}) {
+    auto bytes = Model::CudaFeatureMemory(device_bytes);
+    REQUIRE_FALSE(bytes.ok());
+    CHECK(bytes.status().code() == StatusCode::kUnavailable);
+    CHECK(bytes.status().message().find("--device cpu") != std::string::npos);
+  }
+}

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 
 #include "skiff/pipeline/memory_budget.h"
 
@@ -323,4 +324,46 @@ TEST_CASE("memory budget: the graph on the device leaves the host seeds, labels 
   in.graph_on_device = false;
   in.budget_bytes = plan->fixed_bytes + plan->pool_bytes;
   CHECK_FALSE(PlanMemory(in, degrees).ok());
+}
+
+TEST_CASE("memory budget: a device model with the rows on the host stages them, not activations") {
+  MemoryBudgetInputs in = Inputs();
+  const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);
+  in.budget_bytes = 256 << 20;
+  auto host = PlanMemory(in, degrees);
+  REQUIRE_MESSAGE(host.ok(), host.status().ToString());
+  in.device_compute = true;
+  in.device_cache_rows = 30000;
+  auto device = PlanMemory(in, degrees);
+  REQUIRE_MESSAGE(device.ok(), device.status().ToString());
+  auto item = [&](const MemoryPlan& plan, const std::string& name) -> const MemoryItem* {
+    for (const MemoryItem& i : plan.items) {
+      if (i.name.find(name) != std::string::npos) return &i;
+    }
+    return nullptr;
+  };
+  CHECK(item(*host, "activations") != nullptr);
+  CHECK(item(*device, "activations") == nullptr);
+  // Two pinned slots of structure and row slots (a quarter of growth), the rows' upload chunks,
+  // and the cache's host index: the rows themselves are never staged whole.
+  const auto inputs = static_cast<uint64_t>(device->train_batch.input_nodes);
+  REQUIRE(inputs > 0);
+  const MemoryItem* staging = item(*device, "structure, row slots");
+  REQUIRE(staging != nullptr);
+  CHECK(staging->bytes == 2 * (BatchBytes(device->train_batch, 0) + 16 * inputs) * 5 / 4);
+  const MemoryItem* upload = item(*device, "row upload:");
+  REQUIRE(upload != nullptr);
+  CHECK(upload->bytes == kDeviceRowChunkBytes + 24 * inputs);
+  const MemoryItem* index = item(*device, "row cache index");
+  REQUIRE(index != nullptr);
+  CHECK(index->bytes == 4 * 100000 + 9 * 30000);
+  // Batches still hold their rows on the host until they are staged.
+  CHECK(device->batch_held_bytes == host->batch_held_bytes);
+  CHECK(device->batch_held_bytes == BatchBytes(device->train_batch, in.feature_dim));
+  // No cache: no index.
+  in.device_cache_rows = 0;
+  auto uncached = PlanMemory(in, degrees);
+  REQUIRE(uncached.ok());
+  CHECK(item(*uncached, "row cache index") == nullptr);
+  CHECK(uncached->fixed_bytes + index->bytes == device->fixed_bytes);
 }

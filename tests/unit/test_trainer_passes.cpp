@@ -67,7 +67,7 @@ train::TrainOptions Options(const std::string& feature_norm) {
 Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenAtSmallestBudget(
     const format::Dataset* ds, const train::TrainOptions& t, bool aggregated) {
   auto ooc = pipeline::OpenOutOfCoreTraining(ds, t, 1ull << 30, pipeline::SamplingMode::kExact, 2,
-                                             aggregated);
+                                             {.aggregated_input = aggregated});
   REQUIRE(ooc.ok());
   CHECK_FALSE((*ooc)->ooc->aggregated_input());  // every partition fits: rows
   const pipeline::MemoryPlan& big = (*ooc)->ooc->memory_plan();
@@ -79,7 +79,7 @@ Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenAtSmallestBudget(
   Result<std::unique_ptr<pipeline::OutOfCoreTraining>> small = Status::Internal("unset");
   for (uint64_t budget = tight; budget < tight + (4ull << 20); budget += 16 << 10) {
     small = pipeline::OpenOutOfCoreTraining(ds, t, budget, pipeline::SamplingMode::kExact, 2,
-                                            aggregated);
+                                            {.aggregated_input = aggregated});
     if (small.ok() || !aggregated) break;
   }
   return small;
@@ -92,9 +92,9 @@ Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenAboveSmallestBudget(
     const format::Dataset* ds, const train::TrainOptions& t) {
   auto smallest = OpenAtSmallestBudget(ds, t, true);
   REQUIRE_MESSAGE(smallest.ok(), smallest.status().ToString());
-  return pipeline::OpenOutOfCoreTraining(ds, t,
-                                         (*smallest)->ooc->memory_plan().budget_bytes + (2 << 20),
-                                         pipeline::SamplingMode::kExact, 2, true);
+  return pipeline::OpenOutOfCoreTraining(
+      ds, t, (*smallest)->ooc->memory_plan().budget_bytes + (2 << 20),
+      pipeline::SamplingMode::kExact, 2, {.aggregated_input = true});
 }
 
 // A training run of `t` on `ooc`'s data with `runner` as its pass runner (which must succeed).
@@ -124,8 +124,8 @@ TEST_CASE("trainer passes: every partition resident reproduces the in-memory run
     auto reference = (*in_memory)->Run();
     REQUIRE(reference.ok());
 
-    auto ooc = pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30,
-                                               pipeline::SamplingMode::kExact, 2, true);
+    auto ooc = pipeline::OpenOutOfCoreTraining(
+        ds.get(), t, 1ull << 30, pipeline::SamplingMode::kExact, 2, {.aggregated_input = true});
     REQUIRE_MESSAGE(ooc.ok(), ooc.status().ToString());
     REQUIRE((*ooc)->ooc->fully_resident());
     auto trainer = train::Trainer::Create((*ooc)->data, t);
@@ -157,8 +157,8 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
     train::TrainOptions t = Options("none");
     t.epochs = 2;
     // Find the smallest accepted budget from the refusal, then train there (every stage bounded).
-    auto refused = pipeline::OpenOutOfCoreTraining(ds.get(), t, 64 << 10,
-                                                   pipeline::SamplingMode::kExact, 2, aggregated);
+    auto refused = pipeline::OpenOutOfCoreTraining(
+        ds.get(), t, 64 << 10, pipeline::SamplingMode::kExact, 2, {.aggregated_input = aggregated});
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.status().code() == StatusCode::kResourceExhausted);
     CHECK(refused.status().message().find("--batch-size") != std::string::npos);
@@ -213,13 +213,13 @@ TEST_CASE(
   // activations), and its partitions hold adjacency only.
   uint64_t rows_minimum = 64 << 10;
   while (!pipeline::OpenOutOfCoreTraining(ds.get(), t, rows_minimum, pipeline::SamplingMode::kExact,
-                                          2, false)
+                                          2, {})
               .ok()) {
     rows_minimum += 16 << 10;
   }
   auto device = pipeline::OpenOutOfCoreTraining(ds.get(), t, rows_minimum - (16 << 10),
-                                                pipeline::SamplingMode::kExact, 2, false,
-                                                /*features_on_device=*/true);
+                                                pipeline::SamplingMode::kExact, 2,
+                                                {.features_on_device = true});
   REQUIRE_MESSAGE(device.ok(), device.status().ToString());
   const pipeline::MemoryPlan& plan = (*device)->ooc->memory_plan();
   for (const pipeline::MemoryItem& item : plan.items) {

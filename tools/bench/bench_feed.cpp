@@ -122,8 +122,7 @@ int main(int argc, char** argv) {
   auto ds = format::Dataset::Open(argv[1]);
   if (!ds.ok()) return Fail(ds.status());
   auto engine = pipeline::OpenOutOfCoreTraining(
-      ds->get(), t, memory, pipeline::SamplingMode::kExact, threads, /*aggregated_input=*/false,
-      /*features_on_device=*/true);
+      ds->get(), t, memory, pipeline::SamplingMode::kExact, threads, {.features_on_device = true});
   if (!engine.ok()) return Fail(engine.status());
   std::printf("%s\n", (*engine)->ooc->Describe().c_str());
   if (memory > 0) std::printf("%s\n", (*engine)->ooc->memory_plan().Describe().c_str());

@@ -12,8 +12,12 @@
 # packed build), EPOCHS (default 4), MATMUL (skiff --cuda-matmul and the peer's --tf32: tf32 or
 # fp32; default both, one after the other), SAMPLERS (skiff --sampler values run in each round,
 # default "device host"), MEMORY (also run skiff out of core, --sampler device --memory MEMORY;
-# default 141MiB, 25% of the dataset, the out-of-core bar's setting; empty: skip), PYTHON
-# (default python3).
+# default 141MiB, 25% of the dataset, the out-of-core bar's setting; empty: skip), CACHE (also run
+# skiff with --device-memory CACHE, less than the features' 512 MB, so that they stay on the host
+# and the device caches rows (docs/cuda.md, "A row cache"), in memory and at --memory
+# CACHE_MEMORY; defaults 256MiB and 512MiB -- with the rows on the host a batch of this setting
+# holds ~500k of the 1M rows, so the plan's minimum is ~384 MiB; empty: skip), PYTHON (default
+# python3).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -49,6 +53,15 @@ for matmul in ${MATMUL:-tf32 fp32}; do
       $skiff train "$ds" --model sage "${model[@]}" --device cuda --cuda-matmul "$matmul" \
         --sampler device --memory "${MEMORY-141MiB}" --threads "$threads" 2>&1 |
         grep -v '^\s*$' || echo "== that run FAILED (the rounds go on)"
+    fi
+    if [[ -n ${CACHE-256MiB} ]]; then
+      for memory in "" ${CACHE_MEMORY-512MiB}; do
+        echo "== round $r, $matmul: skiff --device cuda --device-memory ${CACHE-256MiB}" \
+          "${memory:+--memory $memory}"
+        $skiff train "$ds" --model sage "${model[@]}" --device cuda --cuda-matmul "$matmul" \
+          --device-memory "${CACHE-256MiB}" ${memory:+--memory "$memory"} --threads "$threads" \
+          2>&1 | grep -v '^\s*$' || echo "== that run FAILED (the rounds go on)"
+      done
     fi
     echo "== round $r, $matmul: pyg peer"
     $python "$root/tools/bench/pyg_peer.py" "$ds" "${model[@]}" "${peer_tf32[@]}" 2>&1 |

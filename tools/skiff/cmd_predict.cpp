@@ -41,9 +41,9 @@ int RunPredict(const PredictOptions& o) {
   // The training pipeline (docs/pipeline.md): every partition resident, or within --memory.
   const Result<uint64_t> memory_bytes = ParseMemoryOption(o.memory);
   if (!memory_bytes.ok()) return ReportStatus("predict", memory_bytes.status());
-  auto engine = pipeline::OpenOutOfCoreTraining(ds->get(), *t, *memory_bytes,
-                                                pipeline::SamplingMode::kExact, t->sampler_threads,
-                                                /*aggregated_input=*/true);
+  auto engine =
+      pipeline::OpenOutOfCoreTraining(ds->get(), *t, *memory_bytes, pipeline::SamplingMode::kExact,
+                                      t->sampler_threads, {.aggregated_input = true});
   if (!engine.ok()) return ReportStatus("predict", engine.status());
   auto trainer = train::Trainer::Create((*engine)->data, *t);
   if (!trainer.ok()) return ReportStatus("predict", trainer.status());

@@ -105,15 +105,48 @@ Status CheckOutputs(const TrainCliOptions& o, const train::TrainOptions& t) {
   return Status::Ok();
 }
 
-// With --device cuda, every feature row goes to device memory (batches carry node IDs); out of
-// core the plan counted on it (the host holds no rows), so not fitting is an error there.
-Status OfferFeaturesToDevice(Device device, uint64_t memory_bytes, train::Trainer* trainer) {
-  if (device != Device::kCuda) return Status::Ok();
+// Where the model computes and what it keeps there. With --device cuda the device is asked, before
+// anything is planned, how much memory the features get (--device-memory, or what it has free
+// less a margin): every feature row goes there when they fit (batches carry node IDs; with
+// --sampler device the graph too), and otherwise the rows stay on the host and the model caches
+// what fits (docs/cuda.md). `*runtime_bytes` gets what loading the CUDA runtime made resident.
+Result<pipeline::ComputeSite> ComputeSiteFor(Device device, const format::Manifest& m,
+                                             const train::TrainOptions& t,
+                                             uint64_t* runtime_bytes) {
+  if (device == Device::kCpu) return pipeline::ComputeSite{.aggregated_input = true};
+  const uint64_t rss = CurrentRssBytes();
+  SKIFF_ASSIGN_OR_RETURN(const uint64_t limit,
+                         model::Model::CudaFeatureMemory(t.device_memory_bytes));
+  *runtime_bytes += std::max(CurrentRssBytes(), rss) - rss;
+  const uint64_t row_bytes = static_cast<uint64_t>(m.feature_dim) * sizeof(float);
+  const uint64_t bytes = static_cast<uint64_t>(m.num_nodes) * row_bytes;
+  pipeline::ComputeSite site{.device = true};
+  site.features_on_device = bytes > 0 && bytes <= limit;
+  if (t.sampler == train::SamplerPlace::kDevice && !site.features_on_device) {
+    return Status::InvalidArgument(
+        "--sampler device needs the features in device memory: they take " + FormatBytes(bytes) +
+        ", and the device gives them " + FormatBytes(limit) +
+        " (raise --device-memory, or use --sampler host or auto)");
+  }
+  site.graph_on_device = site.features_on_device && t.sampler == train::SamplerPlace::kDevice;
+  if (!site.features_on_device && row_bytes > 0) {
+    site.device_cache_rows =
+        static_cast<int64_t>(std::min<uint64_t>(limit / row_bytes, m.num_nodes));
+  }
+  return site;
+}
+
+// Offers the features to the model's device. Out of core, a plan that counted on them being there
+// holds no rows on the host, so the model declining them (its device filled up since it was
+// asked) is an error.
+Status OfferFeaturesToDevice(const pipeline::ComputeSite& site, uint64_t memory_bytes,
+                             train::Trainer* trainer) {
+  if (!site.device) return Status::Ok();
   SKIFF_ASSIGN_OR_RETURN(const bool held, trainer->OfferFeatures());
-  if (!held && memory_bytes > 0) {
+  if (site.features_on_device && !held && memory_bytes > 0) {
     return Status::ResourceExhausted(
-        "--memory with --device cuda needs the features in device memory, and they do not fit "
-        "(raise --device-memory, or use --device cpu)");
+        "--memory with --device cuda: the plan counted on the features in device memory, and "
+        "the device no longer has room for them (set --device-memory, or use --device cpu)");
   }
   return Status::Ok();
 }
@@ -159,33 +192,31 @@ Status Train(const TrainCliOptions& o) {
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
   SKIFF_ASSIGN_OR_RETURN(const pipeline::SamplingMode sampling,
                          pipeline::ParseSamplingMode(o.sampling));
-  SKIFF_ASSIGN_OR_RETURN(
-      std::unique_ptr<pipeline::OutOfCoreTraining> engine,
-      pipeline::OpenOutOfCoreTraining(ds.get(), t, memory_bytes, sampling, t.sampler_threads,
-                                      /*aggregated_input=*/device == Device::kCpu,
-                                      /*features_on_device=*/device == Device::kCuda,
-                                      /*graph_on_device=*/device == Device::kCuda &&
-                                          t.sampler == train::SamplerPlace::kDevice));
+  // The CUDA runtime's resident pages are outside the budget (docs/pipeline.md): measured as it
+  // loads (here, and as the model creates its context) and reported with the peak.
+  uint64_t runtime_bytes = 0;
+  SKIFF_ASSIGN_OR_RETURN(const pipeline::ComputeSite site,
+                         ComputeSiteFor(device, ds->manifest(), t, &runtime_bytes));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::OutOfCoreTraining> engine,
+                         pipeline::OpenOutOfCoreTraining(ds.get(), t, memory_bytes, sampling,
+                                                         t.sampler_threads, site));
   if (memory_bytes > 0 && o.scratch_dir != "none") {
     engine->replay_dir = o.scratch_dir.empty() ? o.dataset : o.scratch_dir;
   }
   LogInfo((memory_bytes > 0 ? "out of core: " : "in memory: ") + engine->ooc->Describe());
   if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
-  // The CUDA model loads the CUDA runtime and cuBLAS and creates the device context: resident
-  // pages outside the budget (docs/pipeline.md), measured here and reported with the peak.
+  // The CUDA model loads cuBLAS and creates its streams and buffers.
   const uint64_t rss_before_model = CurrentRssBytes();
   SKIFF_ASSIGN_OR_RETURN(
       std::unique_ptr<train::Trainer> trainer,
       train::Trainer::Create(engine->data, t,
                              device == Device::kCuda ? train::ModelFactory(model::Model::CreateCuda)
                                                      : train::ModelFactory(nullptr)));
-  uint64_t runtime_bytes = 0;
   if (device == Device::kCuda) {
-    const uint64_t rss = CurrentRssBytes();
-    runtime_bytes = rss > rss_before_model ? rss - rss_before_model : 0;
+    runtime_bytes += std::max(CurrentRssBytes(), rss_before_model) - rss_before_model;
   }
   trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress));
-  SKIFF_RETURN_IF_ERROR(OfferFeaturesToDevice(device, memory_bytes, trainer.get()));
+  SKIFF_RETURN_IF_ERROR(OfferFeaturesToDevice(site, memory_bytes, trainer.get()));
   if (resume.has_value()) {
     SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));
     LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);

@@ -180,6 +180,11 @@ class Model {
   // host copies brought up to date when asked for (src/model/cuda/cuda_model.h and docs/cuda.md,
   // "GPU compute stage").
   static Result<std::unique_ptr<Model>> CreateCuda(const ModelConfig& config);
+  // The device memory a CUDA model's HoldFeatures would give the features for `device_bytes`
+  // (TrainOptions::device_memory_bytes; 0: the device's free memory less a margin), asked before
+  // any model exists: the memory plan needs to know whether the feature rows will live on the
+  // device. Unavailable as CreateCuda.
+  static Result<uint64_t> CudaFeatureMemory(uint64_t device_bytes);
 
   const ModelConfig& config() const { return config_; }
 
@@ -232,7 +237,9 @@ class Model {
 
   // Keeps all of `features` on the model's device so that batches can be given as node IDs
   // (BatchInput::x null), when they fit in `device_bytes` (0: the device's free memory less a
-  // margin). Returns whether it holds them; a CPU model never does.
+  // margin). Returns whether it holds them; a CPU model never does. When they do not fit, the CUDA
+  // model keeps a cache of rows within `device_bytes` instead: batches then carry their rows, and
+  // only the rows the cache misses cross to the device.
   virtual Result<bool> HoldFeatures(const sampler::FeatureSource& features, uint64_t device_bytes);
   virtual bool holds_features() const { return false; }
   // Keeps the whole graph (`graph`, read range by range) on the model's device and samples there

@@ -6,7 +6,10 @@
 // Start-up terms (MemoryPlan::items):
 //   resident metadata   CSR offsets (8 B/node), labels (4 B/node), split node lists (8 B/node);
 //   model               parameters, gradients and optimiser moments (4 floats per parameter);
-//   activations         the model's forward/backward buffers for one expected batch;
+//   activations         the model's forward/backward buffers for one expected batch; for a model
+//                       on a device (device_compute, features_on_device), its pinned staging of
+//                       two batches instead (and, with the rows on the host, the pinned chunks
+//                       they are uploaded through and a device row cache's host index);
 //   batches in flight   n x the expected batch: sampled structure, float32 feature staging and the
 //                       sampler's scratch; n = the pipeline's in-flight capacity when the budget
 //                       allows, fewer when it is tight (never fewer than one);
@@ -185,6 +188,14 @@ struct MemoryBudgetInputs {
   // batches carry no feature rows on the host, activations live on the device, and the host holds
   // the batches' pinned staging and the transient upload buffer instead (kDeviceUploadBytes).
   bool features_on_device = false;
+  // The model computes on a device with the feature rows on the host (the CUDA model when they do
+  // not fit in device memory): activations live on the device; each batch's structure and its
+  // inputs' cache slots are packed into one of two pinned slots (BatchStaging; a slot grows by a
+  // quarter over the largest batch), and its rows go up through kDeviceRowChunkBytes of pinned
+  // chunks. `device_cache_rows` > 0: its device row cache, whose host index (model::RowSlots) is
+  // 4 bytes per node and 9 per cached row. features_on_device implies device compute.
+  bool device_compute = false;
+  int64_t device_cache_rows = 0;
   // With features_on_device: the model also keeps the graph there and samples on the device
   // (Model::HoldGraph, --sampler device). The host then samples nothing and holds no adjacency:
   // a batch is its seeds and labels (in pinned staging), and the pool keeps no partition slot --
@@ -195,6 +206,9 @@ struct MemoryBudgetInputs {
 // The host buffer through which features are uploaded to the device once, before training
 // (src/model/cuda: HoldFeatures' chunk size).
 inline constexpr uint64_t kDeviceUploadBytes = uint64_t{2} << 20;
+// The pinned chunks through which a device model with the rows on the host uploads each batch's
+// rows (src/model/cuda: two of BatchStaging::kRowChunkBytes).
+inline constexpr uint64_t kDeviceRowChunkBytes = uint64_t{8} << 20;
 
 struct MemoryItem {
   std::string name;

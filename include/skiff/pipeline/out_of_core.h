@@ -60,6 +60,10 @@ struct OutOfCoreOptions {
   // The model holds every feature row in device memory: batches are planned without feature rows
   // (MemoryBudgetInputs::features_on_device).
   bool features_on_device = false;
+  // The model computes on a device with the rows on the host, and caches `device_cache_rows` of
+  // them there (MemoryBudgetInputs::device_compute).
+  bool device_compute = false;
+  int64_t device_cache_rows = 0;
   // With features_on_device, the graph too: the model samples on its device and the pipeline's
   // passes are not used (MemoryBudgetInputs::graph_on_device: a pool without partition slots).
   bool graph_on_device = false;

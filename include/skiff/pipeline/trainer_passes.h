@@ -51,16 +51,29 @@ struct OutOfCoreTraining {
   std::string replay_dir;
 };
 
+// Where the model that will compute runs and what it keeps there (skiff train's --device,
+// --sampler and what the device has room for): what the memory plan counts on the host.
+struct ComputeSite {
+  // It takes its first layer's input aggregated (the CPU model; OutOfCoreOptions).
+  bool aggregated_input = false;
+  // It computes on a device (the CUDA model): activations live there. With the feature rows on the
+  // host, each batch carries its rows, and `device_cache_rows` of them are cached on the device.
+  bool device = false;
+  int64_t device_cache_rows = 0;
+  // It holds every feature row in device memory (implies `device`): batches are planned without
+  // them. `graph_on_device`: the graph too, and it samples there (--sampler device), so the host
+  // holds no adjacency and samples nothing.
+  bool features_on_device = false;
+  bool graph_on_device = false;
+};
+
 // `dataset` must outlive the result. ResourceExhausted (naming the minimum) when the budget cannot
-// hold a working set for this model, batch size and fanouts. `aggregated_input`: the model that
-// will compute takes its first layer's input aggregated (the CPU model; OutOfCoreOptions).
-// `features_on_device`: it will hold every feature row in device memory (the CUDA model), so
-// batches are planned without them; `graph_on_device`: the graph too, and it samples there
-// (--sampler device), so the host holds no adjacency and samples nothing.
-Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(
-    const format::Dataset* dataset, const train::TrainOptions& options, uint64_t memory_bytes,
-    SamplingMode sampling, int threads, bool aggregated_input, bool features_on_device = false,
-    bool graph_on_device = false);
+// hold a working set for this model, batch size and fanouts.
+Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::Dataset* dataset,
+                                                                 const train::TrainOptions& options,
+                                                                 uint64_t memory_bytes,
+                                                                 SamplingMode sampling, int threads,
+                                                                 const ComputeSite& site);
 
 // The evaluation fanouts the Trainer uses for `options` (its default when none are given).
 std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options);

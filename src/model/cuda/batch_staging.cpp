@@ -35,11 +35,14 @@ Result<BatchStaging> BatchStaging::Create() {
     SKIFF_ASSIGN_OR_RETURN(slot.copied, CudaEvent::Create());
     SKIFF_ASSIGN_OR_RETURN(slot.consumed, CudaEvent::Create());
   }
+  for (Chunk& chunk : s.chunks_) {
+    SKIFF_ASSIGN_OR_RETURN(chunk.copied, CudaEvent::Create());
+  }
   return s;
 }
 
 size_t BatchStaging::PackedBytes(const sampler::MiniBatch& batch, BlockAugment augment,
-                                 bool input_ids) {
+                                 bool input_ids, const RowUpload* rows) {
   Cursor c;
   for (const sampler::Block& b : batch.blocks) {
     const auto loops = static_cast<size_t>(augment == BlockAugment::kNone ? 0 : b.num_dst);
@@ -50,7 +53,56 @@ size_t BatchStaging::PackedBytes(const sampler::MiniBatch& batch, BlockAugment a
   }
   c.Take(sizeof(int32_t) * batch.seeds.size());
   if (input_ids) c.Take(sizeof(int64_t) * batch.input_nodes.size());
+  if (rows != nullptr) {
+    c.Take(sizeof(int64_t) * rows->slots.size());
+    c.Take(sizeof(int64_t) * rows->input_slots.size());
+  }
   return c.offset();
+}
+
+void BatchStaging::PackRowSlots(const RowUpload& rows, size_t offset, char* host, char* device,
+                                StagedBatch* out) {
+  Cursor c;
+  c.Take(offset);  // the batch's sections (aligned)
+  const size_t slots = c.Take(sizeof(int64_t) * rows.slots.size());
+  const size_t input_slots = c.Take(sizeof(int64_t) * rows.input_slots.size());
+  out->row_slots = nullptr;
+  out->input_slots = nullptr;
+  if (!rows.slots.empty()) {
+    std::memcpy(host + slots, rows.slots.data(), sizeof(int64_t) * rows.slots.size());
+    out->row_slots = reinterpret_cast<const int64_t*>(device + slots);
+  }
+  if (!rows.input_slots.empty()) {
+    std::memcpy(host + input_slots, rows.input_slots.data(),
+                sizeof(int64_t) * rows.input_slots.size());
+    out->input_slots = reinterpret_cast<const int64_t*>(device + input_slots);
+  }
+}
+
+Status BatchStaging::UploadRows(const RowUpload& rows, float* device) {
+  const auto dim = static_cast<size_t>(rows.dim);
+  const size_t row_bytes = sizeof(float) * dim;
+  if (dim == 0 || rows.positions.empty()) return Status::Ok();
+  const size_t per_chunk = std::max<size_t>(1, kRowChunkBytes / row_bytes);
+  for (size_t first = 0; first < rows.positions.size(); first += per_chunk) {
+    const size_t n = std::min(per_chunk, rows.positions.size() - first);
+    Chunk& chunk = chunks_[next_chunk_];
+    next_chunk_ = 1 - next_chunk_;
+    // The chunk's previous copy must have left it before it is refilled.
+    SKIFF_RETURN_IF_ERROR(chunk.copied.Synchronize());
+    if (chunk.host.size_bytes() < n * row_bytes) {
+      chunk.host = PinnedBuffer();
+      SKIFF_ASSIGN_OR_RETURN(chunk.host, PinnedBuffer::Create(per_chunk * row_bytes));
+    }
+    auto* packed = static_cast<float*>(chunk.host.data());
+    for (size_t k = 0; k < n; ++k) {
+      std::memcpy(packed + k * dim, rows.x + static_cast<size_t>(rows.positions[first + k]) * dim,
+                  row_bytes);
+    }
+    SKIFF_RETURN_IF_ERROR(CopyToDevice(device + first * dim, packed, n * row_bytes, copy_.get()));
+    SKIFF_RETURN_IF_ERROR(chunk.copied.Record(copy_.get()));
+  }
+  return Status::Ok();
 }
 
 void BatchStaging::Pack(const sampler::MiniBatch& batch, BlockAugment augment, bool input_ids,
@@ -117,24 +169,38 @@ void BatchStaging::Pack(const sampler::MiniBatch& batch, BlockAugment augment, b
 }
 
 Result<StagedBatch> BatchStaging::Stage(const sampler::MiniBatch& batch, BlockAugment augment,
-                                        bool input_ids, cudaStream_t compute) {
+                                        bool input_ids, cudaStream_t compute,
+                                        const RowUpload* rows) {
   current_ = 1 - current_;
   Slot& slot = slots_[current_];
   // The slot's previous upload must have left the pinned buffer before it is overwritten.
   SKIFF_RETURN_IF_ERROR(slot.copied.Synchronize());
-  const size_t bytes = PackedBytes(batch, augment, input_ids);
+  const size_t batch_bytes = PackedBytes(batch, augment, input_ids, nullptr);
+  const size_t bytes = PackedBytes(batch, augment, input_ids, rows);
+  const size_t row_bytes =
+      rows == nullptr ? 0 : sizeof(float) * rows->positions.size() * static_cast<size_t>(rows->dim);
   if (slot.host.size_bytes() < bytes) {
     slot.host = PinnedBuffer();
     SKIFF_ASSIGN_OR_RETURN(slot.host, PinnedBuffer::Create(bytes + bytes / 4));
   }
-  // Growing frees device memory the slot's previous batch may still read: cudaFree waits for it.
-  const size_t device_bytes = slot.device.capacity() >= bytes ? bytes : bytes + bytes / 4;
+  // The device slot also holds the rows, after the packed sections. Growing frees device memory
+  // the slot's previous batch may still read: cudaFree waits for it.
+  const size_t needed = bytes + row_bytes;
+  const size_t device_bytes = slot.device.capacity() >= needed ? needed : needed + needed / 4;
   SKIFF_ASSIGN_OR_RETURN(char* device,
                          slot.device.Ensure(static_cast<int64_t>(device_bytes), "a staged batch"));
   StagedBatch out;
-  Pack(batch, augment, input_ids, static_cast<char*>(slot.host.data()), device, &out);
+  char* host = static_cast<char*>(slot.host.data());
+  Pack(batch, augment, input_ids, host, device, &out);
+  if (rows != nullptr) PackRowSlots(*rows, batch_bytes, host, device, &out);
   SKIFF_RETURN_IF_ERROR(StreamWaitEvent(copy_.get(), slot.consumed));
   SKIFF_RETURN_IF_ERROR(CopyToDevice(device, slot.host.data(), bytes, copy_.get()));
+  if (rows != nullptr) {
+    auto* device_rows = reinterpret_cast<float*>(device + bytes);  // bytes is 256-aligned
+    SKIFF_RETURN_IF_ERROR(UploadRows(*rows, device_rows));
+    out.rows = device_rows;
+    out.num_rows = static_cast<int64_t>(rows->positions.size());
+  }
   SKIFF_RETURN_IF_ERROR(slot.copied.Record(copy_.get()));
   SKIFF_RETURN_IF_ERROR(StreamWaitEvent(compute, slot.copied));
   return out;

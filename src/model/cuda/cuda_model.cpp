@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -25,6 +27,7 @@
 #include "kernels/cuda/pinned_buffer.cuh"
 #include "kernels/cuda/stream.cuh"
 #include "skiff/log.h"
+#include "skiff/model/row_slots.h"
 #include "src/model/cuda/batch_staging.h"
 #include "src/model/cuda/device_buffer.h"
 #include "src/model/cuda/device_sampler.h"
@@ -46,6 +49,8 @@ constexpr uint64_t kDeviceMarginDivisor = 8;
 // (pipeline::kDeviceUploadBytes, which the memory plan counts; one at a time). Small: the upload is
 // bound by reading the features, and out of core every MiB of it is a MiB less for partitions.
 constexpr uint64_t kUploadChunkBytes = uint64_t{2} << 20;
+// A row cache smaller than this is not worth its device memory: batches upload every row.
+constexpr int64_t kMinCacheRows = 1024;
 
 uint64_t LayerSeed(uint64_t seed, int layer, int stream) {
   return cpu::DropoutHash(seed, static_cast<uint64_t>(2 * layer + stream));
@@ -102,7 +107,18 @@ class CudaModel final : public model::Model {
   std::string DeviceDescription() const override {
     return std::string("CUDA, ") + (precision_ == GemmPrecision::kTf32 ? "TF32" : "FP32") +
            " matrix products" + (holds_features_ ? ", features in device memory" : "") +
+           (row_slots_ != nullptr
+                ? ", a device cache of " + std::to_string(row_slots_->capacity()) + " feature rows"
+                : "") +
            (sampler_ != nullptr ? ", sampling on the device" : "");
+  }
+
+  ~CudaModel() override {
+    if (row_slots_ == nullptr || row_slots_->hits() + row_slots_->misses() == 0) return;
+    const uint64_t hits = row_slots_->hits(), total = hits + row_slots_->misses();
+    LogInfo("device row cache: " + std::to_string(hits) + " of " + std::to_string(total) +
+            " input rows found on the device (" + std::to_string(100 * hits / total) +
+            "%), the rest uploaded");
   }
 
   Status Forward(const sampler::MiniBatch& batch, const float* x, bool training,
@@ -204,8 +220,13 @@ class CudaModel final : public model::Model {
         .loss_sum = sums.loss_sum, .labelled = sums.labelled_rows, .correct = sums.correct};
   }
 
+  // The device memory HoldFeatures and HoldGraph may still take (defined below).
+  static Result<uint64_t> DeviceMemoryFor(uint64_t device_bytes, uint64_t held);
   Result<bool> HoldFeatures(const sampler::FeatureSource& features, uint64_t device_bytes) override;
   bool holds_features() const override { return holds_features_; }
+  // HoldFeatures when the features (`bytes`) exceed `limit`: a row cache within `limit` when one
+  // of kMinCacheRows fits (RowSlots needs fewer than 2^31 nodes). Returns false (not held).
+  Result<bool> CacheRows(int64_t rows, int64_t dim, uint64_t bytes, uint64_t limit);
   Result<bool> HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes,
                          int max_fanout) override;
   bool samples_on_device() const override { return sampler_ != nullptr; }
@@ -227,8 +248,6 @@ class CudaModel final : public model::Model {
 
  private:
   static constexpr size_t kNone = static_cast<size_t>(-1);
-  // The device memory HoldFeatures and HoldGraph may still take (defined below).
-  static Result<uint64_t> DeviceMemoryFor(uint64_t device_bytes, uint64_t held);
   struct LayerParams {
     size_t first = 0;      // index of the layer's first parameter
     size_t gamma = kNone;  // LayerNorm gain (beta follows), or kNone
@@ -330,17 +349,68 @@ class CudaModel final : public model::Model {
       SKIFF_RETURN_IF_ERROR(
           model::ValidateMiniBatch(config_, batch, x != nullptr ? x : features_dev_.get()));
       SKIFF_RETURN_IF_ERROR(EnsureParamsOnDevice());
-      SKIFF_ASSIGN_OR_RETURN(staged_, staging_.Stage(batch, Augment(), x == nullptr, s));
+      if (x != nullptr) {
+        SKIFF_RETURN_IF_ERROR(StageWithRows(batch, x));
+      } else {
+        SKIFF_ASSIGN_OR_RETURN(staged_, staging_.Stage(batch, Augment(), /*input_ids=*/true, s));
+      }
     }
     const int64_t rows = staged_.num_input;
     SKIFF_ASSIGN_OR_RETURN(float* x_dev, x_.Ensure(rows * config_.in_dim, "input features"));
     if (rows == 0) return Status::Ok();
-    if (x != nullptr) {
-      SKIFF_CUDA_RETURN(cudaMemcpyAsync(x_dev, x, sizeof(float) * rows * config_.in_dim,
-                                        cudaMemcpyHostToDevice, s));
-      return Status::Ok();
-    }
+    if (x != nullptr) return PlaceStagedRows(x_dev);
     return GatherRows(features_dev_.get(), config_.in_dim, staged_.input_ids, rows, x_dev, s);
+  }
+
+  // Stages `batch` with the input rows the device lacks: with the row cache, those it misses (into
+  // their slots); without it, or for a batch larger than the cache, all of them.
+  Status StageWithRows(const sampler::MiniBatch& batch, const float* x) {
+    RowUpload upload;
+    upload.x = x;
+    upload.dim = config_.in_dim;
+    bool cached = false;
+    if (row_slots_ != nullptr) {
+      missing_.clear();
+      SKIFF_ASSIGN_OR_RETURN(cached,
+                             row_slots_->Assign(batch.input_nodes, &input_slots_, &missing_));
+    }
+    if (cached) {
+      missing_slots_.resize(missing_.size());
+      for (size_t k = 0; k < missing_.size(); ++k) {
+        missing_slots_[k] = input_slots_[static_cast<size_t>(missing_[k])];
+      }
+      upload.positions = missing_;
+      upload.slots = missing_slots_;
+      upload.input_slots = input_slots_;
+    } else {
+      missing_.resize(batch.input_nodes.size());
+      std::iota(missing_.begin(), missing_.end(), int64_t{0});
+      upload.positions = missing_;
+    }
+    auto staged = staging_.Stage(batch, Augment(), /*input_ids=*/false, stream_.get(), &upload);
+    if (!staged.ok()) {
+      if (cached) row_slots_->Clear();  // the index counted on rows that were not uploaded
+      return staged.status();
+    }
+    staged_ = std::move(staged).value();
+    return Status::Ok();
+  }
+
+  // Puts the staged batch's input rows at `x_dev`: the uploaded rows into their cache slots, then
+  // every input gathered from the cache; or, without the cache, the uploaded rows as they are. On
+  // the compute stream, so a slot an earlier batch read is overwritten only after that batch.
+  Status PlaceStagedRows(float* x_dev) {
+    cudaStream_t s = stream_.get();
+    const int64_t dim = config_.in_dim;
+    if (staged_.input_slots != nullptr) {
+      SKIFF_RETURN_IF_ERROR(
+          ScatterRows(staged_.rows, dim, staged_.row_slots, staged_.num_rows, row_cache_.get(), s));
+      return GatherRows(row_cache_.get(), dim, staged_.input_slots, staged_.num_input, x_dev, s);
+    }
+    SKIFF_CHECK(staged_.num_rows == staged_.num_input);
+    SKIFF_CUDA_RETURN(cudaMemcpyAsync(x_dev, staged_.rows, sizeof(float) * staged_.num_rows * dim,
+                                      cudaMemcpyDeviceToDevice, s));
+    return Status::Ok();
   }
 
   // Stages the seeds and labels of `batch` and samples its blocks on the device into staged_.
@@ -707,6 +777,11 @@ class CudaModel final : public model::Model {
   bool host_grads_current_ = false;     // after the host-facing Backward: update from host grads
   bool holds_features_ = false;
   int64_t features_rows_ = 0;
+  // When the features do not fit: a device cache of feature rows (row_cache_, capacity x in_dim)
+  // and the host's index of it; StageWithRows' scratch.
+  std::unique_ptr<model::RowSlots> row_slots_;
+  DeviceBuffer<float> row_cache_;
+  std::vector<int64_t> input_slots_, missing_, missing_slots_;
   std::unique_ptr<DeviceSampler> sampler_;  // HoldGraph: batches sampled on the device
   sampler::MiniBatch seeds_only_;           // SampleOnDevice's staged batch (reused)
   std::vector<int64_t> seen_;               // CheckSeeds' scratch
@@ -737,11 +812,7 @@ Result<bool> CudaModel::HoldFeatures(const sampler::FeatureSource& features,
   if (rows == 0 || dim == 0) return false;
   const uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(dim) * 4;
   SKIFF_ASSIGN_OR_RETURN(const uint64_t limit, DeviceMemoryFor(device_bytes, 0));
-  if (bytes > limit) {
-    LogInfo("features (" + DescribeBytes(bytes) + ") exceed the device memory for them (" +
-            DescribeBytes(limit) + "): rows are uploaded with every batch");
-    return false;
-  }
+  if (bytes > limit) return CacheRows(rows, dim, bytes, limit);
   SKIFF_ASSIGN_OR_RETURN(float* table, features_dev_.Ensure(rows * dim, "the features"));
   const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(kUploadChunkBytes) / (dim * 4));
   SKIFF_ASSIGN_OR_RETURN(
@@ -761,6 +832,23 @@ Result<bool> CudaModel::HoldFeatures(const sampler::FeatureSource& features,
   holds_features_ = true;
   features_rows_ = rows;
   return true;
+}
+
+Result<bool> CudaModel::CacheRows(int64_t rows, int64_t dim, uint64_t bytes, uint64_t limit) {
+  row_slots_.reset();
+  const int64_t capacity = static_cast<int64_t>(limit / (static_cast<uint64_t>(dim) * 4));
+  const std::string what = "features (" + DescribeBytes(bytes) +
+                           ") exceed the device memory for them (" + DescribeBytes(limit) + "): ";
+  if (capacity < kMinCacheRows || rows >= std::numeric_limits<int32_t>::max()) {
+    LogInfo(what + "every batch uploads its input rows");
+    return false;
+  }
+  SKIFF_RETURN_IF_ERROR(row_cache_.Ensure(capacity * dim, "the row cache").status());
+  row_slots_ = std::make_unique<model::RowSlots>(rows, capacity);
+  LogInfo(what + "a device cache of " + std::to_string(capacity) + " rows (" +
+          std::to_string(100 * capacity / rows) +
+          "%) keeps rows between batches, and a batch uploads the rows it misses");
+  return false;
 }
 
 Result<bool> CudaModel::HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes,
@@ -857,6 +945,10 @@ Status CudaModel::ReadOptimizerState(std::vector<std::vector<float>>& state) {
 }
 
 }  // namespace
+
+Result<uint64_t> FeatureMemory(uint64_t device_bytes) {
+  return CudaModel::DeviceMemoryFor(device_bytes, 0);
+}
 
 Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Model> host_model) {
   SKIFF_CHECK(host_model != nullptr);

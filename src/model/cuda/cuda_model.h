@@ -5,7 +5,8 @@
 //
 // Design: training is device-resident. Parameters, gradients and the optimiser's moments live in
 // device memory; TrainStep uploads only the batch (BatchStaging: block CSRs, labels, and the input
-// rows -- or only their IDs when the model holds the features, HoldFeatures), and runs forward,
+// rows -- only their IDs when the model holds the features, HoldFeatures, and only the rows its
+// device row cache misses when they do not fit), and runs forward,
 // softmax cross-entropy, backward and the optimiser update on one stream without waiting for
 // the device; the loss statistics accumulate on the device until TakeLossTotals. The host copies
 // (the CPU model's tensors, which Parameters() returns) are brought up to date only when asked
@@ -26,5 +27,10 @@ namespace skiff::cuda {
 // Wraps `host_model` (a CPU model of the same config: its parameters are the starting point and
 // the host copy). Unavailable/Internal when the device, a stream or cuBLAS cannot be initialised.
 Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Model> host_model);
+
+// The device memory a CUDA model's HoldFeatures gives the features for `device_bytes`
+// (--device-memory): `device_bytes` itself, or with 0 the first device's free memory less the
+// margin. Internal from the CUDA runtime.
+Result<uint64_t> FeatureMemory(uint64_t device_bytes);
 
 }  // namespace skiff::cuda

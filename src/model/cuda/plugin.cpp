@@ -23,3 +23,19 @@ extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCreateCudaM
   *out = std::move(model).value();
   return Status::Ok();
 }
+
+// Model::CudaFeatureMemory: the device memory a CUDA model would give the features (cuda::
+// FeatureMemory), asked before any model exists so that the memory plan knows where rows live.
+extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCudaFeatureMemory(
+    uint64_t device_bytes, uint64_t* out) {
+  using skiff::Status;
+  auto device = skiff::cuda::FirstDevice();
+  if (!device.ok()) {
+    return Status::Unavailable("CUDA model: no usable CUDA device (" + device.status().message() +
+                               "); use --device cpu");
+  }
+  auto bytes = skiff::cuda::FeatureMemory(device_bytes);
+  if (!bytes.ok()) return bytes.status();
+  *out = *bytes;
+  return Status::Ok();
+}
