@@ -146,4 +146,4 @@ TEST_CASE("RowSlots: Clear forgets every row, so each is uploaded again") {
   CHECK(cache.Run(slots, {0, 1, 2, 3}) == 0);
 }
 
-TEST_CASE("RowSlots: host bytes") { CHECK(RowSlots::HostBytes(1000, 10) == 4000 + 90); }
+TEST_CASE("RowSlots: host bytes") { CHECK(RowSlots::HostBytes(1000, 10) == 4000 + 80); }

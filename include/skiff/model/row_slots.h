@@ -13,7 +13,9 @@
 // batch reads the cache, and orders those writes after every earlier batch's reads of the cache
 // (one stream), because a slot the previous batch read may be reassigned here.
 //
-// Memory: 4 bytes per node and 9 per slot (HostBytes, which the memory plan counts).
+// Memory: 4 bytes per node and 8 per slot (HostBytes, which the memory plan counts). Cost: a few
+// cache misses per input row (its node's entry, its slot's state), overlapped by prefetching a few
+// rows ahead.
 // Thread safety: one thread at a time.
 #pragma once
 
@@ -53,13 +55,17 @@ class RowSlots {
   // the current batch (one exists: the batch has no more rows than slots).
   int32_t TakeSlot();
 
-  std::vector<int32_t> node_slot_;   // per node: its slot, or -1
-  std::vector<int32_t> slot_node_;   // per slot: its node, or -1 (never used)
-  std::vector<uint32_t> stamp_;      // per slot: the batch that last used it
-  std::vector<uint8_t> referenced_;  // per slot: used since the hand last passed
-  int64_t used_ = 0;                 // slots [0, used_) have held a row
+  // A slot's state: the batch that last used it (the low 31 bits) and whether it was hit since the
+  // hand last passed (kReferenced).
+  static constexpr uint32_t kReferenced = uint32_t{1} << 31;
+  static constexpr uint32_t kStampMask = kReferenced - 1;
+
+  std::vector<int32_t> node_slot_;  // per node: its slot, or -1
+  std::vector<int32_t> slot_node_;  // per slot: its node, or -1 (never used)
+  std::vector<uint32_t> state_;     // per slot
+  int64_t used_ = 0;                // slots [0, used_) have held a row
   int64_t hand_ = 0;
-  uint32_t batch_ = 0;  // stamps start at 0, so the first batch is 1
+  uint32_t batch_ = 0;  // stamps start at 0 (never used), so the first batch is 1
   uint64_t hits_ = 0, misses_ = 0;
 };
 
