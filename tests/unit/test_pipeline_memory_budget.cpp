@@ -356,7 +356,7 @@ TEST_CASE("memory budget: a device model with the rows on the host stages them, 
   CHECK(upload->bytes == kDeviceRowChunkBytes + 24 * inputs);
   const MemoryItem* index = item(*device, "row cache index");
   REQUIRE(index != nullptr);
-  CHECK(index->bytes == 4 * 100000 + 9 * 30000);
+  CHECK(index->bytes == 4 * 100000 + 8 * 30000);
   // Batches still hold their rows on the host until they are staged.
   CHECK(device->batch_held_bytes == host->batch_held_bytes);
   CHECK(device->batch_held_bytes == BatchBytes(device->train_batch, in.feature_dim));

@@ -16,7 +16,7 @@
 # skiff with --device-memory CACHE, less than the features' 512 MB, so that they stay on the host
 # and the device caches rows (docs/cuda.md, "A row cache"), in memory and at --memory
 # CACHE_MEMORY; defaults 256MiB and 512MiB -- with the rows on the host a batch of this setting
-# holds ~500k of the 1M rows, so the plan's minimum is ~384 MiB; empty: skip), PYTHON (default
+# holds ~500k of the 1M rows, so the plan's minimum is ~383 MiB; empty: skip), PYTHON (default
 # python3).
 set -euo pipefail
 

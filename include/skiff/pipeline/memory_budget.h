@@ -193,7 +193,7 @@ struct MemoryBudgetInputs {
   // inputs' cache slots are packed into one of two pinned slots (BatchStaging; a slot grows by a
   // quarter over the largest batch), and its rows go up through kDeviceRowChunkBytes of pinned
   // chunks. `device_cache_rows` > 0: its device row cache, whose host index (model::RowSlots) is
-  // 4 bytes per node and 9 per cached row. features_on_device implies device compute.
+  // 4 bytes per node and 8 per cached row. features_on_device implies device compute.
   bool device_compute = false;
   int64_t device_cache_rows = 0;
   // With features_on_device: the model also keeps the graph there and samples on the device
