@@ -376,8 +376,9 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
     const auto inputs = static_cast<uint64_t>(plan.train_batch.input_nodes);
     plan.items.push_back({"pinned staging of 2 batches (structure, row slots)",
                           2 * (BatchBytes(plan.train_batch, 0) + 16 * inputs) * 5 / 4});
-    plan.items.push_back(
-        {"row upload: pinned chunks, per-input scratch", kDeviceRowChunkBytes + 24 * inputs});
+    const uint64_t rows = 2 * inputs * static_cast<uint64_t>(in.feature_dim) * 4 * 5 / 4;
+    plan.items.push_back({"row upload: pinned chunks, per-input scratch",
+                          std::min(kDeviceRowChunkBytes, rows) + 24 * inputs});
     if (in.device_cache_rows > 0) {
       plan.items.push_back({"device row cache index",
                             model::RowSlots::HostBytes(in.num_nodes, in.device_cache_rows)});

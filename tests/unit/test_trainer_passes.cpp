@@ -202,6 +202,70 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
   }
 }
 
+TEST_CASE("trainer passes: a device model with the rows on the host -- partitions keep them") {
+  // What skiff train plans when the features do not fit on the device (ComputeSite::device without
+  // features_on_device). The CPU model stands in for the device model: it takes the batches' rows
+  // as the CUDA model does then. In memory nothing may be read fine-grained -- with the site of a
+  // model holding the features, the partitions are adjacency only and every row is read from disk
+  // (what an in-memory cuda run did when its features did not fit) -- and the run is the in-memory
+  // one bit for bit; at a budget far below the data as well.
+  testing::TempDir dir;
+  auto ds = Generated(dir / "g");
+  train::TrainOptions t = Options("none");
+  t.epochs = 2;
+  auto memory = train::LoadInMemory(*ds);
+  REQUIRE(memory.ok());
+  auto in_memory = train::Trainer::Create((*memory)->data, t);
+  REQUIRE(in_memory.ok());
+  auto reference = (*in_memory)->Run();
+  REQUIRE(reference.ok());
+  auto same_as_reference = [&](const train::TrainSummary& got) {
+    REQUIRE(got.epochs.size() == reference->epochs.size());
+    for (size_t e = 0; e < got.epochs.size(); ++e) {
+      CAPTURE(e);
+      CHECK(got.epochs[e].loss == reference->epochs[e].loss);
+      CHECK(got.epochs[e].valid_acc == reference->epochs[e].valid_acc);
+      CHECK(got.epochs[e].test_acc == reference->epochs[e].test_acc);
+    }
+  };
+  const pipeline::ComputeSite rows_on_host{.device = true, .device_cache_rows = 500};
+
+  auto resident = pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30,
+                                                  pipeline::SamplingMode::kExact, 2, rows_on_host);
+  REQUIRE_MESSAGE(resident.ok(), resident.status().ToString());
+  REQUIRE((*resident)->ooc->fully_resident());
+  const train::TrainSummary got =
+      TrainWith(**resident, t, pipeline::MakeOutOfCorePassRunner(resident->get(), t, false));
+  same_as_reference(got);
+  for (const train::EpochMetrics& e : got.epochs) {
+    CHECK(e.pipeline_json.find("\"fine_bytes_read\":0,") != std::string::npos);
+  }
+  auto adjacency_only = pipeline::OpenOutOfCoreTraining(
+      ds.get(), t, 1ull << 30, pipeline::SamplingMode::kExact, 2, {.features_on_device = true});
+  REQUIRE(adjacency_only.ok());
+  const train::TrainSummary fine = TrainWith(
+      **adjacency_only, t, pipeline::MakeOutOfCorePassRunner(adjacency_only->get(), t, false));
+  CHECK(fine.epochs[0].pipeline_json.find("\"fine_bytes_read\":0,") == std::string::npos);
+
+  // The smallest budget this plan accepts: no activations on the host, the rows' upload chunks
+  // and the cache's index instead.
+  uint64_t budget = 64 << 10;
+  Result<std::unique_ptr<pipeline::OutOfCoreTraining>> small = Status::Internal("unset");
+  for (; budget < (1ull << 30); budget += budget / 16) {
+    small = pipeline::OpenOutOfCoreTraining(ds.get(), t, budget, pipeline::SamplingMode::kExact, 2,
+                                            rows_on_host);
+    if (small.ok()) break;
+  }
+  REQUIRE_MESSAGE(small.ok(), small.status().ToString());
+  CHECK_FALSE((*small)->ooc->fully_resident());
+  const std::string plan = (*small)->ooc->memory_plan().Describe();
+  CHECK(plan.find("activations") == std::string::npos);
+  CHECK(plan.find("row upload:") != std::string::npos);
+  CHECK(plan.find("device row cache index") != std::string::npos);
+  same_as_reference(
+      TrainWith(**small, t, pipeline::MakeOutOfCorePassRunner(small->get(), t, false)));
+}
+
 TEST_CASE(
     "trainer passes: features held on the device -- batches carry IDs, partitions adjacency") {
   testing::TempDir dir;

@@ -206,8 +206,9 @@ struct MemoryBudgetInputs {
 // The host buffer through which features are uploaded to the device once, before training
 // (src/model/cuda: HoldFeatures' chunk size).
 inline constexpr uint64_t kDeviceUploadBytes = uint64_t{2} << 20;
-// The pinned chunks through which a device model with the rows on the host uploads each batch's
-// rows (src/model/cuda: two of BatchStaging::kRowChunkBytes).
+// The most the pinned chunks take through which a device model with the rows on the host uploads
+// each batch's rows (src/model/cuda: two of BatchStaging::kRowChunkBytes; smaller when two chunks
+// a quarter over a batch's rows are smaller).
 inline constexpr uint64_t kDeviceRowChunkBytes = uint64_t{8} << 20;
 
 struct MemoryItem {

@@ -90,9 +90,10 @@ Status BatchStaging::UploadRows(const RowUpload& rows, float* device) {
     next_chunk_ = 1 - next_chunk_;
     // The chunk's previous copy must have left it before it is refilled.
     SKIFF_RETURN_IF_ERROR(chunk.copied.Synchronize());
-    if (chunk.host.size_bytes() < n * row_bytes) {
+    if (chunk.host.size_bytes() < n * row_bytes) {  // grown by a quarter, up to a whole chunk
       chunk.host = PinnedBuffer();
-      SKIFF_ASSIGN_OR_RETURN(chunk.host, PinnedBuffer::Create(per_chunk * row_bytes));
+      SKIFF_ASSIGN_OR_RETURN(chunk.host,
+                             PinnedBuffer::Create(std::min(per_chunk, n + n / 4) * row_bytes));
     }
     auto* packed = static_cast<float*>(chunk.host.data());
     for (size_t k = 0; k < n; ++k) {

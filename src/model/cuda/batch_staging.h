@@ -74,8 +74,9 @@ struct StagedBatch {
 
 class BatchStaging {
  public:
-  // Each of the two pinned chunks input rows are uploaded through (pipeline::kDeviceRowChunkBytes
-  // counts both).
+  // The most each of the two pinned chunks input rows are uploaded through holds (a chunk grows to
+  // a quarter over the largest batch's rows up to this; pipeline::kDeviceRowChunkBytes counts
+  // both).
   static constexpr size_t kRowChunkBytes = size_t{4} << 20;
 
   static Result<BatchStaging> Create();
