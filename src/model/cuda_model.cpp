@@ -5,8 +5,8 @@
 // libskiff_cuda.so (kernels/cuda/plugin.cpp), loaded here on first use: found beside the
 // executable (or one directory up, for test binaries), or at $SKIFF_CUDA_LIBRARY. Without
 // SKIFF_HAVE_CUDA, when the library cannot be loaded, or without a usable device, the result is
-// Unavailable with the reason. Model::CudaFeatureMemory asks the same library, before any model
-// exists, how much device memory a CUDA model would give the features.
+// Unavailable with the reason. Model::CudaPlacementFor asks the same library, before any model
+// exists, where a CUDA model would keep a dataset's features and graph.
 #include "skiff/model/model.h"
 
 #ifdef SKIFF_HAVE_CUDA
@@ -32,7 +32,7 @@ namespace {
 // The library's entry points (src/model/cuda/plugin.cpp).
 struct CudaLibrary {
   Status (*create)(std::unique_ptr<Model>*, std::unique_ptr<Model>*) = nullptr;
-  Status (*feature_memory)(uint64_t, uint64_t*) = nullptr;
+  Status (*placement)(uint64_t, int64_t, int64_t, int64_t, int, Model::CudaPlacement*) = nullptr;
 };
 
 // Loads the library once per process (it stays loaded); its entry points or the reason they are
@@ -60,14 +60,14 @@ Result<CudaLibrary> LoadCudaLibrary() {
         continue;
       }
       void* create = ::dlsym(handle, "SkiffCreateCudaModel");
-      void* feature_memory = ::dlsym(handle, "SkiffCudaFeatureMemory");
-      if (create == nullptr || feature_memory == nullptr) {
-        errors += "; " + path + " lacks SkiffCreateCudaModel or SkiffCudaFeatureMemory";
+      void* placement = ::dlsym(handle, "SkiffCudaPlacement");
+      if (create == nullptr || placement == nullptr) {
+        errors += "; " + path + " lacks SkiffCreateCudaModel or SkiffCudaPlacement";
         continue;
       }
       CudaLibrary library;
       library.create = reinterpret_cast<decltype(library.create)>(create);
-      library.feature_memory = reinterpret_cast<decltype(library.feature_memory)>(feature_memory);
+      library.placement = reinterpret_cast<decltype(library.placement)>(placement);
       loaded = library;
       return;
     }
@@ -95,15 +95,18 @@ Result<std::unique_ptr<Model>> Model::CreateCuda(const ModelConfig& config) {
 #endif
 }
 
-Result<uint64_t> Model::CudaFeatureMemory(uint64_t device_bytes) {
+Result<Model::CudaPlacement> Model::CudaPlacementFor(uint64_t device_bytes, int64_t num_nodes,
+                                                     int64_t feature_dim, int64_t num_edges,
+                                                     int max_fanout) {
 #ifndef SKIFF_HAVE_CUDA
-  (void)device_bytes;
+  (void)device_bytes, (void)num_nodes, (void)feature_dim, (void)num_edges, (void)max_fanout;
   return Status::Unavailable(kNoCudaBuild);
 #else
   SKIFF_ASSIGN_OR_RETURN(const CudaLibrary library, LoadCudaLibrary());
-  uint64_t bytes = 0;
-  SKIFF_RETURN_IF_ERROR(library.feature_memory(device_bytes, &bytes));
-  return bytes;
+  CudaPlacement placement;
+  SKIFF_RETURN_IF_ERROR(
+      library.placement(device_bytes, num_nodes, feature_dim, num_edges, max_fanout, &placement));
+  return placement;
 #endif
 }
 

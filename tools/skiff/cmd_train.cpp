@@ -106,47 +106,65 @@ Status CheckOutputs(const TrainCliOptions& o, const train::TrainOptions& t) {
 }
 
 // Where the model computes and what it keeps there. With --device cuda the device is asked, before
-// anything is planned, how much memory the features get (--device-memory, or what it has free
-// less a margin): every feature row goes there when they fit (batches carry node IDs; with
-// --sampler device the graph too), and otherwise the rows stay on the host and the model caches
-// what fits (docs/cuda.md). `*runtime_bytes` gets what loading the CUDA runtime made resident.
+// anything is planned, where a CUDA model would keep the features and the graph
+// (Model::CudaPlacementFor, in the memory --device-memory gives them): every feature row goes there
+// when they fit (batches carry node IDs), and otherwise the rows stay on the host and the model
+// caches what fits (docs/cuda.md); the graph too with --sampler device, or with auto when it fits
+// beside them. `*runtime_bytes` gets what loading the CUDA runtime made resident.
 Result<pipeline::ComputeSite> ComputeSiteFor(Device device, const format::Manifest& m,
                                              const train::TrainOptions& t,
                                              uint64_t* runtime_bytes) {
   if (device == Device::kCpu) return pipeline::ComputeSite{.aggregated_input = true};
+  int max_fanout = 0;
+  for (const std::vector<int>& fanouts : {t.fanouts, pipeline::EffectiveEvalFanouts(t)}) {
+    for (const int f : fanouts) max_fanout = std::max(max_fanout, f);
+  }
   const uint64_t rss = CurrentRssBytes();
-  SKIFF_ASSIGN_OR_RETURN(const uint64_t limit,
-                         model::Model::CudaFeatureMemory(t.device_memory_bytes));
+  SKIFF_ASSIGN_OR_RETURN(const model::Model::CudaPlacement placement,
+                         model::Model::CudaPlacementFor(t.device_memory_bytes, m.num_nodes,
+                                                        m.feature_dim, m.num_edges, max_fanout));
   *runtime_bytes += std::max(CurrentRssBytes(), rss) - rss;
   const uint64_t row_bytes = static_cast<uint64_t>(m.feature_dim) * sizeof(float);
-  const uint64_t bytes = static_cast<uint64_t>(m.num_nodes) * row_bytes;
-  pipeline::ComputeSite site{.device = true};
-  site.features_on_device = bytes > 0 && bytes <= limit;
-  if (t.sampler == train::SamplerPlace::kDevice && !site.features_on_device) {
+  if (t.sampler == train::SamplerPlace::kDevice && !placement.features) {
     return Status::InvalidArgument(
-        "--sampler device needs the features in device memory: they take " + FormatBytes(bytes) +
-        ", and the device gives them " + FormatBytes(limit) +
+        "--sampler device needs the features in device memory: they take " +
+        FormatBytes(static_cast<uint64_t>(m.num_nodes) * row_bytes) + ", and the device gives " +
+        "them " + FormatBytes(placement.feature_memory) +
         " (raise --device-memory, or use --sampler host or auto)");
   }
-  site.graph_on_device = site.features_on_device && t.sampler == train::SamplerPlace::kDevice;
-  if (!site.features_on_device && row_bytes > 0) {
+  pipeline::ComputeSite site{.device = true};
+  site.features_on_device = placement.features;
+  // With kDevice and a graph the device would not take, the model says why and the run stops.
+  site.graph_on_device =
+      placement.features && (t.sampler == train::SamplerPlace::kDevice ||
+                             (t.sampler == train::SamplerPlace::kAuto && placement.graph));
+  if (!placement.features && row_bytes > 0) {
     site.device_cache_rows =
-        static_cast<int64_t>(std::min<uint64_t>(limit / row_bytes, m.num_nodes));
+        static_cast<int64_t>(std::min<uint64_t>(placement.feature_memory / row_bytes, m.num_nodes));
   }
   return site;
 }
 
-// Offers the features to the model's device. Out of core, a plan that counted on them being there
-// holds no rows on the host, so the model declining them (its device filled up since it was
-// asked) is an error.
+// Offers the features (and the graph) to the model's device. A plan that counted on the graph
+// there loaded no partition to sample from, and out of core one that counted on the features there
+// holds no rows, so the model declining them (its device filled up since it was asked) is an error.
 Status OfferFeaturesToDevice(const pipeline::ComputeSite& site, uint64_t memory_bytes,
                              train::Trainer* trainer) {
   if (!site.device) return Status::Ok();
   SKIFF_ASSIGN_OR_RETURN(const bool held, trainer->OfferFeatures());
-  if (site.features_on_device && !held && memory_bytes > 0) {
+  const bool graph_missing = site.graph_on_device && !trainer->model().samples_on_device();
+  const bool features_missing = site.features_on_device && !held;
+  if (graph_missing || (features_missing && memory_bytes > 0)) {
     return Status::ResourceExhausted(
-        "--memory with --device cuda: the plan counted on the features in device memory, and "
-        "the device no longer has room for them (set --device-memory, or use --device cpu)");
+        std::string("--device cuda: the plan counted on the ") +
+        (features_missing ? "features" : "graph") +
+        " in device memory, and the device did not take them (the reason is logged above; set "
+        "--device-memory, or use --sampler host)");
+  }
+  if (features_missing) {
+    LogWarning(
+        "the device did not take the features it was planned for: every batch reads its "
+        "rows from disk");
   }
   return Status::Ok();
 }

@@ -180,11 +180,19 @@ class Model {
   // host copies brought up to date when asked for (src/model/cuda/cuda_model.h and docs/cuda.md,
   // "GPU compute stage").
   static Result<std::unique_ptr<Model>> CreateCuda(const ModelConfig& config);
-  // The device memory a CUDA model's HoldFeatures would give the features for `device_bytes`
-  // (TrainOptions::device_memory_bytes; 0: the device's free memory less a margin), asked before
-  // any model exists: the memory plan needs to know whether the feature rows will live on the
-  // device. Unavailable as CreateCuda.
-  static Result<uint64_t> CudaFeatureMemory(uint64_t device_bytes);
+  // Where a CUDA model would keep a dataset's features and graph, asked before any model exists:
+  // the memory plan needs to know. `feature_memory`: the device memory HoldFeatures gives the
+  // features for `device_bytes` (TrainOptions::device_memory_bytes; 0: the device's free memory
+  // less a margin); `features`: whether they fit there (HoldFeatures' rule); `graph`: whether
+  // HoldGraph would then take the graph for fanouts up to `max_fanout`. Unavailable as CreateCuda.
+  struct CudaPlacement {
+    uint64_t feature_memory = 0;
+    bool features = false;
+    bool graph = false;
+  };
+  static Result<CudaPlacement> CudaPlacementFor(uint64_t device_bytes, int64_t num_nodes,
+                                                int64_t feature_dim, int64_t num_edges,
+                                                int max_fanout);
 
   const ModelConfig& config() const { return config_; }
 

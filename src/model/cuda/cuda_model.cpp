@@ -946,8 +946,18 @@ Status CudaModel::ReadOptimizerState(std::vector<std::vector<float>>& state) {
 
 }  // namespace
 
-Result<uint64_t> FeatureMemory(uint64_t device_bytes) {
-  return CudaModel::DeviceMemoryFor(device_bytes, 0);
+Result<model::Model::CudaPlacement> PlacementFor(uint64_t device_bytes, int64_t num_nodes,
+                                                 int64_t feature_dim, int64_t num_edges,
+                                                 int max_fanout) {
+  model::Model::CudaPlacement placement;
+  SKIFF_ASSIGN_OR_RETURN(placement.feature_memory, CudaModel::DeviceMemoryFor(device_bytes, 0));
+  const uint64_t features =
+      static_cast<uint64_t>(num_nodes) * static_cast<uint64_t>(feature_dim) * sizeof(float);
+  placement.features = num_nodes > 0 && feature_dim > 0 && features <= placement.feature_memory;
+  placement.graph =
+      placement.features && max_fanout <= kMaxDeviceSampleLength &&
+      DeviceSampler::GraphDeviceBytes(num_nodes, num_edges) <= placement.feature_memory - features;
+  return placement;
 }
 
 Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Model> host_model) {

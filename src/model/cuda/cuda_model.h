@@ -28,9 +28,10 @@ namespace skiff::cuda {
 // the host copy). Unavailable/Internal when the device, a stream or cuBLAS cannot be initialised.
 Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Model> host_model);
 
-// The device memory a CUDA model's HoldFeatures gives the features for `device_bytes`
-// (--device-memory): `device_bytes` itself, or with 0 the first device's free memory less the
-// margin. Internal from the CUDA runtime.
-Result<uint64_t> FeatureMemory(uint64_t device_bytes);
+// Model::CudaPlacementFor on the first device: the rules of HoldFeatures and HoldGraph, before any
+// model exists. Internal from the CUDA runtime.
+Result<model::Model::CudaPlacement> PlacementFor(uint64_t device_bytes, int64_t num_nodes,
+                                                 int64_t feature_dim, int64_t num_edges,
+                                                 int max_fanout);
 
 }  // namespace skiff::cuda

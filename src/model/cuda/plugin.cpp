@@ -24,18 +24,20 @@ extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCreateCudaM
   return Status::Ok();
 }
 
-// Model::CudaFeatureMemory: the device memory a CUDA model would give the features (cuda::
-// FeatureMemory), asked before any model exists so that the memory plan knows where rows live.
-extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCudaFeatureMemory(
-    uint64_t device_bytes, uint64_t* out) {
+// Model::CudaPlacementFor: where a CUDA model would keep a dataset's features and graph
+// (cuda::PlacementFor), asked before any model exists so that the memory plan knows.
+extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCudaPlacement(
+    uint64_t device_bytes, int64_t num_nodes, int64_t feature_dim, int64_t num_edges,
+    int max_fanout, skiff::model::Model::CudaPlacement* out) {
   using skiff::Status;
   auto device = skiff::cuda::FirstDevice();
   if (!device.ok()) {
     return Status::Unavailable("CUDA model: no usable CUDA device (" + device.status().message() +
                                "); use --device cpu");
   }
-  auto bytes = skiff::cuda::FeatureMemory(device_bytes);
-  if (!bytes.ok()) return bytes.status();
-  *out = *bytes;
+  auto placement =
+      skiff::cuda::PlacementFor(device_bytes, num_nodes, feature_dim, num_edges, max_fanout);
+  if (!placement.ok()) return placement.status();
+  *out = *placement;
   return Status::Ok();
 }
