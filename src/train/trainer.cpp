@@ -308,6 +308,25 @@ Status Trainer::EvaluateSplits(EpochMetrics* m) {
   return Status::Ok();
 }
 
+std::string StreamPassReport(const EpochMetrics& m, double pass_seconds, int threads,
+                             bool sampled_on_device) {
+  // The compute step waits for the stream only when the stream is slower than it.
+  const bool stream_bound = m.compute_wait_seconds > 0.1 * pass_seconds;
+  const char* stream =
+      sampled_on_device ? "batch stream (seeds and labels)" : "sampling + gathering";
+  const char* compute = sampled_on_device
+                            ? "compute (the model's thread: staging, and sampling and computing on "
+                              "the device)"
+                            : "compute";
+  char line[320];
+  std::snprintf(line, sizeof(line),
+                "training pass %.2fs: %s %.2fs busy (%d threads), compute %.2fs busy, waited "
+                "%.2fs for batches: bound by %s",
+                pass_seconds, stream, m.sample_seconds + m.gather_seconds, threads,
+                m.compute_seconds, m.compute_wait_seconds, stream_bound ? stream : compute);
+  return line;
+}
+
 Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   SKIFF_RETURN_IF_ERROR(OfferFeatures().status());  // once per run, before the first epoch's clock
   EpochMetrics m;
@@ -346,6 +365,11 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   m.compute_seconds = compute_seconds;
   const double train_seconds = Seconds(start, Clock::now());
   m.samples_per_second = train_seconds > 0 ? data_.train.size() / train_seconds : 0;
+  // A pass runner prints its own stage report; the batch stream's is this line.
+  if (options_.show_progress && !RunsPasses()) {
+    LogInfo(
+        StreamPassReport(m, train_seconds, options_.sampler_threads, model_->samples_on_device()));
+  }
   const auto e0 = Clock::now();
   SKIFF_RETURN_IF_ERROR(EvaluateSplits(&m));
   m.eval_seconds = Seconds(e0, Clock::now());

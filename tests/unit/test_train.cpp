@@ -406,3 +406,25 @@ TEST_CASE("trainer: GCN on Cora reaches > 70% test accuracy") {
   MESSAGE("best valid " << summary->best_valid_acc << ", test " << summary->best_test_acc);
   CHECK(summary->best_test_acc > 0.70);
 }
+
+TEST_CASE("trainer: the batch stream's pass report names the stage that bounds the pass") {
+  train::EpochMetrics m;
+  m.sample_seconds = 1.5;
+  m.gather_seconds = 0.5;
+  m.compute_seconds = 3.0;
+  m.compute_wait_seconds = 0.1;  // compute barely waited: compute bounds
+  std::string line = train::StreamPassReport(m, 4.0, 16, false);
+  CHECK(line.find("training pass 4.00s") != std::string::npos);
+  CHECK(line.find("sampling + gathering 2.00s busy (16 threads)") != std::string::npos);
+  CHECK(line.find("compute 3.00s busy, waited 0.10s") != std::string::npos);
+  CHECK(line.find("bound by compute") != std::string::npos);
+  m.compute_wait_seconds = 1.0;  // a quarter of the pass waiting for batches: the stream bounds
+  CHECK(train::StreamPassReport(m, 4.0, 16, false).find("bound by sampling + gathering") !=
+        std::string::npos);
+  // Sampled on the device: the stream only hands over seeds and labels.
+  line = train::StreamPassReport(m, 4.0, 16, true);
+  CHECK(line.find("bound by batch stream (seeds and labels)") != std::string::npos);
+  m.compute_wait_seconds = 0;
+  CHECK(train::StreamPassReport(m, 4.0, 16, true).find("bound by compute (the model's thread") !=
+        std::string::npos);
+}

@@ -4,8 +4,8 @@
 // forward, softmax cross-entropy, backward, Optimizer::Step) on the calling thread. A model that
 // holds the features on its device (Model::HoldFeatures, offered once per run) gets node IDs
 // only; one that also holds the graph there (Model::HoldGraph, TrainOptions::sampler) gets seeds,
-// labels and sampler seeds, and samples on its device. The data sources are interfaces, so an out-of-core source plugs in without another
-// training loop.
+// labels and sampler seeds, and samples on its device. The data sources are interfaces, so an
+// out-of-core source plugs in without another training loop.
 //
 // Each epoch: train over the shuffled training nodes, then evaluate valid and test accuracy with
 // eval_fanouts; write one JSON line of metrics; checkpoint the model when validation accuracy
@@ -65,6 +65,14 @@ struct EpochMetrics {
   std::string pipeline_json;        // the pass runner's report of the training pass, or ""
   std::string ToJson() const;
 };
+
+// The end-of-pass line a Trainer prints for a training pass through its BatchStream (no pass
+// runner; a runner prints its own stage report): the stream's busy time (`threads` workers), the
+// compute step's busy time and its wait for batches, and which of the two bounds the pass -- the
+// stream when compute waited for over a tenth of the pass. `sampled_on_device`: the stream only
+// hands over seeds and labels, and the model samples.
+std::string StreamPassReport(const EpochMetrics& m, double pass_seconds, int threads,
+                             bool sampled_on_device);
 
 struct TrainSummary {
   std::vector<EpochMetrics> epochs;  // epochs run by this call
