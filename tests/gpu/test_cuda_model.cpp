@@ -262,8 +262,8 @@ TEST_CASE("cuda model: a row cache smaller than the features trains as rows uplo
   // 6000 rows of 37 floats (888 KB) against 296 KB of device memory for them: a cache of 2000
   // rows, batches of 300 inputs that recur in part (hits, misses and evictions) and, every fifth,
   // one of 2500 inputs, more than the cache holds (uploaded without it). A second model given the
-  // same rows without a cache (HoldFeatures never asked) must compute the same logits bit for bit,
-  // and train the same within the fp32 tolerance.
+  // same rows without a cache (HoldFeatures never asked) must compute the same logits bit for bit
+  // while their parameters are equal, and train the same within the fp32 tolerance.
   const ModelConfig c = Config(ModelKind::kGcn, "layer", "relu");
   const int64_t num_nodes = 6000, cache_rows = 2000;
   std::vector<float> values =
@@ -280,31 +280,46 @@ TEST_CASE("cuda model: a row cache smaller than the features trains as rows uplo
   CHECK_FALSE((*cached)->holds_features());
   CHECK((*cached)->DeviceDescription().find("a device cache of 2000 feature rows") !=
         std::string::npos);
-  Optimizer::Config oc;
-  oc.lr = 0.01f;
-  Optimizer opt_cached(**cached, oc), opt_plain(**plain, oc);
   std::mt19937_64 rng(29);
+  std::vector<sampler::MiniBatch> batches;
   for (int step = 0; step < 30; ++step) {
-    CAPTURE(step);
     const std::vector<int64_t> sizes = step % 5 == 4 ? std::vector<int64_t>{2500, 300, 40, 17}
                                                      : std::vector<int64_t>{300, 120, 40, 17};
-    sampler::MiniBatch batch =
-        Renumbered(testing::RandomMiniBatch(sizes, 9, 5, rng), num_nodes, rng);
-    testing::AddRandomDegrees(&batch, rng);
+    batches.push_back(Renumbered(testing::RandomMiniBatch(sizes, 9, 5, rng), num_nodes, rng));
+    testing::AddRandomDegrees(&batches.back(), rng);
+  }
+  auto rows_of = [&](const sampler::MiniBatch& batch) {
     std::vector<float> rows;
     for (int64_t v : batch.input_nodes) {
       rows.insert(rows.end(), values.begin() + v * c.in_dim, values.begin() + (v + 1) * c.in_dim);
     }
+    return rows;
+  };
+  // Forward only (equal parameters, deterministic forward): the same logits bit for bit, through
+  // hits, misses, evictions and the batches larger than the cache.
+  for (size_t b = 0; b < batches.size(); ++b) {
+    CAPTURE(b);
+    const std::vector<float> rows = rows_of(batches[b]);
     std::vector<float> logits_cached, logits_plain;
-    SKIFF_REQUIRE_OK((*cached)->Forward(batch, rows.data(), false, 0, &logits_cached));
-    SKIFF_REQUIRE_OK((*plain)->Forward(batch, rows.data(), false, 0, &logits_plain));
+    SKIFF_REQUIRE_OK((*cached)->Forward(batches[b], rows.data(), false, 0, &logits_cached));
+    SKIFF_REQUIRE_OK((*plain)->Forward(batches[b], rows.data(), false, 0, &logits_plain));
     REQUIRE(logits_cached == logits_plain);
-    const model::BatchInput input{.batch = &batch, .x = rows.data()};
-    const auto seed = static_cast<uint64_t>(step);
-    SKIFF_REQUIRE_OK((*cached)->TrainStep(input, seed, opt_cached));
-    SKIFF_REQUIRE_OK((*plain)->TrainStep(input, seed, opt_plain));
   }
-  CheckParametersClose(**cached, **plain, "after 30 steps:");
+  // Training (atomics in the backward reorder sums): the same parameters within the tolerance,
+  // after ten SGD steps (as the other device-resident step test: Adam's normalisation would turn
+  // a reordered near-zero gradient into a full step), two of them on batches larger than the cache.
+  Optimizer::Config oc;
+  oc.kind = model::OptimizerKind::kSgd;
+  oc.lr = 0.05f;
+  oc.momentum = 0.9f;
+  Optimizer opt_cached(**cached, oc), opt_plain(**plain, oc);
+  for (size_t b = 0; b < 10; ++b) {
+    const std::vector<float> rows = rows_of(batches[b]);
+    const model::BatchInput input{.batch = &batches[b], .x = rows.data()};
+    SKIFF_REQUIRE_OK((*cached)->TrainStep(input, b, opt_cached));
+    SKIFF_REQUIRE_OK((*plain)->TrainStep(input, b, opt_plain));
+  }
+  CheckParametersClose(**cached, **plain, "after 10 steps:");
   // An input outside the features the cache was sized for is refused, naming it.
   std::mt19937_64 rng2(31);
   sampler::MiniBatch bad = testing::RandomMiniBatch({300, 120, 40, 17}, 9, 5, rng2);
