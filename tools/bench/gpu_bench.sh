@@ -59,7 +59,7 @@ elif [[ $status -ne 0 ]]; then
 fi
 
 if [[ ${SANITIZE:-0} == 1 ]]; then
-  cases=${SANITIZE_CASES:-device sampler*,cuda model*}
+  cases=${SANITIZE_CASES:-device sampler*,cuda model*,ScatterRows*}
   echo "== compute-sanitizer memcheck: $cases"
   compute-sanitizer --tool memcheck --error-exitcode 3 "$tests" --test-case="$cases" 2>&1 | tail -20
   echo "== compute-sanitizer racecheck: device sampler*"

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Every GPU check in one call, within a time budget: what a session that is lent a GPU machine runs
+# (the machine costs minutes to start, so one call should do everything). Phases, in the order of
+# what is most wanted, each under `timeout` for what is left of the budget:
+#   tests     skiff_gpu_tests, every case (kernels vs CPU, CUDA model, device sampler, row cache)
+#   e2e       one round of tools/bench/gpu_e2e.sh at the GPU bar's setting, TF32, 3 epochs:
+#             --sampler device, --sampler host, --sampler device --memory 141MiB, the row cache
+#             (--device-memory 256MiB, in memory and at --memory 512MiB), and the PyG peer
+#   sanitize  compute-sanitizer memcheck over the sampler, model, row-cache and ScatterRows cases,
+#             racecheck over the sampler's
+#   perf      skiff_gpu_tests --perf (aggregation vs cuSPARSE)
+# Each phase's output goes to OUT_DIR/PHASE.log, and a summary line per phase to stdout and
+# OUT_DIR/summary.txt. A phase that fails or runs out of time is reported and the next one runs.
+#
+#   tools/bench/gpu_session.sh OUT_DIR
+#
+# Environment: SKIFF (the command that runs skiff; default build/skiff, e.g. "pack/run skiff"),
+# GPU_TESTS (skiff_gpu_tests; default build/tests/skiff_gpu_tests, or "pack/run skiff_gpu_tests"),
+# BUDGET_S (seconds for all phases; default 540), PHASES (default "tests e2e sanitize perf"),
+# DATA (where gpu_e2e.sh keeps its dataset; default /tmp/skiff-gpu-e2e).
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+out=${1:?usage: gpu_session.sh OUT_DIR}
+mkdir -p "$out"
+gpu_tests=${GPU_TESTS:-$root/build/tests/skiff_gpu_tests}
+budget=${BUDGET_S:-540}
+start=$SECONDS
+
+left() { echo $((budget - (SECONDS - start))); }
+
+# run PHASE COMMAND...: runs the command under the time left, logs it, prints the summary line.
+run() {
+  local phase=$1
+  shift
+  local t=$(left)
+  if ((t < 20)); then
+    echo "$phase: skipped (budget spent)" | tee -a "$out/summary.txt"
+    return
+  fi
+  local t0=$SECONDS
+  timeout --kill-after=10 "$t" "$@" >"$out/$phase.log" 2>&1
+  local rc=$?
+  local verdict="ok"
+  ((rc == 124 || rc == 137)) && verdict="OUT OF TIME after ${t}s"
+  ((rc == 77)) && verdict="no usable CUDA device (status 77: GPU cases skipped)"
+  ((rc != 0 && rc != 77 && rc != 124 && rc != 137)) && verdict="FAILED (status $rc)"
+  echo "$phase: $verdict in $((SECONDS - t0))s; log $out/$phase.log" | tee -a "$out/summary.txt"
+}
+
+echo "== gpu_session $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown), budget ${budget}s" |
+  tee "$out/summary.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |
+  tee -a "$out/summary.txt"
+
+for phase in ${PHASES:-tests e2e sanitize perf}; do
+  case $phase in
+    tests) run tests $gpu_tests ;;
+    e2e)
+      run e2e env EPOCHS=3 MATMUL=tf32 bash "$root/tools/bench/gpu_e2e.sh" "${DATA:-/tmp/skiff-gpu-e2e}" 1
+      grep -E '^== |samples/s|pyg_peer|training pass|bound by|peak RSS|device row cache|FAILED' \
+        "$out/e2e.log" | grep -v '^\s*$' >"$out/e2e.summary.txt" || true
+      ;;
+    sanitize)
+      run memcheck compute-sanitizer --tool memcheck --error-exitcode 3 $gpu_tests \
+        --test-case="device sampler*,cuda model*,ScatterRows*"
+      run racecheck compute-sanitizer --tool racecheck --error-exitcode 3 $gpu_tests \
+        --test-case="device sampler*"
+      ;;
+    perf) run perf $gpu_tests --perf ;;
+    *) echo "unknown phase '$phase' (expected tests, e2e, sanitize or perf)" | tee -a "$out/summary.txt" ;;
+  esac
+done
+echo "== done in $((SECONDS - start))s" | tee -a "$out/summary.txt"
