@@ -32,7 +32,8 @@ namespace {
 // The library's entry points (src/model/cuda/plugin.cpp).
 struct CudaLibrary {
   Status (*create)(std::unique_ptr<Model>*, std::unique_ptr<Model>*) = nullptr;
-  Status (*placement)(uint64_t, int64_t, int64_t, int64_t, int, Model::CudaPlacement*) = nullptr;
+  Status (*placement)(uint64_t, int64_t, int64_t, int64_t, int, int,
+                      Model::CudaPlacement*) = nullptr;
 };
 
 // Loads the library once per process (it stays loaded); its entry points or the reason they are
@@ -97,15 +98,16 @@ Result<std::unique_ptr<Model>> Model::CreateCuda(const ModelConfig& config) {
 
 Result<Model::CudaPlacement> Model::CudaPlacementFor(uint64_t device_bytes, int64_t num_nodes,
                                                      int64_t feature_dim, int64_t num_edges,
-                                                     int max_fanout) {
+                                                     int num_layers, int max_fanout) {
 #ifndef SKIFF_HAVE_CUDA
-  (void)device_bytes, (void)num_nodes, (void)feature_dim, (void)num_edges, (void)max_fanout;
+  (void)device_bytes, (void)num_nodes, (void)feature_dim, (void)num_edges, (void)num_layers,
+      (void)max_fanout;
   return Status::Unavailable(kNoCudaBuild);
 #else
   SKIFF_ASSIGN_OR_RETURN(const CudaLibrary library, LoadCudaLibrary());
   CudaPlacement placement;
-  SKIFF_RETURN_IF_ERROR(
-      library.placement(device_bytes, num_nodes, feature_dim, num_edges, max_fanout, &placement));
+  SKIFF_RETURN_IF_ERROR(library.placement(device_bytes, num_nodes, feature_dim, num_edges,
+                                          num_layers, max_fanout, &placement));
   return placement;
 #endif
 }

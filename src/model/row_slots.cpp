@@ -34,8 +34,7 @@ int32_t RowSlots::TakeSlot() {
   for (;;) {  // at most two turns: a slot not stamped with this batch loses its mark on the first
     // The node entry an eviction a few slots on would clear (the hand moves in order).
     constexpr int64_t kAhead = 16;
-    const int64_t ahead =
-        hand_ + kAhead < capacity() ? hand_ + kAhead : hand_ + kAhead - capacity();
+    const int64_t ahead = (hand_ + kAhead) % capacity();  // capacity may be below kAhead
     const int32_t next_node = slot_node_[static_cast<size_t>(ahead)];
     if (next_node >= 0) PrefetchRead(&node_slot_[static_cast<size_t>(next_node)]);
     uint32_t& state = state_[static_cast<size_t>(hand_)];
@@ -52,7 +51,6 @@ int32_t RowSlots::TakeSlot() {
 
 Result<bool> RowSlots::Assign(std::span<const int64_t> ids, std::vector<int64_t>* slots,
                               std::vector<int64_t>* missing) {
-  if (static_cast<int64_t>(ids.size()) > capacity()) return false;
   const auto num_nodes = static_cast<int64_t>(node_slot_.size());
   for (const int64_t v : ids) {
     if (v < 0 || v >= num_nodes) {
@@ -60,6 +58,7 @@ Result<bool> RowSlots::Assign(std::span<const int64_t> ids, std::vector<int64_t>
                                      std::to_string(num_nodes) + ")");
     }
   }
+  if (static_cast<int64_t>(ids.size()) > capacity()) return false;
   batch_ = (batch_ + 1) & kStampMask;
   if (batch_ == 0) {  // wrapped: no old stamp may pass for this batch's (TakeSlot's termination)
     for (uint32_t& state : state_) state &= kReferenced;

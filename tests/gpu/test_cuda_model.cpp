@@ -305,6 +305,22 @@ TEST_CASE("cuda model: a row cache smaller than the features trains as rows uplo
     SKIFF_REQUIRE_OK((*plain)->Forward(batches[b], rows.data(), false, 0, &logits_plain));
     REQUIRE(logits_cached == logits_plain);
   }
+  // The same batches as evaluation steps, queued without waiting for the device (each batch's
+  // uploads and cache writes overlap the previous batch's compute): the same loss totals.
+  std::vector<std::vector<float>> all_rows;
+  for (const sampler::MiniBatch& batch : batches) all_rows.push_back(rows_of(batch));
+  for (size_t b = 0; b < batches.size(); ++b) {
+    SKIFF_REQUIRE_OK((*cached)->EvalStep({.batch = &batches[b], .x = all_rows[b].data()}));
+    SKIFF_REQUIRE_OK((*plain)->EvalStep({.batch = &batches[b], .x = all_rows[b].data()}));
+  }
+  auto totals_cached = (*cached)->TakeLossTotals();
+  auto totals_plain = (*plain)->TakeLossTotals();
+  SKIFF_REQUIRE_OK(totals_cached.status());
+  SKIFF_REQUIRE_OK(totals_plain.status());
+  CHECK(totals_cached->labelled == totals_plain->labelled);
+  CHECK(totals_cached->correct == totals_plain->correct);
+  CHECK(std::fabs(totals_cached->loss_sum - totals_plain->loss_sum) <=
+        1e-5 * std::max(1.0, std::fabs(totals_plain->loss_sum)));
   // Training (atomics in the backward reorder sums): the same parameters within the tolerance,
   // after ten SGD steps (as the other device-resident step test: Adam's normalisation would turn
   // a reordered near-zero gradient into a full step), two of them on batches larger than the cache.

@@ -53,24 +53,29 @@ TEST_CASE("CreateCuda is Unavailable without a CUDA device") {
 TEST_CASE("CudaPlacementFor is Unavailable without a CUDA device, and names the way out") {
   if (HaveCudaDevice()) {
     // With a device: an explicit amount is the features' memory; 1M x 128 floats (512 MB) fit in
-    // 3 GiB with the graph beside them, not in 256 MiB; fanouts over 128 keep the graph off.
-    auto fits = Model::CudaPlacementFor(uint64_t{3} << 30, 1000000, 128, 16000000, 15);
+    // 3 GiB with the graph beside them, not in 256 MiB; fanouts over 128 or more than 8 layers
+    // keep the graph off.
+    auto fits = Model::CudaPlacementFor(uint64_t{3} << 30, 1000000, 128, 16000000, 3, 15);
     REQUIRE(fits.ok());
     CHECK(fits->feature_memory == uint64_t{3} << 30);
     CHECK(fits->features);
     CHECK(fits->graph);
-    auto wide = Model::CudaPlacementFor(uint64_t{3} << 30, 1000000, 128, 16000000, 129);
+    auto wide = Model::CudaPlacementFor(uint64_t{3} << 30, 1000000, 128, 16000000, 3, 129);
     REQUIRE(wide.ok());
     CHECK(wide->features);
     CHECK_FALSE(wide->graph);
-    auto small = Model::CudaPlacementFor(uint64_t{256} << 20, 1000000, 128, 16000000, 15);
+    auto deep = Model::CudaPlacementFor(uint64_t{3} << 30, 1000000, 128, 16000000, 9, 15);
+    REQUIRE(deep.ok());
+    CHECK(deep->features);
+    CHECK_FALSE(deep->graph);  // the device sampler takes at most 8 layers
+    auto small = Model::CudaPlacementFor(uint64_t{256} << 20, 1000000, 128, 16000000, 3, 15);
     REQUIRE(small.ok());
     CHECK_FALSE(small->features);
     CHECK_FALSE(small->graph);
     return;
   }
   for (uint64_t device_bytes : {uint64_t{0}, uint64_t{1} << 30}) {
-    auto placement = Model::CudaPlacementFor(device_bytes, 1000, 16, 5000, 10);
+    auto placement = Model::CudaPlacementFor(device_bytes, 1000, 16, 5000, 2, 10);
     REQUIRE_FALSE(placement.ok());
     CHECK(placement.status().code() == StatusCode::kUnavailable);
     CHECK(placement.status().message().find("--device cpu") != std::string::npos);

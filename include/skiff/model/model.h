@@ -184,7 +184,8 @@ class Model {
   // the memory plan needs to know. `feature_memory`: the device memory HoldFeatures gives the
   // features for `device_bytes` (TrainOptions::device_memory_bytes; 0: the device's free memory
   // less a margin); `features`: whether they fit there (HoldFeatures' rule); `graph`: whether
-  // HoldGraph would then take the graph for fanouts up to `max_fanout`. Unavailable as CreateCuda.
+  // HoldGraph would then take the graph for `num_layers` layers and fanouts up to `max_fanout`.
+  // Unavailable as CreateCuda.
   struct CudaPlacement {
     uint64_t feature_memory = 0;
     bool features = false;
@@ -192,7 +193,7 @@ class Model {
   };
   static Result<CudaPlacement> CudaPlacementFor(uint64_t device_bytes, int64_t num_nodes,
                                                 int64_t feature_dim, int64_t num_edges,
-                                                int max_fanout);
+                                                int num_layers, int max_fanout);
 
   const ModelConfig& config() const { return config_; }
 

@@ -196,13 +196,16 @@ Result<StagedBatch> BatchStaging::Stage(const sampler::MiniBatch& batch, BlockAu
   if (rows != nullptr) PackRowSlots(*rows, batch_bytes, host, device, &out);
   SKIFF_RETURN_IF_ERROR(StreamWaitEvent(copy_.get(), slot.consumed));
   SKIFF_RETURN_IF_ERROR(CopyToDevice(device, slot.host.data(), bytes, copy_.get()));
+  Status uploaded;
   if (rows != nullptr) {
     auto* device_rows = reinterpret_cast<float*>(device + bytes);  // bytes is 256-aligned
-    SKIFF_RETURN_IF_ERROR(UploadRows(*rows, device_rows));
+    uploaded = UploadRows(*rows, device_rows);
     out.rows = device_rows;
     out.num_rows = static_cast<int64_t>(rows->positions.size());
   }
+  // Recorded after a failed upload too: the slot's next use waits for what was queued from it.
   SKIFF_RETURN_IF_ERROR(slot.copied.Record(copy_.get()));
+  SKIFF_RETURN_IF_ERROR(uploaded);
   SKIFF_RETURN_IF_ERROR(StreamWaitEvent(compute, slot.copied));
   return out;
 }

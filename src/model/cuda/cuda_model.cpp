@@ -341,6 +341,10 @@ class CudaModel final : public model::Model {
     if (x == nullptr && !holds_features_) {
       return Status::InvalidArgument("CUDA model: no input features given, and none held");
     }
+    if (x != nullptr && sample != nullptr) {
+      return Status::InvalidArgument(
+          "CUDA model: a batch sampled on the device takes no input rows");
+    }
     cudaStream_t s = stream_.get();
     if (sample != nullptr) {
       SKIFF_RETURN_IF_ERROR(EnsureParamsOnDevice());
@@ -355,11 +359,22 @@ class CudaModel final : public model::Model {
         SKIFF_ASSIGN_OR_RETURN(staged_, staging_.Stage(batch, Augment(), /*input_ids=*/true, s));
       }
     }
+    const Status placed = PlaceInput(x != nullptr);
+    // Failing here, after the row cache's index took this batch, leaves it promising rows that
+    // were never written: it starts over.
+    if (!placed.ok() && x != nullptr && row_slots_ != nullptr) row_slots_->Clear();
+    return placed;
+  }
+
+  // Puts the staged batch's input rows at x_: the rows uploaded with it (`uploaded`), or gathered
+  // from the held features.
+  Status PlaceInput(bool uploaded) {
     const int64_t rows = staged_.num_input;
     SKIFF_ASSIGN_OR_RETURN(float* x_dev, x_.Ensure(rows * config_.in_dim, "input features"));
     if (rows == 0) return Status::Ok();
-    if (x != nullptr) return PlaceStagedRows(x_dev);
-    return GatherRows(features_dev_.get(), config_.in_dim, staged_.input_ids, rows, x_dev, s);
+    if (uploaded) return PlaceStagedRows(x_dev);
+    return GatherRows(features_dev_.get(), config_.in_dim, staged_.input_ids, rows, x_dev,
+                      stream_.get());
   }
 
   // Stages `batch` with the input rows the device lacks: with the row cache, those it misses (into
@@ -809,6 +824,15 @@ Result<bool> CudaModel::HoldFeatures(const sampler::FeatureSource& features,
     return Status::InvalidArgument("CUDA model: features have " + std::to_string(dim) +
                                    " columns, the model " + std::to_string(config_.in_dim));
   }
+  if (sampler_ != nullptr) {
+    return Status::InvalidArgument("CUDA model: the features are held once, before the graph");
+  }
+  // Another call starts over: the last one's table or row cache goes first.
+  holds_features_ = false;
+  features_rows_ = 0;
+  features_dev_ = DeviceBuffer<float>();
+  row_cache_ = DeviceBuffer<float>();
+  row_slots_.reset();
   if (rows == 0 || dim == 0) return false;
   const uint64_t bytes = static_cast<uint64_t>(rows) * static_cast<uint64_t>(dim) * 4;
   SKIFF_ASSIGN_OR_RETURN(const uint64_t limit, DeviceMemoryFor(device_bytes, 0));
@@ -857,6 +881,11 @@ Result<bool> CudaModel::HoldGraph(const sampler::CsrSource& graph, uint64_t devi
   if (max_fanout > kMaxDeviceSampleLength) {
     LogInfo("fanout " + std::to_string(max_fanout) + " exceeds the device sampler's " +
             std::to_string(kMaxDeviceSampleLength) + ": batches are sampled on the host");
+    return false;
+  }
+  if (config_.num_layers > kMaxSampleLayers) {
+    LogInfo(std::to_string(config_.num_layers) + " layers exceed the device sampler's " +
+            std::to_string(kMaxSampleLayers) + ": batches are sampled on the host");
     return false;
   }
   if (graph.num_nodes() != features_rows_) {
@@ -948,7 +977,7 @@ Status CudaModel::ReadOptimizerState(std::vector<std::vector<float>>& state) {
 
 Result<model::Model::CudaPlacement> PlacementFor(uint64_t device_bytes, int64_t num_nodes,
                                                  int64_t feature_dim, int64_t num_edges,
-                                                 int max_fanout) {
+                                                 int num_layers, int max_fanout) {
   model::Model::CudaPlacement placement;
   SKIFF_ASSIGN_OR_RETURN(placement.feature_memory, CudaModel::DeviceMemoryFor(device_bytes, 0));
   const uint64_t features =
@@ -956,6 +985,7 @@ Result<model::Model::CudaPlacement> PlacementFor(uint64_t device_bytes, int64_t 
   placement.features = num_nodes > 0 && feature_dim > 0 && features <= placement.feature_memory;
   placement.graph =
       placement.features && max_fanout <= kMaxDeviceSampleLength &&
+      num_layers <= kMaxSampleLayers &&
       DeviceSampler::GraphDeviceBytes(num_nodes, num_edges) <= placement.feature_memory - features;
   return placement;
 }

@@ -32,6 +32,6 @@ Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Mod
 // model exists. Internal from the CUDA runtime.
 Result<model::Model::CudaPlacement> PlacementFor(uint64_t device_bytes, int64_t num_nodes,
                                                  int64_t feature_dim, int64_t num_edges,
-                                                 int max_fanout);
+                                                 int num_layers, int max_fanout);
 
 }  // namespace skiff::cuda

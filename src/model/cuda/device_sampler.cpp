@@ -48,13 +48,18 @@ Result<std::unique_ptr<DeviceSampler>> DeviceSampler::Create(const sampler::CsrS
   SKIFF_RETURN_IF_ERROR(s->new_count_.Ensure(1, "sampling counts").status());
   SKIFF_RETURN_IF_ERROR(s->Upload(csr, upload_bytes));
   const int64_t n = csr.num_nodes();
-  SKIFF_ASSIGN_OR_RETURN(int32_t * local, s->local_.Ensure(n, "the sampler's ID map"));
-  SKIFF_ASSIGN_OR_RETURN(int32_t * first, s->first_.Ensure(n, "the sampler's ID map"));
-  cudaStream_t st = s->stream();
-  SKIFF_SAMPLER_CUDA(cudaMemsetAsync(local, 0xff, sizeof(int32_t) * n, st));  // -1
-  SKIFF_SAMPLER_CUDA(cudaMemsetAsync(first, kNoFirstPickByte, sizeof(int32_t) * n, st));
-  SKIFF_RETURN_IF_ERROR(s->stream_.Synchronize());
+  SKIFF_RETURN_IF_ERROR(s->local_.Ensure(n, "the sampler's ID map").status());
+  SKIFF_RETURN_IF_ERROR(s->first_.Ensure(n, "the sampler's ID map").status());
+  SKIFF_RETURN_IF_ERROR(s->ClearIdMap());
   return s;
+}
+
+Status DeviceSampler::ClearIdMap() {
+  const auto n = static_cast<size_t>(graph_.num_nodes);
+  cudaStream_t st = stream();
+  SKIFF_SAMPLER_CUDA(cudaMemsetAsync(local_.get(), 0xff, sizeof(int32_t) * n, st));  // -1
+  SKIFF_SAMPLER_CUDA(cudaMemsetAsync(first_.get(), kNoFirstPickByte, sizeof(int32_t) * n, st));
+  return stream_.Synchronize();
 }
 
 // Through one pinned chunk of `upload_bytes`: each range is read into it, checked, (neighbours)
@@ -150,6 +155,24 @@ Result<DeviceSampledBatch> DeviceSampler::Sample(const int64_t* seeds, int64_t n
                                                  const std::vector<int>& fanouts,
                                                  uint64_t sample_seed, BlockAugment augment,
                                                  cudaStream_t compute) {
+  if (!map_clean_) {
+    return Status::Internal(
+        "device sampling: an earlier batch failed part-way and its ID map could not be cleared");
+  }
+  bool map_touched = false;
+  Result<DeviceSampledBatch> out =
+      SampleBatch(seeds, num_seeds, fanouts, sample_seed, augment, compute, &map_touched);
+  // A batch that failed once its seeds were entered leaves entries in the ID map (and `first`
+  // positions of picks that got no ID), which would corrupt every later batch: clear the map whole
+  // (a rare path), or refuse later batches if even that fails.
+  if (!out.ok() && map_touched) map_clean_ = ClearIdMap().ok();
+  return out;
+}
+
+Result<DeviceSampledBatch> DeviceSampler::SampleBatch(const int64_t* seeds, int64_t num_seeds,
+                                                      const std::vector<int>& fanouts,
+                                                      uint64_t sample_seed, BlockAugment augment,
+                                                      cudaStream_t compute, bool* map_touched) {
   const int layers = static_cast<int>(fanouts.size());
   HopParams p;
   p.draw_key = NodeDrawKey(sample_seed);
@@ -160,7 +183,7 @@ Result<DeviceSampledBatch> DeviceSampler::Sample(const int64_t* seeds, int64_t n
   }
   std::copy(fanouts.begin(), fanouts.end(), p.fanouts);
   p.hop_begin[1] = num_seeds;
-  // Refused before the ID map is touched (an error mid-batch would leave entries set).
+  // Refused before the ID map is touched (an error after it clears the whole map: Sample).
   SKIFF_RETURN_IF_ERROR(CheckHopParams(p));
   current_ = 1 - current_;
   Slot& slot = slots_[current_];
@@ -173,6 +196,7 @@ Result<DeviceSampledBatch> DeviceSampler::Sample(const int64_t* seeds, int64_t n
     SKIFF_SAMPLER_CUDA(cudaMemcpyAsync(slot.nodes.get(), seeds, sizeof(int64_t) * num_seeds,
                                        cudaMemcpyDeviceToDevice, st));
   }
+  *map_touched = true;
   SKIFF_RETURN_IF_ERROR(SeedLocalIds(num_seeds, seeds, local_.get(), st));
   p.hop_begin[0] = 0;
   p.hop_begin[1] = num_seeds;

@@ -15,7 +15,9 @@
 // previous batch to be consumed before writing it; compute waits for `sampled`).
 //
 // Errors: a CUDA failure is returned as the Status of the call (the device context is then
-// unusable, as everywhere); a refused argument leaves the sampler as it was.
+// unusable, as everywhere); a refused argument leaves the sampler as it was, and a batch refused
+// part-way (a hop over the pick limit, memory for a larger batch) clears the ID map it had begun
+// to fill, so the next batch is sampled as if it had not been tried.
 //
 // Thread safety: one thread at a time. Owned through unique_ptr (not movable: its streams and
 // events are referenced by work in flight).
@@ -81,6 +83,13 @@ class DeviceSampler {
   };
   DeviceSampler() = default;
   Status Upload(const sampler::CsrSource& csr, uint64_t upload_bytes);
+  // Sample's work; sets *map_touched once the ID map holds entries of this batch.
+  Result<DeviceSampledBatch> SampleBatch(const int64_t* seeds, int64_t num_seeds,
+                                         const std::vector<int>& fanouts, uint64_t sample_seed,
+                                         BlockAugment augment, cudaStream_t compute,
+                                         bool* map_touched);
+  // Every node unmapped (local -1, first kNoFirstPick); waits for the sampler's stream.
+  Status ClearIdMap();
   // One hop: block num_layers - 1 - hop of `slot`, its new nodes appended; advances p->hop_begin.
   Status Hop(HopParams* p, Slot& slot, int64_t* num_edges);
   // Copies the device count at `at` to the host (waits for the sampler's stream).
@@ -94,6 +103,7 @@ class DeviceSampler {
   DeviceBuffer<int32_t> indices_;
   DeviceCsr graph_;
   DeviceBuffer<int32_t> local_, first_;  // the ID map (sample.cuh)
+  bool map_clean_ = true;                // false: a failed batch's entries could not be cleared
   DeviceBuffer<int64_t> picks_, new_count_;
   DeviceBuffer<int32_t> is_new_, rank_;
   DeviceBuffer<char> workspace_;

@@ -28,15 +28,15 @@ extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCreateCudaM
 // (cuda::PlacementFor), asked before any model exists so that the memory plan knows.
 extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCudaPlacement(
     uint64_t device_bytes, int64_t num_nodes, int64_t feature_dim, int64_t num_edges,
-    int max_fanout, skiff::model::Model::CudaPlacement* out) {
+    int num_layers, int max_fanout, skiff::model::Model::CudaPlacement* out) {
   using skiff::Status;
   auto device = skiff::cuda::FirstDevice();
   if (!device.ok()) {
     return Status::Unavailable("CUDA model: no usable CUDA device (" + device.status().message() +
                                "); use --device cpu");
   }
-  auto placement =
-      skiff::cuda::PlacementFor(device_bytes, num_nodes, feature_dim, num_edges, max_fanout);
+  auto placement = skiff::cuda::PlacementFor(device_bytes, num_nodes, feature_dim, num_edges,
+                                             num_layers, max_fanout);
   if (!placement.ok()) return placement.status();
   *out = *placement;
   return Status::Ok();
