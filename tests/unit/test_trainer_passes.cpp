@@ -97,6 +97,17 @@ Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenAboveSmallestBudget(
       pipeline::SamplingMode::kExact, 2, {.aggregated_input = true});
 }
 
+// The in-memory run of `t` on `ds`: what the pipelined runs must reproduce.
+train::TrainSummary InMemoryRun(const format::Dataset& ds, const train::TrainOptions& t) {
+  auto memory = train::LoadInMemory(ds);
+  REQUIRE(memory.ok());
+  auto trainer = train::Trainer::Create((*memory)->data, t);
+  REQUIRE(trainer.ok());
+  auto summary = (*trainer)->Run();
+  REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
+  return std::move(*summary);
+}
+
 // A training run of `t` on `ooc`'s data with `runner` as its pass runner (which must succeed).
 train::TrainSummary TrainWith(const pipeline::OutOfCoreTraining& ooc, const train::TrainOptions& t,
                               const train::PassRunner& runner) {
@@ -176,17 +187,12 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
     // sampling reads the rest), so the run is the in-memory one; evaluation takes every
     // neighbour, so its accuracy does not depend on how the plan groups nodes either.
     CHECK((*small)->ooc->uniform_training_order());
-    auto memory = train::LoadInMemory(*ds);
-    REQUIRE(memory.ok());
-    auto in_memory = train::Trainer::Create((*memory)->data, t);
-    REQUIRE(in_memory.ok());
-    auto reference = (*in_memory)->Run();
-    REQUIRE(reference.ok());
-    REQUIRE(summary.epochs.size() == reference->epochs.size());
-    for (size_t e = 0; e < reference->epochs.size(); ++e) {
+    const train::TrainSummary reference = InMemoryRun(*ds, t);
+    REQUIRE(summary.epochs.size() == reference.epochs.size());
+    for (size_t e = 0; e < reference.epochs.size(); ++e) {
       CAPTURE(e);
       const train::EpochMetrics& got = summary.epochs[e];
-      const train::EpochMetrics& want = reference->epochs[e];
+      const train::EpochMetrics& want = reference.epochs[e];
       if (aggregated) {
         CHECK(got.loss == doctest::Approx(want.loss).epsilon(1e-4));
         CHECK(got.valid_acc == doctest::Approx(want.valid_acc).epsilon(0.01));
@@ -213,19 +219,14 @@ TEST_CASE("trainer passes: a device model with the rows on the host -- partition
   auto ds = Generated(dir / "g");
   train::TrainOptions t = Options("none");
   t.epochs = 2;
-  auto memory = train::LoadInMemory(*ds);
-  REQUIRE(memory.ok());
-  auto in_memory = train::Trainer::Create((*memory)->data, t);
-  REQUIRE(in_memory.ok());
-  auto reference = (*in_memory)->Run();
-  REQUIRE(reference.ok());
+  const train::TrainSummary reference = InMemoryRun(*ds, t);
   auto same_as_reference = [&](const train::TrainSummary& got) {
-    REQUIRE(got.epochs.size() == reference->epochs.size());
+    REQUIRE(got.epochs.size() == reference.epochs.size());
     for (size_t e = 0; e < got.epochs.size(); ++e) {
       CAPTURE(e);
-      CHECK(got.epochs[e].loss == reference->epochs[e].loss);
-      CHECK(got.epochs[e].valid_acc == reference->epochs[e].valid_acc);
-      CHECK(got.epochs[e].test_acc == reference->epochs[e].test_acc);
+      CHECK(got.epochs[e].loss == reference.epochs[e].loss);
+      CHECK(got.epochs[e].valid_acc == reference.epochs[e].valid_acc);
+      CHECK(got.epochs[e].test_acc == reference.epochs[e].test_acc);
     }
   };
   const pipeline::ComputeSite rows_on_host{.device = true, .device_cache_rows = 500};
