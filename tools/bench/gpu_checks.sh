@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Every GPU check in one call, within a time budget: what a session that is lent a GPU machine runs
-# (the machine costs minutes to start, so one call should do everything). Phases, in the order of
-# what is most wanted, each under `timeout` for what is left of the budget:
+# Every GPU check in one call, within a time budget: what to run on a GPU machine that is available
+# for a short while (starting one costs minutes, so one call should do everything). Phases, in the
+# order of what is most wanted, each under `timeout` for what is left of the budget:
 #   tests     skiff_gpu_tests, every case (kernels vs CPU, CUDA model, device sampler, row cache)
 #   e2e       one round of tools/bench/gpu_e2e.sh at the GPU bar's setting, TF32, 3 epochs:
 #             --sampler device, --sampler host, --sampler device --memory 141MiB, the row cache
@@ -12,7 +12,7 @@
 # Each phase's output goes to OUT_DIR/PHASE.log, and a summary line per phase to stdout and
 # OUT_DIR/summary.txt. A phase that fails or runs out of time is reported and the next one runs.
 #
-#   tools/bench/gpu_session.sh OUT_DIR
+#   tools/bench/gpu_checks.sh OUT_DIR
 #
 # Environment: SKIFF (the command that runs skiff; default build/skiff, e.g. "pack/run skiff"),
 # GPU_TESTS (skiff_gpu_tests; default build/tests/skiff_gpu_tests, or "pack/run skiff_gpu_tests"),
@@ -21,7 +21,7 @@
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-out=${1:?usage: gpu_session.sh OUT_DIR}
+out=${1:?usage: gpu_checks.sh OUT_DIR}
 mkdir -p "$out"
 gpu_tests=${GPU_TESTS:-$root/build/tests/skiff_gpu_tests}
 budget=${BUDGET_S:-540}
@@ -48,7 +48,7 @@ run() {
   echo "$phase: $verdict in $((SECONDS - t0))s; log $out/$phase.log" | tee -a "$out/summary.txt"
 }
 
-echo "== gpu_session $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown), budget ${budget}s" |
+echo "== gpu_checks $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown), budget ${budget}s" |
   tee "$out/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |
   tee -a "$out/summary.txt"
