@@ -55,8 +55,8 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
   o.sample_threads = std::max(1, threads);
   o.features_on_device = site.features_on_device;
   o.graph_on_device = site.graph_on_device;
-  o.device_compute = site.device || site.features_on_device;
-  o.device_cache_rows = site.features_on_device ? 0 : site.device_cache_rows;
+  o.device_compute = site.device;  // features_on_device implies it (MemoryBudgetInputs)
+  o.device_cache_rows = site.device_cache_rows;
   o.record_degrees = model::NeedsNodeDegrees(config.kind);
   o.gather_threads = 1;
   auto out = std::make_unique<OutOfCoreTraining>();

@@ -1,5 +1,7 @@
 #include "skiff/train/train_options.h"
 
+#include <algorithm>
+
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -282,6 +284,14 @@ const TrainOption* FindTrainOption(std::string_view name) {
     if (e.name == name) return &e;
   }
   return nullptr;
+}
+
+int TrainOptions::LargestFanout() const {
+  int largest = eval_fanouts.empty() && !fanouts.empty() ? kDefaultEvalFanoutCap : -1;
+  for (const std::vector<int>* list : {&fanouts, &eval_fanouts}) {
+    for (const int f : *list) largest = std::max(largest, f);
+  }
+  return largest;
 }
 
 std::string TrainOptions::ToJson() const {

@@ -224,11 +224,8 @@ Status Trainer::OfferGraph(bool features_held) {
   const bool required = options_.sampler == SamplerPlace::kDevice;
   bool held = false;
   if (features_held && data_.csr != nullptr) {
-    const int max_fanout =
-        std::max(*std::max_element(options_.fanouts.begin(), options_.fanouts.end()),
-                 *std::max_element(options_.eval_fanouts.begin(), options_.eval_fanouts.end()));
-    SKIFF_ASSIGN_OR_RETURN(held,
-                           model_->HoldGraph(*data_.csr, options_.device_memory_bytes, max_fanout));
+    SKIFF_ASSIGN_OR_RETURN(held, model_->HoldGraph(*data_.csr, options_.device_memory_bytes,
+                                                   options_.LargestFanout()));
   }
   if (held) {
     LogInfo("graph held in device memory: batches are sampled on the device");

@@ -156,6 +156,16 @@ struct HeldFeatures {
   std::vector<float> rows;
 };
 
+// The optimiser of the tests that follow device-resident steps within the fp32 tolerance: SGD with
+// momentum (Adam's normalisation would turn a reordered near-zero gradient into a full step).
+Optimizer::Config StepComparisonSgd() {
+  Optimizer::Config oc;
+  oc.kind = model::OptimizerKind::kSgd;
+  oc.lr = 0.05f;
+  oc.momentum = 0.9f;
+  return oc;
+}
+
 HeldFeatures MakeFeatures(const sampler::MiniBatch& batch, int64_t dim) {
   const int64_t num_nodes = batch.input_nodes.back() + 7;
   std::vector<float> values = gpu_testing::RandomFloats(static_cast<size_t>(num_nodes * dim), 21);
@@ -185,10 +195,7 @@ TEST_CASE("cuda model: device-resident SGD steps follow the CPU model") {
     auto held = (*gpu)->HoldFeatures(*f.table, 0);
     SKIFF_REQUIRE_OK(held.status());
     REQUIRE(*held);
-    Optimizer::Config oc;
-    oc.kind = model::OptimizerKind::kSgd;
-    oc.lr = 0.05f;
-    oc.momentum = 0.9f;
+    const Optimizer::Config oc = StepComparisonSgd();
     Optimizer opt_cpu(**cpu, oc), opt_gpu(**gpu, oc);
     for (int step = 0; step < 5; ++step) {
       const uint64_t seed = 100 + static_cast<uint64_t>(step);
@@ -322,12 +329,8 @@ TEST_CASE("cuda model: a row cache smaller than the features trains as rows uplo
   CHECK(std::fabs(totals_cached->loss_sum - totals_plain->loss_sum) <=
         1e-5 * std::max(1.0, std::fabs(totals_plain->loss_sum)));
   // Training (atomics in the backward reorder sums): the same parameters within the tolerance,
-  // after ten SGD steps (as the other device-resident step test: Adam's normalisation would turn
-  // a reordered near-zero gradient into a full step), two of them on batches larger than the cache.
-  Optimizer::Config oc;
-  oc.kind = model::OptimizerKind::kSgd;
-  oc.lr = 0.05f;
-  oc.momentum = 0.9f;
+  // after ten SGD steps, two of them on batches larger than the cache.
+  const Optimizer::Config oc = StepComparisonSgd();
   Optimizer opt_cached(**cached, oc), opt_plain(**plain, oc);
   for (size_t b = 0; b < 10; ++b) {
     const std::vector<float> rows = rows_of(batches[b]);

@@ -428,3 +428,14 @@ TEST_CASE("trainer: the batch stream's pass report names the stage that bounds t
   CHECK(train::StreamPassReport(m, 4.0, 16, true).find("bound by compute (the model's thread") !=
         std::string::npos);
 }
+
+TEST_CASE("train options: the largest fanout counts the default evaluation cap") {
+  train::TrainOptions t;
+  t.fanouts = {15, 10, 5};
+  CHECK(t.LargestFanout() == train::kDefaultEvalFanoutCap);  // no evaluation fanouts given
+  t.eval_fanouts = {20, -1, 3};
+  CHECK(t.LargestFanout() == 20);
+  t.fanouts = {-1, -1};
+  t.eval_fanouts = {-1, -1};
+  CHECK(t.LargestFanout() == -1);
+}

@@ -115,15 +115,11 @@ Result<pipeline::ComputeSite> ComputeSiteFor(Device device, const format::Manife
                                              const train::TrainOptions& t,
                                              uint64_t* runtime_bytes) {
   if (device == Device::kCpu) return pipeline::ComputeSite{.aggregated_input = true};
-  int max_fanout = 0;
-  for (const std::vector<int>& fanouts : {t.fanouts, pipeline::EffectiveEvalFanouts(t)}) {
-    for (const int f : fanouts) max_fanout = std::max(max_fanout, f);
-  }
   const uint64_t rss = CurrentRssBytes();
   SKIFF_ASSIGN_OR_RETURN(
       const model::Model::CudaPlacement placement,
       model::Model::CudaPlacementFor(t.device_memory_bytes, m.num_nodes, m.feature_dim, m.num_edges,
-                                     static_cast<int>(t.fanouts.size()), max_fanout));
+                                     static_cast<int>(t.fanouts.size()), t.LargestFanout()));
   *runtime_bytes += std::max(CurrentRssBytes(), rss) - rss;
   const uint64_t row_bytes = static_cast<uint64_t>(m.feature_dim) * sizeof(float);
   if (t.sampler == train::SamplerPlace::kDevice && !placement.features) {

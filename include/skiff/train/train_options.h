@@ -64,6 +64,10 @@ struct TrainOptions {
   size_t prefetch_batches = 4;
   bool show_progress = true;
 
+  // The largest fanout any pass asks for: the training fanouts' and the evaluation ones'
+  // (kDefaultEvalFanoutCap per layer when none are given); -1 (whole rows) counts as the smallest.
+  int LargestFanout() const;
+
   // The run-scoped options, with the data-derived model.in_dim and model.num_classes, as a JSON
   // object (the checkpoint's configuration).
   std::string ToJson() const;

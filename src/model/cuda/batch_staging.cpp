@@ -42,7 +42,7 @@ Result<BatchStaging> BatchStaging::Create() {
 }
 
 size_t BatchStaging::PackedBytes(const sampler::MiniBatch& batch, BlockAugment augment,
-                                 bool input_ids, const RowUpload* rows) {
+                                 bool input_ids) {
   Cursor c;
   for (const sampler::Block& b : batch.blocks) {
     const auto loops = static_cast<size_t>(augment == BlockAugment::kNone ? 0 : b.num_dst);
@@ -53,11 +53,12 @@ size_t BatchStaging::PackedBytes(const sampler::MiniBatch& batch, BlockAugment a
   }
   c.Take(sizeof(int32_t) * batch.seeds.size());
   if (input_ids) c.Take(sizeof(int64_t) * batch.input_nodes.size());
-  if (rows != nullptr) {
-    c.Take(sizeof(int64_t) * rows->slots.size());
-    c.Take(sizeof(int64_t) * rows->input_slots.size());
-  }
   return c.offset();
+}
+
+size_t BatchStaging::RowSlotBytes(const RowUpload& rows) {
+  return Aligned(sizeof(int64_t) * rows.slots.size()) +
+         Aligned(sizeof(int64_t) * rows.input_slots.size());
 }
 
 void BatchStaging::PackRowSlots(const RowUpload& rows, size_t offset, char* host, char* device,
@@ -176,8 +177,8 @@ Result<StagedBatch> BatchStaging::Stage(const sampler::MiniBatch& batch, BlockAu
   Slot& slot = slots_[current_];
   // The slot's previous upload must have left the pinned buffer before it is overwritten.
   SKIFF_RETURN_IF_ERROR(slot.copied.Synchronize());
-  const size_t batch_bytes = PackedBytes(batch, augment, input_ids, nullptr);
-  const size_t bytes = PackedBytes(batch, augment, input_ids, rows);
+  const size_t batch_bytes = PackedBytes(batch, augment, input_ids);
+  const size_t bytes = batch_bytes + (rows != nullptr ? RowSlotBytes(*rows) : 0);
   const size_t row_bytes =
       rows == nullptr ? 0 : sizeof(float) * rows->positions.size() * static_cast<size_t>(rows->dim);
   if (slot.host.size_bytes() < bytes) {

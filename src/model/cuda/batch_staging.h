@@ -99,14 +99,14 @@ class BatchStaging {
     CudaEvent copied;
   };
   BatchStaging() = default;
-  // Bytes the packed batch takes in the pinned slot (everything but the rows), with every segment
-  // 256-byte aligned.
-  static size_t PackedBytes(const sampler::MiniBatch& batch, BlockAugment augment, bool input_ids,
-                            const RowUpload* rows);
+  // Bytes the packed batch takes in the pinned slot, with every segment 256-byte aligned; a
+  // RowUpload's slot sections follow (RowSlotBytes; its rows go through the chunks).
+  static size_t PackedBytes(const sampler::MiniBatch& batch, BlockAugment augment, bool input_ids);
+  static size_t RowSlotBytes(const RowUpload& rows);
   // Writes the packed batch at `host`, and its device view as if the slot started at `device`.
   void Pack(const sampler::MiniBatch& batch, BlockAugment augment, bool input_ids, char* host,
             char* device, StagedBatch* out);
-  // Appends the RowUpload's slot sections (PackedBytes' order) after the batch's, at `offset`.
+  // Writes the RowUpload's slot sections (RowSlotBytes' order) at `offset`, after the batch's.
   static void PackRowSlots(const RowUpload& rows, size_t offset, char* host, char* device,
                            StagedBatch* out);
   // Queues the upload of the RowUpload's rows to `device` on the copy stream, chunk by chunk.

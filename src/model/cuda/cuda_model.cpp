@@ -859,7 +859,6 @@ Result<bool> CudaModel::HoldFeatures(const sampler::FeatureSource& features,
 }
 
 Result<bool> CudaModel::CacheRows(int64_t rows, int64_t dim, uint64_t bytes, uint64_t limit) {
-  row_slots_.reset();
   const int64_t capacity = static_cast<int64_t>(limit / (static_cast<uint64_t>(dim) * 4));
   const std::string what = "features (" + DescribeBytes(bytes) +
                            ") exceed the device memory for them (" + DescribeBytes(limit) + "): ";
