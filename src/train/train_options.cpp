@@ -241,8 +241,9 @@ std::vector<TrainOption> SessionOptions() {
           model::kCudaMatmulNames, [](auto& o) -> auto& { return o.model.cuda_matmul; }),
       Entry(
           "device-memory", kSession,
-          "cuda: keep the features in device memory when they fit in this (e.g. 8GiB; "
-          "default: the device's free memory less 1/8 of it, at least 2 GiB)",
+          "cuda: keep the features in device memory when they fit in this, else cache the "
+          "feature rows batches reuse in it (e.g. 8GiB; default: the device's free memory less "
+          "1/8 of it, at least 2 GiB)",
           [](auto& o) -> auto& { return o.device_memory_bytes; }, BytesCodec{}),
       EnumEntry(
           "sampler", kSession,
