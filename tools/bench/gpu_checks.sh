@@ -14,6 +14,11 @@
 #
 #   tools/bench/gpu_checks.sh OUT_DIR
 #
+# With a build packed by tools/bench/gpu_pack.sh (here), on the GPU machine:
+#   tar -xJf .pack/gpu.tar.xz -C /tmp &&
+#     SKIFF="/tmp/gpu/run skiff" GPU_TESTS="/tmp/gpu/run skiff_gpu_tests" tools/bench/gpu_checks.sh OUT
+# It writes at most 8 files to OUT_DIR (the summary and one log per phase).
+#
 # Environment: SKIFF (the command that runs skiff; default build/skiff, e.g. "pack/run skiff"),
 # GPU_TESTS (skiff_gpu_tests; default build/tests/skiff_gpu_tests, or "pack/run skiff_gpu_tests"),
 # BUDGET_S (seconds for all phases; default 540), PHASES (default "tests e2e sanitize perf"),
