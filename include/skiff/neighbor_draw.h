@@ -82,9 +82,20 @@ SKIFF_HOST_DEVICE inline int64_t SampleLength(const int* fanouts, int num_layers
   return longest;
 }
 
+// Fisher-Yates shuffle of out[0 .. k): the second half of DrawOrderedSample.
+SKIFF_HOST_DEVICE inline void ShuffleSample(int64_t k, NodeDrawRng& rng, int64_t* out) {
+  for (int64_t i = k - 1; i > 0; --i) {
+    const int64_t r = rng.Below(i + 1);
+    const int64_t held = out[i];
+    out[i] = out[r];
+    out[r] = held;
+  }
+}
+
 // Writes k distinct positions of [0, d) to out[0 .. k) as a uniformly random *ordered* sample:
 // Floyd's uniform subset (kept as a bit set when d <= kMaskPositions, in insertion order
-// otherwise), then a Fisher-Yates shuffle. Requires 0 < k < d.
+// otherwise, a linear search per draw), then a Fisher-Yates shuffle. Requires 0 < k < d. The host
+// sampler draws long samples through sampler::OrderedDraw, which gives the same output faster.
 SKIFF_HOST_DEVICE inline void DrawOrderedSample(int64_t d, int64_t k, NodeDrawRng& rng,
                                                 int64_t* out) {
   if (d <= kMaskPositions) {
@@ -103,12 +114,7 @@ SKIFF_HOST_DEVICE inline void DrawOrderedSample(int64_t d, int64_t k, NodeDrawRn
       out[n++] = seen ? j : t;
     }
   }
-  for (int64_t i = k - 1; i > 0; --i) {
-    const int64_t r = rng.Below(i + 1);
-    const int64_t held = out[i];
-    out[i] = out[r];
-    out[r] = held;
-  }
+  ShuffleSample(k, rng, out);
 }
 
 // Sorts k distinct positions of a row of d <= kMaskPositions ascending, through a bit set.

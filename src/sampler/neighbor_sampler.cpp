@@ -6,6 +6,7 @@
 
 #include "skiff/neighbor_draw.h"
 #include "skiff/prefetch.h"
+#include "skiff/sampler/ordered_draw.h"
 
 namespace skiff::sampler {
 
@@ -105,20 +106,6 @@ class LocalIds {
   std::vector<Slot> slots_;          // hash
   size_t size_ = 0;                  // hash: keys held
 };
-
-namespace {
-
-// `positions` (distinct, in [0, d)) ascending: a walk over a bit set for short rows (nearly every
-// row of a sampled batch), a sort otherwise.
-void SortPositions(int64_t d, std::vector<int64_t>* positions) {
-  if (d > kMaskPositions) {
-    std::sort(positions->begin(), positions->end());
-    return;
-  }
-  MaskSortPositions(static_cast<int64_t>(positions->size()), positions->data());
-}
-
-}  // namespace
 
 Result<std::vector<int>> ParseFanouts(const std::string& text) {
   std::vector<int> fanouts;
@@ -278,6 +265,7 @@ Status NeighborSampler::Hop(int hop, BatchState* state, sampler::MiniBatch* out,
   // the largest such fanout; the others (-1, or >= degree) take the whole row.
   const int64_t begin = state->hop_begin[hop], end = state->hop_begin[hop + 1];
   std::vector<int64_t> positions, picked;
+  OrderedDraw draw;
   constexpr int64_t kAhead = 8;  // prefetch distance, in nodes
   // Room for the hop up front (grown one node at a time, their reallocations' copies were a few
   // per cent of the sampler's time).
@@ -297,7 +285,7 @@ Status NeighborSampler::Hop(int hop, BatchState* state, sampler::MiniBatch* out,
       NodeDrawRng rng = NodeDrawRngFor(state->draw_key, nodes[u]);
       const size_t at = state->order.size();
       state->order.resize(at + static_cast<size_t>(longest));
-      DrawOrderedSample(d, longest, rng, state->order.data() + at);
+      draw.Draw(d, longest, rng, state->order.data() + at);
     }
     state->order_ptr.push_back(static_cast<int64_t>(state->order.size()));
   }
@@ -326,9 +314,8 @@ Status NeighborSampler::Hop(int hop, BatchState* state, sampler::MiniBatch* out,
       flat.insert(flat.end(), picked.begin(), picked.end());
     } else {
       // The first `fanout` of the node's ordered sample, in row order.
-      const auto first = state->order.begin() + state->order_ptr[u];
-      positions.assign(first, first + fanout);
-      SortPositions(d, &positions);
+      positions.resize(static_cast<size_t>(fanout));
+      SortPositions(d, fanout, state->order.data() + state->order_ptr[u], positions.data());
       const size_t at = flat.size();
       flat.resize(at + positions.size());
       SKIFF_RETURN_IF_ERROR(graph_.NeighborsAt(v, positions, flat.data() + at));
