@@ -19,16 +19,13 @@
 #include "skiff/train/trainer.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
+#include "tools/skiff/compute_device.h"
 #include "tools/skiff/config_file.h"
 #include "tools/skiff/output_paths.h"
 #include "tools/skiff/train_flags.h"
 
 namespace skiff::cli {
 namespace {
-
-// The compute stage's device.
-enum class Device { kCpu, kCuda };
-constexpr EnumName<Device> kDeviceNames[] = {{Device::kCpu, "cpu"}, {Device::kCuda, "cuda"}};
 
 // The command line: the training options (train_flags.h) and those of this process alone.
 struct TrainCliOptions {
@@ -105,67 +102,6 @@ Status CheckOutputs(const TrainCliOptions& o, const train::TrainOptions& t) {
   return Status::Ok();
 }
 
-// Where the model computes and what it keeps there. With --device cuda the device is asked, before
-// anything is planned, where a CUDA model would keep the features and the graph
-// (Model::CudaPlacementFor, in the memory --device-memory gives them): every feature row goes there
-// when they fit (batches carry node IDs), and otherwise the rows stay on the host and the model
-// caches what fits (docs/cuda.md); the graph too with --sampler device, or with auto when it fits
-// beside them. `*runtime_bytes` gets what loading the CUDA runtime made resident.
-Result<pipeline::ComputeSite> ComputeSiteFor(Device device, const format::Manifest& m,
-                                             const train::TrainOptions& t,
-                                             uint64_t* runtime_bytes) {
-  if (device == Device::kCpu) return pipeline::ComputeSite{.aggregated_input = true};
-  const uint64_t rss = CurrentRssBytes();
-  SKIFF_ASSIGN_OR_RETURN(
-      const model::Model::CudaPlacement placement,
-      model::Model::CudaPlacementFor(t.device_memory_bytes, m.num_nodes, m.feature_dim, m.num_edges,
-                                     static_cast<int>(t.fanouts.size()), t.LargestFanout()));
-  *runtime_bytes += std::max(CurrentRssBytes(), rss) - rss;
-  const uint64_t row_bytes = static_cast<uint64_t>(m.feature_dim) * sizeof(float);
-  if (t.sampler == train::SamplerPlace::kDevice && !placement.features) {
-    return Status::InvalidArgument(
-        "--sampler device needs the features in device memory: they take " +
-        FormatBytes(static_cast<uint64_t>(m.num_nodes) * row_bytes) + ", and the device gives " +
-        "them " + FormatBytes(placement.feature_memory) +
-        " (raise --device-memory, or use --sampler host or auto)");
-  }
-  pipeline::ComputeSite site{.device = true};
-  site.features_on_device = placement.features;
-  // With kDevice and a graph the device would not take, the model says why and the run stops.
-  site.graph_on_device =
-      placement.features && (t.sampler == train::SamplerPlace::kDevice ||
-                             (t.sampler == train::SamplerPlace::kAuto && placement.graph));
-  if (!placement.features && row_bytes > 0) {
-    site.device_cache_rows =
-        static_cast<int64_t>(std::min<uint64_t>(placement.feature_memory / row_bytes, m.num_nodes));
-  }
-  return site;
-}
-
-// Offers the features (and the graph) to the model's device. A plan that counted on the graph
-// there loaded no partition to sample from, and out of core one that counted on the features there
-// holds no rows, so the model declining them (its device filled up since it was asked) is an error.
-Status OfferFeaturesToDevice(const pipeline::ComputeSite& site, uint64_t memory_bytes,
-                             train::Trainer* trainer) {
-  if (!site.device) return Status::Ok();
-  SKIFF_ASSIGN_OR_RETURN(const bool held, trainer->OfferFeatures());
-  const bool graph_missing = site.graph_on_device && !trainer->model().samples_on_device();
-  const bool features_missing = site.features_on_device && !held;
-  if (graph_missing || (features_missing && memory_bytes > 0)) {
-    return Status::ResourceExhausted(
-        std::string("--device cuda: the plan counted on the ") +
-        (features_missing ? "features" : "graph") +
-        " in device memory, and the device did not take them (the reason is logged above; set "
-        "--device-memory, or use --sampler host)");
-  }
-  if (features_missing) {
-    LogWarning(
-        "the device did not take the features it was planned for: every batch reads its "
-        "rows from disk");
-  }
-  return Status::Ok();
-}
-
 // Prints the run's summary and, with --export, writes the best model's predictions.
 Status Finish(const TrainCliOptions& o, const format::Dataset& ds,
               const train::TrainSummary& summary, train::Trainer* trainer) {
@@ -196,9 +132,7 @@ Status Train(const TrainCliOptions& o) {
   }
   SKIFF_ASSIGN_OR_RETURN(const train::TrainOptions t, OptionsOf(o, resume));
   SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
-  if (t.sampler == train::SamplerPlace::kDevice && device != Device::kCuda) {
-    return Status::InvalidArgument("--sampler device samples on the GPU: it needs --device cuda");
-  }
+  SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
 
   // One batch engine: the pipeline (docs/pipeline.md). Without --memory every partition is
@@ -222,11 +156,8 @@ Status Train(const TrainCliOptions& o) {
   if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
   // The CUDA model loads cuBLAS and creates its streams and buffers.
   const uint64_t rss_before_model = CurrentRssBytes();
-  SKIFF_ASSIGN_OR_RETURN(
-      std::unique_ptr<train::Trainer> trainer,
-      train::Trainer::Create(engine->data, t,
-                             device == Device::kCuda ? train::ModelFactory(model::Model::CreateCuda)
-                                                     : train::ModelFactory(nullptr)));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
+                         train::Trainer::Create(engine->data, t, ModelFactoryFor(device)));
   if (device == Device::kCuda) {
     runtime_bytes += std::max(CurrentRssBytes(), rss_before_model) - rss_before_model;
   }
