@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Command-line misuse exits 2 (as documented) with a message naming the option; --help and
 # --version exit 0; negative counts and seeds are refused instead of wrapping around; a value a
-# training option cannot take (the GPU options too) exits 2 naming the option, before any work.
+# training option cannot take (the GPU options too, of train and predict) exits 2 naming the
+# option, before any work.
 #   bash cli_usage_errors.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -uo pipefail
 SKIFF=$1
@@ -39,6 +40,15 @@ expect 1 "--sampler device samples on the GPU: it needs --device cuda" train sma
 if ! nvidia-smi -L > /dev/null 2>&1; then
   expect 1 "use --device cpu" train small --device cuda --memory 64MiB
   expect 1 "use --device cpu" train small --device cuda --sampler device
+fi
+# predict takes the device options of train (and no training option), checked the same way.
+"$SKIFF" train small --epochs 1 --threads 2 --checkpoint ck > /dev/null 2>&1 || { echo "FAIL: train"; exit 1; }
+expect 2 "--device: unknown device 'tpu' (expected cpu or cuda)" predict small --checkpoint ck --out p --device tpu
+expect 2 "--sampler: unknown value 'gpu' (expected host, device or auto)" predict small --checkpoint ck --out p --sampler gpu
+expect 2 "--epochs" predict small --checkpoint ck --out p --epochs 3
+expect 1 "--sampler device samples on the GPU: it needs --device cuda" predict small --checkpoint ck --out p --sampler device
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  expect 1 "use --device cpu" predict small --checkpoint ck --out p --device cuda
 fi
 # iobench checks its whole sweep before it creates or reads anything.
 expect 1 "unknown pattern 'zig' (expected rand, seq or stride)" iobench raw f.bin --create-file 1MiB --pattern zig

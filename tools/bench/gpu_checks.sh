@@ -3,6 +3,8 @@
 # for a short while (starting one costs minutes, so one call should do everything). Phases, in the
 # order of what is most wanted, each under `timeout` for what is left of the budget:
 #   tests     skiff_gpu_tests, every case (kernels vs CPU, CUDA model, device sampler, row cache)
+#   predict   tests/e2e/cuda_predict.sh: skiff predict --device cuda against train --export and
+#             against the CPU (the one e2e test that needs a GPU; it skips in CI)
 #   e2e       one round of tools/bench/gpu_e2e.sh at the GPU bar's setting, TF32, 3 epochs:
 #             --sampler device, --sampler host, --sampler device --memory 141MiB, the row cache
 #             (--device-memory 256MiB, in memory and at --memory 512MiB), and the PyG peer
@@ -21,7 +23,7 @@
 #
 # Environment: SKIFF (the command that runs skiff; default build/skiff, e.g. "pack/run skiff"),
 # GPU_TESTS (skiff_gpu_tests; default build/tests/skiff_gpu_tests, or "pack/run skiff_gpu_tests"),
-# BUDGET_S (seconds for all phases; default 540), PHASES (default "tests e2e sanitize perf"),
+# BUDGET_S (seconds for all phases; default 540), PHASES (default "tests predict e2e sanitize perf"),
 # DATA (where gpu_e2e.sh keeps its dataset; default /tmp/skiff-gpu-e2e).
 set -uo pipefail
 
@@ -58,9 +60,11 @@ echo "== gpu_checks $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git -C "$root" rev-p
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |
   tee -a "$out/summary.txt"
 
-for phase in ${PHASES:-tests e2e sanitize perf}; do
+for phase in ${PHASES:-tests predict e2e sanitize perf}; do
   case $phase in
     tests) run tests $gpu_tests ;;
+    predict) run predict bash "$root/tests/e2e/cuda_predict.sh" "${SKIFF:-$root/build/skiff}" none \
+      "${DATA:-/tmp/skiff-gpu-e2e}-predict" ;;
     e2e)
       run e2e env EPOCHS=3 MATMUL=tf32 bash "$root/tools/bench/gpu_e2e.sh" "${DATA:-/tmp/skiff-gpu-e2e}" 1
       grep -E '^== |samples/s|pyg_peer|training pass|bound by|peak RSS|device row cache|FAILED' \
@@ -73,7 +77,7 @@ for phase in ${PHASES:-tests e2e sanitize perf}; do
         --test-case="device sampler*"
       ;;
     perf) run perf $gpu_tests --perf ;;
-    *) echo "unknown phase '$phase' (expected tests, e2e, sanitize or perf)" | tee -a "$out/summary.txt" ;;
+    *) echo "unknown phase '$phase' (expected tests, predict, e2e, sanitize or perf)" | tee -a "$out/summary.txt" ;;
   esac
 done
 echo "== done in $((SECONDS - start))s" | tee -a "$out/summary.txt"

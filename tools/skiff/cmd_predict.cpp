@@ -1,4 +1,6 @@
-// `skiff predict DATASET --checkpoint PATH --out DIR`: predictions and embeddings of every node.
+// `skiff predict DATASET --checkpoint PATH --out DIR [--device cuda]`: predictions and embeddings
+// of every node, computed on the CPU or (with --device cuda) on the GPU as skiff train computes.
+#include <algorithm>
 #include <cstdio>
 
 #include "kernels/cpu/parallel.h"
@@ -8,7 +10,9 @@
 #include "skiff/train/export.h"
 #include "skiff/train/trainer.h"
 #include "tools/skiff/command.h"
+#include "tools/skiff/compute_device.h"
 #include "tools/skiff/output_paths.h"
+#include "tools/skiff/train_flags.h"
 
 namespace skiff::cli {
 namespace {
@@ -17,6 +21,9 @@ struct PredictOptions {
   std::string dataset, checkpoint, out;
   std::string memory;  // within this budget (out of core); empty: every partition resident
   int threads = 0;
+  std::string device = "cpu";
+  TrainFlags flags;                // the device's session options (DeviceOptionNames)
+  std::vector<std::string> given;  // long names of the options given
 };
 
 int RunPredict(const PredictOptions& o) {
@@ -29,6 +36,15 @@ int RunPredict(const PredictOptions& o) {
   if (!ckpt.ok()) return ReportStatus("predict", ckpt.status());
   auto t = train::TrainOptions::FromJson(ckpt->config_json);
   if (!t.ok()) return ReportStatus("predict", t.status().WithContext(o.checkpoint));
+  const Result<Device> device = ParseName(kDeviceNames, "device", o.device);
+  if (!device.ok()) return ReportStatus("predict", device.status());
+  const auto given = [&o](const std::string& name) {
+    return std::find(o.given.begin(), o.given.end(), name) != o.given.end();
+  };
+  if (Status st = ApplyTrainFlags(o.flags, given, "", &*t); !st.ok()) {
+    return ReportStatus("predict", st);
+  }
+  if (Status st = CheckDeviceOptions(*device, *t); !st.ok()) return ReportStatus("predict", st);
   cpu::SetNumThreads(o.threads);
   t->sampler_threads = std::max(1, cpu::NumThreads());
   if ((*ds)->manifest().feature_dim != t->model.in_dim ||
@@ -41,14 +57,19 @@ int RunPredict(const PredictOptions& o) {
   // The training pipeline (docs/pipeline.md): every partition resident, or within --memory.
   const Result<uint64_t> memory_bytes = ParseMemoryOption(o.memory);
   if (!memory_bytes.ok()) return ReportStatus("predict", memory_bytes.status());
-  auto engine =
-      pipeline::OpenOutOfCoreTraining(ds->get(), *t, *memory_bytes, pipeline::SamplingMode::kExact,
-                                      t->sampler_threads, {.aggregated_input = true});
+  uint64_t runtime_bytes = 0;  // the CUDA runtime's, outside the budget (skiff train reports it)
+  const Result<pipeline::ComputeSite> site =
+      ComputeSiteFor(*device, (*ds)->manifest(), *t, &runtime_bytes);
+  if (!site.ok()) return ReportStatus("predict", site.status());
+  auto engine = pipeline::OpenOutOfCoreTraining(
+      ds->get(), *t, *memory_bytes, pipeline::SamplingMode::kExact, t->sampler_threads, *site);
   if (!engine.ok()) return ReportStatus("predict", engine.status());
-  auto trainer = train::Trainer::Create((*engine)->data, *t);
+  auto trainer = train::Trainer::Create((*engine)->data, *t, ModelFactoryFor(*device));
   if (!trainer.ok()) return ReportStatus("predict", trainer.status());
   (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine->get(), *t, false));
-  Status st = (*trainer)->Restore(*ckpt);
+  Status st = OfferFeaturesToDevice(*site, *memory_bytes, trainer->get());
+  if (!st.ok()) return ReportStatus("predict", st);
+  st = (*trainer)->Restore(*ckpt);
   if (!st.ok()) return ReportStatus("predict", st.WithContext(o.checkpoint));
   st = train::ExportPredictions(**ds, **trainer, o.out);
   if (!st.ok()) return ReportStatus("predict", st);
@@ -66,7 +87,19 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--threads", o->threads, "Threads (0 = all)")->check(NonNegative());
   app.add_option("--memory", o->memory,
                  "Predict out of core within this memory budget (e.g. 4GiB; see docs/pipeline.md)");
-  return [o] { return RunPredict(*o); };
+  app.add_option("--device", o->device, "Compute stage: cpu or cuda")
+      ->capture_default_str()
+      ->check(StatusCheck(
+          [](const std::string& text) { return ParseName(kDeviceNames, "device", text).status(); },
+          "NAME"));
+  AddTrainFlags(app, &o->flags, DeviceOptionNames());
+  CLI::App* app_ptr = &app;
+  return [o, app_ptr] {
+    for (const CLI::Option* opt : app_ptr->get_options()) {
+      if (opt->count() > 0) o->given.push_back(opt->get_name());
+    }
+    return RunPredict(*o);
+  };
 }
 
 }  // namespace

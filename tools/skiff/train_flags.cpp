@@ -1,16 +1,21 @@
 #include "tools/skiff/train_flags.h"
 
+#include <algorithm>
+
 #include "skiff/log.h"
 #include "tools/skiff/command.h"
 
 namespace skiff::cli {
 
-void AddTrainFlags(CLI::App& app, TrainFlags* flags) {
+void AddTrainFlags(CLI::App& app, TrainFlags* flags, const std::vector<std::string>& only) {
   const train::TrainOptions defaults;
   const std::vector<train::TrainOption>& table = train::TrainOptionTable();
   flags->text.resize(table.size());
+  size_t added = 0;
   for (size_t i = 0; i < table.size(); ++i) {
     const train::TrainOption& option = table[i];
+    if (!only.empty() && std::find(only.begin(), only.end(), option.name) == only.end()) continue;
+    ++added;
     CLI::Option* opt = app.add_option("--" + option.name, flags->text[i], option.help);
     if (const std::string shown = option.text(defaults); !shown.empty()) opt->default_str(shown);
     opt->check(StatusCheck(
@@ -20,6 +25,7 @@ void AddTrainFlags(CLI::App& app, TrainFlags* flags) {
         },
         option.type));
   }
+  SKIFF_CHECK_MSG(only.empty() || added == only.size(), "AddTrainFlags: an unknown option name");
 }
 
 Status ApplyTrainFlags(const TrainFlags& flags,

@@ -21,8 +21,9 @@ struct TrainFlags {
   std::vector<std::string> text;  // per TrainOptionTable() entry, as given
 };
 
-// Adds every table entry to `app`, its text landing in flags->text (which must outlive `app`).
-void AddTrainFlags(CLI::App& app, TrainFlags* flags);
+// Adds every table entry to `app` (or those named in `only`, when it is not empty), its text
+// landing in flags->text (which must outlive `app`).
+void AddTrainFlags(CLI::App& app, TrainFlags* flags, const std::vector<std::string>& only = {});
 
 // Parses the entries `given` ("--batch-size" -> true when it was given) into *options. With a
 // non-empty `resume_path` (a resumed run), run-defining entries are not applied: each given one is
