@@ -182,7 +182,12 @@ Status Trainer::Restore(const Checkpoint& c) {
 
 PassSpec Trainer::MakePassSpec(const std::vector<int64_t>* nodes, bool training, uint64_t stream,
                                int64_t epoch, int64_t batch_size) const {
-  PassSpec pass{nodes, training, stream, epoch, batch_size};
+  PassSpec pass;
+  pass.nodes = nodes;
+  pass.training = training;
+  pass.stream = stream;
+  pass.epoch = epoch;
+  pass.batch_size = batch_size;
   pass.gather_features = !model_->holds_features();
   if (model_->accepts_aggregated_input()) {
     pass.aggregation = model::InputAggregationOf(model_->config());
@@ -329,13 +334,11 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   EpochMetrics m;
   m.epoch = epoch;
   const auto start = Clock::now();
-  const int64_t num_batches =
-      (static_cast<int64_t>(data_.train.size()) + options_.batch_size - 1) / options_.batch_size;
   std::optional<Progress> progress;
   if (options_.show_progress) {
-    // A pass runner may cut batches differently (the out-of-core plan never spans buffer states).
-    progress.emplace("epoch " + std::to_string(epoch),
-                     RunsPasses() ? 0 : static_cast<uint64_t>(num_batches), "batches");
+    // Counted in seeds, whose total is known however a pass runner cuts the batches (the
+    // out-of-core plan never spans buffer states), so the line always has an ETA.
+    progress.emplace("epoch " + std::to_string(epoch), data_.train.size(), "nodes");
   }
   double compute_seconds = 0;
   // The dropout seed of batch `index`: the compute step's, and the one a runner that gathers
@@ -348,7 +351,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
     SKIFF_RETURN_IF_ERROR(
         model_->TrainStep(InputOf(next, options_.fanouts), dropout_seed(next.index), *optimizer_));
     compute_seconds += Seconds(c0, Clock::now());
-    if (progress) progress->Add(1);
+    if (progress) progress->Add(next.batch.seeds.size());
     return Status::Ok();
   };
   SKIFF_RETURN_IF_ERROR(RunTrainingPass(epoch, consume, dropout_seed, &m));
@@ -469,10 +472,8 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
     position[nodes[i]] = static_cast<int64_t>(i);
   }
   const int64_t batch_size = options_.eval_batch_size;
-  // A pass runner may cut batches differently: no total then.
-  const auto num_batches =
-      static_cast<uint64_t>((static_cast<int64_t>(nodes.size()) + batch_size - 1) / batch_size);
-  Progress progress("predict", RunsPasses() ? 0 : num_batches, "batches");
+  // In nodes: a pass runner may cut batches differently (smaller, within its budget).
+  Progress progress("predict", nodes.size(), "nodes");
   std::vector<float> logits, emb;
   auto consume = [&](PreparedBatch& next) -> Status {
     const sampler::MiniBatch& b = next.batch;
@@ -489,7 +490,7 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
       (*classes)[row] = best;
       std::copy(emb.begin() + i * h, emb.begin() + (i + 1) * h, embeddings->begin() + row * h);
     }
-    progress.Add(1);
+    progress.Add(static_cast<uint64_t>(rows));
     return Status::Ok();
   };
   if (RunsPasses()) {

@@ -41,6 +41,9 @@ PY
   "$SKIFF" train ds "${COMMON[@]}" --epochs 3 --memory "$budget" --sampling "$sampling" \
     --metrics "m-$sampling.jsonl" > "train-$sampling.log" 2>&1 || {
       echo "FAIL: training ($sampling)"; cat "train-$sampling.log"; exit 1; }
+  # The epoch's progress counts seeds, so its total is known however the pipeline cuts batches.
+  grep -Eq "^epoch 2: ([0-9.]+k?)/\1 nodes \(100\.0%\)" "train-$sampling.log" || {
+    echo "FAIL: no epoch progress line with its total ($sampling)"; cat "train-$sampling.log"; exit 1; }
   python3 - "m-$sampling.jsonl" "$sampling" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
