@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "skiff/enum_names.h"
 #include "skiff/format/dataset.h"
