@@ -289,22 +289,30 @@ Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(Prepar
 
 Status Trainer::EvaluateSplits(EpochMetrics* m) {
   const bool repeats = m->epoch + 1 < options_.epochs;  // evaluated again after the next epoch
+  // Evaluation can take longer than the training pass (evaluation fanouts): its own line.
+  std::optional<Progress> progress;
+  if (options_.show_progress) {
+    progress.emplace("evaluate", data_.valid.size() + data_.test.size(), "nodes");
+  }
+  Progress* const shown = progress ? &*progress : nullptr;
   if (EvaluatesSplitsTogether()) {
     // One pass over both (a runner shares the reads of the two).
-    SKIFF_ASSIGN_OR_RETURN(
-        const auto both, EvaluateBoth(data_.valid, kValidStream, data_.test, kTestStream, repeats));
+    SKIFF_ASSIGN_OR_RETURN(const auto both, EvaluateBoth(data_.valid, kValidStream, data_.test,
+                                                         kTestStream, repeats, shown));
     m->valid_acc = both[0].accuracy;
     m->valid_loss = both[0].loss;
     m->test_acc = both[1].accuracy;
     return Status::Ok();
   }
   if (!data_.valid.empty()) {
-    SKIFF_ASSIGN_OR_RETURN(const Evaluation valid, Evaluate(data_.valid, kValidStream, repeats));
+    SKIFF_ASSIGN_OR_RETURN(const Evaluation valid,
+                           EvaluateNodes(data_.valid, kValidStream, repeats, shown));
     m->valid_acc = valid.accuracy;
     m->valid_loss = valid.loss;
   }
   if (!data_.test.empty()) {
-    SKIFF_ASSIGN_OR_RETURN(const Evaluation test, Evaluate(data_.test, kTestStream, repeats));
+    SKIFF_ASSIGN_OR_RETURN(const Evaluation test,
+                           EvaluateNodes(data_.test, kTestStream, repeats, shown));
     m->test_acc = test.accuracy;
   }
   return Status::Ok();
@@ -379,6 +387,12 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
 
 Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes, uint64_t stream_id,
                                               bool repeats) {
+  return EvaluateNodes(nodes, stream_id, repeats, nullptr);
+}
+
+Result<Trainer::Evaluation> Trainer::EvaluateNodes(const std::vector<int64_t>& nodes,
+                                                   uint64_t stream_id, bool repeats,
+                                                   Progress* progress) {
   SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
   BatchStreamOptions so;
   so.threads = options_.sampler_threads;
@@ -389,6 +403,7 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
   so.sample = !model_->samples_on_device();
   // Totals of earlier steps were taken by their pass; these are this evaluation's alone.
   auto consume = [&](PreparedBatch& next) -> Status {
+    if (progress != nullptr) progress->Add(next.batch.seeds.size());
     return model_->EvalStep(InputOf(next, options_.eval_fanouts));
   };
   if (RunsPasses()) {
@@ -434,7 +449,7 @@ Result<std::array<Trainer::Evaluation, 2>> Trainer::EvaluateBoth(const std::vect
                                                                  uint64_t first_stream,
                                                                  const std::vector<int64_t>& second,
                                                                  uint64_t second_stream,
-                                                                 bool repeats) {
+                                                                 bool repeats, Progress* progress) {
   SKIFF_CHECK(RunsPasses());
   SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
   std::array<Evaluation, 2> out;
@@ -446,6 +461,7 @@ Result<std::array<Trainer::Evaluation, 2>> Trainer::EvaluateBoth(const std::vect
   };
   auto consume = [&](PreparedBatch& next) -> Status {
     while (part < next.part) SKIFF_RETURN_IF_ERROR(take());
+    if (progress != nullptr) progress->Add(next.batch.seeds.size());
     return model_->EvalStep(InputOf(next, options_.eval_fanouts));
   };
   SKIFF_RETURN_IF_ERROR(pass_runner_(

@@ -25,6 +25,7 @@
 
 #include "skiff/format/dataset.h"
 #include "skiff/model/model.h"
+#include "skiff/progress.h"
 #include "skiff/sampler/feature_source.h"
 #include "skiff/sampler/graph_source.h"
 #include "skiff/sampler/neighbor_sampler.h"
@@ -186,7 +187,11 @@ class Trainer {
   Result<std::array<Evaluation, 2>> EvaluateBoth(const std::vector<int64_t>& first,
                                                  uint64_t first_stream,
                                                  const std::vector<int64_t>& second,
-                                                 uint64_t second_stream, bool repeats);
+                                                 uint64_t second_stream, bool repeats,
+                                                 Progress* progress);
+  // Evaluate(), counting each batch's seeds into `progress` when it is not null.
+  Result<Evaluation> EvaluateNodes(const std::vector<int64_t>& nodes, uint64_t stream, bool repeats,
+                                   Progress* progress);
   // The pass EvaluateBoth asks the runner for.
   PassSpec EvaluateBothPass(const std::vector<int64_t>& first, uint64_t first_stream,
                             const std::vector<int64_t>& second, uint64_t second_stream,
