@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # On a GPU: `skiff predict --device cuda` computes what the CUDA model trained (the predictions and
-# embeddings of `skiff train --device cuda --export`, byte for byte, with host and with device
-# sampling), and agrees with `skiff predict --device cpu` on the same checkpoint (fp32 products:
-# the classes of at least 99% of the nodes; they differ only where two logits are within rounding).
+# embeddings of `skiff train --device cuda --export`, byte for byte: the same checkpoint, batches
+# and device), and agrees with `skiff predict --device cpu` on the same checkpoint and with
+# `--sampler device` (fp32 products; classes of at least 99% of the nodes: the CPU's arithmetic
+# differs in rounding, and the device-sampled run cuts its batches differently, so a node whose
+# degree is over the evaluation fanout draws other neighbours).
 # Without a usable CUDA device it skips (77).
 #   cuda_predict.sh SKIFF DATASETS_DIR WORK_DIR   (SKIFF may be a command: "pack/run skiff")
 set -euo pipefail
@@ -21,9 +23,8 @@ cmp ex/predictions.npy gpu/predictions.npy
 cmp ex/embeddings.npy gpu/embeddings.npy
 "${skiff[@]}" predict ds --checkpoint ck --out gpu-sampled --device cuda --cuda-matmul fp32 \
   --sampler device --threads 2 > gpu-sampled.log 2>&1 || { cat gpu-sampled.log; exit 1; }
-cmp ex/predictions.npy gpu-sampled/predictions.npy
 "${skiff[@]}" predict ds --checkpoint ck --out cpu --threads 2 > cpu.log 2>&1 || { cat cpu.log; exit 1; }
-python3 - gpu/predictions.npy cpu/predictions.npy <<'PY'
+python3 - gpu/predictions.npy cpu/predictions.npy gpu-sampled/predictions.npy <<'PY'
 import array, sys
 def classes(path):
     data = open(path, "rb").read()
@@ -31,10 +32,14 @@ def classes(path):
     values = array.array("i")
     values.frombytes(data[header:])
     return values
-gpu, cpu = classes(sys.argv[1]), classes(sys.argv[2])
-assert len(gpu) == len(cpu) == 10000, (len(gpu), len(cpu))
-same = sum(1 for a, b in zip(gpu, cpu) if a == b) / len(gpu)
-print(f"cuda and cpu predictions agree on {100 * same:.2f}% of the nodes")
-sys.exit(0 if same >= 0.99 else 1)
+gpu = classes(sys.argv[1])
+ok = True
+for path, name in ((sys.argv[2], "cpu"), (sys.argv[3], "cuda --sampler device")):
+    other = classes(path)
+    assert len(gpu) == len(other) == 10000, (len(gpu), len(other))
+    same = sum(1 for a, b in zip(gpu, other) if a == b) / len(gpu)
+    print(f"cuda and {name} predictions agree on {100 * same:.2f}% of the nodes")
+    ok = ok and same >= 0.99
+sys.exit(0 if ok else 1)
 PY
 echo OK
