@@ -154,7 +154,7 @@ struct EpochRunnerOptions {
     int64_t nodes = 0;
     uint64_t stream = 0;
   };
-  std::vector<Part> parts;
+  std::vector<Part> parts = {};
   // Called once on the sample stage's thread after the pass's last batch is sampled. `hold(bytes)`
   // counts bytes against the batches' allowance until the pass ends, waiting until every batch
   // admitted has its features reserved and they fit (false when the pass is cancelled): a runner

@@ -93,7 +93,7 @@ struct PassOptions {
   bool gather_features = true;
   // Several node sets in one pass (EpochRunnerOptions::parts): `nodes` (or resident_order) are the
   // sets one after the other; the pass runs as one buffer state.
-  std::vector<EpochRunnerOptions::Part> parts;
+  std::vector<EpochRunnerOptions::Part> parts = {};
   // EpochRunnerOptions::after_sampling.
   std::function<Status(const std::function<bool(uint64_t bytes)>& hold)> after_sampling = nullptr;
 };

@@ -109,11 +109,11 @@ struct PassSpec {
     const std::vector<int64_t>* nodes = nullptr;
     uint64_t stream = 0;
   };
-  std::vector<MoreNodes> more;
+  std::vector<MoreNodes> more = {};
   // The pass the caller will ask for right after this one, when it knows (a hint: a runner may
   // start preparing it while this one ends; the Trainer names its evaluation after a training
   // pass). The runner must not depend on it: the next call may be another pass.
-  std::shared_ptr<const PassSpec> then;
+  std::shared_ptr<const PassSpec> then = nullptr;
 };
 // Runs a pass: hands every batch -- sampled, labelled, features gathered -- to `consume` in
 // batch order, and returns the first error (its own or consume's). May describe the pass as a
