@@ -52,6 +52,20 @@ constexpr uint64_t kUploadChunkBytes = uint64_t{2} << 20;
 // A row cache smaller than this is not worth its device memory: batches upload every row.
 constexpr int64_t kMinCacheRows = 1024;
 
+// Why the device sampler cannot sample batches of `num_layers` layers with fanouts up to
+// `max_fanout`, or empty when it can: HoldGraph's rule, which PlacementFor predicts.
+std::string SamplerDeclines(int num_layers, int max_fanout) {
+  if (max_fanout > kMaxDeviceSampleLength) {
+    return "fanout " + std::to_string(max_fanout) + " exceeds the device sampler's " +
+           std::to_string(kMaxDeviceSampleLength);
+  }
+  if (num_layers > kMaxSampleLayers) {
+    return std::to_string(num_layers) + " layers exceed the device sampler's " +
+           std::to_string(kMaxSampleLayers);
+  }
+  return "";
+}
+
 uint64_t LayerSeed(uint64_t seed, int layer, int stream) {
   return cpu::DropoutHash(seed, static_cast<uint64_t>(2 * layer + stream));
 }
@@ -877,14 +891,8 @@ Result<bool> CudaModel::CacheRows(int64_t rows, int64_t dim, uint64_t bytes, uin
 Result<bool> CudaModel::HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes,
                                   int max_fanout) {
   if (!holds_features_) return false;  // batches would need their rows from the host
-  if (max_fanout > kMaxDeviceSampleLength) {
-    LogInfo("fanout " + std::to_string(max_fanout) + " exceeds the device sampler's " +
-            std::to_string(kMaxDeviceSampleLength) + ": batches are sampled on the host");
-    return false;
-  }
-  if (config_.num_layers > kMaxSampleLayers) {
-    LogInfo(std::to_string(config_.num_layers) + " layers exceed the device sampler's " +
-            std::to_string(kMaxSampleLayers) + ": batches are sampled on the host");
+  if (const std::string why = SamplerDeclines(config_.num_layers, max_fanout); !why.empty()) {
+    LogInfo(why + ": batches are sampled on the host");
     return false;
   }
   if (graph.num_nodes() != features_rows_) {
@@ -983,8 +991,7 @@ Result<model::Model::CudaPlacement> PlacementFor(uint64_t device_bytes, int64_t 
       static_cast<uint64_t>(num_nodes) * static_cast<uint64_t>(feature_dim) * sizeof(float);
   placement.features = num_nodes > 0 && feature_dim > 0 && features <= placement.feature_memory;
   placement.graph =
-      placement.features && max_fanout <= kMaxDeviceSampleLength &&
-      num_layers <= kMaxSampleLayers &&
+      placement.features && SamplerDeclines(num_layers, max_fanout).empty() &&
       DeviceSampler::GraphDeviceBytes(num_nodes, num_edges) <= placement.feature_memory - features;
   return placement;
 }

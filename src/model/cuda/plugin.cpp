@@ -8,16 +8,24 @@
 #include "skiff/model/model.h"
 #include "src/model/cuda/cuda_model.h"
 
+namespace {
+
+// OK, or Unavailable naming why no CUDA device can be used.
+skiff::Status CheckUsableDevice() {
+  auto device = skiff::cuda::FirstDevice();
+  if (device.ok()) return skiff::Status::Ok();
+  return skiff::Status::Unavailable("CUDA model: no usable CUDA device (" +
+                                    device.status().message() + "); use --device cpu");
+}
+
+}  // namespace
+
 // `host_model` is a CPU model of the config (the CUDA model starts from its parameters). Sets *out
 // and returns OK, or returns Unavailable (no usable device) or the model's error.
 extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCreateCudaModel(
     std::unique_ptr<skiff::model::Model>* host_model, std::unique_ptr<skiff::model::Model>* out) {
   using skiff::Status;
-  auto device = skiff::cuda::FirstDevice();
-  if (!device.ok()) {
-    return Status::Unavailable("CUDA model: no usable CUDA device (" + device.status().message() +
-                               "); use --device cpu");
-  }
+  SKIFF_RETURN_IF_ERROR(CheckUsableDevice());
   auto model = skiff::cuda::CreateCudaModel(std::move(*host_model));
   if (!model.ok()) return model.status();
   *out = std::move(model).value();
@@ -30,11 +38,7 @@ extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCudaPlaceme
     uint64_t device_bytes, int64_t num_nodes, int64_t feature_dim, int64_t num_edges,
     int num_layers, int max_fanout, skiff::model::Model::CudaPlacement* out) {
   using skiff::Status;
-  auto device = skiff::cuda::FirstDevice();
-  if (!device.ok()) {
-    return Status::Unavailable("CUDA model: no usable CUDA device (" + device.status().message() +
-                               "); use --device cpu");
-  }
+  SKIFF_RETURN_IF_ERROR(CheckUsableDevice());
   auto placement = skiff::cuda::PlacementFor(device_bytes, num_nodes, feature_dim, num_edges,
                                              num_layers, max_fanout);
   if (!placement.ok()) return placement.status();
