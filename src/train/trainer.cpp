@@ -306,13 +306,13 @@ Status Trainer::EvaluateSplits(EpochMetrics* m) {
   }
   if (!data_.valid.empty()) {
     SKIFF_ASSIGN_OR_RETURN(const Evaluation valid,
-                           EvaluateNodes(data_.valid, kValidStream, repeats, shown));
+                           Evaluate(data_.valid, kValidStream, repeats, shown));
     m->valid_acc = valid.accuracy;
     m->valid_loss = valid.loss;
   }
   if (!data_.test.empty()) {
     SKIFF_ASSIGN_OR_RETURN(const Evaluation test,
-                           EvaluateNodes(data_.test, kTestStream, repeats, shown));
+                           Evaluate(data_.test, kTestStream, repeats, shown));
     m->test_acc = test.accuracy;
   }
   return Status::Ok();
@@ -386,13 +386,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
 }
 
 Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes, uint64_t stream_id,
-                                              bool repeats) {
-  return EvaluateNodes(nodes, stream_id, repeats, nullptr);
-}
-
-Result<Trainer::Evaluation> Trainer::EvaluateNodes(const std::vector<int64_t>& nodes,
-                                                   uint64_t stream_id, bool repeats,
-                                                   Progress* progress) {
+                                              bool repeats, Progress* progress) {
   SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
   BatchStreamOptions so;
   so.threads = options_.sampler_threads;

@@ -146,9 +146,10 @@ class Trainer {
   struct Evaluation {
     double accuracy = 0, loss = 0;
   };
-  // `repeats`: a later epoch evaluates the same nodes again (PassSpec::repeats).
+  // `repeats`: a later epoch evaluates the same nodes again (PassSpec::repeats). Each batch's
+  // seeds are counted into `progress` when it is not null.
   Result<Evaluation> Evaluate(const std::vector<int64_t>& nodes, uint64_t stream,
-                              bool repeats = false);
+                              bool repeats = false, Progress* progress = nullptr);
   // Predicted class and final-layer embedding (EmbeddingDim wide) of every node in `nodes`
   // (distinct ids), in the order of `nodes`, through the pass runner when one is set.
   Status Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
@@ -189,9 +190,6 @@ class Trainer {
                                                  const std::vector<int64_t>& second,
                                                  uint64_t second_stream, bool repeats,
                                                  Progress* progress);
-  // Evaluate(), counting each batch's seeds into `progress` when it is not null.
-  Result<Evaluation> EvaluateNodes(const std::vector<int64_t>& nodes, uint64_t stream, bool repeats,
-                                   Progress* progress);
   // The pass EvaluateBoth asks the runner for.
   PassSpec EvaluateBothPass(const std::vector<int64_t>& first, uint64_t first_stream,
                             const std::vector<int64_t>& second, uint64_t second_stream,
