@@ -22,8 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   if (!skiff::cli::ApplyConfigText(app, text, "fuzz/config.toml").ok()) return 0;
   skiff::train::TrainOptions options;
-  const auto given = [&](const std::string& name) { return app.get_option(name)->count() > 0; };
-  if (!skiff::cli::ApplyTrainFlags(flags, given, "", &options).ok()) return 0;
+  if (!skiff::cli::ApplyTrainFlags(flags, skiff::cli::GivenIn(app), "", &options).ok()) return 0;
   const std::string saved = options.ToJson();
   const auto back = skiff::train::TrainOptions::FromJson(saved);
   SKIFF_CHECK_MSG(back.ok(), "a configuration the options accepted does not read back");

@@ -22,8 +22,8 @@ struct PredictOptions {
   std::string memory;  // within this budget (out of core); empty: every partition resident
   int threads = 0;
   std::string device = "cpu";
-  TrainFlags flags;                // the device's session options (DeviceOptionNames)
-  std::vector<std::string> given;  // long names of the options given
+  TrainFlags flags;  // the device's session options (DeviceOptionNames)
+  std::function<bool(const std::string&)> given;  // GivenIn(the command's app), once parsed
 };
 
 int RunPredict(const PredictOptions& o) {
@@ -38,10 +38,7 @@ int RunPredict(const PredictOptions& o) {
   if (!t.ok()) return ReportStatus("predict", t.status().WithContext(o.checkpoint));
   const Result<Device> device = ParseName(kDeviceNames, "device", o.device);
   if (!device.ok()) return ReportStatus("predict", device.status());
-  const auto given = [&o](const std::string& name) {
-    return std::find(o.given.begin(), o.given.end(), name) != o.given.end();
-  };
-  if (Status st = ApplyTrainFlags(o.flags, given, "", &*t); !st.ok()) {
+  if (Status st = ApplyTrainFlags(o.flags, o.given, "", &*t); !st.ok()) {
     return ReportStatus("predict", st);
   }
   if (Status st = CheckDeviceOptions(*device, *t); !st.ok()) return ReportStatus("predict", st);
@@ -95,9 +92,7 @@ RunFn Setup(CLI::App& app) {
   AddTrainFlags(app, &o->flags, DeviceOptionNames());
   CLI::App* app_ptr = &app;
   return [o, app_ptr] {
-    for (const CLI::Option* opt : app_ptr->get_options()) {
-      if (opt->count() > 0) o->given.push_back(opt->get_name());
-    }
+    o->given = GivenIn(*app_ptr);
     return RunPredict(*o);
   };
 }

@@ -39,12 +39,8 @@ struct TrainCliOptions {
   std::string memory;              // out of core when set (docs/pipeline.md)
   std::string sampling = "exact";  // out of core: exact or in-buffer
   std::string scratch_dir;         // out of core: where evaluation keeps its batches ("none")
-  std::vector<std::string> given;  // long names of the options given (command line or --config)
+  std::function<bool(const std::string&)> given;  // GivenIn(the command's app), once parsed
 };
-
-bool Given(const TrainCliOptions& o, const std::string& name) {
-  return std::find(o.given.begin(), o.given.end(), name) != o.given.end();
-}
 
 // The checkpoint --resume continues from: `path`, or the state after the run's last finished
 // epoch kept beside it (train::LastCheckpointPath) when that is later and of the same run.
@@ -83,9 +79,7 @@ Result<train::TrainOptions> OptionsOf(const TrainCliOptions& o,
     if (!saved.ok()) return saved.status().WithContext(o.resume);
     t = *saved;
   }
-  SKIFF_RETURN_IF_ERROR(ApplyTrainFlags(
-      o.flags, [&](const std::string& name) { return Given(o, name); },
-      resume.has_value() ? o.resume : "", &t));
+  SKIFF_RETURN_IF_ERROR(ApplyTrainFlags(o.flags, o.given, resume.has_value() ? o.resume : "", &t));
   cpu::SetNumThreads(o.threads);
   t.sampler_threads = o.sampler_threads > 0 ? o.sampler_threads : std::max(1, cpu::NumThreads());
   return t;
@@ -229,9 +223,7 @@ RunFn Setup(CLI::App& app) {
         return ReportStatus("train", st);
       }
     }
-    for (const CLI::Option* opt : app_ptr->get_options()) {
-      if (opt->count() > 0) o->given.push_back(opt->get_name());
-    }
+    o->given = GivenIn(*app_ptr);
     return RunTrain(*o);
   };
 }

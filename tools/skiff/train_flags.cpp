@@ -28,6 +28,13 @@ void AddTrainFlags(CLI::App& app, TrainFlags* flags, const std::vector<std::stri
   SKIFF_CHECK_MSG(only.empty() || added == only.size(), "AddTrainFlags: an unknown option name");
 }
 
+std::function<bool(const std::string&)> GivenIn(const CLI::App& app) {
+  return [&app](const std::string& name) {
+    const CLI::Option* option = app.get_option_no_throw(name);
+    return option != nullptr && option->count() > 0;
+  };
+}
+
 Status ApplyTrainFlags(const TrainFlags& flags,
                        const std::function<bool(const std::string&)>& given,
                        const std::string& resume_path, train::TrainOptions* options) {

@@ -25,6 +25,10 @@ struct TrainFlags {
 // landing in flags->text (which must outlive `app`).
 void AddTrainFlags(CLI::App& app, TrainFlags* flags, const std::vector<std::string>& only = {});
 
+// Whether an option of `app` ("--batch-size") was given, on the command line or by a --config file
+// applied to it: the `given` of ApplyTrainFlags. `app` must outlive the result.
+std::function<bool(const std::string&)> GivenIn(const CLI::App& app);
+
 // Parses the entries `given` ("--batch-size" -> true when it was given) into *options. With a
 // non-empty `resume_path` (a resumed run), run-defining entries are not applied: each given one is
 // reported with a warning, since the run keeps the value saved in that checkpoint.
