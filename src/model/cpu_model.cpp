@@ -21,6 +21,40 @@ uint64_t LayerSeed(uint64_t seed, int layer, int stream) {
   return cpu::DropoutHash(seed, static_cast<uint64_t>(2 * layer + stream));
 }
 
+// InvalidArgument, prefixed "mini-batch: " + `where`, unless `b` has `expected_src` sources, at
+// most as many destinations, and a consistent CSR whose sources are in range.
+Status ValidateBlock(const sampler::Block& b, int64_t expected_src, const std::string& where) {
+  auto bad = [&](const std::string& what) {
+    return Status::InvalidArgument("mini-batch: " + where + what);
+  };
+  if (b.num_src != expected_src) {
+    return bad("num_src " + std::to_string(b.num_src) + ", expected " +
+               std::to_string(expected_src));
+  }
+  if (b.num_dst < 0 || b.num_dst > b.num_src) {
+    return bad("num_dst " + std::to_string(b.num_dst) + " not in [0, num_src]");
+  }
+  if (static_cast<int64_t>(b.indptr.size()) != b.num_dst + 1 || b.indptr[0] != 0) {
+    return bad("indptr must have num_dst + 1 entries starting at 0");
+  }
+  for (int64_t d = 0; d < b.num_dst; ++d) {
+    if (b.indptr[static_cast<size_t>(d + 1)] < b.indptr[static_cast<size_t>(d)]) {
+      return bad("indptr decreases at row " + std::to_string(d));
+    }
+  }
+  if (static_cast<int64_t>(b.indices.size()) != b.indptr.back()) {
+    return bad("indices has " + std::to_string(b.indices.size()) + " entries, indptr says " +
+               std::to_string(b.indptr.back()));
+  }
+  for (size_t e = 0; e < b.indices.size(); ++e) {
+    if (b.indices[e] < 0 || b.indices[e] >= b.num_src) {
+      return bad("edge " + std::to_string(e) + " has source " + std::to_string(b.indices[e]) +
+                 " outside [0, " + std::to_string(b.num_src) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ValidateConfig(const ModelConfig& c) {
   auto bad = [](const std::string& what) {
     return Status::InvalidArgument("model config: " + what);
@@ -153,6 +187,34 @@ class CpuModel final : public Model {
     return Status::Ok();
   }
 
+  Status ForwardLayer(int l, const sampler::Block& block, const float* x_src,
+                      std::vector<float>* out) override {
+    SKIFF_CHECK(out != nullptr);
+    ready_for_backward_ = false;
+    if (l < 0 || l >= config_.num_layers) {
+      return Status::InvalidArgument("layer " + std::to_string(l) + " is not in [0, " +
+                                     std::to_string(config_.num_layers) + ")");
+    }
+    SKIFF_RETURN_IF_ERROR(
+        ValidateBlock(block, block.num_src, "block of layer " + std::to_string(l) + ": "));
+    if (block.num_src > 0 && x_src == nullptr) {
+      return Status::InvalidArgument("mini-batch: features are null");
+    }
+    Layer& layer = *layers_[static_cast<size_t>(l)];
+    const int64_t n = block.num_dst * layer.out_dim();
+    out->resize(static_cast<size_t>(n));
+    if (l == config_.num_layers - 1) {
+      layer.Forward(block, x_src, /*training=*/false, 0, out->data());
+      return Status::Ok();
+    }
+    float* raw = EnsureSize(states_[static_cast<size_t>(l)].pre_activation, n);
+    layer.Forward(block, x_src, /*training=*/false, 0, raw);
+    Activate(l, block.num_dst, raw, out->data());
+    return Status::Ok();
+  }
+
+  bool runs_by_layer() const override { return true; }
+
   std::vector<Parameter> Parameters() override {
     std::vector<Parameter> params;
     for (size_t l = 0; l < layers_.size(); ++l) {
@@ -216,27 +278,34 @@ class CpuModel final : public Model {
         layer.Forward(block, layer_in, training, LayerSeed(dropout_seed, l, 1), out);
       }
       if (last) break;
-      const int64_t n = block.num_dst * out_dim;
-      const float* act_in = out;
-      if (st.gamma != nullptr) {
-        float* normed = EnsureSize(st.normed, n);
-        cpu::LayerNormForward(block.num_dst, out_dim, out, st.gamma->data.data(),
-                              st.beta->data.data(), kLayerNormEps, normed,
-                              EnsureSize(st.norm_mean, block.num_dst),
-                              EnsureSize(st.norm_rstd, block.num_dst));
-        act_in = normed;
-      }
-      float* act = EnsureSize(st.activated, n);
-      if (config_.activation == Activation::kElu) {
-        cpu::EluForward(n, kEluAlpha, act_in, act);
-      } else {
-        cpu::ReluForward(n, act_in, act);
-      }
+      float* act = EnsureSize(st.activated, block.num_dst * out_dim);
+      Activate(l, block.num_dst, out, act);
       h = act;
       h_dim = out_dim;
     }
     ready_for_backward_ = true;
     return Status::Ok();
+  }
+
+  // A hidden layer's output `rows` x out_dim (`out`) through its norm, when it has one, and the
+  // activation, into `act` (the next layer's input).
+  void Activate(int l, int64_t rows, const float* out, float* act) {
+    LayerState& st = states_[static_cast<size_t>(l)];
+    const int64_t out_dim = layers_[static_cast<size_t>(l)]->out_dim();
+    const int64_t n = rows * out_dim;
+    const float* act_in = out;
+    if (st.gamma != nullptr) {
+      float* normed = EnsureSize(st.normed, n);
+      cpu::LayerNormForward(rows, out_dim, out, st.gamma->data.data(), st.beta->data.data(),
+                            kLayerNormEps, normed, EnsureSize(st.norm_mean, rows),
+                            EnsureSize(st.norm_rstd, rows));
+      act_in = normed;
+    }
+    if (config_.activation == Activation::kElu) {
+      cpu::EluForward(n, kEluAlpha, act_in, act);
+    } else {
+      cpu::ReluForward(n, act_in, act);
+    }
   }
 
   // Per-layer normalisation parameters and activation buffers (reused across batches).
@@ -292,32 +361,7 @@ Status ValidateMiniBatch(const ModelConfig& config, const sampler::MiniBatch& ba
       }
       continue;  // the next block's sources are these destinations: expected_src already
     }
-    if (b.num_src != expected_src) {
-      return bad(where + "num_src " + std::to_string(b.num_src) + ", expected " +
-                 std::to_string(expected_src));
-    }
-    if (b.num_dst < 0 || b.num_dst > b.num_src) {
-      return bad(where + "num_dst " + std::to_string(b.num_dst) + " not in [0, num_src]");
-    }
-    if (static_cast<int64_t>(b.indptr.size()) != b.num_dst + 1 || b.indptr[0] != 0) {
-      return bad(where + "indptr must have num_dst + 1 entries starting at 0");
-    }
-    for (int64_t d = 0; d < b.num_dst; ++d) {
-      if (b.indptr[static_cast<size_t>(d + 1)] < b.indptr[static_cast<size_t>(d)]) {
-        return bad(where + "indptr decreases at row " + std::to_string(d));
-      }
-    }
-    if (static_cast<int64_t>(b.indices.size()) != b.indptr.back()) {
-      return bad(where + "indices has " + std::to_string(b.indices.size()) +
-                 " entries, indptr says " + std::to_string(b.indptr.back()));
-    }
-    for (size_t e = 0; e < b.indices.size(); ++e) {
-      if (b.indices[e] < 0 || b.indices[e] >= b.num_src) {
-        return bad(where + "edge " + std::to_string(e) + " has source " +
-                   std::to_string(b.indices[e]) + " outside [0, " + std::to_string(b.num_src) +
-                   ")");
-      }
-    }
+    SKIFF_RETURN_IF_ERROR(ValidateBlock(b, expected_src, where));
     expected_src = b.num_dst;
   }
   if (batch.blocks.back().num_dst != static_cast<int64_t>(batch.seeds.size())) {

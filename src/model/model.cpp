@@ -148,9 +148,23 @@ int64_t Model::NumParameters() {
   return total;
 }
 
-int64_t Model::EmbeddingDim() const {
-  if (config_.num_layers <= 1) return config_.in_dim;
+int64_t Model::EmbeddingDim() const { return LayerInputDim(config_.num_layers - 1); }
+
+int64_t Model::LayerInputDim(int layer) const {
+  SKIFF_CHECK(layer >= 0 && layer < config_.num_layers);
+  if (layer == 0) return config_.in_dim;
   return config_.kind == ModelKind::kGat ? config_.hidden_dim * config_.heads : config_.hidden_dim;
+}
+
+int64_t Model::LayerOutputDim(int layer) const {
+  SKIFF_CHECK(layer >= 0 && layer < config_.num_layers);
+  return layer == config_.num_layers - 1 ? config_.num_classes : LayerInputDim(layer + 1);
+}
+
+Status Model::ForwardLayer(int /*layer*/, const sampler::Block& /*block*/, const float* /*x_src*/,
+                           std::vector<float>* /*out*/) {
+  return Status::Unavailable(std::string(ModelKindName(config_.kind)) +
+                             " model on this device does not run layer by layer");
 }
 
 }  // namespace skiff::model

@@ -224,6 +224,23 @@ class Model {
                                       bool training, uint64_t dropout_seed,
                                       std::vector<float>* logits,
                                       std::vector<float>* embeddings = nullptr);
+  // One layer in inference mode (no dropout), for layer-wise inference over a whole graph
+  // (train/layerwise_inference.h): layer `layer` of the stack over `block` (a block as
+  // MiniBatch::blocks[layer] would hold it, src_degree recorded for GCN) from its source rows
+  // `x_src` (block.num_src x LayerInputDim(layer)), writing block.num_dst x LayerOutputDim(layer)
+  // rows to *out (resized): for a hidden layer after its norm and activation -- what the next
+  // layer's Forward takes as input -- and for the last layer the logits. Running every layer this
+  // way over blocks whose sources carry the previous layer's output computes what Forward computes
+  // without training. Unavailable when the model does not run layer by layer (runs_by_layer();
+  // the CUDA model); InvalidArgument for a layer out of range or a malformed block. Invalidates a
+  // pending Backward.
+  virtual Status ForwardLayer(int layer, const sampler::Block& block, const float* x_src,
+                              std::vector<float>* out);
+  virtual bool runs_by_layer() const { return false; }
+  // The width of layer `layer`'s input (in_dim for the first, then the hidden layers' outputs:
+  // hidden_dim, times heads for GAT) and of its output (num_classes for the last layer).
+  int64_t LayerInputDim(int layer) const;
+  int64_t LayerOutputDim(int layer) const;
   // grad_logits: seeds x num_classes. Accumulates into every Parameter::grad. Returns
   // InvalidArgument when not preceded by a Forward (or called twice for one Forward).
   virtual Status Backward(const float* grad_logits) = 0;

@@ -1,0 +1,211 @@
+#include "skiff/train/layerwise_inference.h"
+
+#include <algorithm>
+#include <cstring>
+#include <future>
+#include <numeric>
+#include <string>
+
+#include "kernels/cpu/parallel.h"
+#include "skiff/progress.h"
+#include "skiff/sampler/neighbor_sampler.h"
+
+namespace skiff::train {
+namespace {
+
+// One chunk of a layer: its one-layer sample (the chunk's nodes as seeds) and its source rows.
+struct Chunk {
+  sampler::MiniBatch batch;
+  std::vector<float> rows;
+};
+
+// What a layer reads: the features (layer 0) or the previous layer's output, N x dim.
+struct LayerInput {
+  const sampler::FeatureSource* features = nullptr;
+  const float* rows = nullptr;  // null: the features
+  int64_t dim = 0;
+};
+
+// Samples chunk [begin, end) with `rng_seed` and gathers its source rows from `input`.
+Status PrepareChunk(const sampler::NeighborSampler& sampler, const LayerInput& input,
+                    uint64_t rng_seed, int64_t begin, int64_t end, Chunk* chunk) {
+  std::vector<int64_t> seeds(static_cast<size_t>(end - begin));
+  std::iota(seeds.begin(), seeds.end(), begin);
+  SKIFF_RETURN_IF_ERROR(sampler.Sample(seeds, rng_seed, &chunk->batch));
+  const std::vector<int64_t>& sources = chunk->batch.input_nodes;
+  const auto count = static_cast<int64_t>(sources.size());
+  chunk->rows.resize(static_cast<size_t>(count * input.dim));
+  if (input.rows == nullptr) return input.features->Gather(sources, chunk->rows.data());
+  const size_t row_bytes = sizeof(float) * static_cast<size_t>(input.dim);
+  cpu::ParallelFor(count, 4096, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      std::memcpy(chunk->rows.data() + i * input.dim, input.rows + sources[i] * input.dim,
+                  row_bytes);
+    }
+  });
+  return Status::Ok();
+}
+
+// Where a layer's results go: a hidden layer's rows (N x its output width), or the last layer's
+// class per node (argmax of the logits).
+struct LayerOutput {
+  std::vector<float>* rows = nullptr;
+  std::vector<int32_t>* class_of = nullptr;
+};
+
+void StoreChunk(const std::vector<float>& out, int64_t begin, int64_t count, int64_t width,
+                const LayerOutput& output) {
+  if (output.rows != nullptr) {
+    std::memcpy(output.rows->data() + begin * width, out.data(),
+                sizeof(float) * static_cast<size_t>(count * width));
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) {
+    const float* logits = out.data() + i * width;
+    (*output.class_of)[static_cast<size_t>(begin + i)] =
+        static_cast<int32_t>(std::max_element(logits, logits + width) - logits);
+  }
+}
+
+// Runs layer `l` over every node, chunk by chunk, the next chunk sampled and gathered on another
+// thread while the model computes this one.
+Status RunLayer(model::Model& model, const sampler::GraphSource& graph,
+                const LayerwiseOptions& options, int l, const LayerInput& input,
+                const LayerOutput& output, OptionalProgress* progress) {
+  const sampler::NeighborSampler sampler(graph, {options.fanouts[static_cast<size_t>(l)]},
+                                         model::NeedsNodeDegrees(model.config().kind));
+  const int64_t n = graph.num_nodes(), size = options.chunk_nodes;
+  const int64_t chunks = (n + size - 1) / size;
+  const int64_t width = model.LayerOutputDim(l);
+  auto prepare = [&](int64_t c, Chunk* chunk) {
+    const uint64_t seed = sampler::BatchSeed(options.seed, kLayerwiseStream,
+                                             static_cast<uint64_t>(l), static_cast<uint64_t>(c));
+    return PrepareChunk(sampler, input, seed, c * size, std::min(n, (c + 1) * size), chunk);
+  };
+  Chunk slots[2];
+  std::vector<float> out;
+  Status ready = chunks > 0 ? prepare(0, &slots[0]) : Status::Ok();
+  for (int64_t c = 0; c < chunks && ready.ok(); ++c) {
+    Chunk& chunk = slots[c % 2];
+    std::future<Status> ahead;
+    if (c + 1 < chunks) ahead = std::async(std::launch::async, prepare, c + 1, &slots[(c + 1) % 2]);
+    const Status computed = model.ForwardLayer(l, chunk.batch.blocks[0], chunk.rows.data(), &out);
+    ready = ahead.valid() ? ahead.get() : Status::Ok();  // joined before any return
+    SKIFF_RETURN_IF_ERROR(computed);
+    const auto count = static_cast<int64_t>(chunk.batch.seeds.size());
+    StoreChunk(out, c * size, count, width, output);
+    progress->Add(static_cast<uint64_t>(count));
+  }
+  return ready;
+}
+
+Status CheckArguments(const model::Model& model, const sampler::GraphSource& graph,
+                      const sampler::FeatureSource& features, const LayerwiseOptions& options,
+                      std::span<const int64_t> nodes) {
+  const model::ModelConfig& config = model.config();
+  if (!model.runs_by_layer()) {
+    return Status::Unavailable(std::string("layer-wise inference: the ") +
+                               model::ModelKindName(config.kind) +
+                               " model on this device does not run layer by layer");
+  }
+  auto bad = [](const std::string& what) {
+    return Status::InvalidArgument("layer-wise inference: " + what);
+  };
+  if (static_cast<int>(options.fanouts.size()) != config.num_layers) {
+    return bad(std::to_string(options.fanouts.size()) + " fanouts for a model of " +
+               std::to_string(config.num_layers) + " layers");
+  }
+  if (options.chunk_nodes <= 0) return bad("the chunk size must be positive");
+  if (features.dim() != config.in_dim || features.num_nodes() != graph.num_nodes()) {
+    return bad("features of " + std::to_string(features.num_nodes()) + " x " +
+               std::to_string(features.dim()) + " for a graph of " +
+               std::to_string(graph.num_nodes()) + " nodes and a model of input width " +
+               std::to_string(config.in_dim));
+  }
+  std::vector<bool> seen(static_cast<size_t>(graph.num_nodes()), false);
+  for (int64_t v : nodes) {
+    if (v < 0 || v >= graph.num_nodes() || seen[static_cast<size_t>(v)]) {
+      return bad(
+          "node " + std::to_string(v) +
+          (v < 0 || v >= graph.num_nodes() ? " is not in the graph" : " is asked for twice"));
+    }
+    seen[static_cast<size_t>(v)] = true;
+  }
+  return Status::Ok();
+}
+
+// Reorders N rows of `dim` floats in place so that row i becomes the former row nodes[i]
+// (`nodes`: a permutation of [0, N)), following the permutation's cycles with one row of scratch.
+void PermuteRows(std::span<const int64_t> nodes, int64_t dim, std::vector<float>* rows) {
+  const auto n = static_cast<int64_t>(nodes.size());
+  const size_t row_bytes = sizeof(float) * static_cast<size_t>(dim);
+  auto row = [&](int64_t i) { return rows->data() + i * dim; };
+  std::vector<bool> done(static_cast<size_t>(n), false);
+  std::vector<float> first(static_cast<size_t>(dim));
+  for (int64_t start = 0; start < n; ++start) {
+    if (done[static_cast<size_t>(start)]) continue;
+    std::memcpy(first.data(), row(start), row_bytes);
+    for (int64_t j = start;;) {
+      done[static_cast<size_t>(j)] = true;
+      const int64_t from = nodes[static_cast<size_t>(j)];
+      if (from == start) {
+        std::memcpy(row(j), first.data(), row_bytes);
+        break;
+      }
+      std::memcpy(row(j), row(from), row_bytes);
+      j = from;
+    }
+  }
+}
+
+// The embeddings of `nodes` in their order: the final layer's input `last_input` (N x dim, taken),
+// or with one layer the features.
+Status EmbeddingsOf(std::span<const int64_t> nodes, const sampler::FeatureSource& features,
+                    int num_layers, int64_t dim, std::vector<float>* last_input,
+                    std::vector<float>* embeddings) {
+  if (num_layers == 1) {
+    embeddings->resize(nodes.size() * static_cast<size_t>(dim));
+    return features.Gather(nodes, embeddings->data());
+  }
+  if (static_cast<int64_t>(nodes.size()) == features.num_nodes()) {  // a permutation
+    PermuteRows(nodes, dim, last_input);
+    *embeddings = std::move(*last_input);
+    return Status::Ok();
+  }
+  embeddings->resize(nodes.size() * static_cast<size_t>(dim));
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    std::memcpy(embeddings->data() + i * static_cast<size_t>(dim),
+                last_input->data() + nodes[i] * dim, sizeof(float) * static_cast<size_t>(dim));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status PredictByLayer(model::Model& model, const sampler::GraphSource& graph,
+                      const sampler::FeatureSource& features, const LayerwiseOptions& options,
+                      std::span<const int64_t> nodes, std::vector<int32_t>* classes,
+                      std::vector<float>* embeddings) {
+  SKIFF_RETURN_IF_ERROR(CheckArguments(model, graph, features, options, nodes));
+  const int num_layers = model.config().num_layers;
+  const int64_t n = graph.num_nodes();
+  OptionalProgress progress(options.show_progress, "predict", static_cast<uint64_t>(n) * num_layers,
+                            "rows");
+  std::vector<float> input, output;  // the previous layer's output and this one's
+  std::vector<int32_t> class_of(static_cast<size_t>(n), -1);
+  for (int l = 0; l < num_layers; ++l) {
+    const bool last = l == num_layers - 1;
+    const LayerInput in{&features, l == 0 ? nullptr : input.data(), model.LayerInputDim(l)};
+    if (!last) output.resize(static_cast<size_t>(n * model.LayerOutputDim(l)));
+    const LayerOutput out{last ? nullptr : &output, last ? &class_of : nullptr};
+    SKIFF_RETURN_IF_ERROR(RunLayer(model, graph, options, l, in, out, &progress));
+    if (!last) std::swap(input, output);
+  }
+  progress.Finish();
+  std::vector<float>().swap(output);
+  classes->resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) (*classes)[i] = class_of[static_cast<size_t>(nodes[i])];
+  return EmbeddingsOf(nodes, features, num_layers, model.EmbeddingDim(), &input, embeddings);
+}
+
+}  // namespace skiff::train
