@@ -13,6 +13,17 @@ namespace skiff::train {
 
 Status ExportPredictions(const format::Dataset& dataset, Trainer& trainer,
                          const std::string& out_dir) {
+  return ExportPredictions(
+      dataset,
+      [&trainer](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+                 std::vector<float>* embeddings) {
+        return trainer.Predict(nodes, classes, embeddings);
+      },
+      out_dir);
+}
+
+Status ExportPredictions(const format::Dataset& dataset, const Predictor& predict,
+                         const std::string& out_dir) {
   const int64_t n = dataset.manifest().num_nodes;
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
@@ -65,7 +76,7 @@ Status ExportPredictions(const format::Dataset& dataset, Trainer& trainer,
   }
   std::vector<int32_t> classes;
   std::vector<float> embeddings;
-  SKIFF_RETURN_IF_ERROR(trainer.Predict(order, &classes, &embeddings));
+  SKIFF_RETURN_IF_ERROR(predict(order, &classes, &embeddings));
   const int64_t h = n > 0 ? static_cast<int64_t>(embeddings.size()) / n : 0;
   SKIFF_RETURN_IF_ERROR(io::WriteNpy(out_dir + "/predictions.npy", classes.data(), {n}));
   SKIFF_RETURN_IF_ERROR(io::WriteNpy(out_dir + "/embeddings.npy", embeddings.data(), {n, h}));

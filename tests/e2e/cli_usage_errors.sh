@@ -47,6 +47,8 @@ expect 2 "--device: unknown device 'tpu' (expected cpu or cuda)" predict small -
 expect 2 "--sampler: unknown value 'gpu' (expected host, device or auto)" predict small --checkpoint ck --out p --sampler gpu
 expect 2 "--epochs" predict small --checkpoint ck --out p --epochs 3
 expect 1 "--sampler device samples on the GPU: it needs --device cuda" predict small --checkpoint ck --out p --sampler device
+expect 2 "--inference: unknown inference mode 'rows' (expected auto, layers or batches)" predict small --checkpoint ck --out p --inference rows
+expect 1 "it cannot run with --device cuda; use --inference batches" predict small --checkpoint ck --out p --inference layers --device cuda
 if ! nvidia-smi -L > /dev/null 2>&1; then
   expect 1 "use --device cpu" predict small --checkpoint ck --out p --device cuda
 fi

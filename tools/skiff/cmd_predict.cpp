@@ -7,10 +7,10 @@
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
 #include "skiff/pipeline/trainer_passes.h"
-#include "skiff/train/export.h"
 #include "skiff/train/trainer.h"
 #include "tools/skiff/command.h"
 #include "tools/skiff/compute_device.h"
+#include "tools/skiff/inference.h"
 #include "tools/skiff/output_paths.h"
 #include "tools/skiff/train_flags.h"
 
@@ -22,9 +22,40 @@ struct PredictOptions {
   std::string memory;  // within this budget (out of core); empty: every partition resident
   int threads = 0;
   std::string device = "cpu";
+  std::string inference = "auto";
   TrainFlags flags;  // the device's session options (DeviceOptionNames)
   std::function<bool(const std::string&)> given;  // GivenIn(the command's app), once parsed
 };
+
+// In batches through the training pipeline (docs/pipeline.md): every partition resident, or within
+// --memory; on the CPU or the GPU.
+Status PredictByBatch(const PredictOptions& o, const format::Dataset& ds,
+                      const train::Checkpoint& ckpt, const train::TrainOptions& t, Device device,
+                      uint64_t memory_bytes) {
+  uint64_t runtime_bytes = 0;  // the CUDA runtime's, outside the budget (skiff train reports it)
+  SKIFF_ASSIGN_OR_RETURN(const pipeline::ComputeSite site,
+                         ComputeSiteFor(device, ds.manifest(), t, &runtime_bytes));
+  SKIFF_ASSIGN_OR_RETURN(
+      std::unique_ptr<pipeline::OutOfCoreTraining> engine,
+      pipeline::OpenOutOfCoreTraining(&ds, t, memory_bytes, pipeline::SamplingMode::kExact,
+                                      t.sampler_threads, site));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
+                         train::Trainer::Create(engine->data, t, ModelFactoryFor(device)));
+  trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, false));
+  SKIFF_RETURN_IF_ERROR(OfferFeaturesToDevice(site, memory_bytes, trainer.get()));
+  SKIFF_RETURN_IF_ERROR(trainer->Restore(ckpt).WithContext(o.checkpoint));
+  return ExportWith(Inference::kBatches, ds, *trainer, o.out);
+}
+
+// Layer by layer on the CPU, the graph and features in memory (train/layerwise_inference.h).
+Status PredictByLayer(const PredictOptions& o, const format::Dataset& ds,
+                      const train::Checkpoint& ckpt, const train::TrainOptions& t) {
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::InMemoryData> data, train::LoadInMemory(ds));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
+                         train::Trainer::Create(data->data, t));
+  SKIFF_RETURN_IF_ERROR(trainer->Restore(ckpt).WithContext(o.checkpoint));
+  return ExportWith(Inference::kLayers, ds, *trainer, o.out, data.get());
+}
 
 int RunPredict(const PredictOptions& o) {
   if (Status st = CheckNotInside("--out", o.out, o.dataset); !st.ok()) {
@@ -51,25 +82,15 @@ int RunPredict(const PredictOptions& o) {
                             "checkpoint " + o.checkpoint +
                             " was trained on features/classes of another shape than " + o.dataset));
   }
-  // The training pipeline (docs/pipeline.md): every partition resident, or within --memory.
   const Result<uint64_t> memory_bytes = ParseMemoryOption(o.memory);
   if (!memory_bytes.ok()) return ReportStatus("predict", memory_bytes.status());
-  uint64_t runtime_bytes = 0;  // the CUDA runtime's, outside the budget (skiff train reports it)
-  const Result<pipeline::ComputeSite> site =
-      ComputeSiteFor(*device, (*ds)->manifest(), *t, &runtime_bytes);
-  if (!site.ok()) return ReportStatus("predict", site.status());
-  auto engine = pipeline::OpenOutOfCoreTraining(
-      ds->get(), *t, *memory_bytes, pipeline::SamplingMode::kExact, t->sampler_threads, *site);
-  if (!engine.ok()) return ReportStatus("predict", engine.status());
-  auto trainer = train::Trainer::Create((*engine)->data, *t, ModelFactoryFor(*device));
-  if (!trainer.ok()) return ReportStatus("predict", trainer.status());
-  (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine->get(), *t, false));
-  Status st = OfferFeaturesToDevice(*site, *memory_bytes, trainer->get());
-  if (!st.ok()) return ReportStatus("predict", st);
-  st = (*trainer)->Restore(*ckpt);
-  if (!st.ok()) return ReportStatus("predict", st.WithContext(o.checkpoint));
-  st = train::ExportPredictions(**ds, **trainer, o.out);
-  if (!st.ok()) return ReportStatus("predict", st);
+  const Result<Inference> inference = ResolveInference(
+      *ParseName(kInferenceNames, "inference mode", o.inference), *device, *memory_bytes);
+  if (!inference.ok()) return ReportStatus("predict", inference.status());
+  const Status done = *inference == Inference::kLayers
+                          ? PredictByLayer(o, **ds, *ckpt, *t)
+                          : PredictByBatch(o, **ds, *ckpt, *t, *device, *memory_bytes);
+  if (!done.ok()) return ReportStatus("predict", done);
   std::printf("wrote predictions.npy and embeddings.npy for %lld nodes to %s\n",
               static_cast<long long>((*ds)->manifest().num_nodes), o.out.c_str());
   return 0;
@@ -88,6 +109,16 @@ RunFn Setup(CLI::App& app) {
       ->capture_default_str()
       ->check(StatusCheck(
           [](const std::string& text) { return ParseName(kDeviceNames, "device", text).status(); },
+          "NAME"));
+  app.add_option("--inference", o->inference,
+                 "How every node is predicted: layers (each layer once over all nodes, the graph "
+                 "in memory, CPU), batches (sampled neighbourhoods of seed batches, as "
+                 "evaluation), or auto (layers unless --memory or --device cuda)")
+      ->capture_default_str()
+      ->check(StatusCheck(
+          [](const std::string& text) {
+            return ParseName(kInferenceNames, "inference mode", text).status();
+          },
           "NAME"));
   AddTrainFlags(app, &o->flags, DeviceOptionNames());
   CLI::App* app_ptr = &app;

@@ -15,12 +15,12 @@
 #include "skiff/pipeline/trainer_passes.h"
 #include "skiff/process.h"
 #include "skiff/sampler/neighbor_sampler.h"
-#include "skiff/train/export.h"
 #include "skiff/train/trainer.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
 #include "tools/skiff/compute_device.h"
 #include "tools/skiff/config_file.h"
+#include "tools/skiff/inference.h"
 #include "tools/skiff/output_paths.h"
 #include "tools/skiff/train_flags.h"
 
@@ -96,9 +96,10 @@ Status CheckOutputs(const TrainCliOptions& o, const train::TrainOptions& t) {
   return Status::Ok();
 }
 
-// Prints the run's summary and, with --export, writes the best model's predictions.
+// Prints the run's summary and, with --export, writes the best model's predictions (`inference`:
+// how; tools/skiff/inference.h).
 Status Finish(const TrainCliOptions& o, const format::Dataset& ds,
-              const train::TrainSummary& summary, train::Trainer* trainer) {
+              const train::TrainSummary& summary, Inference inference, train::Trainer* trainer) {
   double seconds = 0;
   for (const auto& e : summary.epochs) seconds += e.epoch_seconds;
   std::printf(
@@ -113,7 +114,7 @@ Status Finish(const TrainCliOptions& o, const format::Dataset& ds,
     SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint best, train::ReadCheckpoint(checkpoint));
     SKIFF_RETURN_IF_ERROR(trainer->Restore(best));
   }
-  SKIFF_RETURN_IF_ERROR(train::ExportPredictions(ds, *trainer, o.export_dir));
+  SKIFF_RETURN_IF_ERROR(ExportWith(inference, ds, *trainer, o.export_dir));
   std::printf("predictions and embeddings: %s\n", o.export_dir.c_str());
   return Status::Ok();
 }
@@ -168,7 +169,9 @@ Status Train(const TrainCliOptions& o) {
       std::to_string(trainer->model().NumParameters()) + " parameters, " +
       (device == Device::kCuda ? trainer->model().DeviceDescription() : cpu::BlasDescription()));
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
-  SKIFF_RETURN_IF_ERROR(Finish(o, *ds, summary, trainer.get()));
+  SKIFF_ASSIGN_OR_RETURN(const Inference inference,
+                         ResolveInference(Inference::kAuto, device, memory_bytes));
+  SKIFF_RETURN_IF_ERROR(Finish(o, *ds, summary, inference, trainer.get()));
   // Last, so that it covers the export too (what is left is freeing memory, which cannot raise it).
   if (memory_bytes > 0) {
     const std::string runtime =

@@ -3,12 +3,16 @@
 // order. With an ID map (idmap/), rows are sorted by raw ID -- numerically when every raw ID is an
 // integer, then raw_ids.npy (int64) is written, otherwise bytewise, then raw_ids.txt (one per line)
 // -- and raw_ids lists the row order. Without an ID map rows are in dense ID order.
-// Files are written atomically into `out_dir` (created if missing).
+// Files are written atomically into `out_dir` (created if missing). The predictions come from a
+// Predictor asked once for every node, in the order of the rows.
 //
 // Thread safety: one call at a time per trainer.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "skiff/format/dataset.h"
 #include "skiff/status.h"
@@ -16,6 +20,15 @@
 
 namespace skiff::train {
 
+// Computes the predicted class and embedding of every node in `nodes`, in that order (as
+// Trainer::Predict, or layer by layer: train/layerwise_inference.h).
+using Predictor =
+    std::function<Status(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+                         std::vector<float>* embeddings)>;
+
+Status ExportPredictions(const format::Dataset& dataset, const Predictor& predict,
+                         const std::string& out_dir);
+// With the trainer's batched prediction (Trainer::Predict).
 Status ExportPredictions(const format::Dataset& dataset, Trainer& trainer,
                          const std::string& out_dir);
 
