@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
-#include <future>
+#include <functional>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include "kernels/cpu/parallel.h"
+#include "skiff/mutex.h"
 #include "skiff/progress.h"
 #include "skiff/sampler/neighbor_sampler.h"
 
@@ -67,8 +69,74 @@ void StoreChunk(const std::vector<float>& out, int64_t begin, int64_t count, int
   }
 }
 
-// Runs layer `l` over every node, chunk by chunk, the next chunk sampled and gathered on another
-// thread while the model computes this one.
+// Prepares a layer's chunks in order on one thread of its own -- the sampler keeps its node ID map
+// per thread, and a fresh thread per chunk would build that map (4 bytes per graph node) anew each
+// time -- at most one chunk ahead of the one being computed (two slots).
+class ChunkProducer {
+ public:
+  using PrepareFn = std::function<Status(int64_t c, Chunk* chunk)>;
+  ChunkProducer(int64_t chunks, PrepareFn prepare)
+      : chunks_(chunks), prepare_(std::move(prepare)), thread_([this] { Produce(); }) {}
+  ~ChunkProducer() {
+    {
+      MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    changed_.SignalAll();
+    thread_.join();
+  }
+  ChunkProducer(const ChunkProducer&) = delete;
+  ChunkProducer& operator=(const ChunkProducer&) = delete;
+
+  // Waits for chunk `c` (taken in order) and returns it, or the error preparing it.
+  Result<Chunk*> Take(int64_t c) {
+    MutexLock lock(&mu_);
+    while (prepared_ < c && error_.ok()) changed_.Wait(&mu_);
+    if (!error_.ok()) return error_;
+    return &slots_[c % 2];
+  }
+  // Hands chunk `c`'s slot back for chunk c + 2.
+  void Release(int64_t c) {
+    {
+      MutexLock lock(&mu_);
+      released_ = c;
+    }
+    changed_.SignalAll();
+  }
+
+ private:
+  void Produce() {
+    for (int64_t c = 0; c < chunks_; ++c) {
+      {
+        MutexLock lock(&mu_);
+        while (c - released_ > 2 && !stopping_) changed_.Wait(&mu_);
+        if (stopping_) return;
+      }
+      const Status st = prepare_(c, &slots_[c % 2]);
+      {
+        MutexLock lock(&mu_);
+        if (!st.ok()) error_ = st;
+        prepared_ = c;
+      }
+      changed_.SignalAll();
+      if (!st.ok()) return;
+    }
+  }
+
+  const int64_t chunks_;
+  const PrepareFn prepare_;
+  Chunk slots_[2];
+  Mutex mu_;
+  CondVar changed_;
+  int64_t prepared_ SKIFF_GUARDED_BY(mu_) = -1;  // the last chunk prepared
+  int64_t released_ SKIFF_GUARDED_BY(mu_) = -1;  // the last chunk handed back
+  Status error_ SKIFF_GUARDED_BY(mu_);
+  bool stopping_ SKIFF_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: started once the rest is initialised
+};
+
+// Runs layer `l` over every node, chunk by chunk, the next chunk sampled and gathered on the
+// producer's thread while the model computes this one.
 Status RunLayer(model::Model& model, const sampler::GraphSource& graph,
                 const LayerwiseOptions& options, int l, const LayerInput& input,
                 const LayerOutput& output, OptionalProgress* progress) {
@@ -77,26 +145,21 @@ Status RunLayer(model::Model& model, const sampler::GraphSource& graph,
   const int64_t n = graph.num_nodes(), size = options.chunk_nodes;
   const int64_t chunks = (n + size - 1) / size;
   const int64_t width = model.LayerOutputDim(l);
-  auto prepare = [&](int64_t c, Chunk* chunk) {
+  ChunkProducer producer(chunks, [&](int64_t c, Chunk* chunk) {
     const uint64_t seed = sampler::BatchSeed(options.seed, kLayerwiseStream,
                                              static_cast<uint64_t>(l), static_cast<uint64_t>(c));
     return PrepareChunk(sampler, input, seed, c * size, std::min(n, (c + 1) * size), chunk);
-  };
-  Chunk slots[2];
+  });
   std::vector<float> out;
-  Status ready = chunks > 0 ? prepare(0, &slots[0]) : Status::Ok();
-  for (int64_t c = 0; c < chunks && ready.ok(); ++c) {
-    Chunk& chunk = slots[c % 2];
-    std::future<Status> ahead;
-    if (c + 1 < chunks) ahead = std::async(std::launch::async, prepare, c + 1, &slots[(c + 1) % 2]);
-    const Status computed = model.ForwardLayer(l, chunk.batch.blocks[0], chunk.rows.data(), &out);
-    ready = ahead.valid() ? ahead.get() : Status::Ok();  // joined before any return
-    SKIFF_RETURN_IF_ERROR(computed);
-    const auto count = static_cast<int64_t>(chunk.batch.seeds.size());
+  for (int64_t c = 0; c < chunks; ++c) {
+    SKIFF_ASSIGN_OR_RETURN(Chunk * chunk, producer.Take(c));
+    SKIFF_RETURN_IF_ERROR(model.ForwardLayer(l, chunk->batch.blocks[0], chunk->rows.data(), &out));
+    const auto count = static_cast<int64_t>(chunk->batch.seeds.size());
+    producer.Release(c);
     StoreChunk(out, c * size, count, width, output);
     progress->Add(static_cast<uint64_t>(count));
   }
-  return ready;
+  return Status::Ok();
 }
 
 Status CheckArguments(const model::Model& model, const sampler::GraphSource& graph,
