@@ -252,8 +252,10 @@ Status PredictByLayer(model::Model& model, const sampler::GraphSource& graph,
   SKIFF_RETURN_IF_ERROR(CheckArguments(model, graph, features, options, nodes));
   const int num_layers = model.config().num_layers;
   const int64_t n = graph.num_nodes();
-  OptionalProgress progress(options.show_progress, "predict", static_cast<uint64_t>(n) * num_layers,
-                            "rows");
+  // Rows: one per node and layer.
+  OptionalProgress progress(options.show_progress,
+                            "predict (" + std::to_string(num_layers) + " layers)",
+                            static_cast<uint64_t>(n) * num_layers, "rows");
   std::vector<float> input, output;  // the previous layer's output and this one's
   std::vector<int32_t> class_of(static_cast<size_t>(n), -1);
   for (int l = 0; l < num_layers; ++l) {

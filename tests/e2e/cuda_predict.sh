@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU: `skiff predict --device cuda` computes what the CUDA model trained (the predictions and
 # embeddings of `skiff train --device cuda --export`, byte for byte: the same checkpoint, batches
-# and device), and agrees with `skiff predict --device cpu` on the same checkpoint and with
+# and device), and agrees with `skiff predict --device cpu --inference batches` (the same batches on
+# the CPU; the CPU's default predicts layer by layer) on the same checkpoint and with
 # `--sampler device` (fp32 products; classes of at least 99% of the nodes: the CPU's arithmetic
 # differs in rounding, and the device-sampled run cuts its batches differently, so a node whose
 # degree is over the evaluation fanout draws other neighbours).
@@ -23,7 +24,7 @@ cmp ex/predictions.npy gpu/predictions.npy
 cmp ex/embeddings.npy gpu/embeddings.npy
 "${skiff[@]}" predict ds --checkpoint ck --out gpu-sampled --device cuda --cuda-matmul fp32 \
   --sampler device --threads 2 > gpu-sampled.log 2>&1 || { cat gpu-sampled.log; exit 1; }
-"${skiff[@]}" predict ds --checkpoint ck --out cpu --threads 2 > cpu.log 2>&1 || { cat cpu.log; exit 1; }
+"${skiff[@]}" predict ds --checkpoint ck --out cpu --inference batches --threads 2 > cpu.log 2>&1 || { cat cpu.log; exit 1; }
 python3 - gpu/predictions.npy cpu/predictions.npy gpu-sampled/predictions.npy <<'PY'
 import array, sys
 def classes(path):

@@ -44,7 +44,7 @@ struct LayerwiseOptions {
   std::vector<int> fanouts;    // per layer, input layer first; -1 = every neighbour
   int64_t chunk_nodes = 4096;  // destination nodes per block (> 0)
   uint64_t seed = 0;
-  bool show_progress = false;  // a "predict" progress line in rows (nodes x layers)
+  bool show_progress = false;  // a "predict (L layers)" progress line, one row per node and layer
 };
 
 // Predicted class (argmax of the logits) and final-layer input embedding (EmbeddingDim wide) of
