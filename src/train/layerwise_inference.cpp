@@ -145,9 +145,11 @@ Status RunLayer(model::Model& model, const sampler::GraphSource& graph,
   const int64_t n = graph.num_nodes(), size = options.chunk_nodes;
   const int64_t chunks = (n + size - 1) / size;
   const int64_t width = model.LayerOutputDim(l);
+  // One sampler seed for the layer: a node's picks depend on it and the node alone
+  // (neighbor_sampler.h), not on the chunk the node falls in.
+  const uint64_t seed =
+      sampler::BatchSeed(options.seed, kLayerwiseStream, static_cast<uint64_t>(l), 0);
   ChunkProducer producer(chunks, [&](int64_t c, Chunk* chunk) {
-    const uint64_t seed = sampler::BatchSeed(options.seed, kLayerwiseStream,
-                                             static_cast<uint64_t>(l), static_cast<uint64_t>(c));
     return PrepareChunk(sampler, input, seed, c * size, std::min(n, (c + 1) * size), chunk);
   });
   std::vector<float> out;

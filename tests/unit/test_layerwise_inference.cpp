@@ -170,6 +170,14 @@ TEST_CASE("layer-wise inference with sampled fanouts is deterministic and close 
               .ok());
   CHECK(first == second);
   CHECK(e1 == e2);
+  // A node's samples do not depend on the chunk it falls in.
+  std::vector<int32_t> other_chunks;
+  std::vector<float> e3;
+  REQUIRE(train::PredictByLayer((*trainer)->model(), *f.data->graph, *f.data->features,
+                                LayerwiseOf(t, 37), nodes, &other_chunks, &e3)
+              .ok());
+  CHECK(MaxRelativeDiff(e3, e1) < 1e-4);
+  CHECK(Agreement(other_chunks, first) > 0.995);
   // Different samples than any batch's, the same model: as accurate.
   REQUIRE((*trainer)->Predict(nodes, &batched, &eb).ok());
   CHECK(MaxRelativeDiff(e1, eb) > 0);

@@ -15,8 +15,9 @@
 // any batch, up to the order of floating-point sums. With sampled fanouts, each node aggregates a
 // uniform sample of its neighbours at each layer, as in a batch; the samples differ from any one
 // batch's (a batch samples a node once for all the blocks it appears in, here once per layer).
-// Deterministic: the sampler of chunk c of layer l is seeded with
-// sampler::BatchSeed(seed, kLayerwiseStream, l, c), and the result does not depend on threads.
+// Deterministic: layer l's sampler seed is sampler::BatchSeed(seed, kLayerwiseStream, l, 0) for
+// every chunk, so a node's picks at layer l depend on (seed, l, node) alone -- not on the chunk
+// size -- and nothing depends on the thread count but the order of the dense products' sums.
 //
 // Memory: two N x (widest hidden layer) float matrices (the layer being read and the one being
 // written) and one chunk's block and rows, besides the graph and features -- which must be in
