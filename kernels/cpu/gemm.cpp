@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
@@ -18,7 +19,9 @@ namespace skiff::cpu {
 std::string BlasDescription() {
   if (openblas_get_corename == nullptr) return "CBLAS";
   const char* core = openblas_get_corename();
-  return std::string("OpenBLAS, ") + (core != nullptr ? core : "unknown") + " kernels";
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  return std::string("OpenBLAS, ") + (core != nullptr ? core : "unknown") + " kernels" +
+         (forced != nullptr ? std::string(" (OPENBLAS_CORETYPE=") + forced + ")" : "");
 }
 
 namespace {

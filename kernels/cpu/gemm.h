@@ -16,6 +16,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 // The BLAS behind Gemm, for logs: "OpenBLAS, <core> kernels" (the kernel set OpenBLAS chose for
-// this CPU, or the one forced by OPENBLAS_CORETYPE), or "CBLAS" for another implementation.
+// this CPU, or the one forced by OPENBLAS_CORETYPE, which is then named too; blas_core.h), or
+// "CBLAS" for another implementation.
 std::string BlasDescription();
 }  // namespace skiff::cpu

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 
+#include "kernels/cpu/blas_core.h"
 #include "skiff/log.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
@@ -61,6 +62,8 @@ Result<uint64_t> ParseMemoryOption(const std::string& text) {
 }  // namespace skiff::cli
 
 int main(int argc, char** argv) {
+  // Before anything else runs: OpenBLAS may have chosen slow kernels for a CPU it does not know.
+  skiff::cpu::RestartWithBlasCoreIfNeeded(argv);
   CLI::App app{
       "Skiff trains graph neural networks on graphs whose features and edges do not fit in\n"
       "memory, from SSD, on one workstation.",
