@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/blas_core.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/parallel.h"
 #include "skiff/model/model.h"
@@ -26,6 +27,8 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // OpenBLAS's kernels as skiff runs them (kernels/cpu/blas_core.h).
+  skiff::cpu::RestartWithBlasCoreIfNeeded(argv);
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s sage|gcn|gat THREADS [in_dim hidden classes batch nodes steps]\n",
