@@ -6,6 +6,7 @@
 #include "skiff/enum_names.h"
 #include "skiff/format/dataset.h"
 #include "skiff/half.h"
+#include "skiff/prefetch.h"
 #include "skiff/sampler/feature_source.h"
 
 namespace skiff::pipeline {
@@ -186,8 +187,21 @@ Status BufferedGraph::Features(const ResidentSet& resident, std::span<const int6
                                float* dst) const {
   std::vector<size_t> fine;
   uint64_t cached = 0;
-  for (size_t i = 0; i < nodes.size(); ++i) {
+  // Rows lie at random in memory: each is looked up and prefetched kAhead rows before its copy,
+  // so that several rows' misses are in flight at once.
+  constexpr size_t kAhead = 8;
+  MemoryRow ahead[kAhead];
+  auto look_up = [&](size_t i) {
     const MemoryRow row = FindInMemory(resident, nodes[i]);
+    if (row.bytes != nullptr) {
+      for (uint64_t line = 0; line < row_bytes_; line += 64) PrefetchRead(row.bytes + line);
+    }
+    return row;
+  };
+  for (size_t i = 0; i < std::min(nodes.size(), kAhead); ++i) ahead[i] = look_up(i);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const MemoryRow row = ahead[i % kAhead];
+    if (i + kAhead < nodes.size()) ahead[i % kAhead] = look_up(i + kAhead);
     if (row.bytes == nullptr) {
       fine.push_back(i);
       continue;
