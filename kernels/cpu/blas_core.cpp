@@ -10,6 +10,14 @@ extern "C" char* openblas_get_corename(void) __attribute__((weak));
 
 namespace skiff::cpu {
 
+std::string BlasDescription() {
+  if (openblas_get_corename == nullptr) return "CBLAS";
+  const char* core = openblas_get_corename();
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  return std::string("OpenBLAS, ") + (core != nullptr ? core : "unknown") + " kernels" +
+         (forced != nullptr ? std::string(" (OPENBLAS_CORETYPE=") + forced + ")" : "");
+}
+
 std::string BetterBlasCore() {
   if (openblas_get_corename == nullptr || std::getenv("OPENBLAS_CORETYPE") != nullptr) return "";
   const char* core = openblas_get_corename();

@@ -13,6 +13,11 @@
 
 namespace skiff::cpu {
 
+// The BLAS behind cpu::Gemm, for logs: "OpenBLAS, <core> kernels" (the kernel set OpenBLAS chose
+// for this CPU, or the one forced by OPENBLAS_CORETYPE, which is then named too), or "CBLAS" for
+// another implementation.
+std::string BlasDescription();
+
 // The kernel set to name in OPENBLAS_CORETYPE: "SkylakeX" (AVX-512: its single-precision kernels
 // are also those of the later Cooperlake set, a name 0.3.21 does not take) or "Haswell" (AVX2 and
 // FMA) when OpenBLAS fell back to Prescott on a CPU that has those; "" when its choice stands (it

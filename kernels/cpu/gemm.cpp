@@ -4,25 +4,15 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
 #include "skiff/status.h"
 
-// OpenBLAS's extensions, declared weak so a build against another CBLAS still links.
-extern "C" char* openblas_get_corename(void) __attribute__((weak));
+// OpenBLAS's extension, declared weak so a build against another CBLAS still links.
 extern "C" void openblas_set_num_threads(int num_threads) __attribute__((weak));
 
 namespace skiff::cpu {
-
-std::string BlasDescription() {
-  if (openblas_get_corename == nullptr) return "CBLAS";
-  const char* core = openblas_get_corename();
-  const char* forced = std::getenv("OPENBLAS_CORETYPE");
-  return std::string("OpenBLAS, ") + (core != nullptr ? core : "unknown") + " kernels" +
-         (forced != nullptr ? std::string(" (OPENBLAS_CORETYPE=") + forced + ")" : "");
-}
 
 namespace {
 

@@ -9,14 +9,8 @@
 // between thread counts).
 #pragma once
 #include <cstdint>
-#include <string>
 
 namespace skiff::cpu {
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
-
-// The BLAS behind Gemm, for logs: "OpenBLAS, <core> kernels" (the kernel set OpenBLAS chose for
-// this CPU, or the one forced by OPENBLAS_CORETYPE, which is then named too; blas_core.h), or
-// "CBLAS" for another implementation.
-std::string BlasDescription();
 }  // namespace skiff::cpu

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "kernels/cpu/blas_core.h"
-#include "kernels/cpu/gemm.h"
 
 using namespace skiff;
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/blas_core.h"
 #include "kernels/cpu/parallel.h"
 #include "skiff/enum_names.h"
 #include "skiff/format/dataset.h"
