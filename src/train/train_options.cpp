@@ -248,7 +248,8 @@ std::vector<TrainOption> SessionOptions() {
       EnumEntry(
           "sampler", kSession,
           "Where batches are sampled: host threads, or (cuda, features in device memory) the "
-          "device, from the graph kept in device memory beside them; auto: the device when it fits",
+          "device, from the graph kept in device memory beside them; auto: the device when it fits, "
+          "else the host",
           kSamplerPlaceNames, [](auto& o) -> auto& { return o.sampler; }),
       Entry(
           "checkpoint", kSession, "Write the best model (by valid accuracy) here",

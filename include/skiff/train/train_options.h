@@ -35,8 +35,8 @@ inline constexpr EnumName<FeatureNorm> kFeatureNormNames[] = {{FeatureNorm::kNon
                                                               {FeatureNorm::kRow, "row"}};
 
 // Where batches are sampled: by host threads, or by a model that samples on its device
-// (Model::HoldGraph: the graph in device memory beside the features); kAuto takes the device when
-// the model can and the graph fits, else the host.
+// (Model::HoldGraph: the graph in device memory beside the features); kAuto (the default) takes the
+// device when the model can and the graph fits, else the host -- on the CPU, always the host.
 enum class SamplerPlace { kHost, kDevice, kAuto };
 inline constexpr EnumName<SamplerPlace> kSamplerPlaceNames[] = {{SamplerPlace::kHost, "host"},
                                                                 {SamplerPlace::kDevice, "device"},
@@ -57,7 +57,7 @@ struct TrainOptions {
   // Device memory the model may use for the features (Model::HoldFeatures; 0: what the device has
   // free less a margin).
   uint64_t device_memory_bytes = 0;
-  SamplerPlace sampler = SamplerPlace::kHost;
+  SamplerPlace sampler = SamplerPlace::kAuto;
 
   // Set by the program, not by users (no table entry).
   int sampler_threads = 2;
