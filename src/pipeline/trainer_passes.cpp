@@ -22,6 +22,15 @@ std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options) {
   return std::vector<int>(options.fanouts.size(), train::kDefaultEvalFanoutCap);
 }
 
+int RowGatherThreads(const ComputeSite& site, int threads) {
+  // A device model that takes its input rows from the host: one gather thread copying a batch's
+  // rows (~500k scattered 512-byte rows per batch at the GPU bar's setting, 50 ms) bounded the
+  // training pass on an H200 while the 16 sampler threads were 4% busy (BENCHMARKS.md, "On an
+  // H200"). The CPU model gathers on one thread: its compute threads are the same cores.
+  if (!site.device || site.features_on_device) return 1;
+  return std::clamp(threads / 4, 1, kMaxRowGatherThreads);
+}
+
 Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::Dataset* dataset,
                                                                  const train::TrainOptions& options,
                                                                  uint64_t memory_bytes,
@@ -58,7 +67,7 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
   o.device_compute = site.device;  // features_on_device implies it (MemoryBudgetInputs)
   o.device_cache_rows = site.device_cache_rows;
   o.record_degrees = model::NeedsNodeDegrees(config.kind);
-  o.gather_threads = 1;
+  o.gather_threads = RowGatherThreads(site, threads);
   auto out = std::make_unique<OutOfCoreTraining>();
   SKIFF_ASSIGN_OR_RETURN(out->ooc, OutOfCore::Create(dataset, o));
   out->graph = std::make_unique<DiskGraphSource>(out->ooc->exact_graph());

@@ -231,8 +231,14 @@ TEST_CASE("trainer passes: a device model with the rows on the host -- partition
   };
   const pipeline::ComputeSite rows_on_host{.device = true, .device_cache_rows = 500};
 
+  // With 8 threads the rows are gathered by two threads (RowGatherThreads), still in batch order.
+  CHECK(pipeline::RowGatherThreads(rows_on_host, 8) == 2);
+  CHECK(pipeline::RowGatherThreads(rows_on_host, 64) == pipeline::kMaxRowGatherThreads);
+  CHECK(pipeline::RowGatherThreads(rows_on_host, 2) == 1);
+  CHECK(pipeline::RowGatherThreads({}, 64) == 1);  // the CPU model
+  CHECK(pipeline::RowGatherThreads({.device = true, .features_on_device = true}, 64) == 1);
   auto resident = pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30,
-                                                  pipeline::SamplingMode::kExact, 2, rows_on_host);
+                                                  pipeline::SamplingMode::kExact, 8, rows_on_host);
   REQUIRE_MESSAGE(resident.ok(), resident.status().ToString());
   REQUIRE((*resident)->ooc->fully_resident());
   const train::TrainSummary got =
@@ -240,6 +246,7 @@ TEST_CASE("trainer passes: a device model with the rows on the host -- partition
   same_as_reference(got);
   for (const train::EpochMetrics& e : got.epochs) {
     CHECK(e.pipeline_json.find("\"fine_bytes_read\":0,") != std::string::npos);
+    CHECK(nlohmann::json::parse(e.pipeline_json)["stages"]["gather"]["threads"] == 2);
   }
   auto adjacency_only = pipeline::OpenOutOfCoreTraining(
       ds.get(), t, 1ull << 30, pipeline::SamplingMode::kExact, 2, {.features_on_device = true});

@@ -67,6 +67,12 @@ struct ComputeSite {
   bool graph_on_device = false;
 };
 
+// Gather threads of the pipeline for `site` with `threads` threads in all: several (a quarter of
+// them, at most kMaxRowGatherThreads) when a device model takes its input rows from the host,
+// else one.
+inline constexpr int kMaxRowGatherThreads = 4;
+int RowGatherThreads(const ComputeSite& site, int threads);
+
 // `dataset` must outlive the result. ResourceExhausted (naming the minimum) when the budget cannot
 // hold a working set for this model, batch size and fanouts.
 Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::Dataset* dataset,
