@@ -142,7 +142,7 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
                                     .stream = pass.stream,
                                     .epoch = pass.epoch,
                                     .sample_threads = SampleThreads(),
-                                    .gather_threads = options_.gather_threads,
+                                    .gather_threads = GatherThreads(),
                                     .batch_allowance_bytes = memory_.batch_allowance,
                                     .expected_batch_bytes = memory_.batch_bytes,
                                     .expected_held_bytes = memory_.batch_held_bytes};
@@ -185,6 +185,11 @@ int OutOfCore::SampleThreads() const {
   // 125 MiB with 2).
   if (memory_.budget_bytes == 0 || memory_.aggregated_input) return options_.sample_threads;
   return std::clamp(memory_.planned_in_flight, 1, options_.sample_threads);
+}
+
+int OutOfCore::GatherThreads() const {
+  if (memory_.budget_bytes == 0 || memory_.aggregated_input) return options_.gather_threads;
+  return std::clamp(memory_.planned_in_flight, 1, options_.gather_threads);
 }
 
 GatherGroupSize OutOfCore::FirstGatherGroup(bool training) const {

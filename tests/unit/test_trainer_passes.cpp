@@ -260,7 +260,7 @@ TEST_CASE("trainer passes: a device model with the rows on the host -- partition
   uint64_t budget = 64 << 10;
   Result<std::unique_ptr<pipeline::OutOfCoreTraining>> small = Status::Internal("unset");
   for (; budget < (1ull << 30); budget += budget / 16) {
-    small = pipeline::OpenOutOfCoreTraining(ds.get(), t, budget, pipeline::SamplingMode::kExact, 2,
+    small = pipeline::OpenOutOfCoreTraining(ds.get(), t, budget, pipeline::SamplingMode::kExact, 8,
                                             rows_on_host);
     if (small.ok()) break;
   }
@@ -270,8 +270,12 @@ TEST_CASE("trainer passes: a device model with the rows on the host -- partition
   CHECK(plan.find("activations") == std::string::npos);
   CHECK(plan.find("row upload:") != std::string::npos);
   CHECK(plan.find("device row cache index") != std::string::npos);
-  same_as_reference(
-      TrainWith(**small, t, pipeline::MakeOutOfCorePassRunner(small->get(), t, false)));
+  // The budget admits one batch at a time: one gather thread, not the two of 8 threads.
+  REQUIRE((*small)->ooc->memory_plan().planned_in_flight == 1);
+  const train::TrainSummary tight =
+      TrainWith(**small, t, pipeline::MakeOutOfCorePassRunner(small->get(), t, false));
+  same_as_reference(tight);
+  CHECK(nlohmann::json::parse(tight.epochs[0].pipeline_json)["stages"]["gather"]["threads"] == 1);
 }
 
 TEST_CASE(

@@ -124,6 +124,10 @@ class OutOfCore {
   // The sampler threads a pass runs: OutOfCoreOptions::sample_threads, at most the plan's batches
   // in flight when a row plan has a budget (more would wait, each keeping its ID map).
   int SampleThreads() const;
+  // The gather threads, likewise: OutOfCoreOptions::gather_threads, at most the plan's batches in
+  // flight with a budget (one batch admitted at a time keeps every other gather thread idle, and
+  // the stage report would divide the gather's busy time among them).
+  int GatherThreads() const;
   // Aggregated: the size of the first gather group of the next training or evaluation pass, and
   // what each of its batches is expected to hold once sampled (as RunPass will cut it).
   GatherGroupSize FirstGatherGroup(bool training) const;
