@@ -8,8 +8,12 @@
 #   e2e       one round of tools/bench/gpu_e2e.sh at the GPU bar's setting, TF32, 3 epochs:
 #             --sampler device, --sampler host, --sampler device --memory 141MiB, the row cache
 #             (--device-memory 256MiB, in memory and at --memory 512MiB), and the PyG peer
-#   sanitize  compute-sanitizer memcheck over the sampler, model, row-cache and ScatterRows cases,
-#             racecheck over the sampler's
+#   memcheck  compute-sanitizer memcheck over every test case but the benchmark and the deliberate
+#             out-of-memory one (whose failed cudaMalloc memcheck reports as an API error)
+#   racecheck compute-sanitizer racecheck, the device sampler's cases first, then every other case,
+#             within RACECHECK_S (default 180) of the budget; the log lists each case that finished
+#             (doctest --duration), so a run cut short says how far it got
+#   (sanitize: both)
 #   perf      skiff_gpu_tests --perf (aggregation vs cuSPARSE)
 # Each phase's output goes to OUT_DIR/PHASE.log, and a summary line per phase to stdout and
 # OUT_DIR/summary.txt. A phase that fails or runs out of time is reported and the next one runs.
@@ -23,7 +27,8 @@
 #
 # Environment: SKIFF (the command that runs skiff; default build/skiff, e.g. "pack/run skiff"),
 # GPU_TESTS (skiff_gpu_tests; default build/tests/skiff_gpu_tests, or "pack/run skiff_gpu_tests"),
-# BUDGET_S (seconds for all phases; default 540), PHASES (default "tests predict e2e sanitize perf"),
+# BUDGET_S (seconds for all phases; default 540), PHASES (default "tests memcheck racecheck predict
+# e2e perf": the sanitizers before the end-to-end runs, whose bars were measured on an H200),
 # DATA (where gpu_e2e.sh keeps its dataset; default /tmp/skiff-gpu-e2e).
 set -uo pipefail
 
@@ -60,7 +65,29 @@ echo "== gpu_checks $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git -C "$root" rev-p
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 |
   tee -a "$out/summary.txt"
 
-for phase in ${PHASES:-tests predict e2e sanitize perf}; do
+memcheck() {
+  run memcheck compute-sanitizer --tool memcheck --error-exitcode 3 $gpu_tests --duration=true \
+    --test-case-exclude="perf:*,DeviceArena larger than the device*"
+}
+
+# racecheck: the sampler's cases, then the rest under a cap of their own (the aggregation cases ran
+# over 100 s under racecheck on an H100), both logged to racecheck.log.
+racecheck() {
+  run racecheck compute-sanitizer --tool racecheck --error-exitcode 3 $gpu_tests --duration=true \
+    --test-case="device sampler*"
+  mv "$out/racecheck.log" "$out/racecheck.sampler.log"
+  local saved=$budget
+  budget=$((SECONDS - start + $(min "$(left)" "${RACECHECK_S:-180}")))
+  run racecheck compute-sanitizer --tool racecheck --error-exitcode 3 $gpu_tests --duration=true \
+    --test-case-exclude="perf:*,device sampler*,DeviceArena larger than the device*"
+  budget=$saved
+  cat "$out/racecheck.log" >>"$out/racecheck.sampler.log"
+  mv "$out/racecheck.sampler.log" "$out/racecheck.log"
+}
+
+min() { echo $(($1 < $2 ? $1 : $2)); }
+
+for phase in ${PHASES:-tests memcheck racecheck predict e2e perf}; do
   case $phase in
     tests) run tests $gpu_tests ;;
     predict) run predict bash "$root/tests/e2e/cuda_predict.sh" "${SKIFF:-$root/build/skiff}" none \
@@ -70,14 +97,14 @@ for phase in ${PHASES:-tests predict e2e sanitize perf}; do
       grep -E '^== |samples/s|pyg_peer|training pass|bound by|peak RSS|device row cache|FAILED' \
         "$out/e2e.log" | grep -v '^\s*$' >"$out/e2e.summary.txt" || true
       ;;
+    memcheck) memcheck ;;
+    racecheck) racecheck ;;
     sanitize)
-      run memcheck compute-sanitizer --tool memcheck --error-exitcode 3 $gpu_tests \
-        --test-case="device sampler*,cuda model*,ScatterRows*"
-      run racecheck compute-sanitizer --tool racecheck --error-exitcode 3 $gpu_tests \
-        --test-case="device sampler*"
+      memcheck
+      racecheck
       ;;
     perf) run perf $gpu_tests --perf ;;
-    *) echo "unknown phase '$phase' (expected tests, predict, e2e, sanitize or perf)" | tee -a "$out/summary.txt" ;;
+    *) echo "unknown phase '$phase' (expected tests, memcheck, racecheck, sanitize, predict, e2e or perf)" | tee -a "$out/summary.txt" ;;
   esac
 done
 echo "== done in $((SECONDS - start))s" | tee -a "$out/summary.txt"
