@@ -2,7 +2,8 @@
 # `skiff predict` layer by layer (the default on the CPU in memory) and in batches compute the same
 # model: with every neighbour at evaluation (--eval-fanouts -1,-1) they agree on the class of
 # every node but a few near-ties; with sampled evaluation fanouts (other samples) they are as
-# accurate. `skiff train --export` predicts as `skiff predict` does (byte for byte). Within
+# accurate. `skiff train --export` predicts as `skiff predict` does (byte for byte), from the best
+# checkpoint or, without one, the last epoch's model. Within
 # --memory, auto predicts in batches; layers is refused there.
 #   bash predict_layers.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -euo pipefail
@@ -22,6 +23,13 @@ run layers.log predict ds --checkpoint all.ckpt --out layers --threads 2
 run batches.log predict ds --checkpoint all.ckpt --out batches --threads 2 --inference batches
 cmp exported/predictions.npy layers/predictions.npy
 cmp exported/embeddings.npy layers/embeddings.npy
+# Without --checkpoint, --export writes the last epoch's model: after one epoch, the checkpointed
+# one (the run is deterministic), predicted after the run's partitions were freed.
+run train-last.log train ds --epochs 1 --threads 2 --eval-fanouts -1,-1 --export last
+run train-one.log train ds --epochs 1 --threads 2 --eval-fanouts -1,-1 --checkpoint one.ckpt
+run one.log predict ds --checkpoint one.ckpt --out one --threads 2
+cmp last/predictions.npy one/predictions.npy
+cmp last/embeddings.npy one/embeddings.npy
 run train-sampled.log train ds --epochs 2 --threads 2 --eval-fanouts 3,3 --checkpoint sampled.ckpt
 run sampled-layers.log predict ds --checkpoint sampled.ckpt --out sampled-layers --threads 2
 run sampled-batches.log predict ds --checkpoint sampled.ckpt --out sampled-batches --threads 2 \

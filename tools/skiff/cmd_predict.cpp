@@ -7,6 +7,7 @@
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
 #include "skiff/pipeline/trainer_passes.h"
+#include "skiff/train/export.h"
 #include "skiff/train/trainer.h"
 #include "tools/skiff/command.h"
 #include "tools/skiff/compute_device.h"
@@ -44,17 +45,7 @@ Status PredictByBatch(const PredictOptions& o, const format::Dataset& ds,
   trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, false));
   SKIFF_RETURN_IF_ERROR(OfferFeaturesToDevice(site, memory_bytes, trainer.get()));
   SKIFF_RETURN_IF_ERROR(trainer->Restore(ckpt).WithContext(o.checkpoint));
-  return ExportWith(Inference::kBatches, ds, *trainer, o.out);
-}
-
-// Layer by layer on the CPU, the graph and features in memory (train/layerwise_inference.h).
-Status PredictByLayer(const PredictOptions& o, const format::Dataset& ds,
-                      const train::Checkpoint& ckpt, const train::TrainOptions& t) {
-  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::InMemoryData> data, train::LoadInMemory(ds));
-  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
-                         train::Trainer::Create(data->data, t));
-  SKIFF_RETURN_IF_ERROR(trainer->Restore(ckpt).WithContext(o.checkpoint));
-  return ExportWith(Inference::kLayers, ds, *trainer, o.out, data.get());
+  return train::ExportPredictions(ds, *trainer, o.out);
 }
 
 int RunPredict(const PredictOptions& o) {
@@ -88,7 +79,7 @@ int RunPredict(const PredictOptions& o) {
       *ParseName(kInferenceNames, "inference mode", o.inference), *device, *memory_bytes);
   if (!inference.ok()) return ReportStatus("predict", inference.status());
   const Status done = *inference == Inference::kLayers
-                          ? PredictByLayer(o, **ds, *ckpt, *t)
+                          ? ExportByLayer(**ds, *ckpt, o.checkpoint, *t, o.out)
                           : PredictByBatch(o, **ds, *ckpt, *t, *device, *memory_bytes);
   if (!done.ok()) return ReportStatus("predict", done);
   std::printf("wrote predictions.npy and embeddings.npy for %lld nodes to %s\n",

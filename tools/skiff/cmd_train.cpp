@@ -15,6 +15,7 @@
 #include "skiff/pipeline/trainer_passes.h"
 #include "skiff/process.h"
 #include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/train/export.h"
 #include "skiff/train/trainer.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
@@ -96,10 +97,8 @@ Status CheckOutputs(const TrainCliOptions& o, const train::TrainOptions& t) {
   return Status::Ok();
 }
 
-// Prints the run's summary and, with --export, writes the best model's predictions (`inference`:
-// how; tools/skiff/inference.h).
-Status Finish(const TrainCliOptions& o, const format::Dataset& ds,
-              const train::TrainSummary& summary, Inference inference, train::Trainer* trainer) {
+// Prints the run's summary.
+void PrintSummary(const train::TrainSummary& summary, const train::TrainOptions& t) {
   double seconds = 0;
   for (const auto& e : summary.epochs) seconds += e.epoch_seconds;
   std::printf(
@@ -107,14 +106,39 @@ Status Finish(const TrainCliOptions& o, const format::Dataset& ds,
       "%.2f%%\n",
       summary.epochs.size(), FormatSeconds(seconds).c_str(), 100 * summary.best_valid_acc,
       static_cast<long long>(summary.best_epoch), 100 * summary.best_test_acc);
-  const std::string& checkpoint = trainer->options().checkpoint_path;
-  if (!checkpoint.empty()) std::printf("best model: %s\n", checkpoint.c_str());
-  if (o.export_dir.empty()) return Status::Ok();
-  if (!checkpoint.empty() && std::filesystem::exists(checkpoint)) {
-    SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint best, train::ReadCheckpoint(checkpoint));
-    SKIFF_RETURN_IF_ERROR(trainer->Restore(best));
+  if (!t.checkpoint_path.empty()) std::printf("best model: %s\n", t.checkpoint_path.c_str());
+}
+
+// The best model by validation accuracy when --checkpoint kept it, else none (the trainer's model
+// is the last epoch's).
+Result<std::optional<train::Checkpoint>> BestCheckpoint(const train::TrainOptions& t) {
+  if (t.checkpoint_path.empty() || !std::filesystem::exists(t.checkpoint_path)) {
+    return std::optional<train::Checkpoint>();
   }
-  SKIFF_RETURN_IF_ERROR(ExportWith(inference, ds, *trainer, o.export_dir));
+  SKIFF_ASSIGN_OR_RETURN(train::Checkpoint best, train::ReadCheckpoint(t.checkpoint_path));
+  return std::optional<train::Checkpoint>(std::move(best));
+}
+
+// With --export, writes the predictions of the best model (or the last epoch's, without
+// --checkpoint) as `inference` says (tools/skiff/inference.h). Layer by layer, the run's trainer
+// and partitions (`trainer`, `engine`) are freed first, since the dataset is loaded again for it:
+// the run's copy and that one are never held together (1m preset: peak RSS 3.77 -> 2.80 GiB).
+Status Export(const TrainCliOptions& o, const format::Dataset& ds, const train::TrainOptions& t,
+              int64_t last_epoch, Inference inference, std::unique_ptr<train::Trainer> trainer,
+              std::unique_ptr<pipeline::OutOfCoreTraining> engine) {
+  if (o.export_dir.empty()) return Status::Ok();
+  SKIFF_ASSIGN_OR_RETURN(std::optional<train::Checkpoint> best, BestCheckpoint(t));
+  if (inference == Inference::kLayers) {
+    if (!best.has_value()) {
+      SKIFF_ASSIGN_OR_RETURN(best, trainer->MakeCheckpoint(last_epoch));
+    }
+    trainer.reset();
+    engine.reset();
+    SKIFF_RETURN_IF_ERROR(ExportByLayer(ds, *best, "the exported model", t, o.export_dir));
+  } else {
+    if (best.has_value()) SKIFF_RETURN_IF_ERROR(trainer->Restore(*best));
+    SKIFF_RETURN_IF_ERROR(train::ExportPredictions(ds, *trainer, o.export_dir));
+  }
   std::printf("predictions and embeddings: %s\n", o.export_dir.c_str());
   return Status::Ok();
 }
@@ -171,7 +195,9 @@ Status Train(const TrainCliOptions& o) {
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
   SKIFF_ASSIGN_OR_RETURN(const Inference inference,
                          ResolveInference(Inference::kAuto, device, memory_bytes));
-  SKIFF_RETURN_IF_ERROR(Finish(o, *ds, summary, inference, trainer.get()));
+  PrintSummary(summary, t);
+  SKIFF_RETURN_IF_ERROR(Export(o, *ds, t, static_cast<int64_t>(summary.epochs.size()) - 1,
+                               inference, std::move(trainer), std::move(engine)));
   // Last, so that it covers the export too (what is left is freeing memory, which cannot raise it).
   if (memory_bytes > 0) {
     const std::string runtime =

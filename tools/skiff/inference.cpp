@@ -19,30 +19,26 @@ Result<Inference> ResolveInference(Inference asked, Device device, uint64_t memo
   return asked;
 }
 
-Status ExportWith(Inference inference, const format::Dataset& dataset, train::Trainer& trainer,
-                  const std::string& out_dir, train::InMemoryData* loaded) {
-  SKIFF_CHECK(inference != Inference::kAuto);
-  if (inference == Inference::kBatches) {
-    return train::ExportPredictions(dataset, trainer, out_dir);
-  }
+Status ExportByLayer(const format::Dataset& dataset, const train::Checkpoint& checkpoint,
+                     const std::string& checkpoint_name, const train::TrainOptions& options,
+                     const std::string& out_dir) {
   LogInfo("predicting layer by layer, the graph and features in memory");
-  std::unique_ptr<train::InMemoryData> own;
-  if (loaded == nullptr) {
-    SKIFF_ASSIGN_OR_RETURN(own, train::LoadInMemory(dataset));
-  }
-  train::InMemoryData* const data = loaded != nullptr ? loaded : own.get();
-  const train::TrainOptions& t = trainer.options();
-  if (t.feature_norm == train::FeatureNorm::kRow) data->features->NormalizeRows();
-  const train::LayerwiseOptions options{.fanouts = t.eval_fanouts,
-                                        .chunk_nodes = t.eval_batch_size,
-                                        .seed = t.seed,
-                                        .show_progress = t.show_progress};
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::InMemoryData> data, train::LoadInMemory(dataset));
+  if (options.feature_norm == train::FeatureNorm::kRow) data->features->NormalizeRows();
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
+                         train::Trainer::Create(data->data, options));
+  SKIFF_RETURN_IF_ERROR(trainer->Restore(checkpoint).WithContext(checkpoint_name));
+  const train::TrainOptions& t = trainer->options();
+  const train::LayerwiseOptions layerwise{.fanouts = t.eval_fanouts,
+                                          .chunk_nodes = t.eval_batch_size,
+                                          .seed = t.seed,
+                                          .show_progress = t.show_progress};
   return train::ExportPredictions(
       dataset,
       [&](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
           std::vector<float>* embeddings) {
-        return train::PredictByLayer(trainer.model(), *data->graph, *data->features, options, nodes,
-                                     classes, embeddings);
+        return train::PredictByLayer(trainer->model(), *data->graph, *data->features, layerwise,
+                                     nodes, classes, embeddings);
       },
       out_dir);
 }

@@ -1,7 +1,7 @@
 // How `skiff predict` and `skiff train --export` compute every node's prediction: layer by layer
 // over the graph and features held in memory (train/layerwise_inference.h: each node's
 // representation computed once per layer), or in batches of seeds through the run's pipeline, as
-// evaluation does (within --memory, and on the GPU).
+// evaluation does (within --memory, and on the GPU: train::ExportPredictions with the Trainer).
 //
 // Thread safety: plain functions, called from the command's thread.
 #pragma once
@@ -25,11 +25,14 @@ inline constexpr EnumName<Inference> kInferenceNames[] = {
 // InvalidArgument, naming the option, when layers is asked for where it cannot run.
 Result<Inference> ResolveInference(Inference asked, Device device, uint64_t memory_bytes);
 
-// Writes the predictions and embeddings of every node (train::ExportPredictions) of the trainer's
-// model into `out_dir`: with kBatches by Trainer::Predict; with kLayers from the dataset's graph
-// and features in memory -- `loaded` when given (train::LoadInMemory of `dataset`), else loaded
-// here -- their rows normalised in place first when the run's options say so (--feature-norm row).
-Status ExportWith(Inference inference, const format::Dataset& dataset, train::Trainer& trainer,
-                  const std::string& out_dir, train::InMemoryData* loaded = nullptr);
+// Layer by layer from a checkpoint: loads the dataset's graph and features (train::LoadInMemory;
+// rows normalised in place when `options` say --feature-norm row), restores `checkpoint` (errors
+// name `checkpoint_name`) into a CPU model built with `options`, and writes every node's
+// prediction and embedding into `out_dir` (train::ExportPredictions). What `skiff predict` runs,
+// and `skiff train --export` once the run's partitions are freed, so that the run's copy of the
+// dataset and this one are never held at once.
+Status ExportByLayer(const format::Dataset& dataset, const train::Checkpoint& checkpoint,
+                     const std::string& checkpoint_name, const train::TrainOptions& options,
+                     const std::string& out_dir);
 
 }  // namespace skiff::cli
