@@ -19,7 +19,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build=${1:-$root/build}
 out=${2:-$root/.pack/gpu}
 packer=${PACKER:-$root/../shared/tools/device-pack}
-limit_mib=48 # the device call carries 64 MiB with the working tree; leave room for it
+limit_mib=48 # copied to the GPU machine beside the working tree, 64 MiB in all: leave room for it
 
 for f in "$build/skiff" "$build/tests/skiff_gpu_tests" "$build/libskiff_cuda.so"; do
   [[ -f $f ]] || {
