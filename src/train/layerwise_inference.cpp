@@ -7,7 +7,7 @@
 #include <string>
 #include <thread>
 
-#include "kernels/cpu/parallel.h"
+#include "kernels/cpu/gather.h"
 #include "skiff/mutex.h"
 #include "skiff/progress.h"
 #include "skiff/sampler/neighbor_sampler.h"
@@ -38,13 +38,7 @@ Status PrepareChunk(const sampler::NeighborSampler& sampler, const LayerInput& i
   const auto count = static_cast<int64_t>(sources.size());
   chunk->rows.resize(static_cast<size_t>(count * input.dim));
   if (input.rows == nullptr) return input.features->Gather(sources, chunk->rows.data());
-  const size_t row_bytes = sizeof(float) * static_cast<size_t>(input.dim);
-  cpu::ParallelFor(count, 4096, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      std::memcpy(chunk->rows.data() + i * input.dim, input.rows + sources[i] * input.dim,
-                  row_bytes);
-    }
-  });
+  cpu::GatherRows(input.rows, input.dim, sources.data(), count, chunk->rows.data());
   return Status::Ok();
 }
 
@@ -238,10 +232,8 @@ Status EmbeddingsOf(std::span<const int64_t> nodes, const sampler::FeatureSource
     return Status::Ok();
   }
   embeddings->resize(nodes.size() * static_cast<size_t>(dim));
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    std::memcpy(embeddings->data() + i * static_cast<size_t>(dim),
-                last_input->data() + nodes[i] * dim, sizeof(float) * static_cast<size_t>(dim));
-  }
+  cpu::GatherRows(last_input->data(), dim, nodes.data(), static_cast<int64_t>(nodes.size()),
+                  embeddings->data());
   return Status::Ok();
 }
 
