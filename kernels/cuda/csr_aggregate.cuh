@@ -17,8 +17,9 @@
 // synchronisation, with a device printf naming the op. With a null indptr there is nothing to
 // check against, and the call is refused on the host.
 //
-// Long rows. Rows of more than detail::kLongRowEdges edges (hub rows of full-neighbourhood blocks,
-// power-law degrees) are split over several blocks of warps (kernels/cuda/spmm.cuh); the forward
+// Long rows. Rows of more than detail::kGatherLongRowEdges edges (kScatterLongRowEdges for the
+// atomic backward; hub rows of full-neighbourhood blocks, power-law degrees) are split over several
+// blocks of warps (kernels/cuda/spmm.cuh); the forward
 // and the transposed backward stay deterministic, but such rows sum their edges in a different
 // order than the CPU (rows up to the threshold keep the CPU's order at dims >= 128 with float4).
 //

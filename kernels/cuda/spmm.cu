@@ -1,5 +1,8 @@
 #include "kernels/cuda/spmm.cuh"
 
+#include <algorithm>
+#include <string>
+
 #include "kernels/cuda/common.cuh"
 
 namespace skiff::cuda::detail {
@@ -9,14 +12,11 @@ namespace {
 template <bool kVec4>
 constexpr int kColsPerLane = kVec4 ? 4 : 1;
 
-// Source-row loads a lane issues before it uses any of them on a long row (see GatherEdges).
-constexpr int kGatherUnroll = 4;
-
 // Scatter blocks per SM (__launch_bounds__): caps its registers at 48, what the warp-per-row
-// scatter used before the long-row path shared its kernel. The gather is left to the compiler (64
-// registers, four blocks per SM): a 40-register cap (six blocks, the old count, with the old
-// one-load loop for short rows) made it spill and measured 5% slower on sampled blocks and 30%
-// slower when every row is long.
+// scatter used before the long-row path shared its kernel. The gather's is a template parameter
+// (SpmmTuning::min_blocks, default kGatherMinBlocks = 4: 64 registers): a 40-register cap (six
+// blocks) made it spill and measured 5% slower on sampled blocks and 30% slower when every row is
+// long on an H100, 23% slower over the tuning sweep's blocks on an H200.
 constexpr int kScatterMinBlocks = 5;
 
 // The scatter adds a float4 with one 16-byte atomicAdd (sm_90+: one RED.128 per lane instead of
@@ -53,8 +53,8 @@ __device__ __forceinline__ float RowMean(const SpmmArgs& a, int64_t begin, int64
              : 1.0f;
 }
 
-__device__ __forceinline__ bool IsLongRow(int64_t begin, int64_t end) {
-  return end - begin > kLongRowEdges;
+__device__ __forceinline__ bool IsLongRow(const SpmmArgs& a, int64_t begin, int64_t end) {
+  return end - begin > a.long_row_edges;
 }
 
 // How a warp's lanes split into lane groups: G lanes (a power of two) per edge, 32 / G edges in
@@ -80,7 +80,7 @@ struct LaneGroups {
 // rows in flight; a branch around each load and its use (the earlier form) left one per warp, which
 // sampled blocks hide with many warps but a long row, which has few, cannot. (Loading the next
 // chunk's pairs ahead of the current chunk's rows measured no faster and costs registers.)
-template <bool kVec4>
+template <bool kVec4, int kUnroll>
 __device__ __forceinline__ void GatherEdges(const SpmmArgs& a, const LaneGroups& lg,
                                             int64_t first_chunk, int64_t chunk_stride, int64_t end,
                                             int64_t seg, float row_mean, const float* x_seg,
@@ -97,11 +97,11 @@ __device__ __forceinline__ void GatherEdges(const SpmmArgs& a, const LaneGroups&
       my_w = EdgeWeight(a, j, seg, row_mean);
     }
     const int n = static_cast<int>(min(static_cast<int64_t>(kWarpSize), end - chunk));
-    for (int k0 = 0; k0 < n; k0 += lg.groups * kGatherUnroll) {
-      float4 v[kGatherUnroll];
-      float w[kGatherUnroll];
+    for (int k0 = 0; k0 < n; k0 += lg.groups * kUnroll) {
+      float4 v[kUnroll];
+      float w[kUnroll];
 #pragma unroll
-      for (int u = 0; u < kGatherUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         const int k = k0 + u * lg.groups + lg.group;  // may pass n (and 32) on the last step
         const int32_t s = __shfl_sync(0xffffffffu, my_src, k & (kWarpSize - 1));
         const float wk = __shfl_sync(0xffffffffu, my_w, k & (kWarpSize - 1));
@@ -118,7 +118,7 @@ __device__ __forceinline__ void GatherEdges(const SpmmArgs& a, const LaneGroups&
         }
       }
 #pragma unroll
-      for (int u = 0; u < kGatherUnroll; ++u) {
+      for (int u = 0; u < kUnroll; ++u) {
         acc.x += w[u] * v[u].x;
         if constexpr (kVec4) {
           acc.y += w[u] * v[u].y;
@@ -148,10 +148,9 @@ __device__ __forceinline__ void CombineGroups(const LaneGroups& lg, float4& acc)
 // do not stall the warp, so a plain loop keeps enough in flight).
 template <bool kVec4>
 __device__ __forceinline__ void ScatterEdges(const SpmmArgs& a, const LaneGroups& lg,
-                                             int64_t first_chunk, int64_t chunk_stride,
-                                             int64_t end, int64_t seg, float row_mean,
-                                             float* out_seg, int64_t col, bool active,
-                                             const float4& g) {
+                                             int64_t first_chunk, int64_t chunk_stride, int64_t end,
+                                             int64_t seg, float row_mean, float* out_seg,
+                                             int64_t col, bool active, const float4& g) {
   const int lane = Lane();
   const int64_t row_stride = a.segments * a.dim;
   for (int64_t chunk = first_chunk; chunk < end; chunk += chunk_stride) {
@@ -194,7 +193,7 @@ struct LongUnit {
     row = unit / per_row;
     const int64_t rest = unit % per_row;
     seg = rest / a.slices;
-    col0 = (rest % a.slices) * kLongSliceCols;
+    col0 = (rest % a.slices) << a.long_slice_shift;
   }
 };
 
@@ -210,7 +209,7 @@ __device__ __forceinline__ int FindLongUnits(const SpmmArgs& a, int64_t base, in
   const int64_t unit = base + static_cast<int64_t>(a.long_blocks) * threadIdx.x;
   if (unit < units) {
     const int64_t row = unit / (a.segments * a.slices);
-    if (IsLongRow(a.indptr[row], a.indptr[row + 1])) {
+    if (IsLongRow(a, a.indptr[row], a.indptr[row + 1])) {
       s_units[atomicAdd(s_count, 1)] = unit;  // order does not matter: units are independent
     }
   }
@@ -218,77 +217,95 @@ __device__ __forceinline__ int FindLongUnits(const SpmmArgs& a, int64_t base, in
   return *s_count;
 }
 
-// Short rows (at most kLongRowEdges edges): one warp per (row, segment). The warp is split into
+// Long rows: the first long_blocks blocks find their units (FindLongUnits). A unit is one block's:
+// warp w takes the row's 32-edge chunks w, w + 8, ... for the unit's long_slice_cols columns (lane
+// groups of long_group_lanes), and the 8 warps' sums are added in shared memory in warp order
+// (deterministic), then written by the block's first long_slice_cols threads.
+template <bool kVec4, int kUnroll>
+__device__ __forceinline__ void GatherLongRows(const SpmmArgs& a) {
+  constexpr int kCpl = kColsPerLane<kVec4>;
+  const int64_t row_stride = a.segments * a.dim;
+  __shared__ float s_part[kWarpsPerRowBlock][kMaxLongSliceCols];
+  __shared__ int64_t s_units[kRowBlockThreads];
+  __shared__ int s_count;
+  const LaneGroups lg(a.long_group_lanes);
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int64_t slice_col = static_cast<int64_t>(lg.lane_in_group) * kCpl;  // < slice
+  const int64_t units = a.num_rows * a.segments * a.slices;
+  for (int64_t base = blockIdx.x; base < units;
+       base += static_cast<int64_t>(a.long_blocks) * kRowBlockThreads) {
+    const int count = FindLongUnits(a, base, units, s_units, &s_count);
+    for (int i = 0; i < count; ++i) {
+      const LongUnit u(a, s_units[i]);
+      const int64_t begin = a.indptr[u.row], end = a.indptr[u.row + 1];
+      const int64_t col = u.col0 + slice_col;
+      const bool active = col < a.dim;
+      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+      GatherEdges<kVec4, kUnroll>(a, lg, begin + static_cast<int64_t>(warp) * kWarpSize,
+                                  static_cast<int64_t>(kWarpsPerRowBlock) * kWarpSize, end, u.seg,
+                                  RowMean(a, begin, end), a.x + u.seg * a.dim, col, active, acc);
+      CombineGroups<kVec4>(lg, acc);
+      if (active && lg.group == 0) {
+        s_part[warp][slice_col] = acc.x;
+        if constexpr (kVec4) {
+          s_part[warp][slice_col + 1] = acc.y;
+          s_part[warp][slice_col + 2] = acc.z;
+          s_part[warp][slice_col + 3] = acc.w;
+        }
+      }
+      __syncthreads();
+      // Every column of the slice below dim was written above: the groups cover
+      // long_group_lanes * kCpl >= min(dim, long_slice_cols) columns.
+      const int t = static_cast<int>(threadIdx.x);
+      if (t < a.long_slice_cols && u.col0 + t < a.dim) {
+        float sum = s_part[0][t];
+#pragma unroll
+        for (int w = 1; w < kWarpsPerRowBlock; ++w) sum += s_part[w][t];
+        a.out[u.row * row_stride + u.seg * a.dim + u.col0 + t] = sum;
+      }
+      __syncthreads();  // s_part is rewritten by the next unit
+    }
+    __syncthreads();  // s_units and s_count are rewritten by the next round
+  }
+}
+
+// Loads the offsets of task `task`'s row into *begin and *end, if task < tasks.
+__device__ __forceinline__ void LoadRowOffsets(const SpmmArgs& a, int64_t task, int64_t tasks,
+                                               int64_t* begin, int64_t* end) {
+  if (task >= tasks) return;
+  const int64_t row = task / a.segments;
+  *begin = a.indptr[row];
+  *end = a.indptr[row + 1];
+}
+
+// Short rows (at most long_row_edges edges): one warp per (row, segment). The warp is split into
 // 32 / G lane groups of G lanes (G = group_lanes, chosen so a group covers a column tile: G = 32
 // for dim >= 128 with float4, so one edge's 512-byte row is one warp-wide load; G = 4 for a 16-wide
 // GAT head, so 8 edges are in flight per step). Group g accumulates edges g, g + 32/G, ... of its
 // columns; the groups' partial sums are combined with shuffles at the end of each column tile.
-//
-// Long rows: the first long_blocks blocks find their units (FindLongUnits). A unit is one block's:
-// warp w takes the row's 32-edge chunks w, w + 8, ... for the unit's 32 columns (lane groups of
-// long_group_lanes), and the 8 warps' sums are added in shared memory in warp order
-// (deterministic), then written by the first warp.
-template <bool kVec4>
-__global__ void __launch_bounds__(kRowBlockThreads) SpmmGatherKernel(SpmmArgs a) {
+// With kPrefetch (a grid smaller than the rows), a warp loads its next row's offsets before it
+// sums the current row, so that dependent load is off the next row's critical path.
+template <bool kVec4, int kUnroll, bool kPrefetch>
+__device__ __forceinline__ void GatherShortRows(const SpmmArgs& a) {
   constexpr int kCpl = kColsPerLane<kVec4>;
   const int64_t row_stride = a.segments * a.dim;
-
-  if (blockIdx.x < static_cast<unsigned>(a.long_blocks)) {
-    __shared__ float s_part[kWarpsPerRowBlock][kLongSliceCols];
-    __shared__ int64_t s_units[kRowBlockThreads];
-    __shared__ int s_count;
-    const LaneGroups lg(a.long_group_lanes);
-    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-    const int64_t slice_col = static_cast<int64_t>(lg.lane_in_group) * kCpl;  // < 32
-    const int64_t units = a.num_rows * a.segments * a.slices;
-    for (int64_t base = blockIdx.x; base < units;
-         base += static_cast<int64_t>(a.long_blocks) * kRowBlockThreads) {
-      const int count = FindLongUnits(a, base, units, s_units, &s_count);
-      for (int i = 0; i < count; ++i) {
-        const LongUnit u(a, s_units[i]);
-        const int64_t begin = a.indptr[u.row], end = a.indptr[u.row + 1];
-        const int64_t col = u.col0 + slice_col;
-        const bool active = col < a.dim;
-        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-        GatherEdges<kVec4>(a, lg, begin + static_cast<int64_t>(warp) * kWarpSize,
-                           static_cast<int64_t>(kWarpsPerRowBlock) * kWarpSize, end, u.seg,
-                           RowMean(a, begin, end), a.x + u.seg * a.dim, col, active, acc);
-        CombineGroups<kVec4>(lg, acc);
-        if (active && lg.group == 0) {
-          s_part[warp][slice_col] = acc.x;
-          if constexpr (kVec4) {
-            s_part[warp][slice_col + 1] = acc.y;
-            s_part[warp][slice_col + 2] = acc.z;
-            s_part[warp][slice_col + 3] = acc.w;
-          }
-        }
-        __syncthreads();
-        // Every column of the slice below dim was written above: the groups cover
-        // long_group_lanes * kCpl >= min(dim, 32) columns.
-        const int t = static_cast<int>(threadIdx.x);
-        if (t < kLongSliceCols && u.col0 + t < a.dim) {
-          float sum = s_part[0][t];
-#pragma unroll
-          for (int w = 1; w < kWarpsPerRowBlock; ++w) sum += s_part[w][t];
-          a.out[u.row * row_stride + u.seg * a.dim + u.col0 + t] = sum;
-        }
-        __syncthreads();  // s_part is rewritten by the next unit
-      }
-      __syncthreads();  // s_units and s_count are rewritten by the next round
-    }
-    return;
-  }
-
   const LaneGroups lg(a.group_lanes);
   const int64_t tile_cols = static_cast<int64_t>(lg.group_lanes) * kCpl;
   const int64_t first_warp =
       (static_cast<int64_t>(blockIdx.x - a.long_blocks) * blockDim.x + threadIdx.x) / kWarpSize;
   const int64_t warps = static_cast<int64_t>(gridDim.x - a.long_blocks) * blockDim.x / kWarpSize;
   const int64_t tasks = a.num_rows * a.segments;
+  int64_t next_begin = 0, next_end = 0;
+  if constexpr (kPrefetch) LoadRowOffsets(a, first_warp, tasks, &next_begin, &next_end);
   for (int64_t task = first_warp; task < tasks; task += warps) {
     const int64_t row = task / a.segments, seg = task % a.segments;
-    const int64_t begin = a.indptr[row], end = a.indptr[row + 1];
-    if (IsLongRow(begin, end)) continue;  // long-row blocks write it
+    int64_t begin = next_begin, end = next_end;
+    if constexpr (kPrefetch) {
+      LoadRowOffsets(a, task + warps, tasks, &next_begin, &next_end);
+    } else {
+      LoadRowOffsets(a, task, tasks, &begin, &end);
+    }
+    if (IsLongRow(a, begin, end)) continue;  // long-row blocks write it
     const float row_mean = RowMean(a, begin, end);
     const float* x_seg = a.x + seg * a.dim;
     float* out_row = a.out + row * row_stride + seg * a.dim;
@@ -296,7 +313,8 @@ __global__ void __launch_bounds__(kRowBlockThreads) SpmmGatherKernel(SpmmArgs a)
       const int64_t col = col0 + static_cast<int64_t>(lg.lane_in_group) * kCpl;
       const bool active = col < a.dim;
       float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-      GatherEdges<kVec4>(a, lg, begin, kWarpSize, end, seg, row_mean, x_seg, col, active, acc);
+      GatherEdges<kVec4, kUnroll>(a, lg, begin, kWarpSize, end, seg, row_mean, x_seg, col, active,
+                                  acc);
       CombineGroups<kVec4>(lg, acc);
       if (!active || lg.group != 0) continue;
       if constexpr (kVec4) {
@@ -305,6 +323,17 @@ __global__ void __launch_bounds__(kRowBlockThreads) SpmmGatherKernel(SpmmArgs a)
         out_row[col] = acc.x;
       }
     }
+  }
+}
+
+// The gather: long-row blocks first, then short-row blocks (see above). kMinBlocks is the
+// __launch_bounds__ occupancy the compiler must fit (1: its own choice of registers).
+template <bool kVec4, int kUnroll, bool kPrefetch, int kMinBlocks>
+__global__ void __launch_bounds__(kRowBlockThreads, kMinBlocks) SpmmGatherKernel(SpmmArgs a) {
+  if (blockIdx.x < static_cast<unsigned>(a.long_blocks)) {
+    GatherLongRows<kVec4, kUnroll>(a);
+  } else {
+    GatherShortRows<kVec4, kUnroll, kPrefetch>(a);
   }
 }
 
@@ -327,7 +356,7 @@ __device__ __forceinline__ float4 LoadTile(const float* x_row, int64_t col, bool
 // with atomicAdd (RED in L2: one 16-byte RED per lane for float4 tiles on sm_90). Contention is
 // limited to sources shared by many walked rows, which in sampled blocks are few. Long rows: units
 // found by the first long_blocks blocks as in the gather; warp w of the block scatters chunks w,
-// w + 8, ... of the unit's 32 columns.
+// w + 8, ... of the unit's columns.
 template <bool kVec4>
 __global__ void __launch_bounds__(kRowBlockThreads, kScatterMinBlocks)
     SpmmScatterKernel(SpmmArgs a) {
@@ -339,7 +368,7 @@ __global__ void __launch_bounds__(kRowBlockThreads, kScatterMinBlocks)
     __shared__ int s_count;
     const LaneGroups lg(a.long_group_lanes);
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-    const int64_t slice_col = static_cast<int64_t>(lg.lane_in_group) * kCpl;  // < 32
+    const int64_t slice_col = static_cast<int64_t>(lg.lane_in_group) * kCpl;  // < slice
     const int64_t units = a.num_rows * a.segments * a.slices;
     for (int64_t base = blockIdx.x; base < units;
          base += static_cast<int64_t>(a.long_blocks) * kRowBlockThreads) {
@@ -349,8 +378,7 @@ __global__ void __launch_bounds__(kRowBlockThreads, kScatterMinBlocks)
         const int64_t begin = a.indptr[u.row], end = a.indptr[u.row + 1];
         const int64_t col = u.col0 + slice_col;
         const bool active = col < a.dim;
-        const float4 g =
-            LoadTile<kVec4>(a.x + u.row * row_stride + u.seg * a.dim, col, active);
+        const float4 g = LoadTile<kVec4>(a.x + u.row * row_stride + u.seg * a.dim, col, active);
         ScatterEdges<kVec4>(a, lg, begin + static_cast<int64_t>(warp) * kWarpSize,
                             static_cast<int64_t>(kWarpsPerRowBlock) * kWarpSize, end, u.seg,
                             RowMean(a, begin, end), a.out + u.seg * a.dim, col, active, g);
@@ -369,7 +397,7 @@ __global__ void __launch_bounds__(kRowBlockThreads, kScatterMinBlocks)
   for (int64_t task = first_warp; task < tasks; task += warps) {
     const int64_t row = task / a.segments, seg = task % a.segments;
     const int64_t begin = a.indptr[row], end = a.indptr[row + 1];
-    if (begin == end || IsLongRow(begin, end)) continue;  // long rows: long-row blocks
+    if (begin == end || IsLongRow(a, begin, end)) continue;  // long rows: long-row blocks
     const float row_mean = RowMean(a, begin, end);
     const float* x_row = a.x + row * row_stride + seg * a.dim;
     float* out_seg = a.out + seg * a.dim;
@@ -397,48 +425,124 @@ int GroupLanes(int64_t cols, bool vec4) {
   return g;
 }
 
-// Grid: `long_blocks` blocks that look for long rows' units (one per unit up to kMaxLongBlocks:
+// Grid: `long_blocks` blocks that look for long rows' units (one per unit up to max_long_blocks:
 // a small block gets few, a large one has each check several per round), then one warp per
-// (row, segment) task, 8 warps per 256-thread block, grid-stride beyond kMaxGridBlocks. Warp-per-
-// row keeps a short row's edge list in one warp (no inter-warp reduction) and gives 128-column
-// tiles full 512-byte coalesced row reads with float4. The long-row blocks come first so that hub
-// rows start with the first wave.
+// (row, segment) task, 8 warps per 256-thread block, grid-stride beyond kMaxGridBlocks (or beyond
+// tuning.short_blocks). Warp-per-row keeps a short row's edge list in one warp (no inter-warp
+// reduction) and gives 128-column tiles full 512-byte coalesced row reads with float4. The
+// long-row blocks come first so that hub rows start with the first wave.
 struct SpmmShape {
   SpmmArgs args;
   unsigned grid = 0;
   bool vec4 = false;
 };
 
-SpmmShape Shape(const SpmmArgs& args) {
+SpmmShape Shape(const SpmmArgs& args, const SpmmTuning& tuning) {
   SpmmShape shape{args};
   SpmmArgs& a = shape.args;
   shape.vec4 = CanUseVec4(a);
   a.group_lanes = GroupLanes(a.dim, shape.vec4);
-  a.long_group_lanes = GroupLanes(std::min(a.dim, kLongSliceCols), shape.vec4);
-  a.slices = CeilDiv(a.dim, kLongSliceCols);
+  // A slice is at most what one warp's lanes cover: 128 columns with float4, 32 without.
+  a.long_slice_cols = std::min<int64_t>(tuning.long_slice_cols, kWarpSize * (shape.vec4 ? 4 : 1));
+  a.long_slice_shift = a.long_slice_cols == 32 ? 5 : a.long_slice_cols == 64 ? 6 : 7;
+  a.long_row_edges = tuning.long_row_edges;
+  a.long_group_lanes = GroupLanes(std::min(a.dim, a.long_slice_cols), shape.vec4);
+  a.slices = CeilDiv(a.dim, a.long_slice_cols);
   a.long_blocks =
-      static_cast<int>(std::min(a.num_rows * a.segments * a.slices, kMaxLongBlocks));
-  shape.grid = static_cast<unsigned>(a.long_blocks) +
-               GridFor(a.num_rows * a.segments, kWarpsPerRowBlock);
+      static_cast<int>(std::min(a.num_rows * a.segments * a.slices, tuning.max_long_blocks));
+  unsigned short_grid = GridFor(a.num_rows * a.segments, kWarpsPerRowBlock);
+  if (tuning.short_blocks > 0) {
+    short_grid = static_cast<unsigned>(std::min<int64_t>(short_grid, tuning.short_blocks));
+  }
+  shape.grid = static_cast<unsigned>(a.long_blocks) + short_grid;
   return shape;
+}
+
+Status CheckTuning(const SpmmTuning& t) {
+  const bool ok = t.long_row_edges >= 0 && t.max_long_blocks >= 1 &&
+                  (t.long_slice_cols == 32 || t.long_slice_cols == 64 ||
+                   t.long_slice_cols == kMaxLongSliceCols) &&
+                  (t.unroll == 4 || t.unroll == 8) &&
+                  (t.min_blocks == 1 || (t.min_blocks >= 4 && t.min_blocks <= 6)) &&
+                  t.short_blocks >= kShortBlocksAuto;
+  if (ok) return Status::Ok();
+  return Status::InvalidArgument(
+      "SpmmTuning: long_row_edges " + std::to_string(t.long_row_edges) + ", max_long_blocks " +
+      std::to_string(t.max_long_blocks) + ", long_slice_cols " + std::to_string(t.long_slice_cols) +
+      ", unroll " + std::to_string(t.unroll) + ", min_blocks " + std::to_string(t.min_blocks) +
+      ", short_blocks " + std::to_string(t.short_blocks) +
+      " (see spmm.cuh for the values allowed)");
+}
+
+// The current device's multiprocessor count, cached per thread and device (cudaGetDevice is a
+// host-side lookup); 0 if the runtime cannot say.
+int Multiprocessors() {
+  thread_local int cached_device = -1;
+  thread_local int cached_count = 0;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  if (device != cached_device) {
+    int count = 0;
+    if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      return 0;
+    }
+    cached_device = device;
+    cached_count = count;
+  }
+  return cached_count;
+}
+
+// The gather kernel instantiation a tuning picks (kPrefetch exactly when short_blocks > 0).
+using GatherKernel = void (*)(SpmmArgs);
+
+template <bool kVec4, int kUnroll, bool kPrefetch>
+GatherKernel PickMinBlocks(int min_blocks) {
+  switch (min_blocks) {
+    case 4:
+      return SpmmGatherKernel<kVec4, kUnroll, kPrefetch, 4>;
+    case 5:
+      return SpmmGatherKernel<kVec4, kUnroll, kPrefetch, 5>;
+    case 6:
+      return SpmmGatherKernel<kVec4, kUnroll, kPrefetch, 6>;
+    default:
+      return SpmmGatherKernel<kVec4, kUnroll, kPrefetch, 1>;
+  }
+}
+
+template <bool kVec4, int kUnroll>
+GatherKernel PickPrefetch(const SpmmTuning& t) {
+  return t.short_blocks > 0 ? PickMinBlocks<kVec4, kUnroll, true>(t.min_blocks)
+                            : PickMinBlocks<kVec4, kUnroll, false>(t.min_blocks);
+}
+
+template <bool kVec4>
+GatherKernel PickUnroll(const SpmmTuning& t) {
+  return t.unroll == 8 ? PickPrefetch<kVec4, 8>(t) : PickPrefetch<kVec4, 4>(t);
 }
 
 }  // namespace
 
-Status LaunchSpmmGather(const SpmmArgs& args, cudaStream_t stream) {
+Status LaunchSpmmGather(const SpmmArgs& args, cudaStream_t stream, const SpmmTuning& requested) {
+  SKIFF_RETURN_IF_ERROR(CheckTuning(requested));
   if (args.num_rows == 0 || args.dim == 0 || args.segments == 0) return Status::Ok();
-  const SpmmShape shape = Shape(args);
-  if (shape.vec4) {
-    SpmmGatherKernel<true><<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
-  } else {
-    SpmmGatherKernel<false><<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
+  SpmmTuning tuning = requested;
+  if (tuning.short_blocks == kShortBlocksAuto) {
+    tuning.short_blocks = kShortBlocksPerSm * Multiprocessors();  // 0 if unknown: warp per row
   }
+  const SpmmShape shape = Shape(args, tuning);
+  const GatherKernel kernel = shape.vec4 ? PickUnroll<true>(tuning) : PickUnroll<false>(tuning);
+  kernel<<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
   return CheckLaunch("SpmmGatherKernel");
 }
 
 Status LaunchSpmmScatter(const SpmmArgs& args, cudaStream_t stream) {
   if (args.num_rows == 0 || args.dim == 0 || args.segments == 0) return Status::Ok();
-  const SpmmShape shape = Shape(args);
+  SpmmTuning scatter;  // only the long-row fields and short_blocks apply to the scatter
+  scatter.long_row_edges = kScatterLongRowEdges;
+  scatter.long_slice_cols = kScatterSliceCols;
+  scatter.max_long_blocks = kMaxLongBlocks;
+  scatter.short_blocks = 0;
+  const SpmmShape shape = Shape(args, scatter);
   if (shape.vec4) {
     SpmmScatterKernel<true><<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
   } else {

@@ -4,7 +4,8 @@
 //
 // Tolerance: |gpu - cpu| <= 1e-5 * M + 1e-6, where M is the same aggregation applied to |x| and
 // |w| (the sum of absolute terms, which bounds fp32 rounding error of any summation order). Rows
-// longer than detail::kLongRowEdges are summed by several warps and blocks (a different order than
+// longer than detail::kGatherLongRowEdges (the gather) or kScatterLongRowEdges (the scatter) are
+// summed by several warps and blocks (a different order than
 // the CPU's); their error is dominated by the CPU's own sequential sum, about sqrt(deg) * 6e-8 * M
 // for random signs, 6e-6 * M at degree 10,000.
 #include <doctest/doctest.h>
@@ -209,9 +210,9 @@ TEST_CASE("CsrAggregate rejects bad arguments with a message") {
   // block against (a null indptr). With an indptr it is accepted, and a device-side check traps if
   // the block has edges; that case kills the context, so it is not exercised here.
   for (const int64_t num_dst : {int64_t{0}, int64_t{3}}) {
-    const Status no_weights = cuda::CsrAggregateForward(
-        num_dst, 4, nullptr, nullptr, nullptr, AggregateMode::kWeighted, nullptr, 4, nullptr,
-        stream.get());
+    const Status no_weights =
+        cuda::CsrAggregateForward(num_dst, 4, nullptr, nullptr, nullptr, AggregateMode::kWeighted,
+                                  nullptr, 4, nullptr, stream.get());
     CHECK(no_weights.code() == StatusCode::kInvalidArgument);
     CHECK_MESSAGE(no_weights.message().find(num_dst == 0 ? "edge_weight" : "indptr is null") !=
                       std::string::npos,
@@ -252,27 +253,29 @@ TEST_CASE("CsrAggregate kWeighted accepts a null edge_weight for a block without
     CHECK(dgx.Download(s) == std::vector<float>(b.num_src * dim, 0.0f));
     const Transposed t = Transpose(b, db, s);
     dgx.Fill(0xff, s);
-    SKIFF_REQUIRE_OK(cuda::CsrAggregateBackwardTransposed(b.num_dst, b.num_src, db.indptr.get(),
-                                                          t.view(), nullptr,
-                                                          AggregateMode::kWeighted, dg.get(), dim,
-                                                          dgx.get(), s));
+    SKIFF_REQUIRE_OK(cuda::CsrAggregateBackwardTransposed(
+        b.num_dst, b.num_src, db.indptr.get(), t.view(), nullptr, AggregateMode::kWeighted,
+        dg.get(), dim, dgx.get(), s));
     CHECK(dgx.Download(s) == std::vector<float>(b.num_src * dim, 0.0f));
   }
 }
 
-// Blocks for the long-row path (rows of more than kLongRowEdges edges, split over warps and
-// blocks; kernels/cuda/spmm.cuh): rows exactly at the threshold and just past it, at multiples of
-// the 8-warp chunk round (256 edges), many long rows, power-law degrees, and more long-row units
-// than one round of the long-row blocks' search covers.
+// Blocks for the long-row path (rows of more than kGatherLongRowEdges edges for the gather and
+// kScatterLongRowEdges for the scatter, split over warps and blocks; kernels/cuda/spmm.cuh): rows
+// exactly at either threshold and just past it, at multiples of the 8-warp chunk round (256
+// edges), many long rows, power-law degrees, and more long-row units than one round of the
+// long-row blocks' search covers.
 std::vector<Block> LongRowBlocks() {
-  constexpr int64_t kT = cuda::detail::kLongRowEdges;
+  constexpr int64_t kT = cuda::detail::kScatterLongRowEdges;
+  constexpr int64_t kG = cuda::detail::kGatherLongRowEdges;
   std::vector<Block> blocks;
   // Threshold boundaries among short rows; sources few enough that the transpose has long rows.
-  blocks.push_back(MakeBlock(
-      "rows at the long-row threshold", 211,
-      {kT, kT + 1, kT - 1, 0, 1, 2 * kT, kT + 31, kT + 32, kT + 33, 256 + 1, 512 - 1, 512, 512 + 1,
-       3 * kT + 7, 5000, 1, kT, kT + 1, 17},
-      41));
+  blocks.push_back(
+      MakeBlock("rows at the long-row thresholds", 211,
+                {kT,      kT + 1,  kT - 1,  0,   1,       2 * kT,     kT + 31,   kT + 32,
+                 kT + 33, 256 + 1, 512 - 1, 512, 512 + 1, 3 * kT + 7, 5000,      1,
+                 kT,      kT + 1,  17,      kG,  kG + 1,  kG - 1,     2 * kG + 1},
+                41));
   {
     // Many long rows (every row long, most far past the threshold) next to each other: the units
     // must be spread over many blocks and every row written exactly once.
@@ -312,15 +315,16 @@ TEST_CASE("CsrAggregate long rows: more long-row units than one search round of 
   // 300,000 rows: more units than one round of the long-row blocks' search covers (kMaxLongBlocks
   // blocks x 256 units), at every dim below, with long rows scattered over the whole range: the
   // first and last rows, around multiples of kMaxLongBlocks and around the first round boundaries.
-  constexpr int64_t kT = cuda::detail::kLongRowEdges;
+  constexpr int64_t kT =
+      std::max(cuda::detail::kGatherLongRowEdges, cuda::detail::kScatterLongRowEdges);
   constexpr int64_t kRound = cuda::detail::kMaxLongBlocks * 256;
   std::vector<int64_t> degrees(300000);
   REQUIRE(static_cast<int64_t>(degrees.size()) > kRound);
   for (size_t i = 0; i < degrees.size(); ++i) degrees[i] = static_cast<int64_t>(i % 3);
-  for (const int64_t row : {int64_t{0}, int64_t{1}, cuda::detail::kMaxLongBlocks - 1,
-                            cuda::detail::kMaxLongBlocks, cuda::detail::kMaxLongBlocks + 1,
-                            kRound / 2 - 1, kRound / 2, kRound - 1, kRound, kRound + 1,
-                            int64_t{299998}, int64_t{299999}}) {
+  for (const int64_t row :
+       {int64_t{0}, int64_t{1}, cuda::detail::kMaxLongBlocks - 1, cuda::detail::kMaxLongBlocks,
+        cuda::detail::kMaxLongBlocks + 1, kRound / 2 - 1, kRound / 2, kRound - 1, kRound,
+        kRound + 1, int64_t{299998}, int64_t{299999}}) {
     degrees[row] = kT + 1 + row % 700;
   }
   const Block b = MakeBlock("300,000 rows, long rows scattered", 997, degrees, 46);
@@ -344,10 +348,9 @@ TEST_CASE("CsrAggregate forward and transposed backward stay deterministic on lo
   const Transposed t = Transpose(b, db, s);
   std::vector<float> first_out, first_gx;
   for (int run = 0; run < 3; ++run) {
-    SKIFF_REQUIRE_OK(cuda::CsrAggregateForward(b.num_dst, b.num_src, db.indptr.get(),
-                                               db.indices.get(), db.weight.get(),
-                                               AggregateMode::kWeighted, dx.get(), dim, dout.get(),
-                                               s));
+    SKIFF_REQUIRE_OK(cuda::CsrAggregateForward(
+        b.num_dst, b.num_src, db.indptr.get(), db.indices.get(), db.weight.get(),
+        AggregateMode::kWeighted, dx.get(), dim, dout.get(), s));
     SKIFF_REQUIRE_OK(cuda::CsrAggregateBackwardTransposed(
         b.num_dst, b.num_src, db.indptr.get(), t.view(), db.weight.get(), AggregateMode::kWeighted,
         dg.get(), dim, dgx.get(), s));
