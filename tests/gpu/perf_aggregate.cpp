@@ -1,7 +1,11 @@
 // Benchmarks (skipped in a normal run; `skiff_gpu_tests --perf` runs them): CSR aggregation vs
-// cuSPARSE SpMM on the same block and dims, and the two backward paths. Prints one line per
+// cuSPARSE SpMM on the same block and dims, and the two backward paths (the atomic scatter, and
+// the transpose + gather) vs cuSPARSE's transposed SpMM (A^T g). Prints one line per
 // configuration to stdout:
 //   perf aggregate <graph> dim=<d> skiff_ms=.. cusparse_ms=.. speedup=.. skiff_GBps=.. pct_peak=..
+//     .. bwd_atomic_ms=.. transpose_ms=.. bwd_gather_ms=.. cusparse_bwd_ms=.. bwd_speedup_*=..
+// where bwd_speedup_transpose_gather counts the transpose and bwd_speedup_gather does not (a
+// transpose used more than once); the CUDA model's backward is the atomic one.
 //
 // Bytes model (stated, so the GB/s figures can be reproduced): each edge reads its 4-byte index
 // and the source row (dim * 4 bytes); each destination row reads two 8-byte offsets and writes
@@ -25,7 +29,7 @@ void RunAggregateBench(const Block& b, int64_t dim, double peak_gbs, const TestS
   DeviceBuffer<int64_t> indptr(b.indptr, s);
   DeviceBuffer<int32_t> indices(b.indices, s);
   DeviceBuffer<float> x(b.num_src * dim), out(b.num_dst * dim), out_ref(b.num_dst * dim);
-  DeviceBuffer<float> grad_x(b.num_src * dim);
+  DeviceBuffer<float> grad_x(b.num_src * dim), grad_x_ref(b.num_src * dim);
   x.Upload(RandomFloats(b.num_src * dim, 3), s);
 
   const double skiff_ms = MedianMs(s, [&] {
@@ -34,7 +38,9 @@ void RunAggregateBench(const Block& b, int64_t dim, double peak_gbs, const TestS
                                                out.get(), s));
   });
 
-  const auto [cusparse_ms, best_alg] = CusparseSum(b, dim, x.get(), out_ref.get(), s).BestMs();
+  CusparseSum cusparse(b, s);
+  const auto [cusparse_ms, best_alg] =
+      cusparse.BestMs(CUSPARSE_OPERATION_NON_TRANSPOSE, x.get(), out_ref.get(), dim);
   // Same answer as cuSPARSE (sum): a sanity check, so a fast wrong kernel cannot pass for fast.
   std::vector<float> ours = out.Download(s), theirs = out_ref.Download(s);
   ExpectClose(ours, theirs, 1e-4f, 1e-4f, "skiff vs cuSPARSE sum");
@@ -60,6 +66,11 @@ void RunAggregateBench(const Block& b, int64_t dim, double peak_gbs, const TestS
                                                           nullptr, cuda::AggregateMode::kSum,
                                                           out.get(), dim, grad_x.get(), s));
   });
+  // The backward's reference: cuSPARSE's A^T g, timed and compared like the forward.
+  const auto [cusparse_bwd_ms, bwd_alg] =
+      cusparse.BestMs(CUSPARSE_OPERATION_TRANSPOSE, out.get(), grad_x_ref.get(), dim);
+  ExpectClose(grad_x.Download(s), grad_x_ref.Download(s), 1e-4f, 1e-4f,
+              "skiff vs cuSPARSE backward (A^T g)");
 
   const double edge_bytes = static_cast<double>(b.nnz()) * (4.0 + 4.0 * dim) +
                             static_cast<double>(b.num_dst) * (16.0 + 4.0 * dim);
@@ -82,12 +93,15 @@ void RunAggregateBench(const Block& b, int64_t dim, double peak_gbs, const TestS
   std::printf(
       "perf aggregate %s num_dst=%lld num_src=%lld nnz=%lld dim=%lld skiff_ms=%.4f "
       "cusparse_ms=%.4f (%s) speedup=%.2f skiff_GBps=%.1f pct_peak=%.1f unique_GBps=%.1f "
-      "bwd_atomic_ms=%.4f transpose_ms=%.4f bwd_gather_ms=%.4f max_deg=%lld long_rows=%lld "
-      "long_edge_pct=%.1f\n",
+      "bwd_atomic_ms=%.4f transpose_ms=%.4f bwd_gather_ms=%.4f cusparse_bwd_ms=%.4f (%s) "
+      "bwd_speedup_atomic=%.2f bwd_speedup_transpose_gather=%.2f bwd_speedup_gather=%.2f "
+      "max_deg=%lld long_rows=%lld long_edge_pct=%.1f\n",
       b.name.c_str(), static_cast<long long>(b.num_dst), static_cast<long long>(b.num_src),
       static_cast<long long>(b.nnz()), static_cast<long long>(dim), skiff_ms, cusparse_ms, best_alg,
       cusparse_ms / skiff_ms, gbs, 100.0 * gbs / peak_gbs, unique_bytes / (skiff_ms * 1e6),
-      bwd_atomic_ms, transpose_ms, bwd_gather_ms, static_cast<long long>(max_degree),
+      bwd_atomic_ms, transpose_ms, bwd_gather_ms, cusparse_bwd_ms, bwd_alg,
+      cusparse_bwd_ms / bwd_atomic_ms, cusparse_bwd_ms / (transpose_ms + bwd_gather_ms),
+      cusparse_bwd_ms / bwd_gather_ms, static_cast<long long>(max_degree),
       static_cast<long long>(long_rows),
       b.nnz() > 0 ? 100.0 * static_cast<double>(long_edges) / static_cast<double>(b.nnz()) : 0.0);
   std::fflush(stdout);

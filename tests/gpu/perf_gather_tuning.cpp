@@ -82,7 +82,8 @@ std::unique_ptr<BenchCase> ForwardCase(const Block& b, const std::string& family
   c->out = DeviceBuffer<float>(b.num_dst * dim);
   c->ref = DeviceBuffer<float>(b.num_dst * dim);
   c->x = x;
-  c->cusparse_ms = CusparseSum(b, dim, x, c->ref.get(), s).BestMs().first;
+  c->cusparse_ms =
+      CusparseSum(b, s).BestMs(CUSPARSE_OPERATION_NON_TRANSPOSE, x, c->ref.get(), dim).first;
   return c;
 }
 

@@ -68,12 +68,14 @@ inline Block BenchBlock(const std::string& name, int64_t num_dst, int64_t num_sr
 }
 
 // cuSPARSE SpMM (CSR with int32 offsets and indices, unit values, row-major dense operands) on a
-// block: out = A x, the sum aggregation. Owns its handle and descriptors.
+// block: out = A in (the sum aggregation) or out = A^T in (its backward). Owns its handle and the
+// sparse descriptor.
 class CusparseSum {
  public:
-  // x: num_src x dim, out: num_dst x dim (device), both kept by pointer.
-  CusparseSum(const Block& b, int64_t dim, const float* x, float* out, cudaStream_t stream)
+  CusparseSum(const Block& b, cudaStream_t stream)
       : stream_(stream),
+        num_dst_(b.num_dst),
+        num_src_(b.num_src),
         indptr_(std::vector<int32_t>(b.indptr.begin(), b.indptr.end()), stream),
         indices_(b.indices, stream),
         ones_(std::vector<float>(b.nnz(), 1.0f), stream) {
@@ -82,54 +84,69 @@ class CusparseSum {
     SKIFF_REQUIRE_CUSPARSE(cusparseCreateCsr(
         &a_, b.num_dst, b.num_src, b.nnz(), indptr_.get(), indices_.get(), ones_.get(),
         CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
-    SKIFF_REQUIRE_CUSPARSE(cusparseCreateDnMat(&x_, b.num_src, dim, dim, const_cast<float*>(x),
-                                               CUDA_R_32F, CUSPARSE_ORDER_ROW));
-    SKIFF_REQUIRE_CUSPARSE(
-        cusparseCreateDnMat(&out_, b.num_dst, dim, dim, out, CUDA_R_32F, CUSPARSE_ORDER_ROW));
   }
   ~CusparseSum() {
-    cusparseDestroyDnMat(out_);
-    cusparseDestroyDnMat(x_);
     cusparseDestroySpMat(a_);
     cusparseDestroy(handle_);
   }
   CusparseSum(const CusparseSum&) = delete;
   CusparseSum& operator=(const CusparseSum&) = delete;
 
-  // The faster of cuSPARSE's default and CSR_ALG2 algorithms: median ms and its name. Leaves the
-  // sum in `out`.
-  std::pair<double, const char*> BestMs() {
+  // The fastest of cuSPARSE's default, CSR_ALG1 and CSR_ALG2 algorithms that accept the operation
+  // (A: `in` num_src x dim, `out` num_dst x dim; A^T: the other way round): median ms and its name.
+  // Leaves the result in `out`.
+  std::pair<double, const char*> BestMs(cusparseOperation_t op, const float* in, float* out,
+                                        int64_t dim) {
+    const bool transpose = op != CUSPARSE_OPERATION_NON_TRANSPOSE;
+    const int64_t in_rows = transpose ? num_dst_ : num_src_;
+    const int64_t out_rows = transpose ? num_src_ : num_dst_;
+    cusparseDnMatDescr_t in_mat = nullptr, out_mat = nullptr;
+    SKIFF_REQUIRE_CUSPARSE(cusparseCreateDnMat(&in_mat, in_rows, dim, dim, const_cast<float*>(in),
+                                               CUDA_R_32F, CUSPARSE_ORDER_ROW));
+    SKIFF_REQUIRE_CUSPARSE(
+        cusparseCreateDnMat(&out_mat, out_rows, dim, dim, out, CUDA_R_32F, CUSPARSE_ORDER_ROW));
     const float alpha = 1.0f, beta = 0.0f;
     double best_ms = 1e30;
     const char* best = "";
     for (const auto& [alg, name] : {std::pair{CUSPARSE_SPMM_ALG_DEFAULT, "default"},
+                                    std::pair{CUSPARSE_SPMM_CSR_ALG1, "csr_alg1"},
                                     std::pair{CUSPARSE_SPMM_CSR_ALG2, "csr_alg2"}}) {
       size_t buffer_bytes = 0;
-      SKIFF_REQUIRE_CUSPARSE(cusparseSpMM_bufferSize(
-          handle_, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a_,
-          x_, &beta, out_, CUDA_R_32F, alg, &buffer_bytes));
+      // An algorithm that does not take this operation says so here: skip it.
+      if (cusparseSpMM_bufferSize(handle_, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a_, in_mat,
+                                  &beta, out_mat, CUDA_R_32F, alg,
+                                  &buffer_bytes) != CUSPARSE_STATUS_SUCCESS) {
+        continue;
+      }
       DeviceBuffer<char> buffer(buffer_bytes);
+      if (cusparseSpMM(handle_, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a_, in_mat, &beta,
+                       out_mat, CUDA_R_32F, alg, buffer.get()) != CUSPARSE_STATUS_SUCCESS) {
+        continue;
+      }
       const double ms = MedianMs(stream_, [&] {
-        SKIFF_REQUIRE_CUSPARSE(cusparseSpMM(handle_, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                            CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, a_, x_, &beta,
-                                            out_, CUDA_R_32F, alg, buffer.get()));
+        SKIFF_REQUIRE_CUSPARSE(cusparseSpMM(handle_, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+                                            a_, in_mat, &beta, out_mat, CUDA_R_32F, alg,
+                                            buffer.get()));
       });
       if (ms < best_ms) {
         best_ms = ms;
         best = name;
       }
     }
+    cusparseDestroyDnMat(out_mat);
+    cusparseDestroyDnMat(in_mat);
+    REQUIRE_MESSAGE(best_ms < 1e30, "no cuSPARSE SpMM algorithm accepted the operation");
     return {best_ms, best};
   }
 
  private:
   cudaStream_t stream_;
+  int64_t num_dst_, num_src_;
   DeviceBuffer<int32_t> indptr_;
   DeviceBuffer<int32_t> indices_;
   DeviceBuffer<float> ones_;
   cusparseHandle_t handle_ = nullptr;
   cusparseSpMatDescr_t a_ = nullptr;
-  cusparseDnMatDescr_t x_ = nullptr, out_ = nullptr;
 };
 
 }  // namespace skiff::gpu_testing
