@@ -356,8 +356,9 @@ __device__ __forceinline__ float4 LoadTile(const float* x_row, int64_t col, bool
 // with atomicAdd (RED in L2: one 16-byte RED per lane for float4 tiles on sm_90). Contention is
 // limited to sources shared by many walked rows, which in sampled blocks are few. Long rows: units
 // found by the first long_blocks blocks as in the gather; warp w of the block scatters chunks w,
-// w + 8, ... of the unit's columns.
-template <bool kVec4>
+// w + 8, ... of the unit's columns. kPrefetch: a persistent grid whose warps load the next row's
+// offsets ahead, as in the gather (a tuning choice; the default is one warp per row).
+template <bool kVec4, bool kPrefetch>
 __global__ void __launch_bounds__(kRowBlockThreads, kScatterMinBlocks)
     SpmmScatterKernel(SpmmArgs a) {
   constexpr int kCpl = kColsPerLane<kVec4>;
@@ -394,9 +395,16 @@ __global__ void __launch_bounds__(kRowBlockThreads, kScatterMinBlocks)
       (static_cast<int64_t>(blockIdx.x - a.long_blocks) * blockDim.x + threadIdx.x) / kWarpSize;
   const int64_t warps = static_cast<int64_t>(gridDim.x - a.long_blocks) * blockDim.x / kWarpSize;
   const int64_t tasks = a.num_rows * a.segments;
+  int64_t next_begin = 0, next_end = 0;
+  if constexpr (kPrefetch) LoadRowOffsets(a, first_warp, tasks, &next_begin, &next_end);
   for (int64_t task = first_warp; task < tasks; task += warps) {
     const int64_t row = task / a.segments, seg = task % a.segments;
-    const int64_t begin = a.indptr[row], end = a.indptr[row + 1];
+    int64_t begin = next_begin, end = next_end;
+    if constexpr (kPrefetch) {
+      LoadRowOffsets(a, task + warps, tasks, &next_begin, &next_end);
+    } else {
+      LoadRowOffsets(a, task, tasks, &begin, &end);
+    }
     if (begin == end || IsLongRow(a, begin, end)) continue;  // long rows: long-row blocks
     const float row_mean = RowMean(a, begin, end);
     const float* x_row = a.x + row * row_stride + seg * a.dim;
@@ -535,18 +543,23 @@ Status LaunchSpmmGather(const SpmmArgs& args, cudaStream_t stream, const SpmmTun
   return CheckLaunch("SpmmGatherKernel");
 }
 
-Status LaunchSpmmScatter(const SpmmArgs& args, cudaStream_t stream) {
+Status LaunchSpmmScatter(const SpmmArgs& args, cudaStream_t stream, const SpmmTuning& requested) {
+  SKIFF_RETURN_IF_ERROR(CheckTuning(requested));
   if (args.num_rows == 0 || args.dim == 0 || args.segments == 0) return Status::Ok();
-  SpmmTuning scatter;  // only the long-row fields and short_blocks apply to the scatter
-  scatter.long_row_edges = kScatterLongRowEdges;
-  scatter.long_slice_cols = kScatterSliceCols;
-  scatter.max_long_blocks = kMaxLongBlocks;
-  scatter.short_blocks = 0;
-  const SpmmShape shape = Shape(args, scatter);
+  SpmmTuning tuning = requested;
+  if (tuning.short_blocks == kShortBlocksAuto) {
+    tuning.short_blocks = kShortBlocksPerSm * Multiprocessors();  // 0 if unknown: warp per row
+  }
+  const SpmmShape shape = Shape(args, tuning);
+  const bool prefetch = tuning.short_blocks > 0;
   if (shape.vec4) {
-    SpmmScatterKernel<true><<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
+    (prefetch
+         ? SpmmScatterKernel<true, true>
+         : SpmmScatterKernel<true, false>)<<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
   } else {
-    SpmmScatterKernel<false><<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
+    (prefetch ? SpmmScatterKernel<false, true>
+              : SpmmScatterKernel<false, false>)<<<shape.grid, kRowBlockThreads, 0, stream>>>(
+        shape.args);
   }
   return CheckLaunch("SpmmScatterKernel");
 }

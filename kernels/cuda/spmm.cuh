@@ -36,7 +36,7 @@
 namespace skiff::cuda::detail {
 
 // The gather's launch choices below were measured on an H200 with the sweep in
-// tests/gpu/perf_gather_tuning.cpp (power-law, uniform, all-long, batch-sized and transposed
+// tests/gpu/perf_spmm_tuning.cpp (power-law, uniform, all-long, batch-sized and transposed
 // blocks at dims 32-256; BENCHMARKS.md has the figures). Against the choices before it (threshold
 // 128, 32-column slices, one warp per row), this set is 9% faster on the power-law blocks, 6% on
 // uniform ones, 6% on the all-long one and 12% on the backward's transposed blocks. On blocks the
@@ -82,9 +82,9 @@ inline constexpr int64_t kShortBlocksPerSm = 32;
 inline constexpr int64_t kShortBlocksAuto = -1;
 
 // How the gather kernel is launched. The defaults are the measured best (above); the benchmark
-// tests/gpu/perf_gather_tuning.cpp sweeps the alternatives on the GPU at hand, and the GPU tests
-// run the gather under each of them, so every choice stays correct. The scatter has its own fixed
-// choices (kScatterLongRowEdges, kScatterSliceCols, kMaxLongBlocks, one warp per row).
+// tests/gpu/perf_spmm_tuning.cpp sweeps the alternatives on the GPU at hand, and the GPU tests
+// run the gather under each of them, so every choice stays correct. The scatter has its own
+// (kScatterTuning, below).
 struct SpmmTuning {
   int64_t long_row_edges = kGatherLongRowEdges;  // rows with more edges take the long-row path
   int64_t max_long_blocks = kMaxLongBlocks;      // long-row blocks per launch, at most (>= 1)
@@ -96,6 +96,12 @@ struct SpmmTuning {
   // kShortBlocksAuto = kShortBlocksPerSm per multiprocessor of the current device.
   int64_t short_blocks = kShortBlocksAuto;
 };
+
+// The scatter's launch choices (measured on an H100, before the gather's sweep): threshold 128,
+// 32-column slices, one warp per row. tests/gpu/perf_spmm_tuning.cpp sweeps them too (not yet
+// run on a GPU).
+inline constexpr SpmmTuning kScatterTuning{
+    kScatterLongRowEdges, kMaxLongBlocks, kScatterSliceCols, kGatherUnroll, kGatherMinBlocks, 0};
 
 enum class WeightKind : int { kOne = 0, kRowMean = 1, kEdge = 2, kGatheredMean = 3 };
 
@@ -126,6 +132,9 @@ struct SpmmArgs {
 Status LaunchSpmmGather(const SpmmArgs& args, cudaStream_t stream,
                         const SpmmTuning& tuning = SpmmTuning{});
 // out is accumulated into with atomicAdd; the caller zeroes it first when it must be overwritten.
-Status LaunchSpmmScatter(const SpmmArgs& args, cudaStream_t stream);
+// The scatter takes the long-row fields and short_blocks of `tuning` (its short rows have no
+// unroll, and its occupancy is fixed); same checks as the gather's.
+Status LaunchSpmmScatter(const SpmmArgs& args, cudaStream_t stream,
+                         const SpmmTuning& tuning = kScatterTuning);
 
 }  // namespace skiff::cuda::detail

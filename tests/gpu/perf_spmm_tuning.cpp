@@ -1,24 +1,25 @@
 // Benchmarks (skipped in a normal run; `skiff_gpu_tests --perf` runs them, or one alone with
-// --no-skip=true --test-case="perf: gather tuning sweep around*"): the aggregation's gather kernel
-// under the launch choices of detail::SpmmTuning (kernels/cuda/spmm.cuh), on the blocks of
+// --no-skip=true --test-case="perf: gather tuning sweep around*"): the aggregation kernels under
+// the launch choices of detail::SpmmTuning (kernels/cuda/spmm.cuh), so the defaults are chosen,
+// and checked again on a new GPU, from measurements. The gather runs on the blocks of
 // perf_aggregate.cpp, on two blocks the size of a training batch's layers and on the transposed
-// blocks the backward pass walks, so the defaults are chosen, and checked again on a new GPU, from
-// measurements. Two sweeps:
-//   one choice at a time   the short-row choices (unroll, __launch_bounds__ occupancy, persistent
-//                          grid), then the long-row ones (threshold, long-row blocks, slice
-//                          width), then the best three of each combined
-//   around the defaults    persistent grid size x threshold x slice x long-row blocks, at the
-//                          defaults' unroll and occupancy
+// blocks the backward's gather walks; the scatter on the same forward blocks, scattering into
+// their sources. Three sweeps:
+//   gather, one choice at a time   the short-row choices (unroll, __launch_bounds__ occupancy,
+//                          persistent grid), then the long-row ones (threshold, long-row blocks,
+//                          slice width), then the best three of each combined
+//   gather, around the defaults    persistent grid size x threshold x slice x long-row blocks, at
+//                          the defaults' unroll and occupancy
+//   scatter                threshold x slice x persistent grid, then the long-row blocks
 // Prints, per tuning and block, "tuning <tuning> <block> ms=.. vs_default=.. vs_cusparse=..", and
-// per tuning "tuning-score <tuning> all=.. powerlaw=.. uniform=.. transposed=.. wide=..
-// sampled=..": the geometric mean over those blocks of default_ms / ms (above 1: faster than the
-// defaults), and for the power-law blocks also the geometric mean speedup over cuSPARSE. The
-// defaults are timed first and last (the spread between the two is the noise floor); "sb" in a name
-// is short_blocks
-// (-1: the default, 32 per SM).
+// per tuning "tuning-score <tuning> all=.. powerlaw=.. uniform=.. transposed=.. wide=.. sampled=..":
+// the geometric mean over those blocks of default_ms / ms (above 1: faster than the sweep's
+// defaults), and for the power-law blocks also the geometric mean speedup over cuSPARSE (A x for
+// the gather, A^T g for the scatter). The defaults are timed first and last (the spread between
+// the two is the noise floor); "sb" in a name is short_blocks (-1: 32 per SM).
 //
 // Every tuning's answer on the dim-32 blocks is compared with cuSPARSE's (the GPU tests check
-// every tuning against the CPU on awkward blocks: test_gather_tuning.cpp).
+// every tuning against the CPU on awkward blocks: test_spmm_tuning.cpp).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -45,11 +46,13 @@ std::string TuningName(const SpmmTuning& t) {
          "_minb" + std::to_string(t.min_blocks) + "_sb" + std::to_string(t.short_blocks);
 }
 
-// One block the gather walks, on the device: a forward block (sum over sources, checked against
-// cuSPARSE) or a forward block's transpose (the backward gather).
+// One block a kernel walks, on the device: for the gather, a forward block (sum over sources,
+// checked against cuSPARSE's A x) or a forward block's transpose (the backward gather); for the
+// scatter, a forward block scattering into its sources (checked against cuSPARSE's A^T g).
 struct BenchCase {
   std::string name;
-  std::string family;  // "powerlaw", "uniform", "wide" or "transposed"
+  std::string family;  // "powerlaw", "uniform", "wide", "sampled" or "transposed"
+  bool scatter = false;
   int64_t rows = 0, dim = 0;
   DeviceBuffer<int64_t> indptr;
   DeviceBuffer<int32_t> indices, edge_ids;
@@ -84,6 +87,24 @@ std::unique_ptr<BenchCase> ForwardCase(const Block& b, const std::string& family
   c->x = x;
   c->cusparse_ms =
       CusparseSum(b, s).BestMs(CUSPARSE_OPERATION_NON_TRANSPOSE, x, c->ref.get(), dim).first;
+  return c;
+}
+
+std::unique_ptr<BenchCase> ScatterCase(const Block& b, const std::string& family, int64_t dim,
+                                       const float* grad_out, cudaStream_t s) {
+  auto c = std::make_unique<BenchCase>();
+  c->name = b.name + "/scatter/dim" + std::to_string(dim);
+  c->family = family;
+  c->scatter = true;
+  c->rows = b.num_dst;
+  c->dim = dim;
+  c->indptr = DeviceBuffer<int64_t>(b.indptr, s);
+  c->indices = DeviceBuffer<int32_t>(b.indices, s);
+  c->out = DeviceBuffer<float>(b.num_src * dim);
+  c->ref = DeviceBuffer<float>(b.num_src * dim);
+  c->x = grad_out;
+  c->cusparse_ms =
+      CusparseSum(b, s).BestMs(CUSPARSE_OPERATION_TRANSPOSE, grad_out, c->ref.get(), dim).first;
   return c;
 }
 
@@ -133,9 +154,16 @@ class Sweep {
     Timed timed{t, {}, 0};
     for (const auto& c : cases_) {
       const SpmmArgs a = c->Args();
-      timed.ms.push_back(
-          MedianMs(s_, [&] { SKIFF_REQUIRE_OK(cuda::detail::LaunchSpmmGather(a, s_, t)); }));
+      const auto launch = [&] {
+        SKIFF_REQUIRE_OK(c->scatter ? cuda::detail::LaunchSpmmScatter(a, s_, t)
+                                    : cuda::detail::LaunchSpmmGather(a, s_, t));
+      };
+      timed.ms.push_back(MedianMs(s_, launch));  // the scatter's sums grow: only timed
       if (c->cusparse_ms > 0 && c->dim == 32) {
+        if (c->scatter) {
+          c->out.Fill(0, s_);
+          launch();
+        }
         ExpectClose(c->out.Download(s_), c->ref.Download(s_), 1e-4f, 1e-4f,
                     TuningName(t) + " vs cuSPARSE on " + c->name);
       }
@@ -208,13 +236,32 @@ std::vector<std::unique_ptr<BenchCase>> Cases(const DeviceBuffer<float>& x,
   return cases;
 }
 
+// The scatter's blocks: the forward blocks above, scattering a gradient into their sources.
+std::vector<std::unique_ptr<BenchCase>> ScatterCases(const DeviceBuffer<float>& grad_out,
+                                                     cudaStream_t s) {
+  const Block uniform = BenchBlock("uniform-fanout15", 200000, 2000000, 15, false);
+  const Block skewed = BenchBlock("powerlaw-mean15", 200000, 2000000, 15, true);
+  const Block wide = BenchBlock("uniform-fanout1000", 4000, 2000000, 1000, false);
+  const Block batch_top = BenchBlock("sampled-1024x5", 1024, 20000, 5, false);
+  const Block batch_mid = BenchBlock("sampled-16000x10", 16000, 200000, 10, false);
+  std::vector<std::unique_ptr<BenchCase>> cases;
+  for (int64_t dim : {32, 128, 256}) {
+    cases.push_back(ScatterCase(skewed, "powerlaw", dim, grad_out.get(), s));
+    cases.push_back(ScatterCase(uniform, "uniform", dim, grad_out.get(), s));
+  }
+  cases.push_back(ScatterCase(wide, "wide", 128, grad_out.get(), s));
+  cases.push_back(ScatterCase(batch_top, "sampled", 256, grad_out.get(), s));
+  cases.push_back(ScatterCase(batch_mid, "sampled", 256, grad_out.get(), s));
+  return cases;
+}
+
 struct SweepSetup {
   int64_t sms = 0;
   TestStream stream;
   DeviceBuffer<float> x, grad_out;
   std::unique_ptr<Sweep> sweep;
 
-  SweepSetup() {
+  explicit SweepSetup(bool scatter) {
     auto device = cuda::FirstDevice();
     REQUIRE(device.ok());
     sms = device->multiprocessors;
@@ -222,14 +269,14 @@ struct SweepSetup {
                 device->sm_major, device->sm_minor, static_cast<long long>(sms));
     const cudaStream_t s = stream.get();
     // One x for every dim (rows are read with the case's own stride), and one grad_out.
-    x = DeviceBuffer<float>(RandomFloats(2000000 * 256, 3), s);
-    grad_out = DeviceBuffer<float>(RandomFloats(200000 * 128, 4), s);
-    sweep = std::make_unique<Sweep>(Cases(x, grad_out, s), s);
+    if (!scatter) x = DeviceBuffer<float>(RandomFloats(2000000 * 256, 3), s);
+    grad_out = DeviceBuffer<float>(RandomFloats(200000 * 256, 4), s);
+    sweep = std::make_unique<Sweep>(scatter ? ScatterCases(grad_out, s) : Cases(x, grad_out, s), s);
   }
 };
 
 TEST_CASE("perf: gather tuning sweep of one choice at a time" * doctest::skip()) {
-  SweepSetup setup;
+  SweepSetup setup(false);
   Sweep& sweep = *setup.sweep;
   const int64_t sms = setup.sms;
   const SpmmTuning defaults;
@@ -272,7 +319,7 @@ TEST_CASE("perf: gather tuning sweep of one choice at a time" * doctest::skip())
 // Around the defaults (unroll 4, 4 blocks per SM, a persistent grid): the grid size, the long-row
 // threshold, slice width and long-row blocks, all combined.
 TEST_CASE("perf: gather tuning sweep around the defaults" * doctest::skip()) {
-  SweepSetup setup;
+  SweepSetup setup(false);
   Sweep& sweep = *setup.sweep;
   const int64_t sms = setup.sms;
   const SpmmTuning defaults;
@@ -292,6 +339,33 @@ TEST_CASE("perf: gather tuning sweep around the defaults" * doctest::skip()) {
         }
       }
     }
+  }
+  sweep.Run(defaults);
+}
+
+// The scatter (the CUDA model's aggregation backward) from its defaults: threshold x slice x
+// persistent grid, then the long-row blocks.
+TEST_CASE("perf: scatter tuning sweep" * doctest::skip()) {
+  SweepSetup setup(true);
+  Sweep& sweep = *setup.sweep;
+  const int64_t sms = setup.sms;
+  const SpmmTuning defaults = cuda::detail::kScatterTuning;
+  sweep.Run(defaults);
+  for (int64_t edges : {64, 96, 128, 256}) {
+    for (int64_t slice : {32, 64, 128}) {
+      for (int64_t waves : {0, 16, 32}) {
+        SpmmTuning t = defaults;
+        t.long_row_edges = edges;
+        t.long_slice_cols = slice;
+        t.short_blocks = waves * sms;
+        sweep.Run(t);
+      }
+    }
+  }
+  for (int64_t long_blocks : {2 * sms, int64_t{1024}}) {
+    SpmmTuning t = defaults;
+    t.max_long_blocks = long_blocks;
+    sweep.Run(t);
   }
   sweep.Run(defaults);
 }
