@@ -15,7 +15,7 @@
 #             each case that finished (doctest --duration), so a run cut short says how far it got
 #   (sanitize: both)
 #   perf      skiff_gpu_tests --perf: aggregation vs cuSPARSE (forward and backward), then the
-#             gather and scatter launch-tuning sweeps (about 3 minutes on an H200 in all)
+#             gather and scatter launch-tuning sweeps (estimated 2-3 minutes on an H200 in all)
 # Each phase's output goes to OUT_DIR/PHASE.log, and a summary line per phase to stdout and
 # OUT_DIR/summary.txt. A phase that fails or runs out of time is reported and the next one runs.
 #
