@@ -443,44 +443,8 @@ struct SpmmShape {
   SpmmArgs args;
   unsigned grid = 0;
   bool vec4 = false;
+  bool prefetch = false;  // a persistent short-row grid, whose warps prefetch the next row
 };
-
-SpmmShape Shape(const SpmmArgs& args, const SpmmTuning& tuning) {
-  SpmmShape shape{args};
-  SpmmArgs& a = shape.args;
-  shape.vec4 = CanUseVec4(a);
-  a.group_lanes = GroupLanes(a.dim, shape.vec4);
-  // A slice is at most what one warp's lanes cover: 128 columns with float4, 32 without.
-  a.long_slice_cols = std::min<int64_t>(tuning.long_slice_cols, kWarpSize * (shape.vec4 ? 4 : 1));
-  a.long_slice_shift = a.long_slice_cols == 32 ? 5 : a.long_slice_cols == 64 ? 6 : 7;
-  a.long_row_edges = tuning.long_row_edges;
-  a.long_group_lanes = GroupLanes(std::min(a.dim, a.long_slice_cols), shape.vec4);
-  a.slices = CeilDiv(a.dim, a.long_slice_cols);
-  a.long_blocks =
-      static_cast<int>(std::min(a.num_rows * a.segments * a.slices, tuning.max_long_blocks));
-  unsigned short_grid = GridFor(a.num_rows * a.segments, kWarpsPerRowBlock);
-  if (tuning.short_blocks > 0) {
-    short_grid = static_cast<unsigned>(std::min<int64_t>(short_grid, tuning.short_blocks));
-  }
-  shape.grid = static_cast<unsigned>(a.long_blocks) + short_grid;
-  return shape;
-}
-
-Status CheckTuning(const SpmmTuning& t) {
-  const bool ok = t.long_row_edges >= 0 && t.max_long_blocks >= 1 &&
-                  (t.long_slice_cols == 32 || t.long_slice_cols == 64 ||
-                   t.long_slice_cols == kMaxLongSliceCols) &&
-                  (t.unroll == 4 || t.unroll == 8) &&
-                  (t.min_blocks == 1 || (t.min_blocks >= 4 && t.min_blocks <= 6)) &&
-                  t.short_blocks >= kShortBlocksAuto;
-  if (ok) return Status::Ok();
-  return Status::InvalidArgument(
-      "SpmmTuning: long_row_edges " + std::to_string(t.long_row_edges) + ", max_long_blocks " +
-      std::to_string(t.max_long_blocks) + ", long_slice_cols " + std::to_string(t.long_slice_cols) +
-      ", unroll " + std::to_string(t.unroll) + ", min_blocks " + std::to_string(t.min_blocks) +
-      ", short_blocks " + std::to_string(t.short_blocks) +
-      " (see spmm.cuh for the values allowed)");
-}
 
 // The current device's multiprocessor count, cached per thread and device (cudaGetDevice is a
 // host-side lookup); 0 if the runtime cannot say.
@@ -500,11 +464,50 @@ int Multiprocessors() {
   return cached_count;
 }
 
-// The gather kernel instantiation a tuning picks (kPrefetch exactly when short_blocks > 0).
-using GatherKernel = void (*)(SpmmArgs);
+// The launch of `args` under a checked `tuning` (kShortBlocksAuto resolved here; 0 multiprocessors
+// known means one warp per row).
+SpmmShape Shape(const SpmmArgs& args, const SpmmTuning& tuning) {
+  SpmmShape shape{args};
+  SpmmArgs& a = shape.args;
+  shape.vec4 = CanUseVec4(a);
+  a.group_lanes = GroupLanes(a.dim, shape.vec4);
+  // A slice is at most what one warp's lanes cover: 128 columns with float4, 32 without.
+  a.long_slice_cols = std::min<int64_t>(tuning.long_slice_cols, kWarpSize * (shape.vec4 ? 4 : 1));
+  a.long_slice_shift = a.long_slice_cols == 32 ? 5 : a.long_slice_cols == 64 ? 6 : 7;
+  a.long_row_edges = tuning.long_row_edges;
+  a.long_group_lanes = GroupLanes(std::min(a.dim, a.long_slice_cols), shape.vec4);
+  a.slices = CeilDiv(a.dim, a.long_slice_cols);
+  a.long_blocks =
+      static_cast<int>(std::min(a.num_rows * a.segments * a.slices, tuning.max_long_blocks));
+  const int64_t short_blocks = tuning.short_blocks == kShortBlocksAuto
+                                   ? kShortBlocksPerSm * Multiprocessors()
+                                   : tuning.short_blocks;
+  unsigned short_grid = GridFor(a.num_rows * a.segments, kWarpsPerRowBlock);
+  shape.prefetch = short_blocks > 0;
+  if (shape.prefetch) {
+    short_grid = static_cast<unsigned>(std::min<int64_t>(short_grid, short_blocks));
+  }
+  shape.grid = static_cast<unsigned>(a.long_blocks) + short_grid;
+  return shape;
+}
+
+Status CheckTuning(const SpmmTuning& t) {
+  const bool ok = t.long_row_edges >= 0 && t.max_long_blocks >= 1 &&
+                  (t.long_slice_cols == 32 || t.long_slice_cols == 64 ||
+                   t.long_slice_cols == kMaxLongSliceCols) &&
+                  (t.unroll == 4 || t.unroll == 8) &&
+                  (t.min_blocks == 1 || (t.min_blocks >= 4 && t.min_blocks <= 6)) &&
+                  t.short_blocks >= kShortBlocksAuto;
+  if (ok) return Status::Ok();
+  return Status::InvalidArgument("SpmmTuning " + DescribeTuning(t) +
+                                 ": a value outside those spmm.cuh allows");
+}
+
+// The kernel instantiation a launch takes.
+using SpmmKernel = void (*)(SpmmArgs);
 
 template <bool kVec4, int kUnroll, bool kPrefetch>
-GatherKernel PickMinBlocks(int min_blocks) {
+SpmmKernel PickMinBlocks(int min_blocks) {
   switch (min_blocks) {
     case 4:
       return SpmmGatherKernel<kVec4, kUnroll, kPrefetch, 4>;
@@ -518,49 +521,50 @@ GatherKernel PickMinBlocks(int min_blocks) {
 }
 
 template <bool kVec4, int kUnroll>
-GatherKernel PickPrefetch(const SpmmTuning& t) {
-  return t.short_blocks > 0 ? PickMinBlocks<kVec4, kUnroll, true>(t.min_blocks)
-                            : PickMinBlocks<kVec4, kUnroll, false>(t.min_blocks);
+SpmmKernel PickPrefetch(bool prefetch, int min_blocks) {
+  return prefetch ? PickMinBlocks<kVec4, kUnroll, true>(min_blocks)
+                  : PickMinBlocks<kVec4, kUnroll, false>(min_blocks);
 }
 
-template <bool kVec4>
-GatherKernel PickUnroll(const SpmmTuning& t) {
-  return t.unroll == 8 ? PickPrefetch<kVec4, 8>(t) : PickPrefetch<kVec4, 4>(t);
+SpmmKernel PickGather(const SpmmShape& shape, const SpmmTuning& t) {
+  if (shape.vec4) {
+    return t.unroll == 8 ? PickPrefetch<true, 8>(shape.prefetch, t.min_blocks)
+                         : PickPrefetch<true, 4>(shape.prefetch, t.min_blocks);
+  }
+  return t.unroll == 8 ? PickPrefetch<false, 8>(shape.prefetch, t.min_blocks)
+                       : PickPrefetch<false, 4>(shape.prefetch, t.min_blocks);
+}
+
+SpmmKernel PickScatter(const SpmmShape& shape) {
+  if (shape.vec4) {
+    return shape.prefetch ? SpmmScatterKernel<true, true> : SpmmScatterKernel<true, false>;
+  }
+  return shape.prefetch ? SpmmScatterKernel<false, true> : SpmmScatterKernel<false, false>;
 }
 
 }  // namespace
 
-Status LaunchSpmmGather(const SpmmArgs& args, cudaStream_t stream, const SpmmTuning& requested) {
-  SKIFF_RETURN_IF_ERROR(CheckTuning(requested));
+std::string DescribeTuning(const SpmmTuning& t) {
+  return "long_row_edges=" + std::to_string(t.long_row_edges) +
+         ",max_long_blocks=" + std::to_string(t.max_long_blocks) +
+         ",long_slice_cols=" + std::to_string(t.long_slice_cols) +
+         ",unroll=" + std::to_string(t.unroll) + ",min_blocks=" + std::to_string(t.min_blocks) +
+         ",short_blocks=" + std::to_string(t.short_blocks);
+}
+
+Status LaunchSpmmGather(const SpmmArgs& args, cudaStream_t stream, const SpmmTuning& tuning) {
+  SKIFF_RETURN_IF_ERROR(CheckTuning(tuning));
   if (args.num_rows == 0 || args.dim == 0 || args.segments == 0) return Status::Ok();
-  SpmmTuning tuning = requested;
-  if (tuning.short_blocks == kShortBlocksAuto) {
-    tuning.short_blocks = kShortBlocksPerSm * Multiprocessors();  // 0 if unknown: warp per row
-  }
   const SpmmShape shape = Shape(args, tuning);
-  const GatherKernel kernel = shape.vec4 ? PickUnroll<true>(tuning) : PickUnroll<false>(tuning);
-  kernel<<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
+  PickGather(shape, tuning)<<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
   return CheckLaunch("SpmmGatherKernel");
 }
 
-Status LaunchSpmmScatter(const SpmmArgs& args, cudaStream_t stream, const SpmmTuning& requested) {
-  SKIFF_RETURN_IF_ERROR(CheckTuning(requested));
+Status LaunchSpmmScatter(const SpmmArgs& args, cudaStream_t stream, const SpmmTuning& tuning) {
+  SKIFF_RETURN_IF_ERROR(CheckTuning(tuning));
   if (args.num_rows == 0 || args.dim == 0 || args.segments == 0) return Status::Ok();
-  SpmmTuning tuning = requested;
-  if (tuning.short_blocks == kShortBlocksAuto) {
-    tuning.short_blocks = kShortBlocksPerSm * Multiprocessors();  // 0 if unknown: warp per row
-  }
   const SpmmShape shape = Shape(args, tuning);
-  const bool prefetch = tuning.short_blocks > 0;
-  if (shape.vec4) {
-    (prefetch
-         ? SpmmScatterKernel<true, true>
-         : SpmmScatterKernel<true, false>)<<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
-  } else {
-    (prefetch ? SpmmScatterKernel<false, true>
-              : SpmmScatterKernel<false, false>)<<<shape.grid, kRowBlockThreads, 0, stream>>>(
-        shape.args);
-  }
+  PickScatter(shape)<<<shape.grid, kRowBlockThreads, 0, stream>>>(shape.args);
   return CheckLaunch("SpmmScatterKernel");
 }
 

@@ -30,6 +30,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 #include "skiff/status.h"
 
@@ -136,5 +137,9 @@ Status LaunchSpmmGather(const SpmmArgs& args, cudaStream_t stream,
 // unroll, and its occupancy is fixed); same checks as the gather's.
 Status LaunchSpmmScatter(const SpmmArgs& args, cudaStream_t stream,
                          const SpmmTuning& tuning = kScatterTuning);
+
+// "long_row_edges=96,max_long_blocks=512,...": every field, without spaces (one token in the
+// benchmarks' output lines), for messages and logs.
+std::string DescribeTuning(const SpmmTuning& tuning);
 
 }  // namespace skiff::cuda::detail

@@ -12,11 +12,12 @@
 //                          the defaults' unroll and occupancy
 //   scatter                threshold x slice x persistent grid, then the long-row blocks
 // Prints, per tuning and block, "tuning <tuning> <block> ms=.. vs_default=.. vs_cusparse=..", and
-// per tuning "tuning-score <tuning> all=.. powerlaw=.. uniform=.. transposed=.. wide=.. sampled=..":
-// the geometric mean over those blocks of default_ms / ms (above 1: faster than the sweep's
-// defaults), and for the power-law blocks also the geometric mean speedup over cuSPARSE (A x for
-// the gather, A^T g for the scatter). The defaults are timed first and last (the spread between
-// the two is the noise floor); "sb" in a name is short_blocks (-1: 32 per SM).
+// per tuning "tuning-score <tuning> all=.. powerlaw=.. uniform=.. transposed=.. wide=..
+// sampled=..": the geometric mean over those blocks of default_ms / ms (above 1: faster than the
+// sweep's defaults), and for the power-law blocks also the geometric mean speedup over cuSPARSE (A
+// x for the gather, A^T g for the scatter). The defaults are timed first and last (the spread
+// between the two is the noise floor). <tuning> is detail::DescribeTuning's (short_blocks=-1: 32
+// per SM).
 //
 // Every tuning's answer on the dim-32 blocks is compared with cuSPARSE's (the GPU tests check
 // every tuning against the CPU on awkward blocks: test_spmm_tuning.cpp).
@@ -39,12 +40,6 @@ namespace {
 
 using cuda::detail::SpmmArgs;
 using cuda::detail::SpmmTuning;
-
-std::string TuningName(const SpmmTuning& t) {
-  return "edges" + std::to_string(t.long_row_edges) + "_lb" + std::to_string(t.max_long_blocks) +
-         "_slice" + std::to_string(t.long_slice_cols) + "_unroll" + std::to_string(t.unroll) +
-         "_minb" + std::to_string(t.min_blocks) + "_sb" + std::to_string(t.short_blocks);
-}
 
 // One block a kernel walks, on the device: for the gather, a forward block (sum over sources,
 // checked against cuSPARSE's A x) or a forward block's transpose (the backward gather); for the
@@ -73,38 +68,26 @@ struct BenchCase {
   }
 };
 
-std::unique_ptr<BenchCase> ForwardCase(const Block& b, const std::string& family, int64_t dim,
-                                       const float* x, cudaStream_t s) {
+// A forward block walked by its destination rows: the gather summing `in` (num_src rows) into
+// them, compared with cuSPARSE's A x, or with `scatter` the scatter adding `in` (num_dst rows)
+// into the sources, compared with A^T g.
+std::unique_ptr<BenchCase> BlockCase(const Block& b, const std::string& family, int64_t dim,
+                                     const float* in, bool scatter, cudaStream_t s) {
   auto c = std::make_unique<BenchCase>();
-  c->name = b.name + "/dim" + std::to_string(dim);
+  c->name = b.name + (scatter ? "/scatter" : "") + "/dim" + std::to_string(dim);
   c->family = family;
+  c->scatter = scatter;
   c->rows = b.num_dst;
   c->dim = dim;
   c->indptr = DeviceBuffer<int64_t>(b.indptr, s);
   c->indices = DeviceBuffer<int32_t>(b.indices, s);
-  c->out = DeviceBuffer<float>(b.num_dst * dim);
-  c->ref = DeviceBuffer<float>(b.num_dst * dim);
-  c->x = x;
-  c->cusparse_ms =
-      CusparseSum(b, s).BestMs(CUSPARSE_OPERATION_NON_TRANSPOSE, x, c->ref.get(), dim).first;
-  return c;
-}
-
-std::unique_ptr<BenchCase> ScatterCase(const Block& b, const std::string& family, int64_t dim,
-                                       const float* grad_out, cudaStream_t s) {
-  auto c = std::make_unique<BenchCase>();
-  c->name = b.name + "/scatter/dim" + std::to_string(dim);
-  c->family = family;
-  c->scatter = true;
-  c->rows = b.num_dst;
-  c->dim = dim;
-  c->indptr = DeviceBuffer<int64_t>(b.indptr, s);
-  c->indices = DeviceBuffer<int32_t>(b.indices, s);
-  c->out = DeviceBuffer<float>(b.num_src * dim);
-  c->ref = DeviceBuffer<float>(b.num_src * dim);
-  c->x = grad_out;
-  c->cusparse_ms =
-      CusparseSum(b, s).BestMs(CUSPARSE_OPERATION_TRANSPOSE, grad_out, c->ref.get(), dim).first;
+  const int64_t out_rows = scatter ? b.num_src : b.num_dst;
+  c->out = DeviceBuffer<float>(out_rows * dim);
+  c->ref = DeviceBuffer<float>(out_rows * dim);
+  c->x = in;
+  const cusparseOperation_t op =
+      scatter ? CUSPARSE_OPERATION_TRANSPOSE : CUSPARSE_OPERATION_NON_TRANSPOSE;
+  c->cusparse_ms = CusparseSum(b, s).BestMs(op, in, c->ref.get(), dim).first;
   return c;
 }
 
@@ -165,7 +148,7 @@ class Sweep {
           launch();
         }
         ExpectClose(c->out.Download(s_), c->ref.Download(s_), 1e-4f, 1e-4f,
-                    TuningName(t) + " vs cuSPARSE on " + c->name);
+                    cuda::detail::DescribeTuning(t) + " vs cuSPARSE on " + c->name);
       }
     }
     if (baseline_.empty()) baseline_ = timed.ms;
@@ -176,7 +159,7 @@ class Sweep {
  private:
   // Prints the tuning's lines and sets its overall score.
   void Report(Timed* timed) const {
-    const std::string name = TuningName(timed->tuning);
+    const std::string name = cuda::detail::DescribeTuning(timed->tuning);
     std::vector<double> all, vs_cusparse_powerlaw;
     std::vector<std::pair<std::string, std::vector<double>>> families = {
         {"powerlaw", {}}, {"uniform", {}}, {"transposed", {}}, {"wide", {}}, {"sampled", {}}};
@@ -214,44 +197,29 @@ std::vector<SpmmTuning> Best(std::vector<Timed> timed, size_t n) {
 }
 
 // The blocks every tuning runs on: forward blocks at dims 32/128/256 (power-law and uniform), the
-// all-long block, two sampled blocks the size of a training batch's layers at hidden dim 256, and
-// the transposes of the power-law and uniform blocks (the backward gather).
-std::vector<std::unique_ptr<BenchCase>> Cases(const DeviceBuffer<float>& x,
+// all-long block and two sampled blocks the size of a training batch's layers at hidden dim 256;
+// for the gather (summing x) also the transposes of the power-law and uniform blocks (the
+// backward's gather), for the scatter (adding grad_out into the sources) not.
+std::vector<std::unique_ptr<BenchCase>> Cases(bool scatter, const DeviceBuffer<float>& x,
                                               const DeviceBuffer<float>& grad_out, cudaStream_t s) {
   const Block uniform = BenchBlock("uniform-fanout15", 200000, 2000000, 15, false);
   const Block skewed = BenchBlock("powerlaw-mean15", 200000, 2000000, 15, true);
   const Block wide = BenchBlock("uniform-fanout1000", 4000, 2000000, 1000, false);
   const Block batch_top = BenchBlock("sampled-1024x5", 1024, 20000, 5, false);
   const Block batch_mid = BenchBlock("sampled-16000x10", 16000, 200000, 10, false);
+  const float* in = scatter ? grad_out.get() : x.get();
   std::vector<std::unique_ptr<BenchCase>> cases;
   for (int64_t dim : {32, 128, 256}) {
-    cases.push_back(ForwardCase(skewed, "powerlaw", dim, x.get(), s));
-    cases.push_back(ForwardCase(uniform, "uniform", dim, x.get(), s));
+    cases.push_back(BlockCase(skewed, "powerlaw", dim, in, scatter, s));
+    cases.push_back(BlockCase(uniform, "uniform", dim, in, scatter, s));
   }
-  cases.push_back(ForwardCase(wide, "wide", 128, x.get(), s));
-  cases.push_back(ForwardCase(batch_top, "sampled", 256, x.get(), s));
-  cases.push_back(ForwardCase(batch_mid, "sampled", 256, x.get(), s));
-  cases.push_back(TransposedCase(skewed, 128, grad_out.get(), s));
-  cases.push_back(TransposedCase(uniform, 128, grad_out.get(), s));
-  return cases;
-}
-
-// The scatter's blocks: the forward blocks above, scattering a gradient into their sources.
-std::vector<std::unique_ptr<BenchCase>> ScatterCases(const DeviceBuffer<float>& grad_out,
-                                                     cudaStream_t s) {
-  const Block uniform = BenchBlock("uniform-fanout15", 200000, 2000000, 15, false);
-  const Block skewed = BenchBlock("powerlaw-mean15", 200000, 2000000, 15, true);
-  const Block wide = BenchBlock("uniform-fanout1000", 4000, 2000000, 1000, false);
-  const Block batch_top = BenchBlock("sampled-1024x5", 1024, 20000, 5, false);
-  const Block batch_mid = BenchBlock("sampled-16000x10", 16000, 200000, 10, false);
-  std::vector<std::unique_ptr<BenchCase>> cases;
-  for (int64_t dim : {32, 128, 256}) {
-    cases.push_back(ScatterCase(skewed, "powerlaw", dim, grad_out.get(), s));
-    cases.push_back(ScatterCase(uniform, "uniform", dim, grad_out.get(), s));
+  cases.push_back(BlockCase(wide, "wide", 128, in, scatter, s));
+  cases.push_back(BlockCase(batch_top, "sampled", 256, in, scatter, s));
+  cases.push_back(BlockCase(batch_mid, "sampled", 256, in, scatter, s));
+  if (!scatter) {
+    cases.push_back(TransposedCase(skewed, 128, grad_out.get(), s));
+    cases.push_back(TransposedCase(uniform, 128, grad_out.get(), s));
   }
-  cases.push_back(ScatterCase(wide, "wide", 128, grad_out.get(), s));
-  cases.push_back(ScatterCase(batch_top, "sampled", 256, grad_out.get(), s));
-  cases.push_back(ScatterCase(batch_mid, "sampled", 256, grad_out.get(), s));
   return cases;
 }
 
@@ -271,7 +239,7 @@ struct SweepSetup {
     // One x for every dim (rows are read with the case's own stride), and one grad_out.
     if (!scatter) x = DeviceBuffer<float>(RandomFloats(2000000 * 256, 3), s);
     grad_out = DeviceBuffer<float>(RandomFloats(200000 * 256, 4), s);
-    sweep = std::make_unique<Sweep>(scatter ? ScatterCases(grad_out, s) : Cases(x, grad_out, s), s);
+    sweep = std::make_unique<Sweep>(Cases(scatter, x, grad_out, s), s);
   }
 };
 

@@ -71,13 +71,6 @@ std::vector<SpmmTuning> ScatterTunings() {
   return tunings;
 }
 
-std::string Describe(const SpmmTuning& t) {
-  return "edges " + std::to_string(t.long_row_edges) + ", long blocks " +
-         std::to_string(t.max_long_blocks) + ", slice " + std::to_string(t.long_slice_cols) +
-         ", unroll " + std::to_string(t.unroll) + ", min blocks " + std::to_string(t.min_blocks) +
-         ", short blocks " + std::to_string(t.short_blocks);
-}
-
 std::vector<Block> Blocks() {
   std::vector<Block> blocks;
   blocks.push_back(MakeBlock("no edges", 7, std::vector<int64_t>(5, 0), 1));
@@ -156,16 +149,16 @@ void CheckUnderTunings(const Block& b, int64_t segments, int64_t dim, AggregateM
     a.out = out.get();
     out.Fill(0xff, s);  // NaN pattern: every element must be written
     SKIFF_REQUIRE_OK(cuda::detail::LaunchSpmmGather(a, s, t));
-    ExpectClose(out.Download(s), forward.out, 1e-5f, 1e-6f, what + ", gather, " + Describe(t),
-                &forward.magnitude);
+    ExpectClose(out.Download(s), forward.out, 1e-5f, 1e-6f,
+                what + ", gather, " + cuda::detail::DescribeTuning(t), &forward.magnitude);
   }
   for (const SpmmTuning& t : ScatterTunings()) {
     a.x = dg.get();
     a.out = grad_x.get();
     grad_x.Fill(0, s);  // the scatter accumulates
     SKIFF_REQUIRE_OK(cuda::detail::LaunchSpmmScatter(a, s, t));
-    ExpectClose(grad_x.Download(s), backward.out, 1e-5f, 1e-6f, what + ", scatter, " + Describe(t),
-                &backward.magnitude);
+    ExpectClose(grad_x.Download(s), backward.out, 1e-5f, 1e-6f,
+                what + ", scatter, " + cuda::detail::DescribeTuning(t), &backward.magnitude);
   }
 }
 
