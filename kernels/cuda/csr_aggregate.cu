@@ -90,6 +90,22 @@ WeightKind ForwardWeightKind(AggregateMode mode) {
   return WeightKind::kOne;
 }
 
+// The SpMM of a block aggregation in `mode` (kOne when `unweighted`: a block with no edges).
+SpmmArgs BlockSpmmArgs(int64_t num_dst, const int64_t* indptr, const int32_t* indices,
+                       const float* edge_weight, bool unweighted, AggregateMode mode, int64_t dim,
+                       const float* x, float* out) {
+  SpmmArgs a;
+  a.num_rows = num_dst;
+  a.indptr = indptr;
+  a.indices = indices;
+  a.weight_kind = unweighted ? WeightKind::kOne : ForwardWeightKind(mode);
+  a.edge_weight = edge_weight;
+  a.dim = dim;
+  a.x = x;
+  a.out = out;
+  return a;
+}
+
 // One thread per destination row, looping over its edges: count each source's out-degree in the
 // block (integer atomics, so the result is exact and order-independent). Walking rows rather than
 // edges means nnz never has to be read back to the host.
@@ -183,18 +199,9 @@ Status CsrAggregateForward(int64_t num_dst, int64_t num_src, const int64_t* indp
   bool unweighted = false;
   SKIFF_RETURN_IF_ERROR(
       CheckMode("CsrAggregateForward", num_dst, indptr, mode, edge_weight, &unweighted));
-  SKIFF_RETURN_IF_ERROR(
-      RequireNoEdges(unweighted, AggregateOp::kForward, num_dst, indptr, stream));
-  SpmmArgs a;
-  a.num_rows = num_dst;
-  a.indptr = indptr;
-  a.indices = indices;
-  a.weight_kind = unweighted ? WeightKind::kOne : ForwardWeightKind(mode);
-  a.edge_weight = edge_weight;
-  a.dim = dim;
-  a.x = x;
-  a.out = out;
-  return detail::LaunchSpmmGather(a, stream);
+  SKIFF_RETURN_IF_ERROR(RequireNoEdges(unweighted, AggregateOp::kForward, num_dst, indptr, stream));
+  return detail::LaunchSpmmGather(
+      BlockSpmmArgs(num_dst, indptr, indices, edge_weight, unweighted, mode, dim, x, out), stream);
 }
 
 Status CsrAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* indptr,
@@ -210,16 +217,9 @@ Status CsrAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* ind
   if (num_src * dim > 0) {
     SKIFF_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(grad_x, 0, sizeof(float) * num_src * dim, stream));
   }
-  SpmmArgs a;
-  a.num_rows = num_dst;
-  a.indptr = indptr;
-  a.indices = indices;
-  a.weight_kind = unweighted ? WeightKind::kOne : ForwardWeightKind(mode);
-  a.edge_weight = edge_weight;
-  a.dim = dim;
-  a.x = grad_out;
-  a.out = grad_x;
-  return detail::LaunchSpmmScatter(a, stream);
+  return detail::LaunchSpmmScatter(
+      BlockSpmmArgs(num_dst, indptr, indices, edge_weight, unweighted, mode, dim, grad_out, grad_x),
+      stream);
 }
 
 Status GcnEdgeWeights(int64_t num_dst, int64_t num_src, const int64_t* indptr,
@@ -291,8 +291,8 @@ Status CsrAggregateBackwardTransposed(int64_t num_dst, int64_t num_src, const in
   SKIFF_RETURN_IF_ERROR(
       CheckBlock("CsrAggregateBackwardTransposed", num_dst, num_src, indptr, t.indices, dim));
   bool unweighted = false;
-  SKIFF_RETURN_IF_ERROR(CheckMode("CsrAggregateBackwardTransposed", num_dst, indptr, mode,
-                                  edge_weight, &unweighted));
+  SKIFF_RETURN_IF_ERROR(
+      CheckMode("CsrAggregateBackwardTransposed", num_dst, indptr, mode, edge_weight, &unweighted));
   if (num_src > 0 && t.indptr == nullptr) {
     return Status::InvalidArgument("CsrAggregateBackwardTransposed: transposed indptr is null");
   }
@@ -306,8 +306,8 @@ Status CsrAggregateBackwardTransposed(int64_t num_dst, int64_t num_src, const in
   a.edge_weight = edge_weight;
   a.mean_indptr = indptr;
   a.weight_kind = mode == AggregateMode::kSum || unweighted ? WeightKind::kOne
-                  : mode == AggregateMode::kMean               ? WeightKind::kGatheredMean
-                                                               : WeightKind::kEdge;
+                  : mode == AggregateMode::kMean            ? WeightKind::kGatheredMean
+                                                            : WeightKind::kEdge;
   a.dim = dim;
   a.x = grad_out;
   a.out = grad_x;

@@ -166,6 +166,24 @@ __global__ void __launch_bounds__(kRowBlockThreads)
 unsigned WarpGrid(int64_t tasks) { return GridFor(tasks, kWarpsPerRowBlock); }
 constexpr int kFlatThreads = 256;
 
+// The SpMM of an attention aggregation: per head (segment), rows of `x` weighted by the edges'
+// alpha (one per edge and head) summed into `out`.
+SpmmArgs AttentionSpmmArgs(int64_t num_dst, const int64_t* indptr, const int32_t* indices,
+                           int64_t heads, int64_t dim, const float* alpha, const float* x,
+                           float* out) {
+  SpmmArgs a;
+  a.num_rows = num_dst;
+  a.indptr = indptr;
+  a.indices = indices;
+  a.weight_kind = WeightKind::kEdge;
+  a.edge_weight = alpha;
+  a.segments = heads;
+  a.dim = dim;
+  a.x = x;
+  a.out = out;
+  return a;
+}
+
 }  // namespace
 
 Status AttentionDot(int64_t n, int64_t heads, int64_t dim, const float* feat, const float* attn,
@@ -226,17 +244,8 @@ Status GatAggregateForward(int64_t num_dst, const int64_t* indptr, const int32_t
                            int64_t heads, int64_t dim, const float* alpha, const float* feat,
                            float* out, cudaStream_t stream) {
   SKIFF_RETURN_IF_ERROR(CheckSizes("GatAggregateForward", num_dst, heads, dim));
-  SpmmArgs a;
-  a.num_rows = num_dst;
-  a.indptr = indptr;
-  a.indices = indices;
-  a.weight_kind = WeightKind::kEdge;
-  a.edge_weight = alpha;
-  a.segments = heads;
-  a.dim = dim;
-  a.x = feat;
-  a.out = out;
-  return detail::LaunchSpmmGather(a, stream);
+  return detail::LaunchSpmmGather(
+      AttentionSpmmArgs(num_dst, indptr, indices, heads, dim, alpha, feat, out), stream);
 }
 
 Status GatAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* indptr,
@@ -250,17 +259,8 @@ Status GatAggregateBackward(int64_t num_dst, int64_t num_src, const int64_t* ind
         cudaMemsetAsync(grad_feat, 0, sizeof(float) * num_src * heads * dim, stream));
   }
   if (num_dst * heads == 0) return Status::Ok();
-  SpmmArgs a;
-  a.num_rows = num_dst;
-  a.indptr = indptr;
-  a.indices = indices;
-  a.weight_kind = WeightKind::kEdge;
-  a.edge_weight = alpha;
-  a.segments = heads;
-  a.dim = dim;
-  a.x = grad_out;
-  a.out = grad_feat;
-  SKIFF_RETURN_IF_ERROR(detail::LaunchSpmmScatter(a, stream));
+  SKIFF_RETURN_IF_ERROR(detail::LaunchSpmmScatter(
+      AttentionSpmmArgs(num_dst, indptr, indices, heads, dim, alpha, grad_out, grad_feat), stream));
   GatGradAlphaKernel<<<WarpGrid(num_dst * heads), kRowBlockThreads, 0, stream>>>(
       num_dst, indptr, indices, heads, dim, feat, grad_out, grad_alpha);
   return CheckLaunch("GatGradAlphaKernel");

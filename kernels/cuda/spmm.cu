@@ -57,6 +57,22 @@ __device__ __forceinline__ bool IsLongRow(const SpmmArgs& a, int64_t begin, int6
   return end - begin > a.long_row_edges;
 }
 
+// One lane's edge of a 32-edge chunk: edge j's index and weight, or zeros past the row's end.
+struct ChunkEdge {
+  int32_t index = 0;
+  float weight = 0.0f;
+};
+
+__device__ __forceinline__ ChunkEdge LoadChunkEdge(const SpmmArgs& a, int64_t j, int64_t end,
+                                                   int64_t seg, float row_mean) {
+  ChunkEdge e;
+  if (j < end) {
+    e.index = a.indices[j];
+    e.weight = EdgeWeight(a, j, seg, row_mean);
+  }
+  return e;
+}
+
 // How a warp's lanes split into lane groups: G lanes (a power of two) per edge, 32 / G edges in
 // flight per step; lane l is lane l % G of group l / G and owns that lane's columns of the tile.
 struct LaneGroups {
@@ -89,13 +105,7 @@ __device__ __forceinline__ void GatherEdges(const SpmmArgs& a, const LaneGroups&
   const int64_t row_stride = a.segments * a.dim;
   const float* x_col = x_seg + (active ? col : 0);
   for (int64_t chunk = first_chunk; chunk < end; chunk += chunk_stride) {
-    const int64_t j = chunk + lane;
-    int32_t my_src = 0;
-    float my_w = 0.0f;
-    if (j < end) {
-      my_src = a.indices[j];
-      my_w = EdgeWeight(a, j, seg, row_mean);
-    }
+    const ChunkEdge mine = LoadChunkEdge(a, chunk + lane, end, seg, row_mean);
     const int n = static_cast<int>(min(static_cast<int64_t>(kWarpSize), end - chunk));
     for (int k0 = 0; k0 < n; k0 += lg.groups * kUnroll) {
       float4 v[kUnroll];
@@ -103,8 +113,8 @@ __device__ __forceinline__ void GatherEdges(const SpmmArgs& a, const LaneGroups&
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         const int k = k0 + u * lg.groups + lg.group;  // may pass n (and 32) on the last step
-        const int32_t s = __shfl_sync(0xffffffffu, my_src, k & (kWarpSize - 1));
-        const float wk = __shfl_sync(0xffffffffu, my_w, k & (kWarpSize - 1));
+        const int32_t s = __shfl_sync(0xffffffffu, mine.index, k & (kWarpSize - 1));
+        const float wk = __shfl_sync(0xffffffffu, mine.weight, k & (kWarpSize - 1));
         const bool valid = active && k < n;
         w[u] = valid ? wk : 0.0f;
         v[u] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -154,18 +164,12 @@ __device__ __forceinline__ void ScatterEdges(const SpmmArgs& a, const LaneGroups
   const int lane = Lane();
   const int64_t row_stride = a.segments * a.dim;
   for (int64_t chunk = first_chunk; chunk < end; chunk += chunk_stride) {
-    const int64_t j = chunk + lane;
-    int32_t my_dst = 0;
-    float my_w = 0.0f;
-    if (j < end) {
-      my_dst = a.indices[j];
-      my_w = EdgeWeight(a, j, seg, row_mean);
-    }
+    const ChunkEdge mine = LoadChunkEdge(a, chunk + lane, end, seg, row_mean);
     const int n = static_cast<int>(min(static_cast<int64_t>(kWarpSize), end - chunk));
     for (int k0 = 0; k0 < n; k0 += lg.groups) {
       const int k = k0 + lg.group;  // < 32: k0 < n <= 32 and k0 is a multiple of groups
-      const int32_t d = __shfl_sync(0xffffffffu, my_dst, k);
-      const float w = __shfl_sync(0xffffffffu, my_w, k);
+      const int32_t d = __shfl_sync(0xffffffffu, mine.index, k);
+      const float w = __shfl_sync(0xffffffffu, mine.weight, k);
       if (!active || k >= n) continue;
       float* dst = out_seg + static_cast<int64_t>(d) * row_stride + col;
       if constexpr (kVec4) {
@@ -217,56 +221,65 @@ __device__ __forceinline__ int FindLongUnits(const SpmmArgs& a, int64_t base, in
   return *s_count;
 }
 
-// Long rows: the first long_blocks blocks find their units (FindLongUnits). A unit is one block's:
-// warp w takes the row's 32-edge chunks w, w + 8, ... for the unit's long_slice_cols columns (lane
-// groups of long_group_lanes), and the 8 warps' sums are added in shared memory in warp order
-// (deterministic), then written by the block's first long_slice_cols threads.
-template <bool kVec4, int kUnroll>
-__device__ __forceinline__ void GatherLongRows(const SpmmArgs& a) {
-  constexpr int kCpl = kColsPerLane<kVec4>;
-  const int64_t row_stride = a.segments * a.dim;
-  __shared__ float s_part[kWarpsPerRowBlock][kMaxLongSliceCols];
+// Calls visit(u, begin, end) for each long-row unit u this long-row block owns (FindLongUnits),
+// [begin, end) being its row's edges. The whole block calls it, and every thread calls visit with
+// the same arguments, so visit may __syncthreads().
+template <typename Visit>
+__device__ __forceinline__ void ForEachLongUnit(const SpmmArgs& a, Visit visit) {
   __shared__ int64_t s_units[kRowBlockThreads];
   __shared__ int s_count;
-  const LaneGroups lg(a.long_group_lanes);
-  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-  const int64_t slice_col = static_cast<int64_t>(lg.lane_in_group) * kCpl;  // < slice
   const int64_t units = a.num_rows * a.segments * a.slices;
   for (int64_t base = blockIdx.x; base < units;
        base += static_cast<int64_t>(a.long_blocks) * kRowBlockThreads) {
     const int count = FindLongUnits(a, base, units, s_units, &s_count);
     for (int i = 0; i < count; ++i) {
       const LongUnit u(a, s_units[i]);
-      const int64_t begin = a.indptr[u.row], end = a.indptr[u.row + 1];
-      const int64_t col = u.col0 + slice_col;
-      const bool active = col < a.dim;
-      float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-      GatherEdges<kVec4, kUnroll>(a, lg, begin + static_cast<int64_t>(warp) * kWarpSize,
-                                  static_cast<int64_t>(kWarpsPerRowBlock) * kWarpSize, end, u.seg,
-                                  RowMean(a, begin, end), a.x + u.seg * a.dim, col, active, acc);
-      CombineGroups<kVec4>(lg, acc);
-      if (active && lg.group == 0) {
-        s_part[warp][slice_col] = acc.x;
-        if constexpr (kVec4) {
-          s_part[warp][slice_col + 1] = acc.y;
-          s_part[warp][slice_col + 2] = acc.z;
-          s_part[warp][slice_col + 3] = acc.w;
-        }
-      }
-      __syncthreads();
-      // Every column of the slice below dim was written above: the groups cover
-      // long_group_lanes * kCpl >= min(dim, long_slice_cols) columns.
-      const int t = static_cast<int>(threadIdx.x);
-      if (t < a.long_slice_cols && u.col0 + t < a.dim) {
-        float sum = s_part[0][t];
-#pragma unroll
-        for (int w = 1; w < kWarpsPerRowBlock; ++w) sum += s_part[w][t];
-        a.out[u.row * row_stride + u.seg * a.dim + u.col0 + t] = sum;
-      }
-      __syncthreads();  // s_part is rewritten by the next unit
+      visit(u, a.indptr[u.row], a.indptr[u.row + 1]);
     }
     __syncthreads();  // s_units and s_count are rewritten by the next round
   }
+}
+
+// Long rows: the first long_blocks blocks find their units (ForEachLongUnit). A unit is one
+// block's: warp w takes the row's 32-edge chunks w, w + 8, ... for the unit's long_slice_cols
+// columns (lane groups of long_group_lanes), and the 8 warps' sums are added in shared memory in
+// warp order (deterministic), then written by the block's first long_slice_cols threads.
+template <bool kVec4, int kUnroll>
+__device__ __forceinline__ void GatherLongRows(const SpmmArgs& a) {
+  constexpr int kCpl = kColsPerLane<kVec4>;
+  const int64_t row_stride = a.segments * a.dim;
+  __shared__ float s_part[kWarpsPerRowBlock][kMaxLongSliceCols];
+  const LaneGroups lg(a.long_group_lanes);
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int64_t slice_col = static_cast<int64_t>(lg.lane_in_group) * kCpl;  // < slice
+  ForEachLongUnit(a, [&](const LongUnit& u, int64_t begin, int64_t end) {
+    const int64_t col = u.col0 + slice_col;
+    const bool active = col < a.dim;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    GatherEdges<kVec4, kUnroll>(a, lg, begin + static_cast<int64_t>(warp) * kWarpSize,
+                                static_cast<int64_t>(kWarpsPerRowBlock) * kWarpSize, end, u.seg,
+                                RowMean(a, begin, end), a.x + u.seg * a.dim, col, active, acc);
+    CombineGroups<kVec4>(lg, acc);
+    if (active && lg.group == 0) {
+      s_part[warp][slice_col] = acc.x;
+      if constexpr (kVec4) {
+        s_part[warp][slice_col + 1] = acc.y;
+        s_part[warp][slice_col + 2] = acc.z;
+        s_part[warp][slice_col + 3] = acc.w;
+      }
+    }
+    __syncthreads();
+    // Every column of the slice below dim was written above: the groups cover
+    // long_group_lanes * kCpl >= min(dim, long_slice_cols) columns.
+    const int t = static_cast<int>(threadIdx.x);
+    if (t < a.long_slice_cols && u.col0 + t < a.dim) {
+      float sum = s_part[0][t];
+#pragma unroll
+      for (int w = 1; w < kWarpsPerRowBlock; ++w) sum += s_part[w][t];
+      a.out[u.row * row_stride + u.seg * a.dim + u.col0 + t] = sum;
+    }
+    __syncthreads();  // s_part is rewritten by the next unit
+  });
 }
 
 // Loads the offsets of task `task`'s row into *begin and *end, if task < tasks.
@@ -278,19 +291,13 @@ __device__ __forceinline__ void LoadRowOffsets(const SpmmArgs& a, int64_t task, 
   *end = a.indptr[row + 1];
 }
 
-// Short rows (at most long_row_edges edges): one warp per (row, segment). The warp is split into
-// 32 / G lane groups of G lanes (G = group_lanes, chosen so a group covers a column tile: G = 32
-// for dim >= 128 with float4, so one edge's 512-byte row is one warp-wide load; G = 4 for a 16-wide
-// GAT head, so 8 edges are in flight per step). Group g accumulates edges g, g + 32/G, ... of its
-// columns; the groups' partial sums are combined with shuffles at the end of each column tile.
+// Calls visit(row, seg, begin, end) for each short (row, segment) task of this warp: one warp per
+// task, grid-stride over the blocks after the long-row blocks; [begin, end) are the row's edges.
 // With kPrefetch (a grid smaller than the rows), a warp loads its next row's offsets before it
-// sums the current row, so that dependent load is off the next row's critical path.
-template <bool kVec4, int kUnroll, bool kPrefetch>
-__device__ __forceinline__ void GatherShortRows(const SpmmArgs& a) {
-  constexpr int kCpl = kColsPerLane<kVec4>;
-  const int64_t row_stride = a.segments * a.dim;
-  const LaneGroups lg(a.group_lanes);
-  const int64_t tile_cols = static_cast<int64_t>(lg.group_lanes) * kCpl;
+// visits the current row, so that dependent load is off the next row's critical path. The whole
+// warp calls it.
+template <bool kPrefetch, typename Visit>
+__device__ __forceinline__ void ForEachShortRow(const SpmmArgs& a, Visit visit) {
   const int64_t first_warp =
       (static_cast<int64_t>(blockIdx.x - a.long_blocks) * blockDim.x + threadIdx.x) / kWarpSize;
   const int64_t warps = static_cast<int64_t>(gridDim.x - a.long_blocks) * blockDim.x / kWarpSize;
@@ -298,32 +305,55 @@ __device__ __forceinline__ void GatherShortRows(const SpmmArgs& a) {
   int64_t next_begin = 0, next_end = 0;
   if constexpr (kPrefetch) LoadRowOffsets(a, first_warp, tasks, &next_begin, &next_end);
   for (int64_t task = first_warp; task < tasks; task += warps) {
-    const int64_t row = task / a.segments, seg = task % a.segments;
     int64_t begin = next_begin, end = next_end;
     if constexpr (kPrefetch) {
       LoadRowOffsets(a, task + warps, tasks, &next_begin, &next_end);
     } else {
       LoadRowOffsets(a, task, tasks, &begin, &end);
     }
-    if (IsLongRow(a, begin, end)) continue;  // long-row blocks write it
+    if (IsLongRow(a, begin, end)) continue;  // long-row blocks take it
+    visit(task / a.segments, task % a.segments, begin, end);
+  }
+}
+
+// Calls visit(col, active) for each column tile of a short row: lane group lane l of the tile at
+// col0 owns columns col0 + l * kCpl, ...; `active` is false past dim.
+template <bool kVec4, typename Visit>
+__device__ __forceinline__ void ForEachTile(const SpmmArgs& a, const LaneGroups& lg, Visit visit) {
+  constexpr int kCpl = kColsPerLane<kVec4>;
+  const int64_t tile_cols = static_cast<int64_t>(lg.group_lanes) * kCpl;
+  for (int64_t col0 = 0; col0 < a.dim; col0 += tile_cols) {
+    const int64_t col = col0 + static_cast<int64_t>(lg.lane_in_group) * kCpl;
+    visit(col, col < a.dim);
+  }
+}
+
+// Short rows (at most long_row_edges edges): one warp per (row, segment). The warp is split into
+// 32 / G lane groups of G lanes (G = group_lanes, chosen so a group covers a column tile: G = 32
+// for dim >= 128 with float4, so one edge's 512-byte row is one warp-wide load; G = 4 for a 16-wide
+// GAT head, so 8 edges are in flight per step). Group g accumulates edges g, g + 32/G, ... of its
+// columns; the groups' partial sums are combined with shuffles at the end of each column tile.
+template <bool kVec4, int kUnroll, bool kPrefetch>
+__device__ __forceinline__ void GatherShortRows(const SpmmArgs& a) {
+  const int64_t row_stride = a.segments * a.dim;
+  const LaneGroups lg(a.group_lanes);
+  ForEachShortRow<kPrefetch>(a, [&](int64_t row, int64_t seg, int64_t begin, int64_t end) {
     const float row_mean = RowMean(a, begin, end);
     const float* x_seg = a.x + seg * a.dim;
     float* out_row = a.out + row * row_stride + seg * a.dim;
-    for (int64_t col0 = 0; col0 < a.dim; col0 += tile_cols) {
-      const int64_t col = col0 + static_cast<int64_t>(lg.lane_in_group) * kCpl;
-      const bool active = col < a.dim;
+    ForEachTile<kVec4>(a, lg, [&](int64_t col, bool active) {
       float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
       GatherEdges<kVec4, kUnroll>(a, lg, begin, kWarpSize, end, seg, row_mean, x_seg, col, active,
                                   acc);
       CombineGroups<kVec4>(lg, acc);
-      if (!active || lg.group != 0) continue;
+      if (!active || lg.group != 0) return;
       if constexpr (kVec4) {
         *reinterpret_cast<float4*>(out_row + col) = acc;
       } else {
         out_row[col] = acc.x;
       }
-    }
-  }
+    });
+  });
 }
 
 // The gather: long-row blocks first, then short-row blocks (see above). kMinBlocks is the
@@ -351,70 +381,55 @@ __device__ __forceinline__ float4 LoadTile(const float* x_row, int64_t col, bool
   return g;
 }
 
+// Long rows: units found by the first long_blocks blocks as in the gather; warp w of the block
+// scatters chunks w, w + 8, ... of the unit's columns.
+template <bool kVec4>
+__device__ __forceinline__ void ScatterLongRows(const SpmmArgs& a) {
+  constexpr int kCpl = kColsPerLane<kVec4>;
+  const int64_t row_stride = a.segments * a.dim;
+  const LaneGroups lg(a.long_group_lanes);
+  const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+  const int64_t slice_col = static_cast<int64_t>(lg.lane_in_group) * kCpl;  // < slice
+  ForEachLongUnit(a, [&](const LongUnit& u, int64_t begin, int64_t end) {
+    const int64_t col = u.col0 + slice_col;
+    const bool active = col < a.dim;
+    const float4 g = LoadTile<kVec4>(a.x + u.row * row_stride + u.seg * a.dim, col, active);
+    ScatterEdges<kVec4>(a, lg, begin + static_cast<int64_t>(warp) * kWarpSize,
+                        static_cast<int64_t>(kWarpsPerRowBlock) * kWarpSize, end, u.seg,
+                        RowMean(a, begin, end), a.out + u.seg * a.dim, col, active, g);
+  });
+}
+
 // Short rows: one warp per (row, segment), split into lane groups as in the gather: every group
 // holds the row's x tile in registers and adds it, weighted, into the out rows of its own edges
 // with atomicAdd (RED in L2: one 16-byte RED per lane for float4 tiles on sm_90). Contention is
-// limited to sources shared by many walked rows, which in sampled blocks are few. Long rows: units
-// found by the first long_blocks blocks as in the gather; warp w of the block scatters chunks w,
-// w + 8, ... of the unit's columns. kPrefetch: a persistent grid whose warps load the next row's
-// offsets ahead, as in the gather (a tuning choice; the default is one warp per row).
+// limited to sources shared by many walked rows, which in sampled blocks are few.
 template <bool kVec4, bool kPrefetch>
-__global__ void __launch_bounds__(kRowBlockThreads, kScatterMinBlocks)
-    SpmmScatterKernel(SpmmArgs a) {
-  constexpr int kCpl = kColsPerLane<kVec4>;
+__device__ __forceinline__ void ScatterShortRows(const SpmmArgs& a) {
   const int64_t row_stride = a.segments * a.dim;
-
-  if (blockIdx.x < static_cast<unsigned>(a.long_blocks)) {
-    __shared__ int64_t s_units[kRowBlockThreads];
-    __shared__ int s_count;
-    const LaneGroups lg(a.long_group_lanes);
-    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-    const int64_t slice_col = static_cast<int64_t>(lg.lane_in_group) * kCpl;  // < slice
-    const int64_t units = a.num_rows * a.segments * a.slices;
-    for (int64_t base = blockIdx.x; base < units;
-         base += static_cast<int64_t>(a.long_blocks) * kRowBlockThreads) {
-      const int count = FindLongUnits(a, base, units, s_units, &s_count);
-      for (int i = 0; i < count; ++i) {
-        const LongUnit u(a, s_units[i]);
-        const int64_t begin = a.indptr[u.row], end = a.indptr[u.row + 1];
-        const int64_t col = u.col0 + slice_col;
-        const bool active = col < a.dim;
-        const float4 g = LoadTile<kVec4>(a.x + u.row * row_stride + u.seg * a.dim, col, active);
-        ScatterEdges<kVec4>(a, lg, begin + static_cast<int64_t>(warp) * kWarpSize,
-                            static_cast<int64_t>(kWarpsPerRowBlock) * kWarpSize, end, u.seg,
-                            RowMean(a, begin, end), a.out + u.seg * a.dim, col, active, g);
-      }
-      __syncthreads();  // s_units and s_count are rewritten by the next round
-    }
-    return;
-  }
-
   const LaneGroups lg(a.group_lanes);
-  const int64_t tile_cols = static_cast<int64_t>(lg.group_lanes) * kCpl;
-  const int64_t first_warp =
-      (static_cast<int64_t>(blockIdx.x - a.long_blocks) * blockDim.x + threadIdx.x) / kWarpSize;
-  const int64_t warps = static_cast<int64_t>(gridDim.x - a.long_blocks) * blockDim.x / kWarpSize;
-  const int64_t tasks = a.num_rows * a.segments;
-  int64_t next_begin = 0, next_end = 0;
-  if constexpr (kPrefetch) LoadRowOffsets(a, first_warp, tasks, &next_begin, &next_end);
-  for (int64_t task = first_warp; task < tasks; task += warps) {
-    const int64_t row = task / a.segments, seg = task % a.segments;
-    int64_t begin = next_begin, end = next_end;
-    if constexpr (kPrefetch) {
-      LoadRowOffsets(a, task + warps, tasks, &next_begin, &next_end);
-    } else {
-      LoadRowOffsets(a, task, tasks, &begin, &end);
-    }
-    if (begin == end || IsLongRow(a, begin, end)) continue;  // long rows: long-row blocks
+  ForEachShortRow<kPrefetch>(a, [&](int64_t row, int64_t seg, int64_t begin, int64_t end) {
+    if (begin == end) return;  // nothing to add to
     const float row_mean = RowMean(a, begin, end);
     const float* x_row = a.x + row * row_stride + seg * a.dim;
     float* out_seg = a.out + seg * a.dim;
-    for (int64_t col0 = 0; col0 < a.dim; col0 += tile_cols) {
-      const int64_t col = col0 + static_cast<int64_t>(lg.lane_in_group) * kCpl;
-      const bool active = col < a.dim;
+    ForEachTile<kVec4>(a, lg, [&](int64_t col, bool active) {
       const float4 g = LoadTile<kVec4>(x_row, col, active);
       ScatterEdges<kVec4>(a, lg, begin, kWarpSize, end, seg, row_mean, out_seg, col, active, g);
-    }
+    });
+  });
+}
+
+// The scatter: long-row blocks first, then short-row blocks, as in the gather. kPrefetch: a
+// persistent grid whose warps load the next row's offsets ahead (a tuning choice; the default is
+// one warp per row).
+template <bool kVec4, bool kPrefetch>
+__global__ void __launch_bounds__(kRowBlockThreads, kScatterMinBlocks)
+    SpmmScatterKernel(SpmmArgs a) {
+  if (blockIdx.x < static_cast<unsigned>(a.long_blocks)) {
+    ScatterLongRows<kVec4>(a);
+  } else {
+    ScatterShortRows<kVec4, kPrefetch>(a);
   }
 }
 
