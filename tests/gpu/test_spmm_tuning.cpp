@@ -71,27 +71,28 @@ std::vector<SpmmTuning> ScatterTunings() {
   return tunings;
 }
 
-std::vector<Block> Blocks() {
+// Small blocks with long and short rows: every kernel path at little cost (what racecheck runs).
+std::vector<Block> SmallBlocks() {
   std::vector<Block> blocks;
   blocks.push_back(MakeBlock("no edges", 7, std::vector<int64_t>(5, 0), 1));
   blocks.push_back(MakeBlock("one row of 2000", 300, {2000}, 2));
-  {
-    std::mt19937_64 rng(61);
-    std::uniform_real_distribution<double> u(0.0, 1.0);
-    std::vector<int64_t> degrees(6000);
-    for (auto& d : degrees) {
-      d = std::min<int64_t>(3000, static_cast<int64_t>(2.0 / std::pow(1.0 - u(rng), 1.0 / 1.3)));
-    }
-    blocks.push_back(MakeBlock("power-law 6000 x 20000", 20000, degrees, 62));
-  }
-  {
-    std::mt19937_64 rng(63);
-    std::uniform_int_distribution<int64_t> deg(0, 700);
-    std::vector<int64_t> degrees(300);
-    for (auto& d : degrees) d = deg(rng);
-    blocks.push_back(MakeBlock("300 rows of 0..700", 5000, degrees, 64));
-  }
+  std::mt19937_64 rng(63);
+  std::uniform_int_distribution<int64_t> deg(0, 700);
+  std::vector<int64_t> degrees(300);
+  for (auto& d : degrees) d = deg(rng);
+  blocks.push_back(MakeBlock("300 rows of 0..700", 5000, degrees, 64));
   return blocks;
+}
+
+// A power-law block: many short rows and a tail of long ones, more units than a search round.
+Block PowerLawBlock() {
+  std::mt19937_64 rng(61);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<int64_t> degrees(6000);
+  for (auto& d : degrees) {
+    d = std::min<int64_t>(3000, static_cast<int64_t>(2.0 / std::pow(1.0 - u(rng), 1.0 / 1.3)));
+  }
+  return MakeBlock("power-law 6000 x 20000", 20000, degrees, 62);
 }
 
 // The CPU's answer and the magnitudes that scale its tolerance (the same op over |input|).
@@ -162,18 +163,26 @@ void CheckUnderTunings(const Block& b, int64_t segments, int64_t dim, AggregateM
   }
 }
 
-TEST_CASE("Spmm gather and scatter match the CPU under every launch tuning") {
-  TestStream stream;
-  for (const Block& b : Blocks()) {
-    for (int64_t dim : {1, 36, 128, 129}) {
-      for (AggregateMode mode :
-           {AggregateMode::kSum, AggregateMode::kMean, AggregateMode::kWeighted}) {
-        CheckUnderTunings(b, 1, dim, mode, stream);
-      }
+// Every row width and mode over `b`: dims 1 and 129 (scalar), 36 and 128 (float4), and GAT-like
+// heads, 3 segments of 12 (float4) and of 5 (scalar) columns.
+void CheckBlockUnderTunings(const Block& b, const TestStream& stream) {
+  for (int64_t dim : {1, 36, 128, 129}) {
+    for (AggregateMode mode :
+         {AggregateMode::kSum, AggregateMode::kMean, AggregateMode::kWeighted}) {
+      CheckUnderTunings(b, 1, dim, mode, stream);
     }
-    // GAT-like heads: 3 segments of 12 (float4) and of 5 (scalar) columns.
-    for (int64_t dim : {12, 5}) CheckUnderTunings(b, 3, dim, AggregateMode::kSum, stream);
   }
+  for (int64_t dim : {12, 5}) CheckUnderTunings(b, 3, dim, AggregateMode::kSum, stream);
+}
+
+TEST_CASE("Spmm gather and scatter match the CPU under every launch tuning: small blocks") {
+  TestStream stream;
+  for (const Block& b : SmallBlocks()) CheckBlockUnderTunings(b, stream);
+}
+
+TEST_CASE("Spmm gather and scatter match the CPU under every launch tuning: a power-law block") {
+  TestStream stream;
+  CheckBlockUnderTunings(PowerLawBlock(), stream);
 }
 
 TEST_CASE("Spmm gather and scatter refuse a tuning outside the allowed values") {

@@ -11,8 +11,9 @@
 #   memcheck  compute-sanitizer memcheck over every test case but the benchmark and the deliberate
 #             out-of-memory one (whose failed cudaMalloc memcheck reports as an API error)
 #   racecheck compute-sanitizer racecheck, the device sampler's cases first, then every other case,
-#             the two slowest last, within RACECHECK_S (default 180) of the budget; the log lists
+#             the three slowest last, within RACECHECK_S (default 180) of the budget; the log lists
 #             each case that finished (doctest --duration), so a run cut short says how far it got
+#             (RACECHECK_CASES="filter|filter": only those cases)
 #   (sanitize: both)
 #   perf      skiff_gpu_tests --perf: aggregation vs cuSPARSE (forward and backward), then the
 #             gather and scatter launch-tuning sweeps (estimated 2-3 minutes on an H200 in all)
@@ -71,25 +72,41 @@ memcheck() {
     --test-case-exclude="perf:*,DeviceArena larger than the device*"
 }
 
-# racecheck: the sampler's cases, then the rest but the two slowest under it, then those two
-# (the Adam steps case and the gather-tuning case, each over 60 s under racecheck on an H200), the
-# last two runs under a cap of their own (RACECHECK_S); all logged to racecheck.log.
-racecheck_slow="cuda model: a few Adam*,Spmm gather*"
+# racecheck: the sampler's cases, then the rest but the slow ones under it, then the slow ones one
+# run each, cheapest first (the tuning test over its small blocks, the Adam steps case, the tuning
+# test over its power-law block: each of the last two over 60 s under racecheck on an H200), those
+# runs under a cap of their own (RACECHECK_S); all logged to racecheck.log. RACECHECK_CASES (doctest
+# test-case filters separated by '|') replaces the list: one run per filter, in that order.
+racecheck_slow=("Spmm gather*small blocks" "cuda model: a few Adam*" "Spmm gather*power-law*")
 racecheck() {
-  run racecheck compute-sanitizer --tool racecheck --error-exitcode 3 $gpu_tests --duration=true \
-    --test-case="device sampler*"
   local all="$out/racecheck.all.log"
-  racecheck_keep "$all"
+  local filters=()
+  if [[ -n ${RACECHECK_CASES:-} ]]; then
+    IFS='|' read -r -a filters <<<"$RACECHECK_CASES"
+  else
+    racecheck_one "device sampler*"
+    racecheck_keep "$all"
+    local slow
+    slow=$(IFS=,; echo "${racecheck_slow[*]}")
+    run racecheck compute-sanitizer --tool racecheck --error-exitcode 3 $gpu_tests --duration=true \
+      --test-case-exclude="perf:*,device sampler*,DeviceArena larger than the device*,$slow"
+    racecheck_keep "$all"
+    filters=("${racecheck_slow[@]}")
+  fi
   local saved=$budget
   budget=$((SECONDS - start + $(min "$(left)" "${RACECHECK_S:-180}")))
-  run racecheck compute-sanitizer --tool racecheck --error-exitcode 3 $gpu_tests --duration=true \
-    --test-case-exclude="perf:*,device sampler*,DeviceArena larger than the device*,$racecheck_slow"
-  racecheck_keep "$all"
-  run racecheck compute-sanitizer --tool racecheck --error-exitcode 3 $gpu_tests --duration=true \
-    --test-case="$racecheck_slow"
-  racecheck_keep "$all"
+  for filter in "${filters[@]}"; do
+    racecheck_one "$filter"
+    racecheck_keep "$all"
+  done
   budget=$saved
   mv "$all" "$out/racecheck.log"
+}
+
+# One racecheck run over the test cases that match the doctest filter $1.
+racecheck_one() {
+  run racecheck compute-sanitizer --tool racecheck --error-exitcode 3 $gpu_tests --duration=true \
+    --test-case="$1"
 }
 
 # Appends racecheck.log (absent when a run was skipped for want of budget) to the file $1.
