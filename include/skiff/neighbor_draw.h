@@ -32,13 +32,25 @@ inline constexpr int64_t kMaskPositions = 64;
 // The stream of HashKey a node's draw starts from ("node").
 inline constexpr uint64_t kNodeDrawStream = 0x6e6f6465;
 
-// The high 64 bits of a * b, from 32-bit halves (device code has no 128-bit integers).
-SKIFF_HOST_DEVICE inline uint64_t MulHi64(uint64_t a, uint64_t b) {
+// The high 64 bits of a * b from 32-bit halves, for targets without a 128-bit product.
+SKIFF_HOST_DEVICE inline uint64_t MulHi64Halves(uint64_t a, uint64_t b) {
   const uint64_t a_lo = a & 0xffffffffu, a_hi = a >> 32;
   const uint64_t b_lo = b & 0xffffffffu, b_hi = b >> 32;
   const uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi;
   const uint64_t cross = (lo_lo >> 32) + (hi_lo & 0xffffffffu) + lo_hi;
   return a_hi * b_hi + (hi_lo >> 32) + (cross >> 32);
+}
+
+// The high 64 bits of a * b: one instruction on the device (__umul64hi) and on hosts with a
+// 128-bit product (x86-64, AArch64), MulHi64Halves elsewhere. The same value everywhere.
+SKIFF_HOST_DEVICE inline uint64_t MulHi64(uint64_t a, uint64_t b) {
+#if defined(__CUDA_ARCH__)
+  return __umul64hi(a, b);
+#elif defined(__SIZEOF_INT128__)
+  return static_cast<uint64_t>((static_cast<unsigned __int128>(a) * b) >> 64);
+#else
+  return MulHi64Halves(a, b);
+#endif
 }
 
 // Index of the lowest set bit of a non-zero word.

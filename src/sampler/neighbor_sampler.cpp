@@ -1,6 +1,7 @@
 #include "skiff/sampler/neighbor_sampler.h"
 
 #include <algorithm>
+#include <span>
 #include <sstream>
 #include <string>
 
@@ -76,6 +77,36 @@ class LocalIds {
         return next;
       }
       i = (i + 1) & mask;
+    }
+  }
+
+  // Maps keys[i] to ids[i], inserting each absent key with the next local ID and appending it to
+  // *nodes (whose size is the next local ID). Each lookup is prefetched a few keys ahead; the dense
+  // form runs as its own loop (one load and compare per key).
+  void MapAll(std::span<const int64_t> keys, std::vector<int64_t>* nodes, int32_t* ids) {
+    constexpr size_t kDistance = 16;  // prefetch distance, in keys
+    const size_t n = keys.size();
+    if (dense_mode_) {
+      int32_t* dense = dense_.data();
+      for (size_t i = 0; i < n; ++i) {
+        if (i + kDistance < n) PrefetchRead(dense + keys[i + kDistance]);
+        const int64_t key = keys[i];
+        int32_t value = dense[key];
+        if (value < 0) {
+          value = static_cast<int32_t>(nodes->size());
+          dense[key] = value;
+          dense_keys_.push_back(key);
+          nodes->push_back(key);
+        }
+        ids[i] = value;
+      }
+      return;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (i + kDistance < n) Prefetch(keys[i + kDistance]);
+      bool inserted = false;
+      ids[i] = FindOrInsert(keys[i], static_cast<int32_t>(nodes->size()), &inserted);
+      if (inserted) nodes->push_back(keys[i]);
     }
   }
 
@@ -255,28 +286,26 @@ Status NeighborSampler::Begin(std::span<const int64_t> seeds, BatchState* state,
   return Status::Ok();
 }
 
-Status NeighborSampler::Hop(int hop, BatchState* state, sampler::MiniBatch* out,
-                            LocalIds* local) const {
-  std::vector<int64_t>& nodes = out->input_nodes;
-  const int block_index = num_layers() - 1 - hop;  // this hop builds the sources of this block
-  const int fanout = fanouts_[block_index];
-  // A node first expanded now is a destination of blocks 0 .. block_index. Blocks whose fanout
-  // is below the node's degree take a prefix of its ordered sample, so the sample is as long as
-  // the largest such fanout; the others (-1, or >= degree) take the whole row.
+// Prefetch distance of the walks over a hop's nodes, in nodes.
+constexpr int64_t kNodesAhead = 8;
+
+void NeighborSampler::DrawSamples(int hop, BatchState* state,
+                                  const std::vector<int64_t>& nodes) const {
+  // A node first expanded now is a destination of blocks 0 .. L-1-hop. Blocks whose fanout is
+  // below the node's degree take a prefix of its ordered sample, so the sample is as long as the
+  // largest such fanout; the others (-1, or >= degree) take the whole row.
   const int64_t begin = state->hop_begin[hop], end = state->hop_begin[hop + 1];
-  std::vector<int64_t> positions, picked;
-  OrderedDraw draw;
-  constexpr int64_t kAhead = 8;  // prefetch distance, in nodes
   // Room for the hop up front (grown one node at a time, their reallocations' copies were a few
   // per cent of the sampler's time).
   int max_fanout = 0;
-  for (int l = 0; l <= block_index; ++l) max_fanout = std::max(max_fanout, fanouts_[l]);
+  for (int l = 0; l <= num_layers() - 1 - hop; ++l) max_fanout = std::max(max_fanout, fanouts_[l]);
   const auto hop_nodes = static_cast<size_t>(end - begin);
   state->degree.reserve(state->degree.size() + hop_nodes);
   state->order_ptr.reserve(state->order_ptr.size() + hop_nodes);
   state->order.reserve(state->order.size() + hop_nodes * static_cast<size_t>(max_fanout));
+  OrderedDraw draw;
   for (int64_t u = begin; u < end; ++u) {
-    if (u + kAhead < end) graph_.Prefetch(nodes[u + kAhead], /*row=*/false);
+    if (u + kNodesAhead < end) graph_.Prefetch(nodes[u + kNodesAhead], /*row=*/false);
     const int64_t d = graph_.Degree(nodes[u]);
     state->degree.push_back(d);
     const int64_t longest = SampleLength(fanouts_.data(), num_layers(), hop, d);
@@ -289,11 +318,11 @@ Status NeighborSampler::Hop(int hop, BatchState* state, sampler::MiniBatch* out,
     }
     state->order_ptr.push_back(static_cast<int64_t>(state->order.size()));
   }
-  sampler::Block& block = out->blocks[block_index];
-  block.num_dst = end;
-  block.indptr.assign(1, 0);
-  // First every destination's picks (global IDs, in CSR order), then their local IDs: the ID map's
-  // lookups then run over one flat array, each prefetched a few picks ahead.
+}
+
+Status NeighborSampler::CollectPicks(int fanout, int64_t end, BatchState* state,
+                                     const std::vector<int64_t>& nodes,
+                                     sampler::Block* block) const {
   std::vector<int64_t>& flat = state->picks;
   flat.clear();
   size_t picks = 0;
@@ -302,11 +331,13 @@ Status NeighborSampler::Hop(int hop, BatchState* state, sampler::MiniBatch* out,
     picks += static_cast<size_t>(fanout < 0 || fanout >= d ? d : fanout);
   }
   flat.reserve(picks);
-  block.indptr.reserve(static_cast<size_t>(end) + 1);
+  block->indptr.assign(1, 0);
+  block->indptr.reserve(static_cast<size_t>(end) + 1);
+  std::vector<int64_t> positions, picked;
   for (int64_t u = 0; u < end; ++u) {
     // Two stages: a node's degree entry, then (loaded by then) its row.
-    if (u + 2 * kAhead < end) graph_.Prefetch(nodes[u + 2 * kAhead], /*row=*/false);
-    if (u + kAhead < end) graph_.Prefetch(nodes[u + kAhead], /*row=*/true);
+    if (u + 2 * kNodesAhead < end) graph_.Prefetch(nodes[u + 2 * kNodesAhead], /*row=*/false);
+    if (u + kNodesAhead < end) graph_.Prefetch(nodes[u + kNodesAhead], /*row=*/true);
     const int64_t v = nodes[u];
     const int64_t d = state->degree[u];
     if (fanout < 0 || fanout >= d) {
@@ -320,17 +351,22 @@ Status NeighborSampler::Hop(int hop, BatchState* state, sampler::MiniBatch* out,
       flat.resize(at + positions.size());
       SKIFF_RETURN_IF_ERROR(graph_.NeighborsAt(v, positions, flat.data() + at));
     }
-    block.indptr.push_back(static_cast<int64_t>(flat.size()));
+    block->indptr.push_back(static_cast<int64_t>(flat.size()));
   }
-  constexpr size_t kPrefetchDistance = 16;
-  block.indices.resize(flat.size());
-  for (size_t i = 0; i < flat.size(); ++i) {
-    if (i + kPrefetchDistance < flat.size()) local->Prefetch(flat[i + kPrefetchDistance]);
-    bool inserted = false;
-    const int32_t id = local->FindOrInsert(flat[i], static_cast<int32_t>(nodes.size()), &inserted);
-    if (inserted) nodes.push_back(flat[i]);
-    block.indices[i] = id;
-  }
+  return Status::Ok();
+}
+
+Status NeighborSampler::Hop(int hop, BatchState* state, sampler::MiniBatch* out,
+                            LocalIds* local) const {
+  std::vector<int64_t>& nodes = out->input_nodes;
+  const int block_index = num_layers() - 1 - hop;  // this hop builds the sources of this block
+  DrawSamples(hop, state, nodes);
+  sampler::Block& block = out->blocks[block_index];
+  const int64_t end = state->hop_begin[hop + 1];
+  block.num_dst = end;
+  SKIFF_RETURN_IF_ERROR(CollectPicks(fanouts_[block_index], end, state, nodes, &block));
+  block.indices.resize(state->picks.size());
+  local->MapAll(state->picks, &nodes, block.indices.data());
   state->hop_begin.push_back(static_cast<int64_t>(nodes.size()));
   block.num_src = state->hop_begin.back();
   return Status::Ok();

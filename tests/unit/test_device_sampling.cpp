@@ -28,7 +28,7 @@
 
 using namespace skiff;
 
-TEST_CASE("neighbor draw: MulHi64 is the high half of the 128-bit product") {
+TEST_CASE("neighbor draw: MulHi64 and its 32-bit form are the high half of the 128-bit product") {
   std::mt19937_64 rng(1);
   std::vector<uint64_t> values = {
       0, 1, 2, 0xffffffffull, 0x100000000ull, ~uint64_t{0}, ~uint64_t{0} - 1, uint64_t{1} << 63};
@@ -37,6 +37,7 @@ TEST_CASE("neighbor draw: MulHi64 is the high half of the 128-bit product") {
     for (uint64_t b : values) {
       const auto want = static_cast<uint64_t>((static_cast<unsigned __int128>(a) * b) >> 64);
       REQUIRE(MulHi64(a, b) == want);
+      REQUIRE(MulHi64Halves(a, b) == want);
     }
   }
 }

@@ -76,6 +76,12 @@ class NeighborSampler {
   Status Begin(std::span<const int64_t> seeds, BatchState* state, sampler::MiniBatch* out,
                LocalIds* local) const;
   Status Hop(int hop, BatchState* state, sampler::MiniBatch* out, LocalIds* local) const;
+  // Hop's steps: each node first expanded at `hop` records its degree and draws its ordered sample;
+  // then the picks of destinations [0, end) of the hop's block, global IDs in CSR order, into
+  // state->picks and block->indptr (the ID map then turns them into the block's local indices).
+  void DrawSamples(int hop, BatchState* state, const std::vector<int64_t>& nodes) const;
+  Status CollectPicks(int fanout, int64_t end, BatchState* state, const std::vector<int64_t>& nodes,
+                      sampler::Block* block) const;
   void Finish(BatchState* state, sampler::MiniBatch* out) const;
 
   const GraphSource& graph_;
