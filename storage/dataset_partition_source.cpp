@@ -90,19 +90,19 @@ void DatasetPartitionSource::NeighborsFromPin(const PartitionPin& pin, int64_t n
   const uint32_t p = pin.partition();
   SKIFF_CHECK(node >= boundaries_[p] && node < boundaries_[p + 1]);
   const auto bytes = pin.extent(kNeighborExtent);
-  const int64_t base = offsets_[boundaries_[p]];
-  out->clear();
-  for (int64_t e = offsets_[node]; e < offsets_[node + 1]; ++e) {
-    const std::byte* at = bytes.data() + (e - base) * neighbor_bytes_;
-    if (neighbor_bytes_ == 4) {
-      int32_t v;
-      std::memcpy(&v, at, 4);
-      out->push_back(v);
-    } else {
-      int64_t v;
-      std::memcpy(&v, at, 8);
-      out->push_back(v);
-    }
+  const std::byte* row =
+      bytes.data() + (offsets_[node] - offsets_[boundaries_[p]]) * neighbor_bytes_;
+  const auto degree = static_cast<size_t>(offsets_[node + 1] - offsets_[node]);
+  out->resize(degree);
+  if (degree == 0) return;
+  if (neighbor_bytes_ == 8) {
+    std::memcpy(out->data(), row, degree * 8);
+    return;
+  }
+  for (size_t i = 0; i < degree; ++i) {  // 32-bit ids, widened
+    int32_t v;
+    std::memcpy(&v, row + i * 4, 4);
+    (*out)[i] = v;
   }
 }
 
