@@ -341,30 +341,16 @@ Result<MemoryPlan> DevicePlan(const MemoryBudgetInputs& in) {
   return plan;
 }
 
-// The plan with batches gathered as rows, or aggregated (see the header).
-Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degrees,
-                        bool aggregated) {
-  MemoryPlan plan;
-  plan.aggregated_input = aggregated;
-  plan.budget_bytes = in.budget_bytes;
-  // No budget: room for everything (every partition resident, the pipeline's full capacity).
-  const uint64_t budget = in.budget_bytes > 0 ? in.budget_bytes : ~uint64_t{0} / 4;
-  plan.train_batch = EstimateBatch(degrees, in.batch_size, in.fanouts, in.record_degrees);
-  plan.batch_held_bytes = aggregated ? 0 : BatchBytes(plan.train_batch, HostFeatureDim(in));
-  plan.batch_bytes = aggregated ? AggregatedBatchBytes(plan.train_batch, in.feature_dim)
-                                : BatchBytes(plan.train_batch, HostFeatureDim(in)) +
-                                      SamplerScratchBytes(plan.train_batch);
-  const uint64_t activations =
-      ComputesOnDevice(in) ? 0 : ActivationBytes(plan.train_batch, in.model, aggregated);
-  plan.eval_batch_size = in.eval_batch_size > 0 && !in.eval_fanouts.empty()
-                             ? EvalBatchSize(in, degrees, aggregated, plan.batch_bytes, activations)
-                             : in.batch_size;
-  AddResidentItems(in, &plan);
+// What the compute stage keeps per batch besides the batch itself: the device model's pinned
+// staging and uploads, or the activations of the batch in compute; aggregated, the sampler's
+// scratch and the aggregation window.
+void AddComputeItems(const MemoryBudgetInputs& in, bool aggregated, uint64_t activations,
+                     MemoryPlan* plan) {
   if (in.features_on_device) {
     // The device model packs each batch's structure into one of two pinned slots.
-    plan.items.push_back(
-        {"pinned staging of two batches for the device", 2 * BatchBytes(plan.train_batch, 0)});
-    plan.items.push_back(
+    plan->items.push_back(
+        {"pinned staging of two batches for the device", 2 * BatchBytes(plan->train_batch, 0)});
+    plan->items.push_back(
         {"feature upload to the device (before training)",
          std::min(kDeviceUploadBytes, static_cast<uint64_t>(in.num_nodes) *
                                           static_cast<uint64_t>(in.feature_dim) * 4)});
@@ -373,118 +359,97 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
     // pinned slots (grown by a quarter over the largest batch), and uploads the rows (all, or what
     // its row cache misses) through two pinned chunks, keeping three int64 per input to choose
     // them.
-    const auto inputs = static_cast<uint64_t>(plan.train_batch.input_nodes);
-    plan.items.push_back({"pinned staging of 2 batches (structure, row slots)",
-                          2 * (BatchBytes(plan.train_batch, 0) + 16 * inputs) * 5 / 4});
+    const auto inputs = static_cast<uint64_t>(plan->train_batch.input_nodes);
+    plan->items.push_back({"pinned staging of 2 batches (structure, row slots)",
+                           2 * (BatchBytes(plan->train_batch, 0) + 16 * inputs) * 5 / 4});
     const uint64_t rows = 2 * inputs * static_cast<uint64_t>(in.feature_dim) * 4 * 5 / 4;
-    plan.items.push_back({"row upload: pinned chunks, per-input scratch",
-                          std::min(kDeviceRowChunkBytes, rows) + 24 * inputs});
+    plan->items.push_back({"row upload: pinned chunks, per-input scratch",
+                           std::min(kDeviceRowChunkBytes, rows) + 24 * inputs});
     if (in.device_cache_rows > 0) {
-      plan.items.push_back({"device row cache index",
-                            model::RowSlots::HostBytes(in.num_nodes, in.device_cache_rows)});
+      plan->items.push_back({"device row cache index",
+                             model::RowSlots::HostBytes(in.num_nodes, in.device_cache_rows)});
     }
   } else {
-    plan.items.push_back({"activations of the batch in compute (expected)", activations});
+    plan->items.push_back({"activations of the batch in compute (expected)", activations});
   }
   if (aggregated) {
     // One thread samples each group (its lists are counted with the group's batches).
-    plan.items.push_back({"sampler scratch (1 thread)", SamplerScratchBytes(plan.train_batch)});
+    plan->items.push_back({"sampler scratch (1 thread)", SamplerScratchBytes(plan->train_batch)});
     // A window holds at most every node once.
-    plan.items.push_back(
+    plan->items.push_back(
         {"aggregation stream window",
          std::min<uint64_t>(static_cast<uint64_t>(in.num_nodes), kStreamWindowRows) *
              kStreamWindowBytesPerRow});
   }
-  uint64_t fixed = 0;
-  for (const MemoryItem& item : plan.items) fixed += item.bytes;
+}
 
-  // Aggregated groups stream every row they read through the pool's fine-read scratch: they need no
-  // slot, and at a small budget the batches make better use of one (the 2M-node benchmark at 10%:
-  // groups of 2 instead of 1, half the reads).
-  const uint32_t min_slots =
-      aggregated ? 0 : std::min(in.min_resident_partitions, in.num_partitions);
-  const uint64_t pool_minimum = in.pool_fixed_bytes + uint64_t{min_slots} * in.partition_slot_bytes;
-  // Aggregated: a batch's rows are reserved when it is gathered; before that it holds only its
-  // sampled structure, and the next group is sampled (structure only) while one is gathered and
-  // computed.
-  // The minimum has one batch in flight: aggregated, it holds its cached lists while sampled and
-  // its rows (freeing the lists) once gathered, so the larger of the two.
-  const uint64_t one_batch =
-      aggregated ? std::max(plan.batch_bytes, SampledBatchBytes(plan.train_batch, degrees, 1))
-                 : plan.batch_bytes;
-  const uint64_t minimum = fixed + one_batch + pool_minimum;
-  if (budget < minimum) {
-    std::string detail;
-    for (const MemoryItem& item : plan.items) {
-      detail += "; " + item.name + " " + FormatBytes(item.bytes);
-    }
-    return Status::ResourceExhausted(
-        "--memory " + FormatBytes(in.budget_bytes) +
-        " is too small for one batch of this configuration: it needs at least " +
-        FormatBytes(minimum) + " (one batch of ~" + std::to_string(plan.train_batch.input_nodes) +
-        " sampled nodes " + FormatBytes(one_batch) + "; " + std::to_string(min_slots) +
-        " partition slots of " + FormatBytes(in.partition_slot_bytes) + " + pool scratch " +
-        FormatBytes(in.pool_fixed_bytes) + detail +
-        "); raise --memory, or lower --batch-size or --fanouts");
+// The refusal of a budget below `minimum`: what one batch, the slots and each item take.
+Status TooSmall(const MemoryBudgetInputs& in, const MemoryPlan& plan, uint64_t minimum,
+                uint64_t one_batch, uint32_t min_slots) {
+  std::string detail;
+  for (const MemoryItem& item : plan.items) {
+    detail += "; " + item.name + " " + FormatBytes(item.bytes);
   }
-  // Batches in flight get at most half of what the minimum leaves (aggregated: all; at least one
-  // batch); the rest, and what the batches do not use, goes to partition slots.
-  uint64_t discretionary = budget - minimum + one_batch;
-  if (aggregated) {
-    // Aggregated groups read most of the file whatever is resident: the batches take it all, as
-    // one group as large as fits (each read of the file then serves as many batches as possible)
-    // plus the next group's sampled structure.
-    GatherGroupSize train =
-        AggregatedGatherGroup(discretionary, plan.train_batch, degrees, in.feature_dim);
-    // Each group's sampling reads the lists of the next group's seeds with its own
-    // (ResidentGraphSource): held from then until the next group samples, beside the batches,
-    // so out of what they get -- unless that leaves less than one batch.
-    const auto ahead_seeds = static_cast<uint64_t>(train.group) * in.batch_size;
-    const uint64_t ahead = ahead_seeds * ListsAheadBytesPerSeed(degrees);
-    if (discretionary >= one_batch + ahead) {
-      plan.lists_ahead_seeds = static_cast<int64_t>(ahead_seeds);
-      plan.lists_ahead_bytes = ahead;
-      plan.items.push_back({"neighbour lists read ahead (the next group's seeds)", ahead});
-      fixed += ahead;
-      discretionary -= ahead;
-      train = AggregatedGatherGroup(discretionary, plan.train_batch, degrees, in.feature_dim);
-    }
-    plan.gather_group = train.group;
-    plan.sampled_batch_bytes = train.sampled_batch_bytes;
-    plan.planned_in_flight = 2 * plan.gather_group;
-    // The batches keep all of it: the groups are re-sized at run time from the batches sampled,
-    // and what the estimate leaves over (less than a batch) would buy at most one partition slot,
-    // which saves nothing when a group reads most of the file. Only groups at kMaxGatherGroup
-    // leave the rest to the slots, keeping a quarter more than the estimate for them: the first
-    // group is cut from the estimate, and batches larger than estimated (the 10m preset's are)
-    // otherwise overran the allowance. (A group of one that does not fit with the next batch's
-    // sampling runs one batch at a time.)
-    plan.batch_allowance =
-        plan.gather_group < kMaxGatherGroup
-            ? discretionary
-            : std::min(discretionary, static_cast<uint64_t>(plan.gather_group) *
-                                          (plan.batch_bytes + plan.sampled_batch_bytes) * 5 / 4);
-    const BatchShape eval =
-        EstimateBatch(degrees, plan.eval_batch_size, in.eval_fanouts, in.record_degrees);
-    const GatherGroupSize eval_group = AggregatedGatherGroup(
-        plan.batch_allowance + plan.lists_ahead_bytes, eval, degrees, in.feature_dim);
-    plan.eval_gather_group = eval_group.group;
-    plan.eval_sampled_batch_bytes = eval_group.sampled_batch_bytes;
-  } else {
-    const uint64_t fit = discretionary / 2 / std::max<uint64_t>(plan.batch_bytes, 1);
-    plan.planned_in_flight = static_cast<int>(
-        std::clamp<uint64_t>(fit, 1, static_cast<uint64_t>(in.max_in_flight_batches)));
-    plan.batch_allowance = plan.batch_bytes * static_cast<uint64_t>(plan.planned_in_flight);
-  }
-  plan.items.push_back({aggregated
-                            ? "batches in flight (groups of " + std::to_string(plan.gather_group) +
-                                  " x ~" + std::to_string(plan.train_batch.input_nodes) +
-                                  " nodes, aggregated, + the next group sampled)"
-                            : "batches in flight (" + std::to_string(plan.planned_in_flight) +
-                                  " x ~" + std::to_string(plan.train_batch.input_nodes) + " nodes)",
-                        plan.batch_allowance});
-  plan.fixed_bytes = fixed + plan.batch_allowance;
+  return Status::ResourceExhausted(
+      "--memory " + FormatBytes(in.budget_bytes) +
+      " is too small for one batch of this configuration: it needs at least " +
+      FormatBytes(minimum) + " (one batch of ~" + std::to_string(plan.train_batch.input_nodes) +
+      " sampled nodes " + FormatBytes(one_batch) + "; " + std::to_string(min_slots) +
+      " partition slots of " + FormatBytes(in.partition_slot_bytes) + " + pool scratch " +
+      FormatBytes(in.pool_fixed_bytes) + detail +
+      "); raise --memory, or lower --batch-size or --fanouts");
+}
 
+// Aggregated batches: out of `discretionary` bytes, the gather groups (training and evaluation),
+// the lists read ahead for the next group (added to *fixed when they fit) and the allowance.
+void PlanAggregatedBatches(const MemoryBudgetInputs& in, const DegreeProfile& degrees,
+                           uint64_t one_batch, uint64_t discretionary, uint64_t* fixed,
+                           MemoryPlan* plan) {
+  // Aggregated groups read most of the file whatever is resident: the batches take it all, as
+  // one group as large as fits (each read of the file then serves as many batches as possible)
+  // plus the next group's sampled structure.
+  GatherGroupSize train =
+      AggregatedGatherGroup(discretionary, plan->train_batch, degrees, in.feature_dim);
+  // Each group's sampling reads the lists of the next group's seeds with its own
+  // (ResidentGraphSource): held from then until the next group samples, beside the batches,
+  // so out of what they get -- unless that leaves less than one batch.
+  const auto ahead_seeds = static_cast<uint64_t>(train.group) * in.batch_size;
+  const uint64_t ahead = ahead_seeds * ListsAheadBytesPerSeed(degrees);
+  if (discretionary >= one_batch + ahead) {
+    plan->lists_ahead_seeds = static_cast<int64_t>(ahead_seeds);
+    plan->lists_ahead_bytes = ahead;
+    plan->items.push_back({"neighbour lists read ahead (the next group's seeds)", ahead});
+    *fixed += ahead;
+    discretionary -= ahead;
+    train = AggregatedGatherGroup(discretionary, plan->train_batch, degrees, in.feature_dim);
+  }
+  plan->gather_group = train.group;
+  plan->sampled_batch_bytes = train.sampled_batch_bytes;
+  plan->planned_in_flight = 2 * plan->gather_group;
+  // The batches keep all of it: the groups are re-sized at run time from the batches sampled,
+  // and what the estimate leaves over (less than a batch) would buy at most one partition slot,
+  // which saves nothing when a group reads most of the file. Only groups at kMaxGatherGroup
+  // leave the rest to the slots, keeping a quarter more than the estimate for them: the first
+  // group is cut from the estimate, and batches larger than estimated (the 10m preset's are)
+  // otherwise overran the allowance. (A group of one that does not fit with the next batch's
+  // sampling runs one batch at a time.)
+  plan->batch_allowance =
+      plan->gather_group < kMaxGatherGroup
+          ? discretionary
+          : std::min(discretionary, static_cast<uint64_t>(plan->gather_group) *
+                                        (plan->batch_bytes + plan->sampled_batch_bytes) * 5 / 4);
+  const BatchShape eval =
+      EstimateBatch(degrees, plan->eval_batch_size, in.eval_fanouts, in.record_degrees);
+  const GatherGroupSize eval_group = AggregatedGatherGroup(
+      plan->batch_allowance + plan->lists_ahead_bytes, eval, degrees, in.feature_dim);
+  plan->eval_gather_group = eval_group.group;
+  plan->eval_sampled_batch_bytes = eval_group.sampled_batch_bytes;
+}
+
+// Partition slots (or every partition packed) and the hot row cache out of what the items and
+// batches leave of `budget`.
+MemoryPlan PlanSlots(const MemoryBudgetInputs& in, bool aggregated, uint32_t min_slots,
+                     uint64_t budget, MemoryPlan plan) {
   uint64_t for_slots = budget - plan.fixed_bytes - in.pool_fixed_bytes;
   if (in.packed_pool_bytes > 0 && for_slots >= in.packed_pool_bytes) {
     // Every partition at its own size: all resident, nothing read fine-grained.
@@ -513,6 +478,67 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
   plan.pool_bytes = uint64_t{plan.pool_slots} * in.partition_slot_bytes + in.pool_fixed_bytes;
   plan.fully_resident = plan.pool_slots == in.num_partitions;
   return plan;
+}
+
+// The plan with batches gathered as rows, or aggregated (see the header).
+Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degrees,
+                        bool aggregated) {
+  MemoryPlan plan;
+  plan.aggregated_input = aggregated;
+  plan.budget_bytes = in.budget_bytes;
+  // No budget: room for everything (every partition resident, the pipeline's full capacity).
+  const uint64_t budget = in.budget_bytes > 0 ? in.budget_bytes : ~uint64_t{0} / 4;
+  plan.train_batch = EstimateBatch(degrees, in.batch_size, in.fanouts, in.record_degrees);
+  plan.batch_held_bytes = aggregated ? 0 : BatchBytes(plan.train_batch, HostFeatureDim(in));
+  plan.batch_bytes = aggregated ? AggregatedBatchBytes(plan.train_batch, in.feature_dim)
+                                : BatchBytes(plan.train_batch, HostFeatureDim(in)) +
+                                      SamplerScratchBytes(plan.train_batch);
+  const uint64_t activations =
+      ComputesOnDevice(in) ? 0 : ActivationBytes(plan.train_batch, in.model, aggregated);
+  plan.eval_batch_size = in.eval_batch_size > 0 && !in.eval_fanouts.empty()
+                             ? EvalBatchSize(in, degrees, aggregated, plan.batch_bytes, activations)
+                             : in.batch_size;
+  AddResidentItems(in, &plan);
+  AddComputeItems(in, aggregated, activations, &plan);
+  uint64_t fixed = 0;
+  for (const MemoryItem& item : plan.items) fixed += item.bytes;
+
+  // Aggregated groups stream every row they read through the pool's fine-read scratch: they need no
+  // slot, and at a small budget the batches make better use of one (the 2M-node benchmark at 10%:
+  // groups of 2 instead of 1, half the reads).
+  const uint32_t min_slots =
+      aggregated ? 0 : std::min(in.min_resident_partitions, in.num_partitions);
+  const uint64_t pool_minimum = in.pool_fixed_bytes + uint64_t{min_slots} * in.partition_slot_bytes;
+  // Aggregated: a batch's rows are reserved when it is gathered; before that it holds only its
+  // sampled structure, and the next group is sampled (structure only) while one is gathered and
+  // computed.
+  // The minimum has one batch in flight: aggregated, it holds its cached lists while sampled and
+  // its rows (freeing the lists) once gathered, so the larger of the two.
+  const uint64_t one_batch =
+      aggregated ? std::max(plan.batch_bytes, SampledBatchBytes(plan.train_batch, degrees, 1))
+                 : plan.batch_bytes;
+  const uint64_t minimum = fixed + one_batch + pool_minimum;
+  if (budget < minimum) return TooSmall(in, plan, minimum, one_batch, min_slots);
+  // Batches in flight get at most half of what the minimum leaves (aggregated: all; at least one
+  // batch); the rest, and what the batches do not use, goes to partition slots.
+  const uint64_t discretionary = budget - minimum + one_batch;
+  if (aggregated) {
+    PlanAggregatedBatches(in, degrees, one_batch, discretionary, &fixed, &plan);
+  } else {
+    const uint64_t fit = discretionary / 2 / std::max<uint64_t>(plan.batch_bytes, 1);
+    plan.planned_in_flight = static_cast<int>(
+        std::clamp<uint64_t>(fit, 1, static_cast<uint64_t>(in.max_in_flight_batches)));
+    plan.batch_allowance = plan.batch_bytes * static_cast<uint64_t>(plan.planned_in_flight);
+  }
+  plan.items.push_back({aggregated
+                            ? "batches in flight (groups of " + std::to_string(plan.gather_group) +
+                                  " x ~" + std::to_string(plan.train_batch.input_nodes) +
+                                  " nodes, aggregated, + the next group sampled)"
+                            : "batches in flight (" + std::to_string(plan.planned_in_flight) +
+                                  " x ~" + std::to_string(plan.train_batch.input_nodes) + " nodes)",
+                        plan.batch_allowance});
+  plan.fixed_bytes = fixed + plan.batch_allowance;
+  return PlanSlots(in, aggregated, min_slots, budget, std::move(plan));
 }
 
 }  // namespace
