@@ -54,6 +54,79 @@ Result<EpochPlan> EpochPlan::SingleState(uint32_t k, uint32_t resident,
   return plan;
 }
 
+namespace {
+
+// [first, last] buffer states of each residence of a partition.
+using Residences = std::vector<std::pair<uint32_t, uint32_t>>;
+
+// The admission sequence: `rounds` independent random orders of the k partitions, one after the
+// other (one unshuffled order when all c fit).
+std::vector<uint32_t> AdmissionSequence(uint32_t k, uint32_t c, uint32_t rounds, Rng& rng) {
+  std::vector<uint32_t> sequence;
+  sequence.reserve(static_cast<size_t>(k) * rounds);
+  for (uint32_t r = 0; r < rounds; ++r) {
+    std::vector<uint32_t> order(k);
+    std::iota(order.begin(), order.end(), 0u);
+    if (c < k) rng.Shuffle(order);
+    sequence.insert(sequence.end(), order.begin(), order.end());
+  }
+  return sequence;
+}
+
+// The buffer states of `sequence` into *states: state 0 holds its first c partitions; each later
+// entry that is not resident evicts a random resident partition and is admitted (entries already
+// resident are skipped). Returns each partition's residences.
+std::vector<Residences> BufferStates(const std::vector<uint32_t>& sequence, uint32_t k, uint32_t c,
+                                     Rng& rng, std::vector<BufferState>* states) {
+  std::vector<Residences> intervals(k);
+  std::vector<uint32_t> resident(sequence.begin(), sequence.begin() + c);
+  std::vector<bool> is_resident(k, false);
+  for (uint32_t p : resident) {
+    is_resident[p] = true;
+    intervals[p].push_back({0, 0});
+  }
+  states->push_back(BufferState{resident, kNoPartition, kNoPartition, {}});
+  for (size_t i = c; i < sequence.size(); ++i) {
+    const uint32_t admitted = sequence[i];
+    if (is_resident[admitted]) continue;
+    const auto s = static_cast<uint32_t>(states->size());
+    const size_t victim_idx = rng.Below(resident.size());
+    const uint32_t evicted = resident[victim_idx];
+    intervals[evicted].back().second = s - 1;
+    is_resident[evicted] = false;
+    resident[victim_idx] = admitted;
+    is_resident[admitted] = true;
+    intervals[admitted].push_back({s, s});
+    states->push_back(BufferState{resident, admitted, evicted, {}});
+  }
+  const auto last = static_cast<uint32_t>(states->size() - 1);
+  for (uint32_t p : resident) intervals[p].back().second = last;
+  for (BufferState& state : *states) std::sort(state.resident.begin(), state.resident.end());
+  return intervals;
+}
+
+// Assigns each of `nodes` (of one partition) to one state drawn uniformly from all the states of
+// the partition's residences.
+void AssignNodes(std::span<const int64_t> nodes, const Residences& residences, Rng& rng,
+                 std::vector<BufferState>* states) {
+  uint64_t resident_states = 0;
+  for (const auto& [first, end] : residences) resident_states += end - first + 1;
+  SKIFF_CHECK(resident_states > 0);
+  for (int64_t node : nodes) {
+    uint64_t pick = resident_states > 1 ? rng.Below(resident_states) : 0;
+    for (const auto& [first, end] : residences) {
+      const uint64_t len = end - first + 1;
+      if (pick < len) {
+        (*states)[first + pick].train_nodes.push_back(node);
+        break;
+      }
+      pick -= len;
+    }
+  }
+}
+
+}  // namespace
+
 Result<EpochPlan> EpochPlan::Build(std::span<const std::vector<int64_t>> train_nodes_by_partition,
                                    const EpochPlanOptions& options) {
   const auto k = static_cast<uint32_t>(train_nodes_by_partition.size());
@@ -66,65 +139,13 @@ Result<EpochPlan> EpochPlan::Build(std::span<const std::vector<int64_t>> train_n
   plan.buffer_capacity_ = options.buffer_capacity;
   const uint32_t c = std::min(options.buffer_capacity, k);
   Rng rng(MixSeed(options.seed, options.epoch));
-
-  // 1. Admission sequence: `rounds` independent random orders of the partitions, one after the
-  // other.
   const uint32_t rounds = c < k ? std::max<uint32_t>(options.rounds, 1) : 1;
-  std::vector<uint32_t> sequence;
-  sequence.reserve(static_cast<size_t>(k) * rounds);
-  for (uint32_t r = 0; r < rounds; ++r) {
-    std::vector<uint32_t> order(k);
-    std::iota(order.begin(), order.end(), 0u);
-    if (c < k) rng.Shuffle(order);
-    sequence.insert(sequence.end(), order.begin(), order.end());
-  }
-
-  // 2. Buffer states. State 0 holds the first c partitions; each later entry of the sequence that
-  // is not resident evicts a random resident partition and is admitted (entries already resident
-  // are skipped). `intervals[p]` lists the [first, last] states of each residence of p.
-  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> intervals(k);
-  std::vector<uint32_t> resident(sequence.begin(), sequence.begin() + c);
-  std::vector<bool> is_resident(k, false);
-  for (uint32_t p : resident) {
-    is_resident[p] = true;
-    intervals[p].push_back({0, 0});
-  }
-  plan.states_.push_back(BufferState{resident, kNoPartition, kNoPartition, {}});
-  for (size_t i = c; i < sequence.size(); ++i) {
-    const uint32_t admitted = sequence[i];
-    if (is_resident[admitted]) continue;
-    const auto s = static_cast<uint32_t>(plan.states_.size());
-    const size_t victim_idx = rng.Below(resident.size());
-    const uint32_t evicted = resident[victim_idx];
-    intervals[evicted].back().second = s - 1;
-    is_resident[evicted] = false;
-    resident[victim_idx] = admitted;
-    is_resident[admitted] = true;
-    intervals[admitted].push_back({s, s});
-    plan.states_.push_back(BufferState{resident, admitted, evicted, {}});
-  }
-  const auto last = static_cast<uint32_t>(plan.states_.size() - 1);
-  for (uint32_t p : resident) intervals[p].back().second = last;
-  for (BufferState& state : plan.states_) std::sort(state.resident.begin(), state.resident.end());
-
-  // 3. Assign every training node to one state, drawn uniformly from all the states in which its
-  // partition is resident. Partitions are visited in id order and nodes in their given order, so
-  // the draw sequence is fixed.
+  const std::vector<uint32_t> sequence = AdmissionSequence(k, c, rounds, rng);
+  const std::vector<Residences> intervals = BufferStates(sequence, k, c, rng, &plan.states_);
+  // Partitions are visited in id order and nodes in their given order, so the draw sequence is
+  // fixed.
   for (uint32_t p = 0; p < k; ++p) {
-    uint64_t resident_states = 0;
-    for (const auto& [first, end] : intervals[p]) resident_states += end - first + 1;
-    SKIFF_CHECK(resident_states > 0);
-    for (int64_t node : train_nodes_by_partition[p]) {
-      uint64_t pick = resident_states > 1 ? rng.Below(resident_states) : 0;
-      for (const auto& [first, end] : intervals[p]) {
-        const uint64_t len = end - first + 1;
-        if (pick < len) {
-          plan.states_[first + pick].train_nodes.push_back(node);
-          break;
-        }
-        pick -= len;
-      }
-    }
+    AssignNodes(train_nodes_by_partition[p], intervals[p], rng, &plan.states_);
     plan.num_train_nodes_ += static_cast<int64_t>(train_nodes_by_partition[p].size());
   }
   for (BufferState& state : plan.states_) rng.Shuffle(state.train_nodes);
