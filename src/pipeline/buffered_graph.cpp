@@ -69,15 +69,11 @@ Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int
 template <typename Id>
 Status BufferedGraph::NeighborsAs(const ResidentSet& resident, std::span<const int64_t> nodes,
                                   std::vector<int64_t>* indptr, std::vector<Id>* neighbors) const {
-  const uint64_t nb = source_->neighbor_bytes();
   indptr->assign(nodes.size() + 1, 0);
-  // Pass 1: sizes (exact mode needs the full degree of every node; in-buffer mode learns the
-  // filtered length while copying).
-  std::vector<int64_t> list;
   neighbors->clear();
-  std::vector<size_t> fine;  // indices into `nodes` whose lists are read fine-grained
-  uint64_t used = 0;
   if (mode_ == SamplingMode::kExact) {
+    // Exact mode sizes every list from its full degree up front; in-buffer mode learns the
+    // filtered length while copying.
     int64_t total = 0;
     for (size_t i = 0; i < nodes.size(); ++i) {
       total += source_->degree(nodes[i]);
@@ -85,7 +81,23 @@ Status BufferedGraph::NeighborsAs(const ResidentSet& resident, std::span<const i
     }
     neighbors->resize(static_cast<size_t>(total));
   }
-  uint64_t resident_lists = 0;
+  std::vector<size_t> fine = CopyResidentLists(resident, nodes, indptr, neighbors);
+  // In node (= file) order: each round of reads then covers its own stretch of the file. In
+  // request order, every round of a large request (a sampling group's hop: ~20 MiB of lists)
+  // spanned the whole file, and reads merged across small gaps read it whole each time.
+  std::sort(fine.begin(), fine.end(), [&nodes](size_t a, size_t b) { return nodes[a] < nodes[b]; });
+  return ReadFineLists(nodes, fine, *indptr, neighbors);
+}
+
+template <typename Id>
+std::vector<size_t> BufferedGraph::CopyResidentLists(const ResidentSet& resident,
+                                                     std::span<const int64_t> nodes,
+                                                     std::vector<int64_t>* indptr,
+                                                     std::vector<Id>* neighbors) const {
+  const uint64_t nb = source_->neighbor_bytes();
+  std::vector<int64_t> list;
+  std::vector<size_t> fine;
+  uint64_t used = 0, resident_lists = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const int64_t node = nodes[i];
     const uint32_t p = source_->partition_of(node);
@@ -110,16 +122,19 @@ Status BufferedGraph::NeighborsAs(const ResidentSet& resident, std::span<const i
   }
   resident_adjacency_.fetch_add(resident_lists, std::memory_order_relaxed);
   bytes_used_.fetch_add(used, std::memory_order_relaxed);
+  return fine;
+}
 
-  // Fine-grained reads of non-resident lists, in rounds of at most kAdjacencyRoundBytes, in node
-  // (= file) order: each round then covers its own stretch of the file. In request order, every
-  // round of a large request (a sampling group's hop: ~20 MiB of lists) spanned the whole file, and
-  // reads merged across small gaps read it whole each time.
-  std::sort(fine.begin(), fine.end(), [&nodes](size_t a, size_t b) { return nodes[a] < nodes[b]; });
+template <typename Id>
+Status BufferedGraph::ReadFineLists(std::span<const int64_t> nodes, std::span<const size_t> fine,
+                                    const std::vector<int64_t>& indptr,
+                                    std::vector<Id>* neighbors) const {
+  const uint64_t nb = source_->neighbor_bytes();
   std::vector<std::byte> raw;
   std::vector<FineRead> reads;
   size_t next = 0;
   while (next < fine.size()) {
+    // One round: lists up to kAdjacencyRoundBytes (at least one list).
     uint64_t round_bytes = 0;
     size_t end = next;
     while (end < fine.size()) {
@@ -147,7 +162,7 @@ Status BufferedGraph::NeighborsAs(const ResidentSet& resident, std::span<const i
     for (size_t j = next; j < end; ++j) {
       const size_t i = fine[j];
       const int64_t degree = source_->degree(nodes[i]);
-      Id* out = neighbors->data() + (*indptr)[i];
+      Id* out = neighbors->data() + indptr[i];
       for (int64_t e = 0; e < degree; ++e, at += nb) {
         if (nb == 4) {
           int32_t v;

@@ -123,6 +123,17 @@ class BufferedGraph {
   template <typename Id>
   Status NeighborsAs(const ResidentSet& resident, std::span<const int64_t> nodes,
                      std::vector<int64_t>* indptr, std::vector<Id>* neighbors) const;
+  // NeighborsAs's steps: the lists of resident nodes (exact mode: into their places, sized by
+  // *indptr; in-buffer: appended, filtered, setting *indptr), returning the indices into `nodes`
+  // of the others; then those lists (exact mode only), read fine-grained in rounds of at most
+  // kAdjacencyRoundBytes, in the order of `fine`, into their places.
+  template <typename Id>
+  std::vector<size_t> CopyResidentLists(const ResidentSet& resident, std::span<const int64_t> nodes,
+                                        std::vector<int64_t>* indptr,
+                                        std::vector<Id>* neighbors) const;
+  template <typename Id>
+  Status ReadFineLists(std::span<const int64_t> nodes, std::span<const size_t> fine,
+                       const std::vector<int64_t>& indptr, std::vector<Id>* neighbors) const;
   void CopyRow(const std::byte* row, float* dst) const;
   // Where `node`'s row is in memory: a pinned partition of `resident`, or the hot row cache
   // (`cached`); null bytes when it has to be read. Checks that in-buffer sampling never asks for a
