@@ -8,7 +8,8 @@
 // at HashKey(batch seed, kNodeDrawStream, node) (NodeDrawKey, NodeDrawRngFor).
 //
 // Compiled for the host and, under nvcc, for CUDA device code (SKIFF_HOST_DEVICE): no exceptions,
-// no allocation, no standard library beyond <cstdint>, the same arithmetic on both.
+// no allocation, no standard library beyond <cstdint>, the same results on both (MulHi64 takes
+// each side's instruction for the same exact product).
 //
 // Thread safety: pure functions over caller-owned arrays.
 #pragma once
