@@ -18,6 +18,50 @@ uint64_t OutOfCore::FineReadScratchBytes(const format::Manifest& manifest, uint6
   return std::clamp<uint64_t>(wanted, 4ull << 20, 16ull << 20);
 }
 
+namespace {
+
+// What the memory plan is made from: the dataset, the pool's slot and scratch sizes under
+// `pool_options`, and the run's model, batches and device placement.
+MemoryBudgetInputs BudgetInputs(const format::Manifest& m, const OutOfCoreOptions& options,
+                                const storage::DatasetPartitionSource& source,
+                                const storage::BufferPoolOptions& pool_options) {
+  const uint64_t pool_fixed = storage::BufferPool::BudgetFor(source, 0, pool_options);
+  const uint64_t slot_bytes = storage::BufferPool::BudgetFor(source, 1, pool_options) - pool_fixed;
+  MemoryBudgetInputs in;
+  in.budget_bytes = options.memory_bytes;  // 0: every partition resident (the in-memory run)
+  in.num_nodes = m.num_nodes;
+  in.split_nodes = m.train_count + m.valid_count + m.test_count;
+  in.feature_dim = m.feature_dim;
+  in.partition_slot_bytes = slot_bytes;
+  in.pool_fixed_bytes = pool_fixed;
+  in.packed_pool_bytes = storage::BufferPool::PackedBudgetFor(source, pool_options) - pool_fixed;
+  in.num_partitions = source.num_partitions();
+  in.min_resident_partitions = pool_options.min_resident_partitions;
+  in.model = options.model;
+  if (in.model.in_dim == 0) in.model.in_dim = m.feature_dim;
+  if (in.model.num_classes == 0) in.model.num_classes = std::max<int64_t>(m.num_classes, 1);
+  in.batch_size = options.batch_size;
+  in.aggregated_input = options.aggregated_input;
+  in.features_on_device = options.features_on_device;
+  in.graph_on_device = options.graph_on_device;
+  in.device_compute = options.device_compute;
+  in.device_cache_rows = options.device_cache_rows;
+  in.record_degrees = options.record_degrees;
+  in.fanouts = options.fanouts;
+  in.eval_batch_size = options.eval_batch_size;
+  in.eval_fanouts = options.eval_fanouts;
+  in.max_in_flight_batches = EpochRunnerOptions{.sample_threads = options.sample_threads,
+                                                .gather_threads = options.gather_threads}
+                                 .InFlightBatches();
+  if (options.sampling == SamplingMode::kExact && !options.features_on_device) {
+    // Feature rows of hubs (no use when the model holds every row on its device).
+    in.cache_row_bytes = HotRowCache::BytesFor(1, m.feature_row_bytes(), 0);
+  }
+  return in;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* dataset,
                                                      const OutOfCoreOptions& options) {
   std::unique_ptr<OutOfCore> ooc(new OutOfCore());
@@ -44,39 +88,7 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
       FineReadScratchBytes(dataset->manifest(), options.memory_bytes, options.features_on_device);
   pool_options.engine.kind = options.io_engine;
   pool_options.engine.faults = options.faults;
-  const uint64_t pool_fixed = storage::BufferPool::BudgetFor(source, 0, pool_options);
-  const uint64_t slot_bytes = storage::BufferPool::BudgetFor(source, 1, pool_options) - pool_fixed;
-
-  MemoryBudgetInputs in;
-  in.budget_bytes = options.memory_bytes;  // 0: every partition resident (the in-memory run)
-  in.num_nodes = m.num_nodes;
-  in.split_nodes = m.train_count + m.valid_count + m.test_count;
-  in.feature_dim = m.feature_dim;
-  in.partition_slot_bytes = slot_bytes;
-  in.pool_fixed_bytes = pool_fixed;
-  in.packed_pool_bytes = storage::BufferPool::PackedBudgetFor(source, pool_options) - pool_fixed;
-  in.num_partitions = k;
-  in.min_resident_partitions = pool_options.min_resident_partitions;
-  in.model = options.model;
-  if (in.model.in_dim == 0) in.model.in_dim = m.feature_dim;
-  if (in.model.num_classes == 0) in.model.num_classes = std::max<int64_t>(m.num_classes, 1);
-  in.batch_size = options.batch_size;
-  in.aggregated_input = options.aggregated_input;
-  in.features_on_device = options.features_on_device;
-  in.graph_on_device = options.graph_on_device;
-  in.device_compute = options.device_compute;
-  in.device_cache_rows = options.device_cache_rows;
-  in.record_degrees = options.record_degrees;
-  in.fanouts = options.fanouts;
-  in.eval_batch_size = options.eval_batch_size;
-  in.eval_fanouts = options.eval_fanouts;
-  in.max_in_flight_batches = EpochRunnerOptions{.sample_threads = options.sample_threads,
-                                                .gather_threads = options.gather_threads}
-                                 .InFlightBatches();
-  if (options.sampling == SamplingMode::kExact && !options.features_on_device) {
-    // Feature rows of hubs (no use when the model holds every row on its device).
-    in.cache_row_bytes = HotRowCache::BytesFor(1, m.feature_row_bytes(), 0);
-  }
+  const MemoryBudgetInputs in = BudgetInputs(m, options, source, pool_options);
   ooc->degrees_ =
       DegreeProfile::Build(m.num_nodes, [&source](int64_t v) { return source.degree(v); });
   SKIFF_ASSIGN_OR_RETURN(ooc->memory_, PlanMemory(in, ooc->degrees_));
