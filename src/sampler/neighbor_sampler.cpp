@@ -18,7 +18,7 @@ namespace skiff::sampler {
 //          emptied by resetting only the entries the batch set;
 //   hash   open addressing, a key and its value in one 16-byte slot (one cache line per lookup).
 // Batches reach hundreds of thousands of nodes, so either table is larger than the caches and
-// lookups miss: Prefetch() lets a caller that knows the next keys start those misses early (on
+// lookups miss: MapAll() starts the misses of the keys a few ahead of the one it maps (on
 // the default model's batch the map's misses were half of the sampler's time).
 class LocalIds {
  public:
@@ -43,12 +43,6 @@ class LocalIds {
       std::fill(slots_.begin(), slots_.end(), Slot{});
     }
     size_ = 0;
-  }
-  void Prefetch(int64_t key) const {
-    const void* at =
-        dense_mode_ ? static_cast<const void*>(dense_.data() + key)
-                    : static_cast<const void*>(slots_.data() + (Hash(key) & (slots_.size() - 1)));
-    PrefetchRead(at);
   }
   // Returns the local ID of `key`, inserting `next` when absent (*inserted tells which).
   int32_t FindOrInsert(int64_t key, int32_t next, bool* inserted) {

@@ -112,6 +112,15 @@ struct Block {
   int64_t nnz() const { return static_cast<int64_t>(indices.size()); }
 };
 
+// `count` row degrees drawn uniformly from [lo, hi] with std::mt19937_64(seed).
+inline std::vector<int64_t> UniformDegrees(size_t count, int64_t lo, int64_t hi, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> deg(lo, hi);
+  std::vector<int64_t> degrees(count);
+  for (auto& d : degrees) d = deg(rng);
+  return degrees;
+}
+
 inline Block MakeBlock(std::string name, int64_t num_src, const std::vector<int64_t>& degrees,
                        uint64_t seed) {
   Block b;
@@ -143,13 +152,7 @@ inline std::vector<Block> AwkwardBlocks() {
       degrees.push_back(std::vector<int64_t>{0, 0, 1, 2, 31, 33, 65}[i % 7]);
     blocks.push_back(MakeBlock("degree 0 and 10,000", 10007, degrees, 5));
   }
-  {
-    std::mt19937_64 rng(6);
-    std::uniform_int_distribution<int64_t> deg(0, 40);
-    std::vector<int64_t> degrees(1000);
-    for (auto& d : degrees) d = deg(rng);
-    blocks.push_back(MakeBlock("random 1000 x 3001", 3001, degrees, 7));
-  }
+  blocks.push_back(MakeBlock("random 1000 x 3001", 3001, UniformDegrees(1000, 0, 40, 6), 7));
   return blocks;
 }
 

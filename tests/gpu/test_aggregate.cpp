@@ -279,11 +279,8 @@ std::vector<Block> LongRowBlocks() {
   {
     // Many long rows (every row long, most far past the threshold) next to each other: the units
     // must be spread over many blocks and every row written exactly once.
-    std::mt19937_64 rng(42);
-    std::uniform_int_distribution<int64_t> deg(kT - 4, 4 * kT);
-    std::vector<int64_t> degrees(600);
-    for (auto& d : degrees) d = deg(rng);
-    blocks.push_back(MakeBlock("600 rows of degree T-4..4T", 1000, degrees, 43));
+    blocks.push_back(
+        MakeBlock("600 rows of degree T-4..4T", 1000, UniformDegrees(600, kT - 4, 4 * kT, 42), 43));
   }
   {
     // Power-law degrees, mean ~15, capped at 10,000 (the perf block's generator, smaller).

@@ -76,11 +76,7 @@ std::vector<Block> SmallBlocks() {
   std::vector<Block> blocks;
   blocks.push_back(MakeBlock("no edges", 7, std::vector<int64_t>(5, 0), 1));
   blocks.push_back(MakeBlock("one row of 2000", 300, {2000}, 2));
-  std::mt19937_64 rng(63);
-  std::uniform_int_distribution<int64_t> deg(0, 700);
-  std::vector<int64_t> degrees(300);
-  for (auto& d : degrees) d = deg(rng);
-  blocks.push_back(MakeBlock("300 rows of 0..700", 5000, degrees, 64));
+  blocks.push_back(MakeBlock("300 rows of 0..700", 5000, UniformDegrees(300, 0, 700, 63), 64));
   return blocks;
 }
 
