@@ -192,84 +192,134 @@ void CondenseAggregated(sampler::MiniBatch* batch) {
   std::vector<int64_t>().swap(block.src_degree);
 }
 
+namespace {
+
+// Zeroes the aggregates of the destinations with no term; each of the others is written by its
+// first term (AggregationPlan::kFirst).
+void ZeroEmptyAggregates(const AggregationPlan& plan, std::span<const AggregationTarget> targets,
+                         int64_t dim) {
+  for (size_t t = 0; t < targets.size(); ++t) {
+    SKIFF_CHECK(static_cast<size_t>(targets[t].batch->blocks[0].num_src) == plan.input_rows[t]);
+    const std::vector<float>& weight = plan.weight[t];
+    for (size_t d = 0; d < weight.size(); ++d) {
+      if (weight[d] == 0) {
+        std::fill_n(targets[t].aggregated + d * static_cast<size_t>(dim), dim, 0.0f);
+      }
+    }
+  }
+}
+
+// The next stream window: the distinct nodes (at most kStreamWindowRows, in node order) of the
+// entries from `cursor` on.
+void NextWindow(const std::vector<Entry>& entries, size_t cursor, size_t num_entries,
+                std::vector<int64_t>* nodes) {
+  nodes->clear();
+  for (size_t e = cursor; e < num_entries; ++e) {
+    const int64_t node = AggregationPlan::NodeOf(entries[e].key);
+    if (!nodes->empty() && nodes->back() == node) continue;
+    if (nodes->size() == kStreamWindowRows) break;
+    nodes->push_back(node);
+  }
+}
+
+// Walks a plan's entries front to back, adding each streamed row to every target that has it:
+// its own-row copy (when its source is a destination too) and the aggregates of its block-0
+// destinations. Where entry i writes is prefetched kPrefetchEntries entries ahead.
+class EntryWalker {
+ public:
+  EntryWalker(const AggregationPlan& plan, std::span<const AggregationTarget> targets,
+              const AggregationOptions& options, int64_t dim)
+      : plan_(plan),
+        targets_(targets),
+        dim_(dim),
+        num_entries_(plan.entries.size() - 1),  // less the sentinel
+        dropout_(options.training ? options.dropout : 0.0f),
+        dropped_(static_cast<size_t>(dim)) {
+    for (const AggregationTarget& target : targets) {
+      mask_seeds_.push_back(model::FirstLayerDropoutSeed(target.dropout_seed));
+    }
+    for (size_t i = 0; i < std::min(kPrefetchEntries, num_entries_); ++i) Prefetch(i);
+  }
+
+  bool done() const { return cursor_ == num_entries_; }
+  size_t cursor() const { return cursor_; }
+  size_t num_entries() const { return num_entries_; }
+
+  // Adds `row`, the features of `node`, for every entry of `node` from the cursor on.
+  void AddRow(int64_t node, const float* row) {
+    const std::vector<Entry>& entries = plan_.entries;
+    for (; cursor_ < num_entries_ && AggregationPlan::NodeOf(entries[cursor_].key) == node;
+         ++cursor_) {
+      if (cursor_ + kPrefetchEntries < num_entries_) Prefetch(cursor_ + kPrefetchEntries);
+      Add(cursor_, row);
+    }
+  }
+
+ private:
+  void Prefetch(size_t i) const {
+    const Entry& e = plan_.entries[i];
+    const AggregationTarget& target = targets_[AggregationPlan::TargetOf(e.key)];
+    if (e.src < target.batch->blocks[0].num_dst) PrefetchRow(target.dst_rows + e.src * dim_, dim_);
+    for (uint32_t k = e.edge_begin; k < plan_.entries[i + 1].edge_begin; ++k) {
+      const uint32_t d = plan_.edges[k] & ~AggregationPlan::kFirst;
+      PrefetchRow(target.aggregated + static_cast<int64_t>(d) * dim_, dim_);
+    }
+  }
+
+  void Add(size_t i, const float* row) {
+    const Entry& e = plan_.entries[i];
+    const uint32_t t = AggregationPlan::TargetOf(e.key);
+    const AggregationTarget& target = targets_[t];
+    const float* x = row;
+    if (dropout_ > 0.0f) {
+      cpu::DropoutForwardAt(static_cast<int64_t>(e.src) * dim_, dim_, dropout_, mask_seeds_[t], x,
+                            dropped_.data());
+      x = dropped_.data();
+    }
+    if (e.src < target.batch->blocks[0].num_dst) {
+      std::copy(x, x + dim_, target.dst_rows + static_cast<int64_t>(e.src) * dim_);
+    }
+    const float* weight = plan_.weight[t].data();
+    for (uint32_t k = e.edge_begin; k < plan_.entries[i + 1].edge_begin; ++k) {
+      const uint32_t d = plan_.edges[k] & ~AggregationPlan::kFirst;
+      float* sum = target.aggregated + static_cast<int64_t>(d) * dim_;
+      if ((plan_.edges[k] & AggregationPlan::kFirst) != 0) {
+        cpu::Scale(dim_, weight[d], x, sum);
+      } else {
+        cpu::Axpy(dim_, weight[d], x, sum);
+      }
+    }
+  }
+
+  const AggregationPlan& plan_;
+  const std::span<const AggregationTarget> targets_;
+  const int64_t dim_;
+  const size_t num_entries_;
+  const float dropout_;               // 0 outside training
+  std::vector<uint64_t> mask_seeds_;  // per target
+  std::vector<float> dropped_;        // the row after dropout
+  size_t cursor_ = 0;                 // first entry not added
+};
+
+}  // namespace
+
 Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
                         const AggregationPlan& plan, std::span<const AggregationTarget> targets,
                         const AggregationOptions& options) {
   SKIFF_CHECK(options.kind == model::InputAggregation::kMean);
   SKIFF_CHECK(targets.size() == plan.input_rows.size());
   const int64_t dim = graph.feature_dim();
-  // Each destination's first term writes its aggregate (AggregationPlan::kFirst); those with no
-  // term are zero.
-  for (size_t t = 0; t < targets.size(); ++t) {
-    SKIFF_CHECK(static_cast<size_t>(targets[t].batch->blocks[0].num_src) == plan.input_rows[t]);
-    const std::vector<float>& weight = plan.weight[t];
-    for (size_t d = 0; d < weight.size(); ++d) {
-      if (weight[d] == 0)
-        std::fill_n(targets[t].aggregated + d * static_cast<size_t>(dim), dim, 0.0f);
-    }
-  }
-  const std::vector<Entry>& entries = plan.entries;
-  const size_t num_entries = entries.size() - 1;  // less the sentinel
-  const bool drop = options.training && options.dropout > 0.0f;
-  std::vector<uint64_t> mask_seeds(targets.size());
-  for (size_t t = 0; t < targets.size(); ++t) {
-    mask_seeds[t] = model::FirstLayerDropoutSeed(targets[t].dropout_seed);
-  }
-  // Where entry i writes: its target's own-row copy (when its source is a destination too) and
-  // aggregated rows; prefetched kPrefetchEntries entries ahead.
-  auto prefetch = [&](size_t i) {
-    const Entry& e = entries[i];
-    const AggregationTarget& target = targets[AggregationPlan::TargetOf(e.key)];
-    if (e.src < target.batch->blocks[0].num_dst) PrefetchRow(target.dst_rows + e.src * dim, dim);
-    for (uint32_t k = e.edge_begin; k < entries[i + 1].edge_begin; ++k) {
-      const uint32_t d = plan.edges[k] & ~AggregationPlan::kFirst;
-      PrefetchRow(target.aggregated + static_cast<int64_t>(d) * dim, dim);
-    }
-  };
+  ZeroEmptyAggregates(plan, targets, dim);
   // The union of the group's rows, streamed in node order: each row is added to every target
   // that has it as it passes (entries are sorted by node, then target), so the sums do not depend
-  // on timing.
-  // The stream goes window by window (kStreamWindowRows distinct rows each, consecutive in node
-  // order), so its per-row bookkeeping stays small whatever the group's size.
+  // on timing. The stream goes window by window (kStreamWindowRows distinct rows each,
+  // consecutive in node order), so its per-row bookkeeping stays small whatever the group's size.
+  EntryWalker walker(plan, targets, options, dim);
   std::vector<int64_t> nodes;
-  std::vector<float> dropped(static_cast<size_t>(dim));
-  size_t cursor = 0;  // first entry not added
-  for (size_t i = 0; i < std::min(kPrefetchEntries, num_entries); ++i) prefetch(i);
-  while (cursor < num_entries) {
-    nodes.clear();
-    for (size_t e = cursor; e < num_entries; ++e) {
-      const int64_t node = AggregationPlan::NodeOf(entries[e].key);
-      if (!nodes.empty() && nodes.back() == node) continue;
-      if (nodes.size() == kStreamWindowRows) break;
-      nodes.push_back(node);
-    }
+  while (!walker.done()) {
+    NextWindow(plan.entries, walker.cursor(), walker.num_entries(), &nodes);
     SKIFF_RETURN_IF_ERROR(graph.StreamFeatures(resident, nodes, [&](size_t i, const float* row) {
-      for (; cursor < num_entries && AggregationPlan::NodeOf(entries[cursor].key) == nodes[i];
-           ++cursor) {
-        if (cursor + kPrefetchEntries < num_entries) prefetch(cursor + kPrefetchEntries);
-        const Entry& e = entries[cursor];
-        const uint32_t t = AggregationPlan::TargetOf(e.key);
-        const AggregationTarget& target = targets[t];
-        const float* x = row;
-        if (drop) {
-          cpu::DropoutForwardAt(static_cast<int64_t>(e.src) * dim, dim, options.dropout,
-                                mask_seeds[t], x, dropped.data());
-          x = dropped.data();
-        }
-        if (e.src < target.batch->blocks[0].num_dst) {
-          std::copy(x, x + dim, target.dst_rows + static_cast<int64_t>(e.src) * dim);
-        }
-        const float* weight = plan.weight[t].data();
-        for (uint32_t k = e.edge_begin; k < entries[cursor + 1].edge_begin; ++k) {
-          const uint32_t d = plan.edges[k] & ~AggregationPlan::kFirst;
-          float* sum = target.aggregated + static_cast<int64_t>(d) * dim;
-          if ((plan.edges[k] & AggregationPlan::kFirst) != 0) {
-            cpu::Scale(dim, weight[d], x, sum);
-          } else {
-            cpu::Axpy(dim, weight[d], x, sum);
-          }
-        }
-      }
+      walker.AddRow(nodes[i], row);
       return Status::Ok();
     }));
   }
