@@ -425,12 +425,65 @@ void ReportPass(const EpochReport& report, const train::PassSpec& pass, int64_t 
   }
 }
 
+// Hands a batch to the Trainer's step as part `part` of its pass, and its staging buffer back to
+// the pipeline for reuse.
+Status HandOver(PreparedBatch& prepared, int part,
+                const std::function<Status(train::PreparedBatch&)>& consume) {
+  train::PreparedBatch batch;
+  batch.index = prepared.index;
+  batch.batch = std::move(prepared.batch);
+  batch.features = std::move(prepared.features);
+  batch.aggregated = prepared.aggregated;
+  batch.part = part;
+  batch.sample_seed = prepared.sample_seed;
+  const Status status = consume(batch);
+  prepared.features = std::move(batch.features);
+  return status;
+}
+
+// What a pass does with the kept passes: replays `replay_batches` (> 0) batches at a time from
+// `replay`, records itself into `record` (begun), or neither.
+struct KeptPassUse {
+  PassCache* replay = nullptr;
+  int replay_batches = 0;
+  PassCache* record = nullptr;
+};
+
+// An evaluation pass gathered aggregated (its batches then depend on the dataset alone) is
+// replayed when it was kept, else kept as it runs when it will run again.
+KeptPassUse UseOfKeptPasses(const RunnerState& state, const train::PassSpec& pass,
+                            const PassLayout& layout, bool aggregated) {
+  if (pass.training || !pass.gather_features || !aggregated) return {};
+  KeptPasses* const kept = state.kept.get();
+  PassCache* cache = kept->Find(pass.stream);
+  const uint64_t key = PassKey(layout.nodes(), layout.parts, layout.batch_size, pass.epoch);
+  const bool held = cache != nullptr && cache->Holds(key);
+  // A replay holds its batches within the batches' allowance; a pass whose largest batch does
+  // not fit there alone is computed again (and not written again).
+  const int room =
+      held ? cache->ReplayBatchesWithin(state.ooc->AllowanceFor(/*training=*/false)) : 0;
+  if (room > 0) return {.replay = cache, .replay_batches = room};
+  if (!held && pass.repeats && (cache = kept->For(pass.stream)) != nullptr) {
+    cache->Begin(key);
+    return {.record = cache};
+  }
+  return {};
+}
+
+// Ends a recording that ran to the end of its pass.
+void SealRecording(PassCache* recording, bool print) {
+  recording->Seal();
+  if (print) {
+    LogDebug("evaluation batches kept for later epochs: " + std::to_string(recording->batches()) +
+             " batches, " + FormatBytes(recording->file_bytes()) + " in a scratch file");
+  }
+}
+
 // Runs `pass` (its node sets, PassSpec::more, as one pipeline pass when it has several).
 Status RunPass(const RunnerState& state, const train::PassSpec& pass,
                const std::function<Status(train::PreparedBatch&)>& consume,
                std::string* report_json) {
   OutOfCore* const ooc = state.ooc;
-  KeptPasses* const kept = state.kept.get();
   // Aggregated input when the model takes it and the budget plan chose it.
   const bool aggregated =
       ooc->aggregated_input() && pass.aggregation != model::InputAggregation::kNone;
@@ -444,42 +497,19 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
   const SampleGroupFn sample =
       TakingAhead(&ahead, SampleFnFor(pass.training ? state.fanouts : state.eval_fanouts,
                                       state.record_degrees, state.labels));
-  // Hands a batch to the Trainer's step, and its staging buffer back to the pipeline for reuse.
-  auto hand_over = [&](PreparedBatch& prepared) -> Status {
-    train::PreparedBatch batch;
-    batch.index = prepared.index;
-    batch.batch = std::move(prepared.batch);
-    batch.features = std::move(prepared.features);
-    batch.aggregated = prepared.aggregated;
-    batch.part = split.PartOf(prepared.index);
-    batch.sample_seed = prepared.sample_seed;
-    const Status status = consume(batch);
-    prepared.features = std::move(batch.features);
-    return status;
+  auto hand_over = [&](PreparedBatch& prepared) {
+    return HandOver(prepared, split.PartOf(prepared.index), consume);
   };
-  // An evaluation pass gathered aggregated (its batches then depend on the dataset alone):
-  // replayed when it was kept, else kept as it runs when it will run again.
-  PassCache* recording = nullptr;
-  if (!pass.training && pass.gather_features && aggregated) {
-    PassCache* cache = kept->Find(pass.stream);
-    const uint64_t key = PassKey(layout.nodes(), layout.parts, layout.batch_size, pass.epoch);
-    const bool held = cache != nullptr && cache->Holds(key);
-    // A replay holds its batches within the batches' allowance; a pass whose largest batch does
-    // not fit there alone is computed again (and not written again).
-    const int room = held ? cache->ReplayBatchesWithin(ooc->AllowanceFor(/*training=*/false)) : 0;
-    if (room > 0) {
-      ahead.Clear();
-      return ReplayPass(*cache, room, hand_over, report_json, state.print_reports);
-    }
-    if (!held && pass.repeats && (cache = kept->For(pass.stream)) != nullptr) {
-      cache->Begin(key);
-      recording = cache;
-    }
+  const KeptPassUse use = UseOfKeptPasses(state, pass, layout, aggregated);
+  if (use.replay_batches > 0) {
+    ahead.Clear();
+    return ReplayPass(*use.replay, use.replay_batches, hand_over, report_json, state.print_reports);
   }
+  PassCache* recording = use.record;
   auto compute = [&](PreparedBatch& prepared) -> Status {
     if (recording != nullptr) {
       if (const Status kept_status = recording->Append(prepared); !kept_status.ok()) {
-        kept->GiveUp(pass.stream, kept_status);
+        state.kept->GiveUp(pass.stream, kept_status);
         recording = nullptr;
       }
     }
@@ -498,13 +528,7 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
   if (!pass.training || !ran.ok()) ahead.Clear();  // what this pass did not take is stale now
   ReleaseFreedMemory();
   SKIFF_ASSIGN_OR_RETURN(const EpochReport report, std::move(ran));
-  if (recording != nullptr) {
-    recording->Seal();
-    if (state.print_reports) {
-      LogDebug("evaluation batches kept for later epochs: " + std::to_string(recording->batches()) +
-               " batches, " + FormatBytes(recording->file_bytes()) + " in a scratch file");
-    }
-  }
+  if (recording != nullptr) SealRecording(recording, state.print_reports);
   ReportPass(report, pass, sampled_ahead, state.print_reports, report_json);
   return Status::Ok();
 }
