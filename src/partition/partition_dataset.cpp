@@ -189,6 +189,85 @@ Status WriteSplit(const format::Dataset& ds, const Layout& l, const std::string&
   return w.WriteFile(name, ids.data(), ids.size() * 8);
 }
 
+// The end of the destination window of partition p's buckets that starts at q0: it grows while
+// its records fit `buffer_records` (one bucket at least). *records is how many it holds.
+int WindowEnd(const std::vector<int64_t>& counts, int k, int p, int q0, uint64_t buffer_records,
+              uint64_t* records) {
+  const auto count = [&](int q) { return counts[static_cast<size_t>(p) * k + q]; };
+  int q1 = q0 + 1;
+  *records = count(q0);
+  while (q1 < k && *records + count(q1) <= buffer_records) *records += count(q1++);
+  return q1;
+}
+
+// Writes the edge buckets (p, q0) .. (p, q1 - 1) from the rows of partition p, read back in
+// chunks. A window of one bucket is appended in row order; a wider one is sorted into one buffer
+// per bucket (sized exactly), appended once the rows are read.
+class BucketWindowWriter {
+ public:
+  BucketWindowWriter(const Layout& l, const std::vector<int64_t>& counts, GraphSource* graph,
+                     IdWriter* records, int64_t chunk_vertices, uint64_t buffer_records)
+      : l_(l),
+        counts_(counts),
+        graph_(graph),
+        records_(records),
+        chunk_vertices_(chunk_vertices),
+        buffer_records_(buffer_records) {}
+
+  Status Write(int p, int q0, int q1) {
+    const bool direct = (q1 == q0 + 1);
+    window_buf_.assign(direct ? 0 : q1 - q0, {});
+    for (int q = q0; !direct && q < q1; ++q) {
+      window_buf_[q - q0].reserve(2 *
+                                  static_cast<size_t>(counts_[static_cast<size_t>(p) * l_.k + q]));
+    }
+    for (int64_t first = l_.boundaries[p]; first < l_.boundaries[p + 1];) {
+      ids_.resize(
+          static_cast<size_t>(std::min(l_.boundaries[p + 1], first + chunk_vertices_) - first));
+      std::iota(ids_.begin(), ids_.end(), first);
+      SKIFF_ASSIGN_OR_RETURN(size_t rows,
+                             graph_->RowsWithin(ids_, static_cast<int64_t>(buffer_records_)));
+      ids_.resize(rows);
+      first += static_cast<int64_t>(rows);
+      SKIFF_RETURN_IF_ERROR(graph_->ReadRows(ids_, &chunk_));
+      for (size_t i = 0; i < chunk_.size(); ++i) {
+        SKIFF_RETURN_IF_ERROR(AddRow(chunk_.vertices[i], chunk_.Row(i), q0, q1, direct));
+      }
+    }
+    for (auto& b : window_buf_) SKIFF_RETURN_IF_ERROR(records_->Append(b.data(), b.size()));
+    return Status::Ok();
+  }
+
+ private:
+  // The edges from `vertex` (its sorted `row`) into partitions q0 .. q1 - 1.
+  Status AddRow(int64_t vertex, std::span<const int64_t> row, int q0, int q1, bool direct) {
+    auto lo = std::lower_bound(row.begin(), row.end(), l_.boundaries[q0]);
+    const auto hi = std::lower_bound(lo, row.end(), l_.boundaries[q1]);
+    int q = q0;
+    for (; lo != hi; ++lo) {
+      const int64_t pair[2] = {vertex, *lo};
+      if (direct) {
+        SKIFF_RETURN_IF_ERROR(records_->Append(pair, 2));
+      } else {
+        while (*lo >= l_.boundaries[q + 1]) ++q;
+        window_buf_[q - q0].push_back(pair[0]);
+        window_buf_[q - q0].push_back(pair[1]);
+      }
+    }
+    return Status::Ok();
+  }
+
+  const Layout& l_;
+  const std::vector<int64_t>& counts_;
+  GraphSource* const graph_;
+  IdWriter* const records_;
+  const int64_t chunk_vertices_;
+  const uint64_t buffer_records_;
+  RowChunk chunk_;
+  std::vector<int64_t> ids_;
+  std::vector<std::vector<int64_t>> window_buf_;
+};
+
 // Every edge once, grouped by (source partition, destination partition), p-major. Rows of the new
 // CSR are read back from the temporary directory; destination windows are sized to the buffer.
 Status WriteEdgeBuckets(const Layout& l, const std::vector<int64_t>& counts, bool wide,
@@ -209,58 +288,12 @@ Status WriteEdgeBuckets(const Layout& l, const std::vector<int64_t>& counts, boo
   std::vector<int64_t> index(static_cast<size_t>(k) * k + 1, 0);
   for (size_t b = 0; b < counts.size(); ++b) index[b + 1] = index[b] + counts[b];
   OptionalProgress progress(show_progress, "write edge buckets", k, "partitions");
-  RowChunk chunk;
-  std::vector<int64_t> ids;
-  std::vector<std::vector<int64_t>> window_buf;
-  std::vector<int64_t> pair(2);
+  BucketWindowWriter window(l, counts, graph.get(), &records, chunk_vertices, buffer_records);
   for (int p = 0; p < k; ++p) {
-    int q0 = 0;
-    while (q0 < k) {
-      // Grow the destination window while its records fit the buffer (always at least one).
-      int q1 = q0 + 1;
-      uint64_t records_in_window = counts[static_cast<size_t>(p) * k + q0];
-      while (q1 < k &&
-             records_in_window + counts[static_cast<size_t>(p) * k + q1] <= buffer_records) {
-        records_in_window += counts[static_cast<size_t>(p) * k + q1];
-        ++q1;
-      }
-      if (records_in_window == 0) {
-        q0 = q1;
-        continue;
-      }
-      const bool direct = (q1 == q0 + 1);  // one bucket: append in row order, no buffer
-      window_buf.assign(direct ? 0 : q1 - q0, {});
-      for (int q = q0; !direct && q < q1; ++q) {  // exact sizes: no growth beyond the window
-        window_buf[q - q0].reserve(2 * static_cast<size_t>(counts[static_cast<size_t>(p) * k + q]));
-      }
-      for (int64_t first = l.boundaries[p]; first < l.boundaries[p + 1];) {
-        ids.resize(
-            static_cast<size_t>(std::min(l.boundaries[p + 1], first + chunk_vertices) - first));
-        std::iota(ids.begin(), ids.end(), first);
-        SKIFF_ASSIGN_OR_RETURN(size_t rows,
-                               graph->RowsWithin(ids, static_cast<int64_t>(buffer_records)));
-        ids.resize(rows);
-        first += static_cast<int64_t>(rows);
-        SKIFF_RETURN_IF_ERROR(graph->ReadRows(ids, &chunk));
-        for (size_t i = 0; i < chunk.size(); ++i) {
-          const auto row = chunk.Row(i);
-          auto lo = std::lower_bound(row.begin(), row.end(), l.boundaries[q0]);
-          const auto hi = std::lower_bound(lo, row.end(), l.boundaries[q1]);
-          int q = q0;
-          for (; lo != hi; ++lo) {
-            pair[0] = chunk.vertices[i];
-            pair[1] = *lo;
-            if (direct) {
-              SKIFF_RETURN_IF_ERROR(records.Append(pair.data(), 2));
-            } else {
-              while (*lo >= l.boundaries[q + 1]) ++q;
-              window_buf[q - q0].push_back(pair[0]);
-              window_buf[q - q0].push_back(pair[1]);
-            }
-          }
-        }
-      }
-      for (auto& b : window_buf) SKIFF_RETURN_IF_ERROR(records.Append(b.data(), b.size()));
+    for (int q0 = 0; q0 < k;) {
+      uint64_t records_in_window = 0;
+      const int q1 = WindowEnd(counts, k, p, q0, buffer_records, &records_in_window);
+      if (records_in_window > 0) SKIFF_RETURN_IF_ERROR(window.Write(p, q0, q1));
       q0 = q1;
     }
     progress.Add(1);
