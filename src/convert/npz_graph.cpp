@@ -110,6 +110,109 @@ Status AppendRow(format::ChecksummedFileWriter& file, const std::vector<int64_t>
   return file.Append(narrow.data(), narrow.size() * 4);
 }
 
+// An adjacency index read from `source` at element `at`: a node in [0, n).
+Status CheckNode(const std::string& source, int64_t u, int64_t at, int64_t n) {
+  if (u >= 0 && u < n) return Status::Ok();
+  return Status::Corruption(source + ": element " + std::to_string(at) + " is node " +
+                            std::to_string(u) + ", outside [0, " + std::to_string(n) + ")");
+}
+
+// Writes the dataset's neighbour lists row by row, cleaned (CleanRow), and keeps their offsets.
+class RowWriter {
+ public:
+  RowWriter(format::ChecksummedFileWriter* file, int64_t n, bool wide, bool keep_self_loops)
+      : file_(file),
+        wide_(wide),
+        keep_self_loops_(keep_self_loops),
+        offsets_(static_cast<size_t>(n) + 1, 0),
+        progress_("adjacency", static_cast<uint64_t>(n), "rows") {}
+
+  // Appends node v's row (v = the rows appended so before); `row` is cleaned in place.
+  Status Append(int64_t v, std::vector<int64_t>& row) {
+    CleanRow(row, v, keep_self_loops_);
+    SKIFF_RETURN_IF_ERROR(AppendRow(*file_, row, wide_, narrow_));
+    offsets_[static_cast<size_t>(v) + 1] =
+        offsets_[static_cast<size_t>(v)] + static_cast<int64_t>(row.size());
+    if ((v & 0xffff) == 0) progress_.Set(static_cast<uint64_t>(v));
+    return Status::Ok();
+  }
+
+  // The offsets of the n rows, once all are appended.
+  std::vector<int64_t>& Finish() {
+    progress_.Set(static_cast<uint64_t>(offsets_.size() - 1));
+    progress_.Finish();
+    return offsets_;
+  }
+
+ private:
+  format::ChecksummedFileWriter* const file_;
+  const bool wide_;
+  const bool keep_self_loops_;
+  std::vector<int64_t> offsets_;
+  std::vector<int32_t> narrow_;
+  Progress progress_;
+};
+
+// The rows as stored: streamed from the indices, one row at a time.
+Status WriteStoredRows(NpyReader& indices, const std::vector<int64_t>& indptr, int64_t n,
+                       RowWriter& rows) {
+  std::vector<int64_t> row;
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t begin = indptr[static_cast<size_t>(v)];
+    row.resize(static_cast<size_t>(indptr[static_cast<size_t>(v) + 1] - begin));
+    SKIFF_RETURN_IF_ERROR(indices.ReadInt64(static_cast<int64_t>(row.size()), row.data()));
+    for (size_t k = 0; k < row.size(); ++k) {
+      SKIFF_RETURN_IF_ERROR(
+          CheckNode(indices.source(), row[k], begin + static_cast<int64_t>(k), n));
+    }
+    SKIFF_RETURN_IF_ERROR(rows.Append(v, row));
+  }
+  return Status::Ok();
+}
+
+// The rows with every edge's reverse added: the indices are loaded whole, and both directions
+// bucketed by source (a counting sort) before each row is written.
+Status WriteSymmetricRows(NpyReader& indices, const std::vector<int64_t>& indptr, int64_t n,
+                          RowWriter& rows) {
+  const int64_t nnz = indptr.back();
+  std::vector<int64_t> targets(static_cast<size_t>(nnz));
+  SKIFF_RETURN_IF_ERROR(indices.ReadInt64(nnz, targets.data()));
+  // Each edge (v, u) in stored order; f(v, u) is called for each.
+  const auto for_each_edge = [&](auto&& f) {
+    for (int64_t v = 0; v < n; ++v) {
+      const auto end = indptr[static_cast<size_t>(v) + 1];
+      for (int64_t k = indptr[static_cast<size_t>(v)]; k < end; ++k) {
+        f(v, targets[static_cast<size_t>(k)]);
+      }
+    }
+  };
+  for (int64_t k = 0; k < nnz; ++k) {
+    SKIFF_RETURN_IF_ERROR(CheckNode(indices.source(), targets[static_cast<size_t>(k)], k, n));
+  }
+  std::vector<int64_t> degree(static_cast<size_t>(n) + 1, 0);
+  for_each_edge([&](int64_t v, int64_t u) {
+    ++degree[static_cast<size_t>(v) + 1];
+    ++degree[static_cast<size_t>(u) + 1];
+  });
+  for (int64_t v = 0; v < n; ++v) {
+    degree[static_cast<size_t>(v) + 1] += degree[static_cast<size_t>(v)];
+  }
+  std::vector<int64_t> both(static_cast<size_t>(degree.back()));
+  std::vector<int64_t> fill(degree.begin(), degree.end() - 1);
+  for_each_edge([&](int64_t v, int64_t u) {
+    both[static_cast<size_t>(fill[static_cast<size_t>(v)]++)] = u;
+    both[static_cast<size_t>(fill[static_cast<size_t>(u)]++)] = v;
+  });
+  targets = {};
+  std::vector<int64_t> row;
+  for (int64_t v = 0; v < n; ++v) {
+    row.assign(both.begin() + degree[static_cast<size_t>(v)],
+               both.begin() + degree[static_cast<size_t>(v) + 1]);
+    SKIFF_RETURN_IF_ERROR(rows.Append(v, row));
+  }
+  return Status::Ok();
+}
+
 Status WriteAdjacency(const Archive& a, const NpzGraphOptions& opt, int64_t n,
                       format::DatasetWriter& writer) {
   if (!a.Has("adj_indices") || !a.Has("adj_indptr") || !a.Has("adj_shape")) {
@@ -121,71 +224,10 @@ Status WriteAdjacency(const Archive& a, const NpzGraphOptions& opt, int64_t n,
   const bool wide = n >= (int64_t{1} << 31);
   writer.manifest().neighbor_dtype = wide ? format::DType::kInt64 : format::DType::kInt32;
   SKIFF_ASSIGN_OR_RETURN(auto neighbors, writer.CreateFile(format::kNeighborsFile));
-  std::vector<int64_t> offsets(static_cast<size_t>(n) + 1, 0);
-  std::vector<int64_t> row;
-  std::vector<int32_t> narrow;
-  auto check_range = [&](int64_t u, int64_t at) -> Status {
-    if (u < 0 || u >= n) {
-      return Status::Corruption(indices_reader->source() + ": element " + std::to_string(at) +
-                                " is node " + std::to_string(u) + ", outside [0, " +
-                                std::to_string(n) + ")");
-    }
-    return Status::Ok();
-  };
-  Progress progress("adjacency", static_cast<uint64_t>(n), "rows");
-  if (!opt.undirected) {
-    for (int64_t v = 0; v < n; ++v) {
-      const int64_t begin = indptr[static_cast<size_t>(v)];
-      row.resize(static_cast<size_t>(indptr[static_cast<size_t>(v) + 1] - begin));
-      SKIFF_RETURN_IF_ERROR(
-          indices_reader->ReadInt64(static_cast<int64_t>(row.size()), row.data()));
-      for (size_t k = 0; k < row.size(); ++k) {
-        SKIFF_RETURN_IF_ERROR(check_range(row[k], begin + static_cast<int64_t>(k)));
-      }
-      CleanRow(row, v, opt.keep_self_loops);
-      SKIFF_RETURN_IF_ERROR(AppendRow(*neighbors, row, wide, narrow));
-      offsets[static_cast<size_t>(v) + 1] =
-          offsets[static_cast<size_t>(v)] + static_cast<int64_t>(row.size());
-      if ((v & 0xffff) == 0) progress.Set(static_cast<uint64_t>(v));
-    }
-  } else {
-    std::vector<int64_t> targets(static_cast<size_t>(nnz));
-    SKIFF_RETURN_IF_ERROR(indices_reader->ReadInt64(nnz, targets.data()));
-    std::vector<int64_t> degree(static_cast<size_t>(n) + 1, 0);
-    for (int64_t v = 0; v < n; ++v) {
-      for (int64_t k = indptr[static_cast<size_t>(v)]; k < indptr[static_cast<size_t>(v) + 1];
-           ++k) {
-        const int64_t u = targets[static_cast<size_t>(k)];
-        SKIFF_RETURN_IF_ERROR(check_range(u, k));
-        ++degree[static_cast<size_t>(v) + 1];
-        ++degree[static_cast<size_t>(u) + 1];
-      }
-    }
-    for (int64_t v = 0; v < n; ++v)
-      degree[static_cast<size_t>(v) + 1] += degree[static_cast<size_t>(v)];
-    std::vector<int64_t> both(static_cast<size_t>(degree.back()));
-    std::vector<int64_t> fill(degree.begin(), degree.end() - 1);
-    for (int64_t v = 0; v < n; ++v) {
-      for (int64_t k = indptr[static_cast<size_t>(v)]; k < indptr[static_cast<size_t>(v) + 1];
-           ++k) {
-        const int64_t u = targets[static_cast<size_t>(k)];
-        both[static_cast<size_t>(fill[static_cast<size_t>(v)]++)] = u;
-        both[static_cast<size_t>(fill[static_cast<size_t>(u)]++)] = v;
-      }
-    }
-    targets = {};
-    for (int64_t v = 0; v < n; ++v) {
-      row.assign(both.begin() + degree[static_cast<size_t>(v)],
-                 both.begin() + degree[static_cast<size_t>(v) + 1]);
-      CleanRow(row, v, opt.keep_self_loops);
-      SKIFF_RETURN_IF_ERROR(AppendRow(*neighbors, row, wide, narrow));
-      offsets[static_cast<size_t>(v) + 1] =
-          offsets[static_cast<size_t>(v)] + static_cast<int64_t>(row.size());
-      if ((v & 0xffff) == 0) progress.Set(static_cast<uint64_t>(v));
-    }
-  }
-  progress.Set(static_cast<uint64_t>(n));
-  progress.Finish();
+  RowWriter rows(neighbors.get(), n, wide, opt.keep_self_loops);
+  SKIFF_RETURN_IF_ERROR(opt.undirected ? WriteSymmetricRows(*indices_reader, indptr, n, rows)
+                                       : WriteStoredRows(*indices_reader, indptr, n, rows));
+  const std::vector<int64_t>& offsets = rows.Finish();
   SKIFF_RETURN_IF_ERROR(writer.FinishFile(*neighbors));
   SKIFF_RETURN_IF_ERROR(writer.WriteFile(format::kOffsetsFile, offsets.data(), offsets.size() * 8));
   writer.manifest().num_edges = offsets.back();
@@ -205,6 +247,72 @@ Status AppendFeatureRow(format::ChecksummedFileWriter& file, const std::vector<f
   return file.Append(half.data(), half.size() * 2);
 }
 
+// Sparse attributes (attr_data/attr_indices/attr_indptr/attr_shape): each row is summed from its
+// entries (duplicates add up, as in scipy) and written dense.
+Status WriteSparseFeatures(const Archive& a, const NpzGraphOptions& opt, int64_t n,
+                           format::DatasetWriter& writer, format::ChecksummedFileWriter& features) {
+  SKIFF_ASSIGN_OR_RETURN(auto shape, a.ReadShape("attr_shape"));
+  if (shape.first != n) {
+    return Status::InvalidArgument(
+        a.path() + ":attr_shape.npy: shape mismatch: " + std::to_string(shape.first) +
+        " feature rows, expected one per node (" + std::to_string(n) + ")");
+  }
+  const int64_t dim = shape.second;
+  SKIFF_ASSIGN_OR_RETURN(auto cols, a.Open1D("attr_indices", -1));
+  const int64_t nnz = cols->header().shape[0];
+  SKIFF_ASSIGN_OR_RETURN(auto vals, a.Open1D("attr_data", nnz));
+  SKIFF_ASSIGN_OR_RETURN(auto indptr, a.ReadIndptr("attr_indptr", n, nnz));
+  writer.manifest().feature_dim = dim;
+  std::vector<float> row;
+  std::vector<uint16_t> half;
+  std::vector<int64_t> row_cols;
+  std::vector<float> row_vals;
+  Progress progress("features", static_cast<uint64_t>(n), "rows");
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t begin = indptr[static_cast<size_t>(v)];
+    const auto count = static_cast<size_t>(indptr[static_cast<size_t>(v) + 1] - begin);
+    row_cols.resize(count);
+    row_vals.resize(count);
+    SKIFF_RETURN_IF_ERROR(cols->ReadInt64(static_cast<int64_t>(count), row_cols.data()));
+    SKIFF_RETURN_IF_ERROR(vals->ReadFloat(static_cast<int64_t>(count), row_vals.data()));
+    row.assign(static_cast<size_t>(dim), 0.0f);
+    for (size_t k = 0; k < count; ++k) {
+      if (row_cols[k] < 0 || row_cols[k] >= dim) {
+        return Status::Corruption(cols->source() + ": element " +
+                                  std::to_string(begin + static_cast<int64_t>(k)) + " is column " +
+                                  std::to_string(row_cols[k]) + ", outside [0, " +
+                                  std::to_string(dim) + ")");
+      }
+      row[static_cast<size_t>(row_cols[k])] += row_vals[k];
+    }
+    SKIFF_RETURN_IF_ERROR(
+        AppendFeatureRow(features, row, v, vals->source(), opt.feature_dtype, half));
+    if ((v & 0xffff) == 0) progress.Set(static_cast<uint64_t>(v));
+  }
+  progress.Set(static_cast<uint64_t>(n));
+  return Status::Ok();
+}
+
+// A dense attribute matrix (attr_matrix, n x dim), row by row.
+Status WriteDenseFeatures(const Archive& a, const NpzGraphOptions& opt, int64_t n,
+                          format::DatasetWriter& writer, format::ChecksummedFileWriter& features) {
+  SKIFF_ASSIGN_OR_RETURN(auto r, NpyReader::OpenNpzEntry(a.path(), "attr_matrix"));
+  const auto& shape = r->header().shape;
+  if (shape.size() != 2 || shape[0] != n) {
+    return Status::InvalidArgument(r->source() + ": shape mismatch: expected (" +
+                                   std::to_string(n) + ", dim), one feature row per node");
+  }
+  const int64_t dim = shape[1];
+  writer.manifest().feature_dim = dim;
+  std::vector<float> row(static_cast<size_t>(dim));
+  std::vector<uint16_t> half;
+  for (int64_t v = 0; v < n; ++v) {
+    SKIFF_RETURN_IF_ERROR(r->ReadFloat(dim, row.data()));
+    SKIFF_RETURN_IF_ERROR(AppendFeatureRow(features, row, v, r->source(), opt.feature_dtype, half));
+  }
+  return Status::Ok();
+}
+
 Status WriteFeatures(const Archive& a, const NpzGraphOptions& opt, int64_t n,
                      format::DatasetWriter& writer) {
   if (opt.feature_dtype != format::DType::kFloat32 &&
@@ -212,68 +320,17 @@ Status WriteFeatures(const Archive& a, const NpzGraphOptions& opt, int64_t n,
     return Status::InvalidArgument(std::string("feature dtype must be float32 or float16, not ") +
                                    format::DTypeName(opt.feature_dtype));
   }
-  writer.manifest().feature_dtype = opt.feature_dtype;
-  SKIFF_ASSIGN_OR_RETURN(auto features, writer.CreateFile(format::kFeaturesFile));
-  std::vector<float> row;
-  std::vector<uint16_t> half;
-  if (a.Has("attr_indices") && a.Has("attr_indptr") && a.Has("attr_shape") && a.Has("attr_data")) {
-    SKIFF_ASSIGN_OR_RETURN(auto shape, a.ReadShape("attr_shape"));
-    if (shape.first != n) {
-      return Status::InvalidArgument(
-          a.path() + ":attr_shape.npy: shape mismatch: " + std::to_string(shape.first) +
-          " feature rows, expected one per node (" + std::to_string(n) + ")");
-    }
-    const int64_t dim = shape.second;
-    SKIFF_ASSIGN_OR_RETURN(auto cols, a.Open1D("attr_indices", -1));
-    const int64_t nnz = cols->header().shape[0];
-    SKIFF_ASSIGN_OR_RETURN(auto vals, a.Open1D("attr_data", nnz));
-    SKIFF_ASSIGN_OR_RETURN(auto indptr, a.ReadIndptr("attr_indptr", n, nnz));
-    writer.manifest().feature_dim = dim;
-    std::vector<int64_t> row_cols;
-    std::vector<float> row_vals;
-    Progress progress("features", static_cast<uint64_t>(n), "rows");
-    for (int64_t v = 0; v < n; ++v) {
-      const int64_t begin = indptr[static_cast<size_t>(v)];
-      const auto count = static_cast<size_t>(indptr[static_cast<size_t>(v) + 1] - begin);
-      row_cols.resize(count);
-      row_vals.resize(count);
-      SKIFF_RETURN_IF_ERROR(cols->ReadInt64(static_cast<int64_t>(count), row_cols.data()));
-      SKIFF_RETURN_IF_ERROR(vals->ReadFloat(static_cast<int64_t>(count), row_vals.data()));
-      row.assign(static_cast<size_t>(dim), 0.0f);
-      for (size_t k = 0; k < count; ++k) {
-        if (row_cols[k] < 0 || row_cols[k] >= dim) {
-          return Status::Corruption(cols->source() + ": element " +
-                                    std::to_string(begin + static_cast<int64_t>(k)) +
-                                    " is column " + std::to_string(row_cols[k]) + ", outside [0, " +
-                                    std::to_string(dim) + ")");
-        }
-        row[static_cast<size_t>(row_cols[k])] += row_vals[k];  // duplicates sum, as in scipy
-      }
-      SKIFF_RETURN_IF_ERROR(
-          AppendFeatureRow(*features, row, v, vals->source(), opt.feature_dtype, half));
-      if ((v & 0xffff) == 0) progress.Set(static_cast<uint64_t>(v));
-    }
-    progress.Set(static_cast<uint64_t>(n));
-  } else if (a.Has("attr_matrix")) {
-    SKIFF_ASSIGN_OR_RETURN(auto r, NpyReader::OpenNpzEntry(a.path(), "attr_matrix"));
-    const auto& shape = r->header().shape;
-    if (shape.size() != 2 || shape[0] != n) {
-      return Status::InvalidArgument(r->source() + ": shape mismatch: expected (" +
-                                     std::to_string(n) + ", dim), one feature row per node");
-    }
-    const int64_t dim = shape[1];
-    writer.manifest().feature_dim = dim;
-    row.resize(static_cast<size_t>(dim));
-    for (int64_t v = 0; v < n; ++v) {
-      SKIFF_RETURN_IF_ERROR(r->ReadFloat(dim, row.data()));
-      SKIFF_RETURN_IF_ERROR(
-          AppendFeatureRow(*features, row, v, r->source(), opt.feature_dtype, half));
-    }
-  } else {
+  const bool sparse =
+      a.Has("attr_indices") && a.Has("attr_indptr") && a.Has("attr_shape") && a.Has("attr_data");
+  if (!sparse && !a.Has("attr_matrix")) {
     return Missing(a,
                    "node attributes (attr_data/attr_indices/attr_indptr/attr_shape or "
                    "attr_matrix)");
   }
+  writer.manifest().feature_dtype = opt.feature_dtype;
+  SKIFF_ASSIGN_OR_RETURN(auto features, writer.CreateFile(format::kFeaturesFile));
+  SKIFF_RETURN_IF_ERROR(sparse ? WriteSparseFeatures(a, opt, n, writer, *features)
+                               : WriteDenseFeatures(a, opt, n, writer, *features));
   return writer.FinishFile(*features);
 }
 
