@@ -4,6 +4,7 @@
 #include <charconv>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 
 #include "skiff/convert/id_map.h"
 #include "skiff/io/atomic_file.h"
@@ -22,75 +23,110 @@ Status ExportPredictions(const format::Dataset& dataset, Trainer& trainer,
       out_dir);
 }
 
+namespace {
+
+// Each node's number before partitioning: a partitioned dataset has renumbered its nodes (node v
+// was node old_ids[v] before), and raw IDs follow the old numbering. Others: v itself.
+Result<std::vector<int64_t>> OldIds(const format::Dataset& dataset) {
+  const int64_t n = dataset.manifest().num_nodes;
+  std::vector<int64_t> old_ids(n);
+  std::iota(old_ids.begin(), old_ids.end(), int64_t{0});
+  if (dataset.manifest().files.count(format::kRelabelOldIdsFile) == 0) return old_ids;
+  SKIFF_ASSIGN_OR_RETURN(const format::ChecksummedFileReader* file,
+                         dataset.File(format::kRelabelOldIdsFile));
+  if (file->info().data_bytes != static_cast<uint64_t>(n) * 8) {
+    return Status::Corruption(file->path() + ": holds " + std::to_string(file->info().data_bytes) +
+                              " bytes, expected " + std::to_string(n * 8));
+  }
+  SKIFF_RETURN_IF_ERROR(file->ReadAt(0, static_cast<uint64_t>(n) * 8, old_ids.data()));
+  for (int64_t v = 0; v < n; ++v) {
+    if (old_ids[v] < 0 || old_ids[v] >= n) {
+      return Status::Corruption(file->path() + ": entry " + std::to_string(v) + " (" +
+                                std::to_string(old_ids[v]) + ") is not a node ID below " +
+                                std::to_string(n));
+    }
+  }
+  return old_ids;
+}
+
+// The ID map's raw IDs of the nodes, as text and, where every one is an integer, as integers.
+struct RawIds {
+  std::vector<std::string> text;
+  std::vector<int64_t> integer;
+  bool integers = true;
+};
+
+Result<RawIds> LoadRawIds(const format::Dataset& dataset, const std::vector<int64_t>& old_ids) {
+  SKIFF_ASSIGN_OR_RETURN(auto map,
+                         convert::IdMap::OpenReadOnly(dataset.dir() + "/" + format::kIdMapDir));
+  const size_t n = old_ids.size();
+  RawIds raw;
+  raw.text.resize(n);
+  raw.integer.resize(n);
+  for (size_t v = 0; v < n; ++v) {
+    SKIFF_ASSIGN_OR_RETURN(raw.text[v], map->RawId(old_ids[v]));
+    const std::string& s = raw.text[v];
+    auto [ptr, err] = std::from_chars(s.data(), s.data() + s.size(), raw.integer[v]);
+    if (err != std::errc() || ptr != s.data() + s.size() || s.empty()) raw.integers = false;
+  }
+  return raw;
+}
+
+// The nodes in the order of their raw IDs (`raw`, when the dataset has an ID map), else of their
+// numbers before partitioning.
+std::vector<int64_t> ExportOrder(const std::vector<int64_t>& old_ids,
+                                 const std::optional<RawIds>& raw) {
+  std::vector<int64_t> order(old_ids.size());
+  std::iota(order.begin(), order.end(), int64_t{0});
+  if (!raw.has_value()) {
+    std::sort(order.begin(), order.end(),
+              [&](int64_t a, int64_t b) { return old_ids[a] < old_ids[b]; });
+  } else if (raw->integers) {
+    std::sort(order.begin(), order.end(),
+              [&](int64_t a, int64_t b) { return raw->integer[a] < raw->integer[b]; });
+  } else {
+    std::sort(order.begin(), order.end(),
+              [&](int64_t a, int64_t b) { return raw->text[a] < raw->text[b]; });
+  }
+  return order;
+}
+
+// raw_ids.npy (integers) or raw_ids.txt (one per line), in export order.
+Status WriteRawIds(const RawIds& raw, const std::vector<int64_t>& order,
+                   const std::string& out_dir) {
+  const auto n = static_cast<int64_t>(order.size());
+  if (raw.integers) {
+    std::vector<int64_t> ids(n);
+    for (int64_t i = 0; i < n; ++i) ids[i] = raw.integer[order[i]];
+    return io::WriteNpy(out_dir + "/raw_ids.npy", ids.data(), {n});
+  }
+  std::string text;
+  for (int64_t i = 0; i < n; ++i) text += raw.text[order[i]] + "\n";
+  return io::WriteFileAtomic(out_dir + "/raw_ids.txt", {text});
+}
+
+}  // namespace
+
 Status ExportPredictions(const format::Dataset& dataset, const Predictor& predict,
                          const std::string& out_dir) {
   const int64_t n = dataset.manifest().num_nodes;
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) return Status::IOError("create " + out_dir + ": " + ec.message());
-  // Rows are in raw-ID order. A partitioned dataset has renumbered its nodes: node v was node
-  // old_ids[v] before, and raw IDs (the ID map's, or those old numbers) follow the old numbering.
-  std::vector<int64_t> base(n);
-  std::iota(base.begin(), base.end(), int64_t{0});
-  if (dataset.manifest().files.count(format::kRelabelOldIdsFile) > 0) {
-    SKIFF_ASSIGN_OR_RETURN(const format::ChecksummedFileReader* file,
-                           dataset.File(format::kRelabelOldIdsFile));
-    if (file->info().data_bytes != static_cast<uint64_t>(n) * 8) {
-      return Status::Corruption(file->path() + ": holds " +
-                                std::to_string(file->info().data_bytes) + " bytes, expected " +
-                                std::to_string(n * 8));
-    }
-    SKIFF_RETURN_IF_ERROR(file->ReadAt(0, static_cast<uint64_t>(n) * 8, base.data()));
-    for (int64_t v = 0; v < n; ++v) {
-      if (base[v] < 0 || base[v] >= n) {
-        return Status::Corruption(file->path() + ": entry " + std::to_string(v) + " (" +
-                                  std::to_string(base[v]) + ") is not a node ID below " +
-                                  std::to_string(n));
-      }
-    }
-  }
-  std::vector<int64_t> order(n);
-  std::iota(order.begin(), order.end(), int64_t{0});
-  std::vector<std::string> raw;
-  bool integer_ids = true;
-  std::vector<int64_t> raw_int;
+  // Rows are in raw-ID order: the ID map's, or the node numbers before partitioning.
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> old_ids, OldIds(dataset));
+  std::optional<RawIds> raw;
   if (dataset.manifest().has_id_map) {
-    SKIFF_ASSIGN_OR_RETURN(auto map,
-                           convert::IdMap::OpenReadOnly(dataset.dir() + "/" + format::kIdMapDir));
-    raw.resize(n);
-    raw_int.resize(n);
-    for (int64_t v = 0; v < n; ++v) {
-      SKIFF_ASSIGN_OR_RETURN(raw[v], map->RawId(base[v]));
-      const auto& s = raw[v];
-      auto [ptr, err] = std::from_chars(s.data(), s.data() + s.size(), raw_int[v]);
-      if (err != std::errc() || ptr != s.data() + s.size() || s.empty()) integer_ids = false;
-    }
-    if (integer_ids) {
-      std::sort(order.begin(), order.end(),
-                [&](int64_t a, int64_t b) { return raw_int[a] < raw_int[b]; });
-    } else {
-      std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return raw[a] < raw[b]; });
-    }
-  } else {
-    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return base[a] < base[b]; });
+    SKIFF_ASSIGN_OR_RETURN(raw, LoadRawIds(dataset, old_ids));
   }
+  const std::vector<int64_t> order = ExportOrder(old_ids, raw);
   std::vector<int32_t> classes;
   std::vector<float> embeddings;
   SKIFF_RETURN_IF_ERROR(predict(order, &classes, &embeddings));
   const int64_t h = n > 0 ? static_cast<int64_t>(embeddings.size()) / n : 0;
   SKIFF_RETURN_IF_ERROR(io::WriteNpy(out_dir + "/predictions.npy", classes.data(), {n}));
   SKIFF_RETURN_IF_ERROR(io::WriteNpy(out_dir + "/embeddings.npy", embeddings.data(), {n, h}));
-  if (!raw.empty()) {
-    if (integer_ids) {
-      std::vector<int64_t> ids(n);
-      for (int64_t i = 0; i < n; ++i) ids[i] = raw_int[order[i]];
-      SKIFF_RETURN_IF_ERROR(io::WriteNpy(out_dir + "/raw_ids.npy", ids.data(), {n}));
-    } else {
-      std::string text;
-      for (int64_t i = 0; i < n; ++i) text += raw[order[i]] + "\n";
-      SKIFF_RETURN_IF_ERROR(io::WriteFileAtomic(out_dir + "/raw_ids.txt", {text}));
-    }
-  }
+  if (raw.has_value()) SKIFF_RETURN_IF_ERROR(WriteRawIds(*raw, order, out_dir));
   return Status::Ok();
 }
 
