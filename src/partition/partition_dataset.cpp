@@ -495,6 +495,60 @@ void FillManifest(const format::Manifest& in, const PartitionReport& report,
 
 }  // namespace
 
+namespace {
+
+// Partitions the dataset's graph with the streaming chunks of `chunks`; *popt is the options it
+// ran with (balance_train is dropped where the dataset has no training nodes).
+Result<Partitioning> RunPartitioner(const format::Dataset& ds, GraphSource& graph,
+                                    const PartitionOptions& options, const ChunkPlan& chunks,
+                                    PartitionerOptions* popt) {
+  *popt = options.partitioner;
+  popt->chunk_edges = chunks.chunk_edges;
+  // The cluster graph gets half the chunk budget; clustering holds no rewrite buffers.
+  popt->cluster_graph_entries = static_cast<int64_t>(chunks.chunk_budget / 2 / 16);
+  popt->show_progress = options.show_progress;
+  SKIFF_ASSIGN_OR_RETURN(std::vector<uint8_t> train_mask, TrainMask(ds));
+  if (train_mask.empty()) {
+    popt->balance_train = false;
+  } else {
+    popt->train_mask = &train_mask;
+  }
+  Result<Partitioning> parts = PartitionGraph(graph, *popt);
+  popt->train_mask = nullptr;
+  return parts;
+}
+
+// Writes every file of the partitioned dataset into `w`, in partition order: the graph, features,
+// labels, splits, the relabel map, the edge buckets and the files carried over as they are.
+// *bucket_counts and *extent_offsets are what the manifest and the cut check need.
+Status WriteLayoutFiles(const format::Dataset& ds, GraphSource& graph, Layout& layout,
+                        const ChunkPlan& chunks, bool show_progress, DatasetWriter& w,
+                        std::vector<int64_t>* bucket_counts,
+                        std::vector<uint64_t>* extent_offsets) {
+  const format::Manifest& in = ds.manifest();
+  const bool wide = in.neighbor_dtype == DType::kInt64;
+  SKIFF_RETURN_IF_ERROR(WriteGraph(graph, layout, wide, chunks.chunk_vertices, chunks.chunk_edges,
+                                   w, bucket_counts, show_progress));
+  SKIFF_RETURN_IF_ERROR(WriteFeatures(ds, layout, static_cast<uint64_t>(chunks.chunk_edges) * 16, w,
+                                      extent_offsets, show_progress));
+  SKIFF_RETURN_IF_ERROR(WriteLabels(ds, layout, chunks.chunk_vertices, w));
+  SKIFF_RETURN_IF_ERROR(WriteSplit(ds, layout, format::kTrainFile, in.train_count, w));
+  SKIFF_RETURN_IF_ERROR(WriteSplit(ds, layout, format::kValidFile, in.valid_count, w));
+  SKIFF_RETURN_IF_ERROR(WriteSplit(ds, layout, format::kTestFile, in.test_count, w));
+  // The old -> new map is no longer needed; free it before composing the new -> old map.
+  std::vector<int64_t>().swap(layout.new_id);
+  SKIFF_RETURN_IF_ERROR(WriteRelabelMap(ds, &layout, w));
+  // Window records are 16 bytes (two int64); half a chunk's worth keeps the window, the rows
+  // being read and the writer's buffers within the chunk budget.
+  const uint64_t buffer_records =
+      std::max<uint64_t>(1, static_cast<uint64_t>(chunks.chunk_edges) / 2);
+  SKIFF_RETURN_IF_ERROR(WriteEdgeBuckets(layout, *bucket_counts, wide, in.num_edges,
+                                         chunks.chunk_vertices, buffer_records, w, show_progress));
+  return CarryOtherFiles(ds, w);
+}
+
+}  // namespace
+
 Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
@@ -504,19 +558,8 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
   const format::Manifest& in = ds->manifest();
   SKIFF_ASSIGN_OR_RETURN(const ChunkPlan chunks, PlanChunks(options, in));
   SKIFF_ASSIGN_OR_RETURN(auto graph, OpenDatasetGraphSource(*ds));
-  PartitionerOptions popt = options.partitioner;
-  popt.chunk_edges = chunks.chunk_edges;
-  // The cluster graph gets half the chunk budget; clustering holds no rewrite buffers.
-  popt.cluster_graph_entries = static_cast<int64_t>(chunks.chunk_budget / 2 / 16);
-  popt.show_progress = options.show_progress;
-  SKIFF_ASSIGN_OR_RETURN(std::vector<uint8_t> train_mask, TrainMask(*ds));
-  if (train_mask.empty()) {
-    popt.balance_train = false;
-  } else {
-    popt.train_mask = &train_mask;
-  }
-  SKIFF_ASSIGN_OR_RETURN(Partitioning parts, PartitionGraph(*graph, popt));
-  std::vector<uint8_t>().swap(train_mask);
+  PartitionerOptions popt;
+  SKIFF_ASSIGN_OR_RETURN(Partitioning parts, RunPartitioner(*ds, *graph, options, chunks, &popt));
   PartitionReport report = ReportOf(parts, in, popt, elapsed());
   if (!options.write_layout) {
     report.seconds = elapsed();
@@ -535,28 +578,10 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
                                                           fs::weakly_canonical(options.dataset_dir);
   SKIFF_ASSIGN_OR_RETURN(auto w,
                          DatasetWriter::Create(report.output_dir, in_place || options.overwrite));
-  const bool wide = in.neighbor_dtype == DType::kInt64;
   std::vector<int64_t> bucket_counts;
-  SKIFF_RETURN_IF_ERROR(WriteGraph(*graph, layout, wide, chunks.chunk_vertices, chunks.chunk_edges,
-                                   *w, &bucket_counts, options.show_progress));
   std::vector<uint64_t> extent_offsets;
-  SKIFF_RETURN_IF_ERROR(WriteFeatures(*ds, layout, static_cast<uint64_t>(chunks.chunk_edges) * 16,
-                                      *w, &extent_offsets, options.show_progress));
-  SKIFF_RETURN_IF_ERROR(WriteLabels(*ds, layout, chunks.chunk_vertices, *w));
-  SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kTrainFile, in.train_count, *w));
-  SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kValidFile, in.valid_count, *w));
-  SKIFF_RETURN_IF_ERROR(WriteSplit(*ds, layout, format::kTestFile, in.test_count, *w));
-  // The old -> new map is no longer needed; free it before composing the new -> old map.
-  std::vector<int64_t>().swap(layout.new_id);
-  SKIFF_RETURN_IF_ERROR(WriteRelabelMap(*ds, &layout, *w));
-  // Window records are 16 bytes (two int64); half a chunk's worth keeps the window, the rows
-  // being read and the writer's buffers within the chunk budget.
-  const uint64_t buffer_records =
-      std::max<uint64_t>(1, static_cast<uint64_t>(chunks.chunk_edges) / 2);
-  SKIFF_RETURN_IF_ERROR(WriteEdgeBuckets(layout, bucket_counts, wide, in.num_edges,
-                                         chunks.chunk_vertices, buffer_records, *w,
-                                         options.show_progress));
-  SKIFF_RETURN_IF_ERROR(CarryOtherFiles(*ds, *w));
+  SKIFF_RETURN_IF_ERROR(WriteLayoutFiles(*ds, *graph, layout, chunks, options.show_progress, *w,
+                                         &bucket_counts, &extent_offsets));
   SKIFF_RETURN_IF_ERROR(CheckCut(bucket_counts, popt.k, parts.cut_edges));
   report.boundaries = layout.boundaries;
   report.seconds = elapsed();
