@@ -127,6 +127,65 @@ void RefineWeighted(const WeightedGraph& g, int k, int64_t cap, double alpha,
 
 }  // namespace
 
+namespace {
+
+// The vertices of g in breadth-first order, component by component from the lowest ID.
+std::vector<int32_t> BfsOrder(const WeightedGraph& g) {
+  const int32_t n = g.size();
+  std::vector<int32_t> order;
+  order.reserve(n);
+  std::vector<uint8_t> seen(n, 0);
+  for (int32_t start = 0; start < n; ++start) {
+    if (seen[start]) continue;
+    seen[start] = 1;
+    order.push_back(start);
+    for (size_t h = order.size() - 1; h < order.size(); ++h) {
+      const int32_t c = order[h];
+      for (int64_t e = g.offsets[c]; e < g.offsets[c + 1]; ++e) {
+        if (!seen[g.adj[e]]) {
+          seen[g.adj[e]] = 1;
+          order.push_back(g.adj[e]);
+        }
+      }
+    }
+  }
+  return order;
+}
+
+// Places g's vertices greedily in `order`: each goes to the part with the best Fennel score that
+// still fits it under `cap` (the lightest part where none does; refinement rebalances). *sizes
+// (k entries, zero) gets the parts' weights.
+std::vector<int32_t> GreedyPlace(const WeightedGraph& g, const std::vector<int32_t>& order, int k,
+                                 int64_t cap, double alpha, std::vector<int64_t>* sizes) {
+  std::vector<int32_t> part(g.size(), -1);
+  std::vector<double> conn(k, 0.0);
+  for (int32_t c : order) {
+    std::fill(conn.begin(), conn.end(), 0.0);
+    for (int64_t e = g.offsets[c]; e < g.offsets[c + 1]; ++e) {
+      const int32_t p = part[g.adj[e]];
+      if (p >= 0) conn[p] += static_cast<double>(g.edge_weight[e]);
+    }
+    int32_t best = -1;
+    double best_score = 0;
+    int32_t lightest = 0;
+    for (int32_t p = 0; p < k; ++p) {
+      if ((*sizes)[p] < (*sizes)[lightest]) lightest = p;
+      if ((*sizes)[p] + g.weight[c] > cap) continue;
+      const double s = conn[p] - FennelCost(alpha, (*sizes)[p], g.weight[c]);
+      if (best < 0 || s > best_score) {
+        best = p;
+        best_score = s;
+      }
+    }
+    if (best < 0) best = lightest;
+    part[c] = best;
+    (*sizes)[best] += g.weight[c];
+  }
+  return part;
+}
+
+}  // namespace
+
 std::vector<int32_t> MultilevelPlace(const WeightedGraph& fine, int k, int64_t cap, double alpha) {
   std::vector<WeightedGraph> levels;
   std::vector<std::vector<int32_t>> maps;  // maps[i]: level i vertex -> level i+1 vertex
@@ -141,51 +200,10 @@ std::vector<int32_t> MultilevelPlace(const WeightedGraph& fine, int k, int64_t c
     maps.push_back(std::move(cluster));
     g = &levels.back();
   }
-  // Greedy placement of the coarsest graph in BFS order.
-  const int32_t nc = g->size();
-  std::vector<int32_t> order;
-  order.reserve(nc);
-  std::vector<uint8_t> seen(nc, 0);
-  for (int32_t start = 0; start < nc; ++start) {
-    if (seen[start]) continue;
-    seen[start] = 1;
-    order.push_back(start);
-    for (size_t h = order.size() - 1; h < order.size(); ++h) {
-      const int32_t c = order[h];
-      for (int64_t e = g->offsets[c]; e < g->offsets[c + 1]; ++e) {
-        if (!seen[g->adj[e]]) {
-          seen[g->adj[e]] = 1;
-          order.push_back(g->adj[e]);
-        }
-      }
-    }
-  }
-  std::vector<int32_t> part(nc, -1);
   std::vector<int64_t> sizes(k, 0);
-  std::vector<double> conn(k, 0.0);
-  for (int32_t c : order) {
-    std::fill(conn.begin(), conn.end(), 0.0);
-    for (int64_t e = g->offsets[c]; e < g->offsets[c + 1]; ++e) {
-      const int32_t p = part[g->adj[e]];
-      if (p >= 0) conn[p] += static_cast<double>(g->edge_weight[e]);
-    }
-    int32_t best = -1;
-    double best_score = 0;
-    int32_t lightest = 0;
-    for (int32_t p = 0; p < k; ++p) {
-      if (sizes[p] < sizes[lightest]) lightest = p;
-      if (sizes[p] + g->weight[c] > cap) continue;
-      const double s = conn[p] - FennelCost(alpha, sizes[p], g->weight[c]);
-      if (best < 0 || s > best_score) {
-        best = p;
-        best_score = s;
-      }
-    }
-    if (best < 0) best = lightest;  // no part fits the whole cluster; rebalanced later
-    part[c] = best;
-    sizes[best] += g->weight[c];
-  }
+  std::vector<int32_t> part = GreedyPlace(*g, BfsOrder(*g), k, cap, alpha, &sizes);
   RefineWeighted(*g, k, cap, alpha, part, sizes);
+  // Projected back level by level, refined at each.
   for (size_t level = levels.size(); level-- > 0;) {
     const WeightedGraph& finer = level == 0 ? fine : levels[level - 1];
     std::vector<int32_t> projected(finer.size());
