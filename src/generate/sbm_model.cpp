@@ -85,14 +85,76 @@ uint64_t NodePermutation::Inverse(uint64_t y) const {
 // --- SbmModel
 // -------------------------------------------------------------------------------------
 
+namespace {
+
+// r orthonormal vectors of dimension f (column-major: column j at j * f), drawn from `rng`:
+// Gaussian columns, each made orthogonal to the earlier ones (Gram-Schmidt) and normalised.
+std::vector<double> RandomOrthonormalBasis(int64_t f, int64_t r, Rng& rng) {
+  std::vector<double> basis(static_cast<size_t>(f * r));
+  for (int64_t j = 0; j < r; ++j) {
+    double* col = &basis[static_cast<size_t>(j * f)];
+    for (int64_t k = 0; k < f; ++k) col[k] = Gaussian(rng);
+    for (int64_t prev = 0; prev < j; ++prev) {
+      const double* p = &basis[static_cast<size_t>(prev * f)];
+      double dot = 0;
+      for (int64_t k = 0; k < f; ++k) dot += col[k] * p[k];
+      for (int64_t k = 0; k < f; ++k) col[k] -= dot * p[k];
+    }
+    double norm = 0;
+    for (int64_t k = 0; k < f; ++k) norm += col[k] * col[k];
+    norm = std::sqrt(norm);
+    for (int64_t k = 0; k < f; ++k) col[k] = norm > 0 ? col[k] / norm : 0;
+  }
+  return basis;
+}
+
+// c unit vectors (c x f, row-major), each a Gaussian combination of the basis's r columns.
+std::vector<float> RandomCentroids(int64_t c, int64_t f, int64_t r,
+                                   const std::vector<double>& basis, Rng& rng) {
+  std::vector<float> centroids(static_cast<size_t>(c * f), 0.0f);
+  std::vector<double> mu(static_cast<size_t>(f));
+  for (int64_t cls = 0; cls < c; ++cls) {
+    std::fill(mu.begin(), mu.end(), 0.0);
+    for (int64_t j = 0; j < r; ++j) {
+      const double z = Gaussian(rng);
+      for (int64_t k = 0; k < f; ++k) {
+        mu[static_cast<size_t>(k)] += z * basis[static_cast<size_t>(j * f + k)];
+      }
+    }
+    double norm = 0;
+    for (double x : mu) norm += x * x;
+    norm = std::sqrt(norm);
+    for (int64_t k = 0; k < f; ++k) {
+      centroids[static_cast<size_t>(cls * f + k)] =
+          static_cast<float>(norm > 0 ? mu[static_cast<size_t>(k)] / norm : 0.0);
+    }
+  }
+  return centroids;
+}
+
+}  // namespace
+
 SbmModel::SbmModel(const GenerateOptions& options)
     : options_(options),
       n_(options.num_nodes),
       c_(options.num_classes),
       perm_(static_cast<uint64_t>(options.num_nodes), options.seed) {
   alpha_ = 1.0 / (options_.power_law_exponent - 1.0);
-  // Offset of the Chung-Lu weights: the largest expected degree is the structural cutoff
-  // sqrt(N * avg_degree) (larger hubs would force degree correlations), never below the mean.
+  FitWeightOffset();
+  offset_pow_ = std::pow(offset_, 1.0 - alpha_);
+  total_weight_small_ = Cumulative(static_cast<double>(n_ / c_));
+  total_weight_large_ = Cumulative(static_cast<double>(n_ / c_ + 1));
+  // Class centroids: unit vectors in a random r-dimensional subspace, r = min(F, C).
+  const int64_t f = options_.feature_dim;
+  const int64_t r = std::min(f, c_);
+  Rng rng(HashKey(options_.seed, kCentroidStream, 0));
+  const std::vector<double> basis = RandomOrthonormalBasis(f, r, rng);
+  centroids_ = RandomCentroids(c_, f, r, basis, rng);
+}
+
+void SbmModel::FitWeightOffset() {
+  // The largest expected degree is the structural cutoff sqrt(N * avg_degree) (larger hubs would
+  // force degree correlations), never below the mean; found by bisection on log10(offset).
   const int64_t class_size = (n_ + c_ - 1) / c_;
   const double target =
       std::max(options_.avg_degree, std::sqrt(static_cast<double>(n_) * options_.avg_degree));
@@ -111,46 +173,6 @@ SbmModel::SbmModel(const GenerateOptions& options)
       (top_degree(mid) > target ? lo : hi) = mid;
     }
     offset_ = std::pow(10.0, hi);
-  }
-  offset_pow_ = std::pow(offset_, 1.0 - alpha_);
-  total_weight_small_ = Cumulative(static_cast<double>(n_ / c_));
-  total_weight_large_ = Cumulative(static_cast<double>(n_ / c_ + 1));
-
-  // Class centroids: unit vectors in a random r-dimensional subspace, r = min(F, C).
-  const int64_t f = options_.feature_dim;
-  const int64_t r = std::min(f, c_);
-  Rng rng(HashKey(options_.seed, kCentroidStream, 0));
-  std::vector<double> basis(static_cast<size_t>(f * r));  // column-major: column j at j*f
-  for (int64_t j = 0; j < r; ++j) {
-    double* col = &basis[static_cast<size_t>(j * f)];
-    for (int64_t k = 0; k < f; ++k) col[k] = Gaussian(rng);
-    for (int64_t prev = 0; prev < j; ++prev) {  // Gram-Schmidt against earlier columns
-      const double* p = &basis[static_cast<size_t>(prev * f)];
-      double dot = 0;
-      for (int64_t k = 0; k < f; ++k) dot += col[k] * p[k];
-      for (int64_t k = 0; k < f; ++k) col[k] -= dot * p[k];
-    }
-    double norm = 0;
-    for (int64_t k = 0; k < f; ++k) norm += col[k] * col[k];
-    norm = std::sqrt(norm);
-    for (int64_t k = 0; k < f; ++k) col[k] = norm > 0 ? col[k] / norm : 0;
-  }
-  centroids_.assign(static_cast<size_t>(c_ * f), 0.0f);
-  std::vector<double> mu(static_cast<size_t>(f));
-  for (int64_t cls = 0; cls < c_; ++cls) {
-    std::fill(mu.begin(), mu.end(), 0.0);
-    for (int64_t j = 0; j < r; ++j) {
-      const double z = Gaussian(rng);
-      for (int64_t k = 0; k < f; ++k)
-        mu[static_cast<size_t>(k)] += z * basis[static_cast<size_t>(j * f + k)];
-    }
-    double norm = 0;
-    for (double x : mu) norm += x * x;
-    norm = std::sqrt(norm);
-    for (int64_t k = 0; k < f; ++k) {
-      centroids_[static_cast<size_t>(cls * f + k)] =
-          static_cast<float>(norm > 0 ? mu[static_cast<size_t>(k)] / norm : 0.0);
-    }
   }
 }
 

@@ -60,6 +60,9 @@ class SbmModel {
   const std::vector<float>& centroids() const { return centroids_; }
 
  private:
+  // Sets offset_, the Chung-Lu weights' offset, so that the top expected degree is the
+  // structural cutoff.
+  void FitWeightOffset();
   // Cumulative weight of ranks [0, x) and its inverse.
   double Cumulative(double x) const;
   double InverseCumulative(double u) const;
