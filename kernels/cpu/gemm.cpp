@@ -38,6 +38,48 @@ constexpr int64_t kParallelMacs = int64_t{1} << 22;
 // Smallest slice of the split dimension handed to a thread (keeps BLAS blocking efficient).
 constexpr int64_t kMinSlice = 64;
 
+// C = beta C for an empty inner dimension. BLAS implementations disagree on lda checks there, so C
+// is scaled here (beta == 0 clears C even if it held NaNs, as BLAS does).
+void ScaleOnly(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
+  for (int64_t row = 0; row < m; ++row) {
+    float* c_row = c + row * ldc;
+    for (int64_t col = 0; col < n; ++col) c_row[col] = beta == 0.0f ? 0.0f : beta * c_row[col];
+  }
+}
+
+// The product split along the inner dimension over `threads` (weight gradients: K = rows of a
+// batch): each slice forms a partial product, then the partials are added to C in slice order, so
+// the result is fixed for a given thread count.
+void GemmSplitInner(int threads, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                    float beta, float* c, int64_t ldc) {
+  const int64_t slices = std::min<int64_t>(threads, k / kMinSlice);
+  const int64_t per_slice = (k + slices - 1) / slices;
+  std::vector<float> partial(static_cast<size_t>((slices - 1) * m * n));
+  ParallelFor(slices, 1, [&](int64_t slice_begin, int64_t slice_end) {
+    for (int64_t slice = slice_begin; slice < slice_end; ++slice) {
+      const int64_t k0 = slice * per_slice, k1 = std::min(k, k0 + per_slice);
+      const float* a_slice = trans_a ? a + k0 * lda : a + k0;
+      const float* b_slice = trans_b ? b + k0 : b + k0 * ldb;
+      if (slice == 0) {
+        Sgemm(trans_a, trans_b, m, n, k1 - k0, alpha, a_slice, lda, b_slice, ldb, beta, c, ldc);
+      } else {
+        Sgemm(trans_a, trans_b, m, n, k1 - k0, alpha, a_slice, lda, b_slice, ldb, 0.0f,
+              partial.data() + (slice - 1) * m * n, n);
+      }
+    }
+  });
+  ParallelFor(m, 1, [&](int64_t row_begin, int64_t row_end) {
+    for (int64_t row = row_begin; row < row_end; ++row) {
+      float* c_row = c + row * ldc;
+      for (int64_t slice = 1; slice < slices; ++slice) {
+        const float* p_row = partial.data() + ((slice - 1) * m + row) * n;
+        for (int64_t col = 0; col < n; ++col) c_row[col] += p_row[col];
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -48,12 +90,7 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
   if (m == 0 || n == 0) return;
   SKIFF_CHECK(ldc >= n);
   if (k == 0) {
-    // op(A) op(B) is an empty sum; BLAS implementations disagree on lda checks here, so scale C
-    // directly (beta == 0 clears C even if it held NaNs, as BLAS does).
-    for (int64_t row = 0; row < m; ++row) {
-      float* c_row = c + row * ldc;
-      for (int64_t col = 0; col < n; ++col) c_row[col] = beta == 0.0f ? 0.0f : beta * c_row[col];
-    }
+    ScaleOnly(m, n, beta, c, ldc);
     return;
   }
   SKIFF_CHECK(lda >= (trans_a ? m : k) && ldb >= (trans_b ? k : n));
@@ -75,35 +112,9 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
     });
     return;
   }
-  // Otherwise the inner dimension when it is long (weight gradients: K = rows of a batch): each
-  // slice forms a partial product, then the partials are added to C in slice order, so the result
-  // is fixed for a given thread count.
+  // Otherwise the inner dimension when it is long.
   if (k >= threads * kMinSlice) {
-    const int64_t slices = std::min<int64_t>(threads, k / kMinSlice);
-    const int64_t per_slice = (k + slices - 1) / slices;
-    std::vector<float> partial(static_cast<size_t>((slices - 1) * m * n));
-    ParallelFor(slices, 1, [&](int64_t slice_begin, int64_t slice_end) {
-      for (int64_t slice = slice_begin; slice < slice_end; ++slice) {
-        const int64_t k0 = slice * per_slice, k1 = std::min(k, k0 + per_slice);
-        const float* a_slice = trans_a ? a + k0 * lda : a + k0;
-        const float* b_slice = trans_b ? b + k0 : b + k0 * ldb;
-        if (slice == 0) {
-          Sgemm(trans_a, trans_b, m, n, k1 - k0, alpha, a_slice, lda, b_slice, ldb, beta, c, ldc);
-        } else {
-          Sgemm(trans_a, trans_b, m, n, k1 - k0, alpha, a_slice, lda, b_slice, ldb, 0.0f,
-                partial.data() + (slice - 1) * m * n, n);
-        }
-      }
-    });
-    ParallelFor(m, 1, [&](int64_t row_begin, int64_t row_end) {
-      for (int64_t row = row_begin; row < row_end; ++row) {
-        float* c_row = c + row * ldc;
-        for (int64_t slice = 1; slice < slices; ++slice) {
-          const float* p_row = partial.data() + ((slice - 1) * m + row) * n;
-          for (int64_t col = 0; col < n; ++col) c_row[col] += p_row[col];
-        }
-      }
-    });
+    GemmSplitInner(threads, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   // Wide and short: columns of C.
