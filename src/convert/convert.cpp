@@ -143,6 +143,64 @@ Status BuildCsr(Job& job, EdgeSorter& sorter, int64_t num_nodes) {
 
 enum class DenseOutcome { kDense, kNotDense };
 
+// The IDs the dense reading has seen: their largest and, when `track`, a bitmap of which occur
+// (grown as IDs arrive, up to `limit` bits).
+class DenseIds {
+ public:
+  DenseIds(bool track, int64_t limit) : track_(track), limit_(limit) {}
+
+  void Note(int64_t v) {
+    max_id_ = std::max(max_id_, v);
+    if (!track_) return;
+    const size_t word = static_cast<size_t>(v >> 6);
+    if (word >= seen_.size()) {
+      seen_.resize(std::min<size_t>(std::max(word + 1, seen_.size() * 2),
+                                    static_cast<size_t>(limit_ / 64 + 1)));
+    }
+    seen_[word] |= uint64_t{1} << (v & 63);
+  }
+  int64_t max_id() const { return max_id_; }
+  // How many distinct IDs were noted (when tracked).
+  uint64_t Distinct() const {
+    uint64_t distinct = 0;
+    for (uint64_t w : seen_) distinct += static_cast<uint64_t>(std::popcount(w));
+    return distinct;
+  }
+
+ private:
+  const bool track_;
+  const int64_t limit_;
+  std::vector<uint64_t> seen_;  // bit v: ID v occurs
+  int64_t max_id_ = -1;
+};
+
+// Parses `field`, at the reader's line, as a dense node ID below `limit` into *value. When it is
+// not one: with `strict` an error naming the line; else false, after logging why IDs are mapped.
+Result<bool> ParseDenseId(const EdgeListReader& reader, std::string_view field, bool strict,
+                          int64_t limit, int64_t* value) {
+  if (!ParseInt64(field, value) || *value < 0) {
+    if (strict) {
+      return reader.ErrorAtLine("node ID \"" + std::string(field.substr(0, 60)) +
+                                "\" is not a non-negative integer; --id-map=never needs "
+                                "integer IDs in [0, N) (use --id-map=auto for other IDs)");
+    }
+    LogInfo(reader.Where() + ": node ID \"" + std::string(field.substr(0, 60)) +
+            "\" is not a non-negative integer; mapping IDs (idmap/)");
+    return false;
+  }
+  if (*value >= limit) {
+    if (strict) {
+      return reader.ErrorAtLine("node ID " + std::to_string(*value) + " is too large for " +
+                                "--id-map=never (the CSR would have that many rows); use "
+                                "--id-map=auto");
+    }
+    LogInfo(reader.Where() + ": node ID " + std::to_string(*value) +
+            " is too large to be a dense ID; mapping IDs (idmap/)");
+    return false;
+  }
+  return true;
+}
+
 // Reads the edge list taking integer IDs as dense node IDs. In auto mode, returns kNotDense as
 // soon as an ID is not a non-negative integer or too large to track, or at the end when the IDs
 // do not cover [0, max] exactly; in never mode those are errors (or, for gaps, isolated nodes).
@@ -151,48 +209,19 @@ Result<DenseOutcome> ReadEdgeListDense(Job& job, EdgeSorter& sorter, uint64_t bi
   const bool strict = job.opt.id_map == IdMapMode::kNever;
   SKIFF_ASSIGN_OR_RETURN(auto reader, EdgeListReader::Open(job.opt.input, job.opt.edge_list));
   Progress progress("read " + BaseName(job.opt.input), reader->lines().file_bytes(), "B");
-  const int64_t bitmap_limit_ids =
+  const int64_t limit =
       strict ? kMaxIdentityNodes : static_cast<int64_t>(std::max<uint64_t>(bitmap_bytes, 4096) * 8);
-  std::vector<uint64_t> seen;  // bit v: ID v occurs (auto mode only)
-  int64_t max_id = -1;
+  DenseIds ids(/*track=*/!strict, limit);
   uint64_t edges = 0;
   std::string_view s, d;
-  auto note = [&](int64_t v) {
-    if (v > max_id) max_id = v;
-    if (strict) return;
-    const size_t word = static_cast<size_t>(v >> 6);
-    if (word >= seen.size()) {
-      seen.resize(std::min<size_t>(std::max(word + 1, seen.size() * 2),
-                                   static_cast<size_t>(bitmap_limit_ids / 64 + 1)));
-    }
-    seen[word] |= uint64_t{1} << (v & 63);
-  };
   while (reader->Next(&s, &d)) {
     int64_t src = 0, dst = 0;
     for (auto [field, value] : {std::pair{s, &src}, std::pair{d, &dst}}) {
-      if (!ParseInt64(field, value) || *value < 0) {
-        if (strict) {
-          return reader->ErrorAtLine("node ID \"" + std::string(field.substr(0, 60)) +
-                                     "\" is not a non-negative integer; --id-map=never needs "
-                                     "integer IDs in [0, N) (use --id-map=auto for other IDs)");
-        }
-        LogInfo(reader->Where() + ": node ID \"" + std::string(field.substr(0, 60)) +
-                "\" is not a non-negative integer; mapping IDs (idmap/)");
-        return DenseOutcome::kNotDense;
-      }
-      if (*value >= bitmap_limit_ids) {
-        if (strict) {
-          return reader->ErrorAtLine("node ID " + std::to_string(*value) + " is too large for " +
-                                     "--id-map=never (the CSR would have that many rows); use "
-                                     "--id-map=auto");
-        }
-        LogInfo(reader->Where() + ": node ID " + std::to_string(*value) +
-                " is too large to be a dense ID; mapping IDs (idmap/)");
-        return DenseOutcome::kNotDense;
-      }
+      SKIFF_ASSIGN_OR_RETURN(const bool dense, ParseDenseId(*reader, field, strict, limit, value));
+      if (!dense) return DenseOutcome::kNotDense;
     }
-    note(src);
-    note(dst);
+    ids.Note(src);
+    ids.Note(dst);
     SKIFF_RETURN_IF_ERROR(sorter.Add(src, dst));
     if (++edges % kProgressEvery == 0) progress.Set(reader->lines().file_bytes_read());
   }
@@ -200,17 +229,13 @@ Result<DenseOutcome> ReadEdgeListDense(Job& job, EdgeSorter& sorter, uint64_t bi
   progress.Set(reader->lines().file_bytes_read());
   progress.Finish();
   job.summary.input_edges = edges;
-  if (!strict) {
-    uint64_t distinct = 0;
-    for (uint64_t w : seen) distinct += static_cast<uint64_t>(std::popcount(w));
-    if (distinct != static_cast<uint64_t>(max_id + 1)) {
-      LogInfo("node IDs are integers but not dense: " + std::to_string(distinct) +
-              " distinct IDs with the largest " + std::to_string(max_id) +
-              "; mapping IDs (idmap/)");
-      return DenseOutcome::kNotDense;
-    }
+  if (!strict && ids.Distinct() != static_cast<uint64_t>(ids.max_id() + 1)) {
+    LogInfo("node IDs are integers but not dense: " + std::to_string(ids.Distinct()) +
+            " distinct IDs with the largest " + std::to_string(ids.max_id()) +
+            "; mapping IDs (idmap/)");
+    return DenseOutcome::kNotDense;
   }
-  *num_nodes = max_id + 1;
+  *num_nodes = ids.max_id() + 1;
   return DenseOutcome::kDense;
 }
 
