@@ -109,66 +109,65 @@ bool MetisReader::Finish() {
   return false;
 }
 
-bool MetisReader::NextVertex(int64_t* vertex, std::vector<int64_t>* neighbors) {
-  if (done_ || !status_.ok()) return false;
-  if (next_vertex_ == header_.num_nodes) return Finish();
-  std::string_view line;
+Status MetisReader::NextVertexLine(std::string_view* line) {
   for (;;) {
-    if (!lines_->Next(&line)) {
-      if (!lines_->status().ok()) {
-        status_ = lines_->status();
-      } else {
-        status_ = Status::Corruption(
-            lines_->path() + ": file ends after " + std::to_string(next_vertex_) +
-            " vertex lines (line " + std::to_string(lines_->line_number()) +
-            "); the header declares " + std::to_string(header_.num_nodes) + " vertices");
-      }
-      return false;
+    if (!lines_->Next(line)) {
+      if (!lines_->status().ok()) return lines_->status();
+      return Status::Corruption(lines_->path() + ": file ends after " +
+                                std::to_string(next_vertex_) + " vertex lines (line " +
+                                std::to_string(lines_->line_number()) + "); the header declares " +
+                                std::to_string(header_.num_nodes) + " vertices");
     }
-    if (!IsComment(line)) break;  // a blank line is a vertex with no neighbours
+    if (!IsComment(*line)) return Status::Ok();  // a blank line is a vertex with no neighbours
   }
+}
+
+Status MetisReader::ParseVertexLine(std::string_view line, std::vector<int64_t>* neighbors) {
   SplitBlanks(line, &fields_);
   neighbors->clear();
-  size_t pos = 0;
   int64_t value = 0;
   const size_t skip =
       (header_.has_vertex_sizes ? 1 : 0) + static_cast<size_t>(header_.num_constraints);
   if (fields_.size() < skip) {
-    status_ = Error("expected " + std::to_string(skip) +
-                    " vertex size/weight fields before the neighbours (fmt in the header), found " +
-                    std::to_string(fields_.size()));
-    return false;
+    return Error("expected " + std::to_string(skip) +
+                 " vertex size/weight fields before the neighbours (fmt in the header), found " +
+                 std::to_string(fields_.size()));
   }
-  for (; pos < skip; ++pos) {
+  for (size_t pos = 0; pos < skip; ++pos) {
     if (!ParseInt64(fields_[pos], &value)) {
-      status_ = Error("vertex size/weight \"" + std::string(fields_[pos]) + "\" is not an integer");
-      return false;
+      return Error("vertex size/weight \"" + std::string(fields_[pos]) + "\" is not an integer");
     }
   }
   const size_t stride = header_.has_edge_weights ? 2 : 1;
   if ((fields_.size() - skip) % stride != 0) {
-    status_ = Error(
+    return Error(
         "expected neighbour/edge-weight pairs (fmt says edges are weighted), found an "
         "odd number of fields");
-    return false;
   }
-  for (; pos < fields_.size(); pos += stride) {
+  for (size_t pos = skip; pos < fields_.size(); pos += stride) {
     if (!ParseInt64(fields_[pos], &value)) {
-      status_ = Error("neighbour \"" + std::string(fields_[pos]) +
-                      "\" is not an integer; expected a 1-based vertex number");
-      return false;
+      return Error("neighbour \"" + std::string(fields_[pos]) +
+                   "\" is not an integer; expected a 1-based vertex number");
     }
     if (value < 1 || value > header_.num_nodes) {
-      status_ = Error("neighbour " + std::to_string(value) + " is out of range; expected 1.." +
-                      std::to_string(header_.num_nodes));
-      return false;
+      return Error("neighbour " + std::to_string(value) + " is out of range; expected 1.." +
+                   std::to_string(header_.num_nodes));
     }
     neighbors->push_back(value - 1);
     if (stride == 2 && !ParseInt64(fields_[pos + 1], &value)) {
-      status_ = Error("edge weight \"" + std::string(fields_[pos + 1]) + "\" is not an integer");
-      return false;
+      return Error("edge weight \"" + std::string(fields_[pos + 1]) + "\" is not an integer");
     }
   }
+  return Status::Ok();
+}
+
+bool MetisReader::NextVertex(int64_t* vertex, std::vector<int64_t>* neighbors) {
+  if (done_ || !status_.ok()) return false;
+  if (next_vertex_ == header_.num_nodes) return Finish();
+  std::string_view line;
+  status_ = NextVertexLine(&line);
+  if (status_.ok()) status_ = ParseVertexLine(line, neighbors);
+  if (!status_.ok()) return false;
   entries_total_ += static_cast<int64_t>(neighbors->size());
   *vertex = next_vertex_++;
   return true;

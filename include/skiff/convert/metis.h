@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "skiff/convert/line_reader.h"
@@ -54,6 +55,10 @@ class MetisReader {
   Status ParseHeader();
   Status Error(const std::string& what) const;
   bool Finish();
+  // The next vertex line (comments skipped), or why there is none.
+  Status NextVertexLine(std::string_view* line);
+  // One vertex line's neighbours (0-based), checked against the header's format.
+  Status ParseVertexLine(std::string_view line, std::vector<int64_t>* neighbors);
 
   std::unique_ptr<LineReader> lines_;
   MetisHeader header_;
