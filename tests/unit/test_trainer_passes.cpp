@@ -31,6 +31,19 @@ storage::BufferPoolOptions OutOfCorePoolOptions(const format::Manifest& manifest
   return o;
 }
 
+// Checks that two runs scored alike, epoch by epoch: training loss, validation accuracy and loss,
+// and test accuracy.
+void CheckSameScores(const train::TrainSummary& a, const train::TrainSummary& b) {
+  REQUIRE(a.epochs.size() == b.epochs.size());
+  for (size_t e = 0; e < a.epochs.size(); ++e) {
+    CAPTURE(e);
+    CHECK(a.epochs[e].loss == b.epochs[e].loss);
+    CHECK(a.epochs[e].valid_acc == b.epochs[e].valid_acc);
+    CHECK(a.epochs[e].valid_loss == b.epochs[e].valid_loss);
+    CHECK(a.epochs[e].test_acc == b.epochs[e].test_acc);
+  }
+}
+
 std::unique_ptr<format::Dataset> Generated(const std::string& dir, int64_t num_nodes = 3000) {
   generate::GenerateOptions o;
   o.output = dir;
@@ -666,14 +679,7 @@ TEST_CASE("trainer passes: replayed evaluations give the run without them, epoch
     CHECK(kept == (keep ? 1 : 0));
   }
   REQUIRE(runs[0].epochs.size() == 3);
-  REQUIRE(runs[1].epochs.size() == 3);
-  for (size_t e = 0; e < 3; ++e) {
-    CAPTURE(e);
-    CHECK(runs[1].epochs[e].loss == runs[0].epochs[e].loss);
-    CHECK(runs[1].epochs[e].valid_acc == runs[0].epochs[e].valid_acc);
-    CHECK(runs[1].epochs[e].valid_loss == runs[0].epochs[e].valid_loss);
-    CHECK(runs[1].epochs[e].test_acc == runs[0].epochs[e].test_acc);
-  }
+  CheckSameScores(runs[1], runs[0]);
 }
 
 TEST_CASE("trainer passes: validation and test evaluated in one pass score as in two") {
@@ -713,13 +719,9 @@ TEST_CASE("trainer passes: validation and test evaluated in one pass score as in
     runs.push_back(TrainWith(**small, t, together ? runner : apart));
   }
   REQUIRE(runs[0].epochs.size() == 2);
-  REQUIRE(runs[1].epochs.size() == 2);
-  for (size_t e = 0; e < 2; ++e) {
-    CAPTURE(e);
-    CHECK(runs[0].epochs[e].valid_acc == runs[1].epochs[e].valid_acc);
-    CHECK(runs[0].epochs[e].valid_loss == runs[1].epochs[e].valid_loss);
-    CHECK(runs[0].epochs[e].test_acc == runs[1].epochs[e].test_acc);
-    CHECK(runs[0].epochs[e].valid_acc != runs[0].epochs[e].test_acc);  // the sets are told apart
+  CheckSameScores(runs[0], runs[1]);
+  for (const train::EpochMetrics& m : runs[0].epochs) {
+    CHECK(m.valid_acc != m.test_acc);  // the sets are told apart
   }
 }
 
@@ -752,12 +754,5 @@ TEST_CASE("trainer passes: the evaluation's first batches sampled during trainin
     runs.push_back(std::move(summary));
   }
   REQUIRE(runs[0].epochs.size() == 2);
-  REQUIRE(runs[1].epochs.size() == 2);
-  for (size_t e = 0; e < 2; ++e) {
-    CAPTURE(e);
-    CHECK(runs[0].epochs[e].loss == runs[1].epochs[e].loss);
-    CHECK(runs[0].epochs[e].valid_acc == runs[1].epochs[e].valid_acc);
-    CHECK(runs[0].epochs[e].valid_loss == runs[1].epochs[e].valid_loss);
-    CHECK(runs[0].epochs[e].test_acc == runs[1].epochs[e].test_acc);
-  }
+  CheckSameScores(runs[0], runs[1]);
 }
