@@ -625,162 +625,175 @@ class CudaModel final : public model::Model {
   }
 
   Status LayerForward(int l, const float* x_src, bool training, uint64_t seed, float* out) {
-    const DeviceBlock& b = staged_.blocks[static_cast<size_t>(l)];
-    const LayerParams& lp = layers_[static_cast<size_t>(l)];
-    LayerBuffers& st = buffers_[static_cast<size_t>(l)];
-    cudaStream_t s = stream_.get();
-    const int64_t nd = b.num_dst, ns = b.num_src, nnz = b.nnz, in = lp.in_dim, od = lp.out_dim();
-    st.x_src = x_src;
+    buffers_[static_cast<size_t>(l)].x_src = x_src;
     switch (config_.kind) {
-      case ModelKind::kSage: {
-        float* w_self = Data(lp.first);
-        float* w_neigh = Data(lp.first + 1);
-        st.project_first = ns * in * od + nnz * od < nnz * in + nd * in * od;
-        if (st.project_first) {
-          SKIFF_ASSIGN_OR_RETURN(float* proj, st.projected.Ensure(ns * od, "projection"));
-          SKIFF_RETURN_IF_ERROR(
-              Mm(false, false, ns, od, in, x_src, in, w_neigh, od, 0.0f, proj, od));
-          SKIFF_RETURN_IF_ERROR(CsrAggregateForward(nd, ns, b.indptr, b.indices, nullptr,
-                                                    AggregateMode::kMean, proj, od, out, s));
-        } else {
-          SKIFF_ASSIGN_OR_RETURN(float* agg, st.aggregated.Ensure(nd * in, "aggregation"));
-          SKIFF_RETURN_IF_ERROR(CsrAggregateForward(nd, ns, b.indptr, b.indices, nullptr,
-                                                    AggregateMode::kMean, x_src, in, agg, s));
-          SKIFF_RETURN_IF_ERROR(Mm(false, false, nd, od, in, agg, in, w_neigh, od, 0.0f, out, od));
-        }
-        SKIFF_RETURN_IF_ERROR(Mm(false, false, nd, od, in, x_src, in, w_self, od, 1.0f, out, od));
-        return BiasAdd(nd, od, Data(lp.first + 2), out, s);
-      }
-      case ModelKind::kGcn: {
-        // nnz counts the self-loops; the cost model matches the CPU layer's (nnz + nd).
-        float* w = Data(lp.first);
-        st.project_first = ns * in * od + nnz * od < nnz * in + nd * in * od;
-        if (st.project_first) {
-          SKIFF_ASSIGN_OR_RETURN(float* proj, st.projected.Ensure(ns * od, "projection"));
-          SKIFF_RETURN_IF_ERROR(Mm(false, false, ns, od, in, x_src, in, w, od, 0.0f, proj, od));
-          SKIFF_RETURN_IF_ERROR(CsrAggregateForward(nd, ns, b.indptr, b.indices, b.edge_weight,
-                                                    AggregateMode::kWeighted, proj, od, out, s));
-        } else {
-          SKIFF_ASSIGN_OR_RETURN(float* agg, st.aggregated.Ensure(nd * in, "aggregation"));
-          SKIFF_RETURN_IF_ERROR(CsrAggregateForward(nd, ns, b.indptr, b.indices, b.edge_weight,
-                                                    AggregateMode::kWeighted, x_src, in, agg, s));
-          SKIFF_RETURN_IF_ERROR(Mm(false, false, nd, od, in, agg, in, w, od, 0.0f, out, od));
-        }
-        return BiasAdd(nd, od, Data(lp.first + 1), out, s);
-      }
-      case ModelKind::kGat: {
-        const int64_t heads = lp.heads, ph = lp.per_head;
-        SKIFF_ASSIGN_OR_RETURN(float* z, st.z.Ensure(ns * od, "gat z"));
-        SKIFF_RETURN_IF_ERROR(
-            Mm(false, false, ns, od, in, x_src, in, Data(lp.first), od, 0.0f, z, od));
-        SKIFF_ASSIGN_OR_RETURN(float* el, st.el.Ensure(ns * heads, "gat el"));
-        SKIFF_ASSIGN_OR_RETURN(float* er, st.er.Ensure(nd * heads, "gat er"));
-        SKIFF_RETURN_IF_ERROR(AttentionDot(ns, heads, ph, z, Data(lp.first + 1), el, s));
-        SKIFF_RETURN_IF_ERROR(AttentionDot(nd, heads, ph, z, Data(lp.first + 2), er, s));
-        SKIFF_ASSIGN_OR_RETURN(float* alpha, st.alpha.Ensure(nnz * heads, "gat alpha"));
-        SKIFF_RETURN_IF_ERROR(GatEdgeSoftmaxForward(nd, b.indptr, b.indices, heads, el, er,
-                                                    kNegativeSlope, alpha, s));
-        st.attn_dropout_active = training && config_.dropout > 0.0f;
-        attn_seed_[static_cast<size_t>(l)] = seed;
-        const float* alpha_used = alpha;
-        if (st.attn_dropout_active) {
-          SKIFF_ASSIGN_OR_RETURN(float* dropped,
-                                 st.alpha_dropped.Ensure(nnz * heads, "gat dropout"));
-          SKIFF_RETURN_IF_ERROR(
-              DropoutForward(nnz * heads, config_.dropout, seed, alpha, dropped, s));
-          alpha_used = dropped;
-        }
-        SKIFF_RETURN_IF_ERROR(
-            GatAggregateForward(nd, b.indptr, b.indices, heads, ph, alpha_used, z, out, s));
-        return BiasAdd(nd, od, Data(lp.first + 3), out, s);
-      }
+      case ModelKind::kSage:
+      case ModelKind::kGcn:
+        return ConvForward(l, x_src, out);
+      case ModelKind::kGat:
+        return GatForward(l, x_src, training, seed, out);
     }
     return Status::Internal("CUDA model: unknown layer kind");
   }
 
   Status LayerBackward(int l, const float* grad_out, float* grad_x_src) {
+    switch (config_.kind) {
+      case ModelKind::kSage:
+      case ModelKind::kGcn:
+        return ConvBackward(l, grad_out, grad_x_src);
+      case ModelKind::kGat:
+        return GatBackward(l, grad_out, grad_x_src);
+    }
+    return Status::Internal("CUDA model: unknown layer kind");
+  }
+
+  // SAGE: out = mean(x_src) W_neigh + x_dst W_self + b; GCN: out = A_w x_src W + b (A_w holds the
+  // normalised weights; nnz counts the self-loops). The aggregation runs before or after the
+  // projection, whichever moves fewer values (the cost model matches the CPU layer's).
+  Status ConvForward(int l, const float* x_src, float* out) {
     const DeviceBlock& b = staged_.blocks[static_cast<size_t>(l)];
     const LayerParams& lp = layers_[static_cast<size_t>(l)];
     LayerBuffers& st = buffers_[static_cast<size_t>(l)];
     cudaStream_t s = stream_.get();
     const int64_t nd = b.num_dst, ns = b.num_src, nnz = b.nnz, in = lp.in_dim, od = lp.out_dim();
+    const bool sage = config_.kind == ModelKind::kSage;
+    const float* w_neigh = Data(sage ? lp.first + 1 : lp.first);
+    const float* ew = sage ? nullptr : b.edge_weight;
+    const AggregateMode mode = sage ? AggregateMode::kMean : AggregateMode::kWeighted;
+    st.project_first = ns * in * od + nnz * od < nnz * in + nd * in * od;
+    if (st.project_first) {
+      SKIFF_ASSIGN_OR_RETURN(float* proj, st.projected.Ensure(ns * od, "projection"));
+      SKIFF_RETURN_IF_ERROR(Mm(false, false, ns, od, in, x_src, in, w_neigh, od, 0.0f, proj, od));
+      SKIFF_RETURN_IF_ERROR(
+          CsrAggregateForward(nd, ns, b.indptr, b.indices, ew, mode, proj, od, out, s));
+    } else {
+      SKIFF_ASSIGN_OR_RETURN(float* agg, st.aggregated.Ensure(nd * in, "aggregation"));
+      SKIFF_RETURN_IF_ERROR(
+          CsrAggregateForward(nd, ns, b.indptr, b.indices, ew, mode, x_src, in, agg, s));
+      SKIFF_RETURN_IF_ERROR(Mm(false, false, nd, od, in, agg, in, w_neigh, od, 0.0f, out, od));
+    }
+    if (sage) {
+      SKIFF_RETURN_IF_ERROR(
+          Mm(false, false, nd, od, in, x_src, in, Data(lp.first), od, 1.0f, out, od));
+    }
+    return BiasAdd(nd, od, Data(sage ? lp.first + 2 : lp.first + 1), out, s);
+  }
+
+  // GAT: z = x_src W; attention logits from z's source and destination halves, an edge softmax
+  // (dropped out in training), then the weighted sum of z over each destination's edges, + b.
+  Status GatForward(int l, const float* x_src, bool training, uint64_t seed, float* out) {
+    const DeviceBlock& b = staged_.blocks[static_cast<size_t>(l)];
+    const LayerParams& lp = layers_[static_cast<size_t>(l)];
+    LayerBuffers& st = buffers_[static_cast<size_t>(l)];
+    cudaStream_t s = stream_.get();
+    const int64_t nd = b.num_dst, ns = b.num_src, nnz = b.nnz, in = lp.in_dim, od = lp.out_dim();
+    const int64_t heads = lp.heads, ph = lp.per_head;
+    SKIFF_ASSIGN_OR_RETURN(float* z, st.z.Ensure(ns * od, "gat z"));
+    SKIFF_RETURN_IF_ERROR(Mm(false, false, ns, od, in, x_src, in, Data(lp.first), od, 0.0f, z, od));
+    SKIFF_ASSIGN_OR_RETURN(float* el, st.el.Ensure(ns * heads, "gat el"));
+    SKIFF_ASSIGN_OR_RETURN(float* er, st.er.Ensure(nd * heads, "gat er"));
+    SKIFF_RETURN_IF_ERROR(AttentionDot(ns, heads, ph, z, Data(lp.first + 1), el, s));
+    SKIFF_RETURN_IF_ERROR(AttentionDot(nd, heads, ph, z, Data(lp.first + 2), er, s));
+    SKIFF_ASSIGN_OR_RETURN(float* alpha, st.alpha.Ensure(nnz * heads, "gat alpha"));
+    SKIFF_RETURN_IF_ERROR(
+        GatEdgeSoftmaxForward(nd, b.indptr, b.indices, heads, el, er, kNegativeSlope, alpha, s));
+    st.attn_dropout_active = training && config_.dropout > 0.0f;
+    attn_seed_[static_cast<size_t>(l)] = seed;
+    const float* alpha_used = alpha;
+    if (st.attn_dropout_active) {
+      SKIFF_ASSIGN_OR_RETURN(float* dropped, st.alpha_dropped.Ensure(nnz * heads, "gat dropout"));
+      SKIFF_RETURN_IF_ERROR(DropoutForward(nnz * heads, config_.dropout, seed, alpha, dropped, s));
+      alpha_used = dropped;
+    }
+    SKIFF_RETURN_IF_ERROR(
+        GatAggregateForward(nd, b.indptr, b.indices, heads, ph, alpha_used, z, out, s));
+    return BiasAdd(nd, od, Data(lp.first + 3), out, s);
+  }
+
+  // The gradients of ConvForward's parameters (accumulated) and, when grad_x_src is given, of its
+  // input (overwritten), in the order ConvForward chose (project_first).
+  Status ConvBackward(int l, const float* grad_out, float* grad_x_src) {
+    const DeviceBlock& b = staged_.blocks[static_cast<size_t>(l)];
+    const LayerParams& lp = layers_[static_cast<size_t>(l)];
+    LayerBuffers& st = buffers_[static_cast<size_t>(l)];
+    cudaStream_t s = stream_.get();
+    const int64_t nd = b.num_dst, ns = b.num_src, in = lp.in_dim, od = lp.out_dim();
     const float* x_src = st.x_src;
-    switch (config_.kind) {
-      case ModelKind::kSage:
-      case ModelKind::kGcn: {
-        const bool sage = config_.kind == ModelKind::kSage;
-        const size_t w_neigh = sage ? lp.first + 1 : lp.first;
-        const size_t bias = sage ? lp.first + 2 : lp.first + 1;
-        const AggregateMode mode = sage ? AggregateMode::kMean : AggregateMode::kWeighted;
-        const float* ew = sage ? nullptr : b.edge_weight;
-        SKIFF_RETURN_IF_ERROR(BiasGrad(nd, od, grad_out, Grad(bias), s));
-        if (sage) {
-          SKIFF_RETURN_IF_ERROR(
-              Mm(true, false, in, od, nd, x_src, in, grad_out, od, 1.0f, Grad(lp.first), od));
-        }
-        if (st.project_first) {
-          SKIFF_ASSIGN_OR_RETURN(float* gp, st.grad_projected.Ensure(ns * od, "projection grads"));
-          SKIFF_RETURN_IF_ERROR(
-              CsrAggregateBackward(nd, ns, b.indptr, b.indices, ew, mode, grad_out, od, gp, s));
-          SKIFF_RETURN_IF_ERROR(
-              Mm(true, false, in, od, ns, x_src, in, gp, od, 1.0f, Grad(w_neigh), od));
-          if (grad_x_src != nullptr) {
-            SKIFF_RETURN_IF_ERROR(
-                Mm(false, true, ns, in, od, gp, od, Data(w_neigh), od, 0.0f, grad_x_src, in));
-          }
-        } else {
-          SKIFF_RETURN_IF_ERROR(Mm(true, false, in, od, nd, st.aggregated.get(), in, grad_out, od,
-                                   1.0f, Grad(w_neigh), od));
-          if (grad_x_src != nullptr) {
-            SKIFF_ASSIGN_OR_RETURN(float* ga,
-                                   st.grad_aggregated.Ensure(nd * in, "aggregation grads"));
-            SKIFF_RETURN_IF_ERROR(
-                Mm(false, true, nd, in, od, grad_out, od, Data(w_neigh), od, 0.0f, ga, in));
-            SKIFF_RETURN_IF_ERROR(
-                CsrAggregateBackward(nd, ns, b.indptr, b.indices, ew, mode, ga, in, grad_x_src, s));
-          }
-        }
-        if (sage && grad_x_src != nullptr) {
-          SKIFF_RETURN_IF_ERROR(
-              Mm(false, true, nd, in, od, grad_out, od, Data(lp.first), od, 1.0f, grad_x_src, in));
-        }
-        return Status::Ok();
-      }
-      case ModelKind::kGat: {
-        const int64_t heads = lp.heads, ph = lp.per_head;
-        SKIFF_RETURN_IF_ERROR(BiasGrad(nd, od, grad_out, Grad(lp.first + 3), s));
-        const float* alpha_used = st.attn_dropout_active ? st.alpha_dropped.get() : st.alpha.get();
-        SKIFF_ASSIGN_OR_RETURN(float* grad_z, st.grad_z.Ensure(ns * od, "gat grads"));
-        SKIFF_ASSIGN_OR_RETURN(float* grad_alpha, st.grad_alpha.Ensure(nnz * heads, "gat grads"));
-        SKIFF_RETURN_IF_ERROR(GatAggregateBackward(nd, ns, b.indptr, b.indices, heads, ph,
-                                                   alpha_used, st.z.get(), grad_out, grad_z,
-                                                   grad_alpha, s));
-        if (st.attn_dropout_active) {
-          SKIFF_ASSIGN_OR_RETURN(float* gin, st.grad_alpha_in.Ensure(nnz * heads, "gat grads"));
-          SKIFF_RETURN_IF_ERROR(DropoutBackward(nnz * heads, config_.dropout,
-                                                attn_seed_[static_cast<size_t>(l)], grad_alpha, gin,
-                                                s));
-          grad_alpha = gin;
-        }
-        SKIFF_ASSIGN_OR_RETURN(float* grad_el, st.grad_el.Ensure(ns * heads, "gat grads"));
-        SKIFF_ASSIGN_OR_RETURN(float* grad_er, st.grad_er.Ensure(nd * heads, "gat grads"));
-        SKIFF_RETURN_IF_ERROR(GatEdgeSoftmaxBackward(
-            nd, ns, b.indptr, b.indices, heads, st.el.get(), st.er.get(), kNegativeSlope,
-            st.alpha.get(), grad_alpha, grad_el, grad_er, s));
-        SKIFF_RETURN_IF_ERROR(AttentionDotBackward(ns, heads, ph, st.z.get(), Data(lp.first + 1),
-                                                   grad_el, grad_z, Grad(lp.first + 1), s));
-        SKIFF_RETURN_IF_ERROR(AttentionDotBackward(nd, heads, ph, st.z.get(), Data(lp.first + 2),
-                                                   grad_er, grad_z, Grad(lp.first + 2), s));
+    const bool sage = config_.kind == ModelKind::kSage;
+    const size_t w_neigh = sage ? lp.first + 1 : lp.first;
+    const size_t bias = sage ? lp.first + 2 : lp.first + 1;
+    const AggregateMode mode = sage ? AggregateMode::kMean : AggregateMode::kWeighted;
+    const float* ew = sage ? nullptr : b.edge_weight;
+    SKIFF_RETURN_IF_ERROR(BiasGrad(nd, od, grad_out, Grad(bias), s));
+    if (sage) {
+      SKIFF_RETURN_IF_ERROR(
+          Mm(true, false, in, od, nd, x_src, in, grad_out, od, 1.0f, Grad(lp.first), od));
+    }
+    if (st.project_first) {
+      SKIFF_ASSIGN_OR_RETURN(float* gp, st.grad_projected.Ensure(ns * od, "projection grads"));
+      SKIFF_RETURN_IF_ERROR(
+          CsrAggregateBackward(nd, ns, b.indptr, b.indices, ew, mode, grad_out, od, gp, s));
+      SKIFF_RETURN_IF_ERROR(
+          Mm(true, false, in, od, ns, x_src, in, gp, od, 1.0f, Grad(w_neigh), od));
+      if (grad_x_src != nullptr) {
         SKIFF_RETURN_IF_ERROR(
-            Mm(true, false, in, od, ns, x_src, in, grad_z, od, 1.0f, Grad(lp.first), od));
-        if (grad_x_src != nullptr) {
-          SKIFF_RETURN_IF_ERROR(
-              Mm(false, true, ns, in, od, grad_z, od, Data(lp.first), od, 0.0f, grad_x_src, in));
-        }
-        return Status::Ok();
+            Mm(false, true, ns, in, od, gp, od, Data(w_neigh), od, 0.0f, grad_x_src, in));
+      }
+    } else {
+      SKIFF_RETURN_IF_ERROR(Mm(true, false, in, od, nd, st.aggregated.get(), in, grad_out, od, 1.0f,
+                               Grad(w_neigh), od));
+      if (grad_x_src != nullptr) {
+        SKIFF_ASSIGN_OR_RETURN(float* ga, st.grad_aggregated.Ensure(nd * in, "aggregation grads"));
+        SKIFF_RETURN_IF_ERROR(
+            Mm(false, true, nd, in, od, grad_out, od, Data(w_neigh), od, 0.0f, ga, in));
+        SKIFF_RETURN_IF_ERROR(
+            CsrAggregateBackward(nd, ns, b.indptr, b.indices, ew, mode, ga, in, grad_x_src, s));
       }
     }
-    return Status::Internal("CUDA model: unknown layer kind");
+    if (sage && grad_x_src != nullptr) {
+      SKIFF_RETURN_IF_ERROR(
+          Mm(false, true, nd, in, od, grad_out, od, Data(lp.first), od, 1.0f, grad_x_src, in));
+    }
+    return Status::Ok();
+  }
+
+  // The gradients of GatForward's parameters (accumulated) and, when grad_x_src is given, of its
+  // input (overwritten).
+  Status GatBackward(int l, const float* grad_out, float* grad_x_src) {
+    const DeviceBlock& b = staged_.blocks[static_cast<size_t>(l)];
+    const LayerParams& lp = layers_[static_cast<size_t>(l)];
+    LayerBuffers& st = buffers_[static_cast<size_t>(l)];
+    cudaStream_t s = stream_.get();
+    const int64_t nd = b.num_dst, ns = b.num_src, nnz = b.nnz, in = lp.in_dim, od = lp.out_dim();
+    const int64_t heads = lp.heads, ph = lp.per_head;
+    SKIFF_RETURN_IF_ERROR(BiasGrad(nd, od, grad_out, Grad(lp.first + 3), s));
+    const float* alpha_used = st.attn_dropout_active ? st.alpha_dropped.get() : st.alpha.get();
+    SKIFF_ASSIGN_OR_RETURN(float* grad_z, st.grad_z.Ensure(ns * od, "gat grads"));
+    SKIFF_ASSIGN_OR_RETURN(float* grad_alpha, st.grad_alpha.Ensure(nnz * heads, "gat grads"));
+    SKIFF_RETURN_IF_ERROR(GatAggregateBackward(nd, ns, b.indptr, b.indices, heads, ph, alpha_used,
+                                               st.z.get(), grad_out, grad_z, grad_alpha, s));
+    if (st.attn_dropout_active) {
+      SKIFF_ASSIGN_OR_RETURN(float* gin, st.grad_alpha_in.Ensure(nnz * heads, "gat grads"));
+      SKIFF_RETURN_IF_ERROR(DropoutBackward(
+          nnz * heads, config_.dropout, attn_seed_[static_cast<size_t>(l)], grad_alpha, gin, s));
+      grad_alpha = gin;
+    }
+    SKIFF_ASSIGN_OR_RETURN(float* grad_el, st.grad_el.Ensure(ns * heads, "gat grads"));
+    SKIFF_ASSIGN_OR_RETURN(float* grad_er, st.grad_er.Ensure(nd * heads, "gat grads"));
+    SKIFF_RETURN_IF_ERROR(GatEdgeSoftmaxBackward(nd, ns, b.indptr, b.indices, heads, st.el.get(),
+                                                 st.er.get(), kNegativeSlope, st.alpha.get(),
+                                                 grad_alpha, grad_el, grad_er, s));
+    SKIFF_RETURN_IF_ERROR(AttentionDotBackward(ns, heads, ph, st.z.get(), Data(lp.first + 1),
+                                               grad_el, grad_z, Grad(lp.first + 1), s));
+    SKIFF_RETURN_IF_ERROR(AttentionDotBackward(nd, heads, ph, st.z.get(), Data(lp.first + 2),
+                                               grad_er, grad_z, Grad(lp.first + 2), s));
+    SKIFF_RETURN_IF_ERROR(
+        Mm(true, false, in, od, ns, st.x_src, in, grad_z, od, 1.0f, Grad(lp.first), od));
+    if (grad_x_src != nullptr) {
+      SKIFF_RETURN_IF_ERROR(
+          Mm(false, true, ns, in, od, grad_z, od, Data(lp.first), od, 0.0f, grad_x_src, in));
+    }
+    return Status::Ok();
   }
 
   std::unique_ptr<model::Model> host_;  // owns the host copy of the parameters
