@@ -11,6 +11,15 @@ namespace skiff {
 uint64_t PeakRssBytes();
 // Resident set size of this process now, in bytes (VmRSS).
 uint64_t CurrentRssBytes();
+// The resident set by kind, in bytes (/proc/self/status RssAnon, RssFile, RssShmem): heap, stacks
+// and other private memory; pages of mapped files (the executable and its libraries); shared
+// memory.
+struct RssParts {
+  uint64_t anonymous = 0;
+  uint64_t file = 0;
+  uint64_t shared = 0;
+};
+RssParts CurrentRssParts();
 // Total physical memory, in bytes.
 uint64_t PhysicalMemoryBytes();
 

@@ -30,6 +30,12 @@ uint64_t StatusBytes(const std::string& wanted) {
 uint64_t PeakRssBytes() { return StatusBytes("VmHWM:"); }
 uint64_t CurrentRssBytes() { return StatusBytes("VmRSS:"); }
 
+RssParts CurrentRssParts() {
+  return {.anonymous = StatusBytes("RssAnon:"),
+          .file = StatusBytes("RssFile:"),
+          .shared = StatusBytes("RssShmem:")};
+}
+
 uint64_t PhysicalMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page = sysconf(_SC_PAGE_SIZE);
