@@ -125,7 +125,7 @@ for phase in ${PHASES:-tests memcheck racecheck predict e2e perf}; do
       "${DATA:-/tmp/skiff-gpu-e2e}-predict" ;;
     e2e)
       run e2e env EPOCHS=3 MATMUL=tf32 bash "$root/tools/bench/gpu_e2e.sh" "${DATA:-/tmp/skiff-gpu-e2e}" 1
-      grep -E '^== |samples/s|pyg_peer|training pass|bound by|peak RSS|device row cache|FAILED' \
+      grep -E '^== |samples/s|pyg_peer|training pass|bound by|peak RSS|resident at exit|device row cache|FAILED' \
         "$out/e2e.log" | grep -v '^\s*$' >"$out/e2e.summary.txt" || true
       ;;
     memcheck) memcheck ;;

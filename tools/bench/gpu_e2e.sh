@@ -12,7 +12,8 @@
 # packed build), EPOCHS (default 4), MATMUL (skiff --cuda-matmul and the peer's --tf32: tf32 or
 # fp32; default both, one after the other), SAMPLERS (skiff --sampler values run in each round,
 # default "device host"), MEMORY (also run skiff out of core, --sampler device --memory MEMORY;
-# default 141MiB, 25% of the dataset, the out-of-core bar's setting; empty: skip), CACHE (also run
+# default 141MiB, 25% of the dataset, the out-of-core bar's setting; empty: skip), MEMORY_SAMPLERS
+# (the --sampler values run out of core, default device), CACHE (also run
 # skiff with --device-memory CACHE, less than the features' 512 MB, so that they stay on the host
 # and the device caches rows (docs/cuda.md, "A row cache"), in memory and at --memory
 # CACHE_MEMORY; defaults 256MiB and 512MiB -- with the rows on the host a batch of this setting
@@ -49,10 +50,14 @@ for matmul in ${MATMUL:-tf32 fp32}; do
         echo "== that run FAILED (the rounds go on)"
     done
     if [[ -n ${MEMORY-141MiB} ]]; then
-      echo "== round $r, $matmul: skiff --device cuda --sampler device --memory ${MEMORY-141MiB}"
-      $skiff train "$ds" --model sage "${model[@]}" --device cuda --cuda-matmul "$matmul" \
-        --sampler device --memory "${MEMORY-141MiB}" --threads "$threads" 2>&1 |
-        grep -v '^\s*$' || echo "== that run FAILED (the rounds go on)"
+      for sampler in ${MEMORY_SAMPLERS:-device}; do
+        echo "== round $r, $matmul: skiff --device cuda --sampler $sampler --memory ${MEMORY-141MiB}"
+        # -v: the resident set at exit by kind follows the peak line's figures.
+        $skiff -v train "$ds" --model sage "${model[@]}" --device cuda --cuda-matmul "$matmul" \
+          --sampler "$sampler" --memory "${MEMORY-141MiB}" --threads "$threads" 2>&1 |
+          awk '!/^[[:space:]]*$/ && (!/ debug: / || / debug: resident at exit/)' ||
+          echo "== that run FAILED (the rounds go on)"
+      done
     fi
     if [[ -n ${CACHE-256MiB} ]]; then
       for memory in "" ${CACHE_MEMORY-512MiB}; do
