@@ -624,6 +624,29 @@ class CudaModel final : public model::Model {
                 stream_.get());
   }
 
+  // What a layer's forward and backward work with: the staged block, the parameters, the buffers,
+  // the stream, and the sizes (destinations, sources, edges, input and output width).
+  struct LayerRefs {
+    const DeviceBlock& b;
+    const LayerParams& lp;
+    LayerBuffers& st;
+    cudaStream_t s;
+    int64_t nd, ns, nnz, in, od;
+  };
+  LayerRefs LayerOf(int l) {
+    const DeviceBlock& b = staged_.blocks[static_cast<size_t>(l)];
+    const LayerParams& lp = layers_[static_cast<size_t>(l)];
+    return {.b = b,
+            .lp = lp,
+            .st = buffers_[static_cast<size_t>(l)],
+            .s = stream_.get(),
+            .nd = b.num_dst,
+            .ns = b.num_src,
+            .nnz = b.nnz,
+            .in = lp.in_dim,
+            .od = lp.out_dim()};
+  }
+
   Status LayerForward(int l, const float* x_src, bool training, uint64_t seed, float* out) {
     buffers_[static_cast<size_t>(l)].x_src = x_src;
     switch (config_.kind) {
@@ -651,11 +674,7 @@ class CudaModel final : public model::Model {
   // normalised weights; nnz counts the self-loops). The aggregation runs before or after the
   // projection, whichever moves fewer values (the cost model matches the CPU layer's).
   Status ConvForward(int l, const float* x_src, float* out) {
-    const DeviceBlock& b = staged_.blocks[static_cast<size_t>(l)];
-    const LayerParams& lp = layers_[static_cast<size_t>(l)];
-    LayerBuffers& st = buffers_[static_cast<size_t>(l)];
-    cudaStream_t s = stream_.get();
-    const int64_t nd = b.num_dst, ns = b.num_src, nnz = b.nnz, in = lp.in_dim, od = lp.out_dim();
+    const auto [b, lp, st, s, nd, ns, nnz, in, od] = LayerOf(l);
     const bool sage = config_.kind == ModelKind::kSage;
     const float* w_neigh = Data(sage ? lp.first + 1 : lp.first);
     const float* ew = sage ? nullptr : b.edge_weight;
@@ -682,11 +701,7 @@ class CudaModel final : public model::Model {
   // GAT: z = x_src W; attention logits from z's source and destination halves, an edge softmax
   // (dropped out in training), then the weighted sum of z over each destination's edges, + b.
   Status GatForward(int l, const float* x_src, bool training, uint64_t seed, float* out) {
-    const DeviceBlock& b = staged_.blocks[static_cast<size_t>(l)];
-    const LayerParams& lp = layers_[static_cast<size_t>(l)];
-    LayerBuffers& st = buffers_[static_cast<size_t>(l)];
-    cudaStream_t s = stream_.get();
-    const int64_t nd = b.num_dst, ns = b.num_src, nnz = b.nnz, in = lp.in_dim, od = lp.out_dim();
+    const auto [b, lp, st, s, nd, ns, nnz, in, od] = LayerOf(l);
     const int64_t heads = lp.heads, ph = lp.per_head;
     SKIFF_ASSIGN_OR_RETURN(float* z, st.z.Ensure(ns * od, "gat z"));
     SKIFF_RETURN_IF_ERROR(Mm(false, false, ns, od, in, x_src, in, Data(lp.first), od, 0.0f, z, od));
@@ -713,11 +728,7 @@ class CudaModel final : public model::Model {
   // The gradients of ConvForward's parameters (accumulated) and, when grad_x_src is given, of its
   // input (overwritten), in the order ConvForward chose (project_first).
   Status ConvBackward(int l, const float* grad_out, float* grad_x_src) {
-    const DeviceBlock& b = staged_.blocks[static_cast<size_t>(l)];
-    const LayerParams& lp = layers_[static_cast<size_t>(l)];
-    LayerBuffers& st = buffers_[static_cast<size_t>(l)];
-    cudaStream_t s = stream_.get();
-    const int64_t nd = b.num_dst, ns = b.num_src, in = lp.in_dim, od = lp.out_dim();
+    const auto [b, lp, st, s, nd, ns, nnz, in, od] = LayerOf(l);
     const float* x_src = st.x_src;
     const bool sage = config_.kind == ModelKind::kSage;
     const size_t w_neigh = sage ? lp.first + 1 : lp.first;
@@ -760,11 +771,7 @@ class CudaModel final : public model::Model {
   // The gradients of GatForward's parameters (accumulated) and, when grad_x_src is given, of its
   // input (overwritten).
   Status GatBackward(int l, const float* grad_out, float* grad_x_src) {
-    const DeviceBlock& b = staged_.blocks[static_cast<size_t>(l)];
-    const LayerParams& lp = layers_[static_cast<size_t>(l)];
-    LayerBuffers& st = buffers_[static_cast<size_t>(l)];
-    cudaStream_t s = stream_.get();
-    const int64_t nd = b.num_dst, ns = b.num_src, nnz = b.nnz, in = lp.in_dim, od = lp.out_dim();
+    const auto [b, lp, st, s, nd, ns, nnz, in, od] = LayerOf(l);
     const int64_t heads = lp.heads, ph = lp.per_head;
     SKIFF_RETURN_IF_ERROR(BiasGrad(nd, od, grad_out, Grad(lp.first + 3), s));
     const float* alpha_used = st.attn_dropout_active ? st.alpha_dropped.get() : st.alpha.get();
