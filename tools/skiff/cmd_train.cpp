@@ -143,6 +143,37 @@ Status Export(const TrainCliOptions& o, const format::Dataset& ds, const train::
   return Status::Ok();
 }
 
+// The batch engine of the run: the pipeline (docs/pipeline.md). Without a budget every partition
+// is resident (the in-memory run); with one, a partition buffer within the budget and fine-grained
+// reads for the rest. Logs what it opened, and the memory plan with a budget.
+Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenEngine(const TrainCliOptions& o,
+                                                                const train::TrainOptions& t,
+                                                                uint64_t memory_bytes,
+                                                                const pipeline::ComputeSite& site,
+                                                                format::Dataset* ds) {
+  SKIFF_ASSIGN_OR_RETURN(const pipeline::SamplingMode sampling,
+                         pipeline::ParseSamplingMode(o.sampling));
+  SKIFF_ASSIGN_OR_RETURN(
+      std::unique_ptr<pipeline::OutOfCoreTraining> engine,
+      pipeline::OpenOutOfCoreTraining(ds, t, memory_bytes, sampling, t.sampler_threads, site));
+  if (memory_bytes > 0 && o.scratch_dir != "none") {
+    engine->replay_dir = o.scratch_dir.empty() ? o.dataset : o.scratch_dir;
+  }
+  LogInfo((memory_bytes > 0 ? "out of core: " : "in memory: ") + engine->ooc->Describe());
+  if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
+  return engine;
+}
+
+// What is about to be trained, on what.
+void LogTraining(const std::string& dataset, const train::TrainOptions& t, size_t train_nodes,
+                 model::Model& model, Device device) {
+  LogInfo(std::string("training ") + model::ModelKindName(t.model.kind) + " on " + dataset + ": " +
+          std::to_string(train_nodes) + " training nodes, fanouts " +
+          sampler::FanoutsToString(t.fanouts) + ", " + std::to_string(model.NumParameters()) +
+          " parameters, " +
+          (device == Device::kCuda ? model.DeviceDescription() : cpu::BlasDescription()));
+}
+
 // The peak line: peak RSS, and with a budget what it is promised against (docs/pipeline.md). The
 // debug log adds the resident set at exit by kind, and how much of it is file-backed pages (code
 // and data of the libraries: CUDA kernels load as they are first launched) touched since the
@@ -176,25 +207,14 @@ Status Train(const TrainCliOptions& o) {
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
 
-  // One batch engine: the pipeline (docs/pipeline.md). Without --memory every partition is
-  // resident (the in-memory run); with it, a partition buffer within the budget and fine-grained
-  // reads for the rest.
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
-  SKIFF_ASSIGN_OR_RETURN(const pipeline::SamplingMode sampling,
-                         pipeline::ParseSamplingMode(o.sampling));
   // The CUDA runtime's resident pages are outside the budget (docs/pipeline.md): measured as it
   // loads (here, and as the model creates its context) and reported with the peak.
   uint64_t runtime_bytes = 0;
   SKIFF_ASSIGN_OR_RETURN(const pipeline::ComputeSite site,
                          ComputeSiteFor(device, ds->manifest(), t, &runtime_bytes));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::OutOfCoreTraining> engine,
-                         pipeline::OpenOutOfCoreTraining(ds.get(), t, memory_bytes, sampling,
-                                                         t.sampler_threads, site));
-  if (memory_bytes > 0 && o.scratch_dir != "none") {
-    engine->replay_dir = o.scratch_dir.empty() ? o.dataset : o.scratch_dir;
-  }
-  LogInfo((memory_bytes > 0 ? "out of core: " : "in memory: ") + engine->ooc->Describe());
-  if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
+                         OpenEngine(o, t, memory_bytes, site, ds.get()));
   // The CUDA model loads cuBLAS and creates its streams and buffers.
   const uint64_t rss_before_model = CurrentRssBytes();
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
@@ -209,12 +229,7 @@ Status Train(const TrainCliOptions& o) {
     SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));
     LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);
   }
-  LogInfo(
-      std::string("training ") + model::ModelKindName(t.model.kind) + " on " + o.dataset + ": " +
-      std::to_string(engine->data.train.size()) + " training nodes, fanouts " +
-      sampler::FanoutsToString(t.fanouts) + ", " +
-      std::to_string(trainer->model().NumParameters()) + " parameters, " +
-      (device == Device::kCuda ? trainer->model().DeviceDescription() : cpu::BlasDescription()));
+  LogTraining(o.dataset, t, engine->data.train.size(), trainer->model(), device);
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
   SKIFF_ASSIGN_OR_RETURN(const Inference inference,
                          ResolveInference(Inference::kAuto, device, memory_bytes));
