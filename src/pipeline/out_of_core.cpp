@@ -125,8 +125,8 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   return ooc;
 }
 
-Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
-                                       const SampleGroupFn& sample, const ComputeFn& compute) {
+Result<EpochPlan> OutOfCore::PlanPass(std::span<const int64_t> nodes,
+                                      const PassOptions& pass) const {
   const uint32_t k = source_->num_partitions();
   std::vector<std::vector<int64_t>> by_partition(k);
   for (int64_t v : nodes) {
@@ -136,19 +136,49 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
     }
     by_partition[source_->partition_of(v)].push_back(v);
   }
-  const uint64_t plan_seed = pass.seed ^ (pass.stream * 0x9E3779B97F4A7C15ull);
-  const EpochPlanOptions plan_options{.buffer_capacity = plan_capacity_,
-                                      .seed = plan_seed,
-                                      .epoch = pass.epoch,
-                                      .rounds = options_.plan_rounds};
+  if (!pass.resident_order.empty()) {
+    return EpochPlan::SingleState(k, plan_capacity_, pass.resident_order);
+  }
   // Without a resident partition there are no buffer states to follow, and several node sets pass
   // as one state: the nodes in their order.
-  const bool in_order = plan_capacity_ == 0 || !pass.parts.empty();
-  SKIFF_ASSIGN_OR_RETURN(
-      EpochPlan plan,
-      !pass.resident_order.empty() ? EpochPlan::SingleState(k, plan_capacity_, pass.resident_order)
-      : in_order ? EpochPlan::SingleState(k, plan_capacity_, {nodes.begin(), nodes.end()})
-                 : EpochPlan::Build(by_partition, plan_options));
+  if (plan_capacity_ == 0 || !pass.parts.empty()) {
+    return EpochPlan::SingleState(k, plan_capacity_, {nodes.begin(), nodes.end()});
+  }
+  const uint64_t plan_seed = pass.seed ^ (pass.stream * 0x9E3779B97F4A7C15ull);
+  return EpochPlan::Build(by_partition, {.buffer_capacity = plan_capacity_,
+                                         .seed = plan_seed,
+                                         .epoch = pass.epoch,
+                                         .rounds = options_.plan_rounds});
+}
+
+void OutOfCore::SetAggregation(const PassOptions& pass, EpochRunnerOptions* runner_options) {
+  runner_options->aggregation = pass.aggregation;
+  // Batches reserve their features when gathered: admission counts the sampled structure only.
+  const bool training = pass.aggregation->training;
+  runner_options->dropout_seed = pass.dropout_seed;
+  // The plan sized the first group from estimated batches; later groups follow the batches
+  // actually sampled (evaluation's full neighbourhoods: estimated ~2x too large on power-law
+  // graphs), under the same allowance. Passes of the same kind sample batches of the same
+  // shape, so a pass after the first starts from the largest batch its kind has sampled:
+  // otherwise each evaluation pass would cut its first groups from the estimate again
+  // (2M nodes at 25%: groups of 9 where 13 fit, one more read of the feature file per pass).
+  std::optional<BatchShape>& sampled = sampled_shape_[training ? 0 : 1];
+  const GatherGroupSize first = FirstGatherGroup(training);
+  runner_options->gather_group = first.group;
+  runner_options->expected_batch_bytes = first.sampled_batch_bytes;
+  // Training reads the next group's lists ahead; evaluation (whose seeds' lists lie close
+  // together) gives their bytes to its batches.
+  runner_options->batch_allowance_bytes = AllowanceFor(training);
+  runner_options->lists_ahead_seeds = training ? memory_.lists_ahead_seeds : 0;
+  runner_options->regroup = [this, &sampled, training](const BatchShape& largest) {
+    sampled = sampled.has_value() ? LargerShape(*sampled, largest) : largest;
+    return GroupFor(*sampled, training);
+  };
+}
+
+Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
+                                       const SampleGroupFn& sample, const ComputeFn& compute) {
+  SKIFF_ASSIGN_OR_RETURN(EpochPlan plan, PlanPass(nodes, pass));
   EpochRunnerOptions runner_options{.batch_size = pass.batch_size,
                                     .seed = pass.seed,
                                     .stream = pass.stream,
@@ -162,28 +192,7 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
   runner_options.parts = pass.parts;
   runner_options.after_sampling = pass.after_sampling;
   if (memory_.aggregated_input && pass.aggregation.has_value()) {
-    runner_options.aggregation = pass.aggregation;
-    // Batches reserve their features when gathered: admission counts the sampled structure only.
-    const bool training = pass.aggregation->training;
-    runner_options.dropout_seed = pass.dropout_seed;
-    // The plan sized the first group from estimated batches; later groups follow the batches
-    // actually sampled (evaluation's full neighbourhoods: estimated ~2x too large on power-law
-    // graphs), under the same allowance. Passes of the same kind sample batches of the same
-    // shape, so a pass after the first starts from the largest batch its kind has sampled:
-    // otherwise each evaluation pass would cut its first groups from the estimate again
-    // (2M nodes at 25%: groups of 9 where 13 fit, one more read of the feature file per pass).
-    std::optional<BatchShape>& sampled = sampled_shape_[training ? 0 : 1];
-    const GatherGroupSize first = FirstGatherGroup(training);
-    runner_options.gather_group = first.group;
-    runner_options.expected_batch_bytes = first.sampled_batch_bytes;
-    // Training reads the next group's lists ahead; evaluation (whose seeds' lists lie close
-    // together) gives their bytes to its batches.
-    runner_options.batch_allowance_bytes = AllowanceFor(training);
-    runner_options.lists_ahead_seeds = training ? memory_.lists_ahead_seeds : 0;
-    runner_options.regroup = [this, &sampled, training](const BatchShape& largest) {
-      sampled = sampled.has_value() ? LargerShape(*sampled, largest) : largest;
-      return GroupFor(*sampled, training);
-    };
+    SetAggregation(pass, &runner_options);
   }
   EpochRunner runner(graph_.get(), std::move(runner_options));
   return runner.Run(plan, sample, compute);

@@ -165,6 +165,12 @@ class OutOfCore {
   std::string Describe() const;
 
  private:
+  // The pass's epoch plan: the buffer states to visit and the nodes of each, or one state in the
+  // given order. InvalidArgument names a node outside the graph.
+  Result<EpochPlan> PlanPass(std::span<const int64_t> nodes, const PassOptions& pass) const;
+  // Sets the runner's aggregated gathering for `pass` (its groups and allowance, and regrouping
+  // from the batches sampled).
+  void SetAggregation(const PassOptions& pass, EpochRunnerOptions* runner_options);
   // The gather group for aggregated batches of `shape` under that allowance.
   GatherGroupSize GroupFor(const BatchShape& shape, bool training) const;
 
