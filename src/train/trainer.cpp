@@ -527,60 +527,80 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
   return Status::Ok();
 }
 
+namespace {
+
+// The metrics file, opened for the epochs from `next_epoch` on (closed when there is none). A
+// resumed run continues the file: lines of epochs it will run again (written after its checkpoint
+// by a run that then stopped) are dropped, so that each epoch appears once.
+Status OpenMetrics(const std::string& path, int64_t next_epoch, std::ofstream* metrics) {
+  if (path.empty()) return Status::Ok();
+  if (next_epoch > 0) SKIFF_RETURN_IF_ERROR(DropMetricsFrom(path, next_epoch));
+  metrics->open(path, next_epoch > 0 ? std::ios::app : std::ios::trunc);
+  if (!*metrics) return Status::IOError("cannot open metrics file " + path);
+  return Status::Ok();
+}
+
+// Diverged (a learning rate too high) or non-finite input: nothing after this is a model.
+Status CheckFinite(int64_t epoch, const EpochMetrics& m) {
+  if (std::isfinite(m.loss) && std::isfinite(m.valid_loss)) return Status::Ok();
+  return Status::InvalidArgument(
+      "epoch " + std::to_string(epoch) + ": the " +
+      (std::isfinite(m.loss) ? "validation" : "training") + " loss is " +
+      std::to_string(std::isfinite(m.loss) ? m.valid_loss : m.loss) +
+      ": training diverged; lower --lr, or check the features for NaN or Inf values");
+}
+
+void LogEpoch(int64_t epoch, const EpochMetrics& m, bool improved) {
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "epoch %lld: loss %.4f  train %.2f%%  valid %.2f%%  test %.2f%%  %.2fs "
+                "(%.0f samples/s)%s",
+                static_cast<long long>(epoch), m.loss, 100 * m.train_acc, 100 * m.valid_acc,
+                100 * m.test_acc, m.epoch_seconds, m.samples_per_second, improved ? "  *best" : "");
+  LogInfo(line);
+}
+
+}  // namespace
+
+bool Trainer::RecordBest(int64_t epoch, const EpochMetrics& m) {
+  // Best = highest validation accuracy; among equal accuracies (common on small validation sets),
+  // the lower validation loss.
+  const bool improved = m.valid_acc > best_valid_acc_ ||
+                        (m.valid_acc == best_valid_acc_ && m.valid_loss < best_valid_loss_);
+  if (improved) {
+    best_valid_acc_ = m.valid_acc;
+    best_valid_loss_ = m.valid_loss;
+    best_test_acc_ = m.test_acc;
+    best_epoch_ = epoch;
+  }
+  return improved;
+}
+
+Status Trainer::SaveCheckpoints(int64_t epoch, bool improved) {
+  if (options_.checkpoint_path.empty()) return Status::Ok();
+  // The best model for predict/export; the last epoch's state for --resume, so that a resumed run
+  // never redoes an epoch that finished.
+  SKIFF_ASSIGN_OR_RETURN(const Checkpoint checkpoint, MakeCheckpoint(epoch));
+  if (improved) SKIFF_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint));
+  return WriteCheckpoint(LastCheckpointPath(options_.checkpoint_path), checkpoint);
+}
+
 Result<TrainSummary> Trainer::Run() {
   TrainSummary summary;
   std::ofstream metrics;
-  if (!options_.metrics_path.empty()) {
-    // A resumed run continues the file: lines of epochs it will run again (written after its
-    // checkpoint by a run that then stopped) are dropped, so that each epoch appears once.
-    if (next_epoch_ > 0) SKIFF_RETURN_IF_ERROR(DropMetricsFrom(options_.metrics_path, next_epoch_));
-    metrics.open(options_.metrics_path, next_epoch_ > 0 ? std::ios::app : std::ios::trunc);
-    if (!metrics) return Status::IOError("cannot open metrics file " + options_.metrics_path);
-  }
+  SKIFF_RETURN_IF_ERROR(OpenMetrics(options_.metrics_path, next_epoch_, &metrics));
   for (int64_t epoch = next_epoch_; epoch < options_.epochs; ++epoch) {
     SKIFF_ASSIGN_OR_RETURN(EpochMetrics m, TrainEpoch(epoch));
-    if (!std::isfinite(m.loss) || !std::isfinite(m.valid_loss)) {
-      // Diverged (a learning rate too high) or non-finite input: nothing after this is a model.
-      return Status::InvalidArgument(
-          "epoch " + std::to_string(epoch) + ": the " +
-          (std::isfinite(m.loss) ? "validation" : "training") + " loss is " +
-          std::to_string(std::isfinite(m.loss) ? m.valid_loss : m.loss) +
-          ": training diverged; lower --lr, or check the features for NaN or Inf values");
-    }
-    // Best = highest validation accuracy; among equal accuracies (common on small validation
-    // sets), the lower validation loss.
-    const bool improved = m.valid_acc > best_valid_acc_ ||
-                          (m.valid_acc == best_valid_acc_ && m.valid_loss < best_valid_loss_);
-    if (improved) {
-      best_valid_acc_ = m.valid_acc;
-      best_valid_loss_ = m.valid_loss;
-      best_test_acc_ = m.test_acc;
-      best_epoch_ = epoch;
-    }
+    SKIFF_RETURN_IF_ERROR(CheckFinite(epoch, m));
+    const bool improved = RecordBest(epoch, m);
     next_epoch_ = epoch + 1;
-    if (!options_.checkpoint_path.empty()) {
-      // The best model for predict/export; the last epoch's state for --resume, so that a
-      // resumed run never redoes an epoch that finished.
-      SKIFF_ASSIGN_OR_RETURN(const Checkpoint checkpoint, MakeCheckpoint(epoch));
-      if (improved) SKIFF_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint));
-      SKIFF_RETURN_IF_ERROR(
-          WriteCheckpoint(LastCheckpointPath(options_.checkpoint_path), checkpoint));
-    }
+    SKIFF_RETURN_IF_ERROR(SaveCheckpoints(epoch, improved));
     if (metrics.is_open()) {
       metrics << m.ToJson() << "\n";
       metrics.flush();
       if (!metrics) return Status::IOError("writing metrics file " + options_.metrics_path);
     }
-    if (options_.show_progress) {
-      char line[256];
-      std::snprintf(line, sizeof(line),
-                    "epoch %lld: loss %.4f  train %.2f%%  valid %.2f%%  test %.2f%%  %.2fs "
-                    "(%.0f samples/s)%s",
-                    static_cast<long long>(epoch), m.loss, 100 * m.train_acc, 100 * m.valid_acc,
-                    100 * m.test_acc, m.epoch_seconds, m.samples_per_second,
-                    improved ? "  *best" : "");
-      LogInfo(line);
-    }
+    if (options_.show_progress) LogEpoch(epoch, m, improved);
     summary.epochs.push_back(m);
   }
   summary.best_epoch = best_epoch_;

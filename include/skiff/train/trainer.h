@@ -177,6 +177,11 @@ class Trainer {
   Trainer(const TrainData& data, TrainOptions options)
       : data_(data), options_(std::move(options)) {}
   Result<EpochMetrics> TrainEpoch(int64_t epoch);
+  // Whether epoch's metrics are the best so far (validation accuracy, then loss); keeps them if so.
+  bool RecordBest(int64_t epoch, const EpochMetrics& m);
+  // With a checkpoint path: the best model there when `improved`, and the last epoch's state
+  // beside it (LastCheckpointPath) for --resume.
+  Status SaveCheckpoints(int64_t epoch, bool improved);
   // The training batches of `epoch` through `consume`: by the pass runner when there is one (its
   // report into m->pipeline_json), else by a BatchStream (its stage times into *m).
   Status RunTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
