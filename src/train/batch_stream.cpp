@@ -47,66 +47,75 @@ bool BatchStream::DeliveryReady() const {
 
 void BatchStream::Worker() {
   using Clock = std::chrono::steady_clock;
-  while (true) {
-    int64_t index;
-    {
-      MutexLock lock(&mu_);
-      while (!ClaimReady()) cv_.Wait(&mu_);
-      if (stop_ || next_to_claim_ >= num_batches()) return;
-      index = next_to_claim_++;
-    }
-    PreparedBatch prepared;
-    {
-      MutexLock lock(&mu_);
-      if (!free_features_.empty()) {
-        prepared.features = std::move(free_features_.back());
-        free_features_.pop_back();
-      }
-    }
-    prepared.index = index;
-    prepared.sample_seed =
-        sampler::BatchSeed(options_.seed, options_.stream, options_.epoch, index);
-    prepared.unsampled = !options_.sample;
+  PreparedBatch prepared;
+  while (Claim(&prepared)) {
     const auto t0 = Clock::now();
     Status st = Status::Ok();
     if (options_.sample) {
-      st = sampler_.Sample(batches_[index], prepared.sample_seed, &prepared.batch);
+      st = sampler_.Sample(batches_[prepared.index], prepared.sample_seed, &prepared.batch);
     } else {
-      prepared.batch.seeds = batches_[index];  // the model samples it (PreparedBatch::unsampled)
+      prepared.batch.seeds = batches_[prepared.index];  // the model samples it
     }
     const auto t1 = Clock::now();
-    if (st.ok()) {
-      sampler::MiniBatch& b = prepared.batch;
-      b.labels.resize(b.seeds.size());
-      for (size_t i = 0; i < b.seeds.size(); ++i) {
-        b.labels[i] = labels_ != nullptr ? (*labels_)[b.seeds[i]] : -1;
-      }
-      const size_t values = options_.gather_features
-                                ? b.input_nodes.size() * static_cast<size_t>(features_.dim())
-                                : 0;
-      if (prepared.features.capacity() < values) {
-        // Too small to reuse: drop it rather than copy it over, and leave headroom.
-        prepared.features = FloatBuffer();
-        prepared.features.reserve(values + values / 8);
-      }
-      prepared.features.resize(values);
-      if (values > 0) st = features_.Gather(b.input_nodes, prepared.features.data());
-    }
+    if (st.ok()) st = LabelAndGather(&prepared);
     const auto t2 = Clock::now();
-    {
-      MutexLock lock(&mu_);
-      sample_ns_ += std::chrono::duration<double, std::nano>(t1 - t0).count();
-      gather_ns_ += std::chrono::duration<double, std::nano>(t2 - t1).count();
-      auto& slot = slots_[index % options_.capacity];
-      if (st.ok()) {
-        slot.emplace(std::move(prepared));
-      } else {
-        slot.emplace(st.WithContext("batch " + std::to_string(index)));
-        stop_ = true;  // no further claims; the consumer reports this error when it is due
-      }
-    }
-    cv_.SignalAll();
+    Deliver(std::move(prepared), st, std::chrono::duration<double, std::nano>(t1 - t0).count(),
+            std::chrono::duration<double, std::nano>(t2 - t1).count());
+    prepared = PreparedBatch();
   }
+}
+
+bool BatchStream::Claim(PreparedBatch* prepared) {
+  {
+    MutexLock lock(&mu_);
+    while (!ClaimReady()) cv_.Wait(&mu_);
+    if (stop_ || next_to_claim_ >= num_batches()) return false;
+    prepared->index = next_to_claim_++;
+    if (!free_features_.empty()) {
+      prepared->features = std::move(free_features_.back());
+      free_features_.pop_back();
+    }
+  }
+  prepared->sample_seed =
+      sampler::BatchSeed(options_.seed, options_.stream, options_.epoch, prepared->index);
+  prepared->unsampled = !options_.sample;
+  return true;
+}
+
+Status BatchStream::LabelAndGather(PreparedBatch* prepared) const {
+  sampler::MiniBatch& b = prepared->batch;
+  b.labels.resize(b.seeds.size());
+  for (size_t i = 0; i < b.seeds.size(); ++i) {
+    b.labels[i] = labels_ != nullptr ? (*labels_)[b.seeds[i]] : -1;
+  }
+  const size_t values =
+      options_.gather_features ? b.input_nodes.size() * static_cast<size_t>(features_.dim()) : 0;
+  if (prepared->features.capacity() < values) {
+    // Too small to reuse: drop it rather than copy it over, and leave headroom.
+    prepared->features = FloatBuffer();
+    prepared->features.reserve(values + values / 8);
+  }
+  prepared->features.resize(values);
+  if (values == 0) return Status::Ok();
+  return features_.Gather(b.input_nodes, prepared->features.data());
+}
+
+void BatchStream::Deliver(PreparedBatch prepared, const Status& status, double sample_ns,
+                          double gather_ns) {
+  {
+    MutexLock lock(&mu_);
+    sample_ns_ += sample_ns;
+    gather_ns_ += gather_ns;
+    const int64_t index = prepared.index;
+    auto& slot = slots_[index % options_.capacity];
+    if (status.ok()) {
+      slot.emplace(std::move(prepared));
+    } else {
+      slot.emplace(status.WithContext("batch " + std::to_string(index)));
+      stop_ = true;  // no further claims; the consumer reports this error when it is due
+    }
+  }
+  cv_.SignalAll();
 }
 
 Result<std::optional<PreparedBatch>> BatchStream::Next() {

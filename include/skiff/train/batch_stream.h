@@ -77,6 +77,13 @@ class BatchStream {
 
  private:
   void Worker();
+  // Claims the next batch into *prepared (its index and seed, and a recycled feature buffer);
+  // false when the stream is stopped or every batch is claimed.
+  bool Claim(PreparedBatch* prepared);
+  // The sampled batch's labels and, when the stream gathers them, its input features.
+  Status LabelAndGather(PreparedBatch* prepared) const;
+  // Puts the batch (or, when `status` is an error, that error, and stops the stream) in its slot.
+  void Deliver(PreparedBatch prepared, const Status& status, double sample_ns, double gather_ns);
   // Whether a worker may claim the next batch (its slot is free), or has nothing left to do.
   bool ClaimReady() const SKIFF_REQUIRES(mu_);
   // Whether Next can return: the batch due is in its slot, or a stopped stream holds an error
