@@ -385,9 +385,16 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   return m;
 }
 
-Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes, uint64_t stream_id,
-                                              bool repeats, Progress* progress) {
-  SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
+Status Trainer::RunEvalBatches(const std::vector<int64_t>& nodes, uint64_t stream_id, bool repeats,
+                               const std::vector<int32_t>* labels,
+                               const std::function<Status(PreparedBatch&)>& consume) {
+  if (RunsPasses()) {
+    // Epoch 0 for every evaluation, as the BatchStream below: evaluation draws the same
+    // neighbours every epoch.
+    PassSpec pass = MakePassSpec(&nodes, false, stream_id, 0, options_.eval_batch_size);
+    pass.repeats = repeats;
+    return pass_runner_(pass, consume, nullptr);
+  }
   BatchStreamOptions so;
   so.threads = options_.sampler_threads;
   so.capacity = options_.prefetch_batches;
@@ -395,27 +402,25 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
   so.stream = stream_id;
   so.gather_features = !model_->holds_features();
   so.sample = !model_->samples_on_device();
+  BatchStream stream(*eval_sampler_, *data_.features, labels,
+                     PlanBatches(nodes, options_.eval_batch_size, false, 0, 0), so);
+  while (true) {
+    SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
+    if (!next.has_value()) return Status::Ok();
+    SKIFF_RETURN_IF_ERROR(consume(*next));
+    stream.Recycle(std::move(*next));
+  }
+}
+
+Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes, uint64_t stream_id,
+                                              bool repeats, Progress* progress) {
+  SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
   // Totals of earlier steps were taken by their pass; these are this evaluation's alone.
   auto consume = [&](PreparedBatch& next) -> Status {
     if (progress != nullptr) progress->Add(next.batch.seeds.size());
     return model_->EvalStep(InputOf(next, options_.eval_fanouts));
   };
-  if (RunsPasses()) {
-    // Epoch 0 for every evaluation, as the BatchStream below: evaluation draws the same
-    // neighbours every epoch.
-    PassSpec pass = MakePassSpec(&nodes, false, stream_id, 0, options_.eval_batch_size);
-    pass.repeats = repeats;
-    SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, nullptr));
-  } else {
-    BatchStream stream(*eval_sampler_, *data_.features, &data_.labels,
-                       PlanBatches(nodes, options_.eval_batch_size, false, 0, 0), so);
-    while (true) {
-      SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
-      if (!next.has_value()) break;
-      SKIFF_RETURN_IF_ERROR(consume(*next));
-      stream.Recycle(std::move(*next));
-    }
-  }
+  SKIFF_RETURN_IF_ERROR(RunEvalBatches(nodes, stream_id, repeats, &data_.labels, consume));
   SKIFF_ASSIGN_OR_RETURN(const model::LossTotals totals, model_->TakeLossTotals());
   return Evaluation{.accuracy = totals.accuracy(), .loss = totals.mean_loss()};
 }
@@ -464,6 +469,33 @@ Result<std::array<Trainer::Evaluation, 2>> Trainer::EvaluateBoth(const std::vect
   return out;
 }
 
+namespace {
+
+// Where each of `nodes` goes in the output: position[node] = its index (-1: not asked for), over
+// the `num_nodes` nodes of the dataset.
+Result<std::vector<int64_t>> PositionsOf(const std::vector<int64_t>& nodes, size_t num_nodes) {
+  std::vector<int64_t> position(num_nodes, -1);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i] < 0 || nodes[i] >= static_cast<int64_t>(num_nodes)) {
+      return Status::InvalidArgument("predict: node " + std::to_string(nodes[i]) +
+                                     " is not in the dataset");
+    }
+    position[nodes[i]] = static_cast<int64_t>(i);
+  }
+  return position;
+}
+
+// The class with the highest of `c` logits (the first of equal ones).
+int32_t ArgMax(const float* logits, int64_t c) {
+  int32_t best = 0;
+  for (int64_t k = 1; k < c; ++k) {
+    if (logits[k] > logits[best]) best = static_cast<int32_t>(k);
+  }
+  return best;
+}
+
+}  // namespace
+
 Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                         std::vector<float>* embeddings) {
   SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
@@ -473,15 +505,8 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
   embeddings->assign(nodes.size() * static_cast<size_t>(h), 0.0f);
   // A pass runner may hand batches over in another order than `nodes` (out of core, grouped by
   // buffer state): results go to each seed's position.
-  std::vector<int64_t> position(data_.labels.size(), -1);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i] < 0 || nodes[i] >= static_cast<int64_t>(position.size())) {
-      return Status::InvalidArgument("predict: node " + std::to_string(nodes[i]) +
-                                     " is not in the dataset");
-    }
-    position[nodes[i]] = static_cast<int64_t>(i);
-  }
-  const int64_t batch_size = options_.eval_batch_size;
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> position,
+                         PositionsOf(nodes, data_.labels.size()));
   // In nodes: a pass runner may cut batches differently (smaller, within its budget).
   Progress progress("predict", nodes.size(), "nodes");
   std::vector<float> logits, emb;
@@ -491,38 +516,14 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
         model_->ForwardInput(InputOf(next, options_.eval_fanouts), false, 0, &logits, &emb));
     const int64_t rows = static_cast<int64_t>(b.seeds.size());
     for (int64_t i = 0; i < rows; ++i) {
-      const float* l = logits.data() + i * c;
-      int32_t best = 0;
-      for (int64_t k = 1; k < c; ++k) {
-        if (l[k] > l[best]) best = static_cast<int32_t>(k);
-      }
       const int64_t row = position[b.seeds[i]];
-      (*classes)[row] = best;
+      (*classes)[row] = ArgMax(logits.data() + i * c, c);
       std::copy(emb.begin() + i * h, emb.begin() + (i + 1) * h, embeddings->begin() + row * h);
     }
     progress.Add(static_cast<uint64_t>(rows));
     return Status::Ok();
   };
-  if (RunsPasses()) {
-    const PassSpec pass = MakePassSpec(&nodes, false, kPredictStream, 0, batch_size);
-    SKIFF_RETURN_IF_ERROR(pass_runner_(pass, consume, nullptr));
-  } else {
-    BatchStreamOptions so;
-    so.threads = options_.sampler_threads;
-    so.capacity = options_.prefetch_batches;
-    so.seed = options_.seed;
-    so.stream = kPredictStream;
-    so.gather_features = !model_->holds_features();
-    so.sample = !model_->samples_on_device();
-    BatchStream stream(*eval_sampler_, *data_.features, nullptr,
-                       PlanBatches(nodes, batch_size, false, 0, 0), so);
-    while (true) {
-      SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
-      if (!next.has_value()) break;
-      SKIFF_RETURN_IF_ERROR(consume(*next));
-      stream.Recycle(std::move(*next));
-    }
-  }
+  SKIFF_RETURN_IF_ERROR(RunEvalBatches(nodes, kPredictStream, /*repeats=*/false, nullptr, consume));
   progress.Finish();
   return Status::Ok();
 }

@@ -182,6 +182,12 @@ class Trainer {
   // With a checkpoint path: the best model there when `improved`, and the last epoch's state
   // beside it (LastCheckpointPath) for --resume.
   Status SaveCheckpoints(int64_t epoch, bool improved);
+  // The evaluation batches of `nodes` (epoch 0, eval batch size) through `consume`: by the pass
+  // runner when there is one (PassSpec::repeats = `repeats`), else by a BatchStream whose batches
+  // carry `labels` (null: -1).
+  Status RunEvalBatches(const std::vector<int64_t>& nodes, uint64_t stream_id, bool repeats,
+                        const std::vector<int32_t>* labels,
+                        const std::function<Status(PreparedBatch&)>& consume);
   // The training batches of `epoch` through `consume`: by the pass runner when there is one (its
   // report into m->pipeline_json), else by a BatchStream (its stage times into *m).
   Status RunTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
