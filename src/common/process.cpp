@@ -2,27 +2,40 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <fstream>
 #include <string>
+#include <string_view>
 
 namespace skiff {
 
 namespace {
 
-// A "Key: N kB" line of /proc/self/status, in bytes (0 when absent).
-uint64_t StatusBytes(const std::string& wanted) {
+// The "Key: N kB" lines of /proc/self/status named in `wanted`, in bytes, in one read of the file
+// (0 for a key that is absent).
+template <size_t N>
+std::array<uint64_t, N> StatusBytes(const std::array<std::string_view, N>& wanted) {
+  std::array<uint64_t, N> bytes{};
   std::ifstream in("/proc/self/status");
   std::string key;
-  while (in >> key) {
-    if (key == wanted) {
+  size_t found = 0;
+  while (found < N && in >> key) {
+    const auto it = std::find(wanted.begin(), wanted.end(), key);
+    if (it != wanted.end()) {
       uint64_t kb = 0;
       in >> kb;
-      return kb * 1024;
+      bytes[static_cast<size_t>(it - wanted.begin())] = kb * 1024;
+      ++found;
     }
     std::string rest;
     std::getline(in, rest);
   }
-  return 0;
+  return bytes;
+}
+
+uint64_t StatusBytes(std::string_view wanted) {
+  return StatusBytes(std::array<std::string_view, 1>{wanted})[0];
 }
 
 }  // namespace
@@ -31,9 +44,9 @@ uint64_t PeakRssBytes() { return StatusBytes("VmHWM:"); }
 uint64_t CurrentRssBytes() { return StatusBytes("VmRSS:"); }
 
 RssParts CurrentRssParts() {
-  return {.anonymous = StatusBytes("RssAnon:"),
-          .file = StatusBytes("RssFile:"),
-          .shared = StatusBytes("RssShmem:")};
+  const auto bytes =
+      StatusBytes(std::array<std::string_view, 3>{"RssAnon:", "RssFile:", "RssShmem:"});
+  return {.anonymous = bytes[0], .file = bytes[1], .shared = bytes[2]};
 }
 
 uint64_t PhysicalMemoryBytes() {

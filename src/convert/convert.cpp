@@ -229,8 +229,9 @@ Result<DenseOutcome> ReadEdgeListDense(Job& job, EdgeSorter& sorter, uint64_t bi
   progress.Set(reader->lines().file_bytes_read());
   progress.Finish();
   job.summary.input_edges = edges;
-  if (!strict && ids.Distinct() != static_cast<uint64_t>(ids.max_id() + 1)) {
-    LogInfo("node IDs are integers but not dense: " + std::to_string(ids.Distinct()) +
+  const uint64_t distinct = strict ? 0 : ids.Distinct();
+  if (!strict && distinct != static_cast<uint64_t>(ids.max_id() + 1)) {
+    LogInfo("node IDs are integers but not dense: " + std::to_string(distinct) +
             " distinct IDs with the largest " + std::to_string(ids.max_id()) +
             "; mapping IDs (idmap/)");
     return DenseOutcome::kNotDense;

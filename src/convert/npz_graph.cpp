@@ -138,7 +138,7 @@ class RowWriter {
   }
 
   // The offsets of the n rows, once all are appended.
-  std::vector<int64_t>& Finish() {
+  const std::vector<int64_t>& Finish() {
     progress_.Set(static_cast<uint64_t>(offsets_.size() - 1));
     progress_.Finish();
     return offsets_;

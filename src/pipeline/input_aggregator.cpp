@@ -209,19 +209,6 @@ void ZeroEmptyAggregates(const AggregationPlan& plan, std::span<const Aggregatio
   }
 }
 
-// The next stream window: the distinct nodes (at most kStreamWindowRows, in node order) of the
-// entries from `cursor` on.
-void NextWindow(const std::vector<Entry>& entries, size_t cursor, size_t num_entries,
-                std::vector<int64_t>* nodes) {
-  nodes->clear();
-  for (size_t e = cursor; e < num_entries; ++e) {
-    const int64_t node = AggregationPlan::NodeOf(entries[e].key);
-    if (!nodes->empty() && nodes->back() == node) continue;
-    if (nodes->size() == kStreamWindowRows) break;
-    nodes->push_back(node);
-  }
-}
-
 // Walks a plan's entries front to back, adding each streamed row to every target that has it:
 // its own-row copy (when its source is a destination too) and the aggregates of its block-0
 // destinations. Where entry i writes is prefetched kPrefetchEntries entries ahead.
@@ -242,8 +229,18 @@ class EntryWalker {
   }
 
   bool done() const { return cursor_ == num_entries_; }
-  size_t cursor() const { return cursor_; }
-  size_t num_entries() const { return num_entries_; }
+
+  // The next stream window: the distinct nodes (at most kStreamWindowRows, in node order) of the
+  // entries from the cursor on.
+  void NextWindow(std::vector<int64_t>* nodes) const {
+    nodes->clear();
+    for (size_t e = cursor_; e < num_entries_; ++e) {
+      const int64_t node = AggregationPlan::NodeOf(plan_.entries[e].key);
+      if (!nodes->empty() && nodes->back() == node) continue;
+      if (nodes->size() == kStreamWindowRows) break;
+      nodes->push_back(node);
+    }
+  }
 
   // Adds `row`, the features of `node`, for every entry of `node` from the cursor on.
   void AddRow(int64_t node, const float* row) {
@@ -317,7 +314,7 @@ Status GatherAggregated(const BufferedGraph& graph, const ResidentSet& resident,
   EntryWalker walker(plan, targets, options, dim);
   std::vector<int64_t> nodes;
   while (!walker.done()) {
-    NextWindow(plan.entries, walker.cursor(), walker.num_entries(), &nodes);
+    walker.NextWindow(&nodes);
     SKIFF_RETURN_IF_ERROR(graph.StreamFeatures(resident, nodes, [&](size_t i, const float* row) {
       walker.AddRow(nodes[i], row);
       return Status::Ok();

@@ -128,13 +128,11 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
 Result<EpochPlan> OutOfCore::PlanPass(std::span<const int64_t> nodes,
                                       const PassOptions& pass) const {
   const uint32_t k = source_->num_partitions();
-  std::vector<std::vector<int64_t>> by_partition(k);
   for (int64_t v : nodes) {
     if (v < 0 || v >= graph_->num_nodes()) {
       return Status::InvalidArgument("node " + std::to_string(v) + " is not in [0, " +
                                      std::to_string(graph_->num_nodes()) + ")");
     }
-    by_partition[source_->partition_of(v)].push_back(v);
   }
   if (!pass.resident_order.empty()) {
     return EpochPlan::SingleState(k, plan_capacity_, pass.resident_order);
@@ -144,6 +142,8 @@ Result<EpochPlan> OutOfCore::PlanPass(std::span<const int64_t> nodes,
   if (plan_capacity_ == 0 || !pass.parts.empty()) {
     return EpochPlan::SingleState(k, plan_capacity_, {nodes.begin(), nodes.end()});
   }
+  std::vector<std::vector<int64_t>> by_partition(k);
+  for (int64_t v : nodes) by_partition[source_->partition_of(v)].push_back(v);
   const uint64_t plan_seed = pass.seed ^ (pass.stream * 0x9E3779B97F4A7C15ull);
   return EpochPlan::Build(by_partition, {.buffer_capacity = plan_capacity_,
                                          .seed = plan_seed,
