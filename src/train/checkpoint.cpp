@@ -106,12 +106,10 @@ Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
   return io::WriteFileAtomic(path, {h.buf(), payload}).WithContext("writing checkpoint");
 }
 
-Result<Checkpoint> ReadCheckpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("checkpoint " + path + " does not exist or cannot be read");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string data = ss.str();
+namespace {
+
+// The payload of checkpoint file `path` (contents `data`) once its header and checksum check out.
+Result<std::string_view> CheckedPayload(const std::string& path, const std::string& data) {
   if (data.size() < kHeaderBytes || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return Status::Corruption(path + ": not a Skiff checkpoint (bad magic or shorter than the " +
                               std::to_string(kHeaderBytes) + "-byte header)");
@@ -134,6 +132,31 @@ Result<Checkpoint> ReadCheckpoint(const std::string& path) {
   if (XXH64(payload.data(), payload.size(), 0) != checksum) {
     return Status::Corruption(path + ": checkpoint checksum mismatch (the file is damaged)");
   }
+  return payload;
+}
+
+Status ReadTensor(const std::string& path, Reader& r, CheckpointTensor* t) {
+  SKIFF_RETURN_IF_ERROR(r.GetString(&t->name, "parameter name"));
+  uint64_t rank = 0;
+  SKIFF_RETURN_IF_ERROR(r.Get(&rank, "parameter rank"));
+  if (rank > 8) {
+    return Status::Corruption(path + ": parameter " + t->name + " has rank " +
+                              std::to_string(rank));
+  }
+  t->shape.resize(rank);
+  for (auto& d : t->shape) SKIFF_RETURN_IF_ERROR(r.Get(&d, "parameter shape"));
+  return r.GetFloats(&t->values, "parameter values");
+}
+
+}  // namespace
+
+Result<Checkpoint> ReadCheckpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("checkpoint " + path + " does not exist or cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string data = ss.str();
+  SKIFF_ASSIGN_OR_RETURN(const std::string_view payload, CheckedPayload(path, data));
   Reader r(path, payload);
   Checkpoint c;
   SKIFF_RETURN_IF_ERROR(r.GetString(&c.config_json, "config"));
@@ -147,15 +170,7 @@ Result<Checkpoint> ReadCheckpoint(const std::string& path) {
   SKIFF_RETURN_IF_ERROR(r.Get(&count, "parameter count"));
   for (uint64_t i = 0; i < count; ++i) {
     CheckpointTensor t;
-    SKIFF_RETURN_IF_ERROR(r.GetString(&t.name, "parameter name"));
-    uint64_t rank = 0;
-    SKIFF_RETURN_IF_ERROR(r.Get(&rank, "parameter rank"));
-    if (rank > 8)
-      return Status::Corruption(path + ": parameter " + t.name + " has rank " +
-                                std::to_string(rank));
-    t.shape.resize(rank);
-    for (auto& d : t.shape) SKIFF_RETURN_IF_ERROR(r.Get(&d, "parameter shape"));
-    SKIFF_RETURN_IF_ERROR(r.GetFloats(&t.values, "parameter values"));
+    SKIFF_RETURN_IF_ERROR(ReadTensor(path, r, &t));
     c.parameters.push_back(std::move(t));
   }
   SKIFF_RETURN_IF_ERROR(r.Get(&c.optimizer_steps, "optimizer steps"));
@@ -165,8 +180,9 @@ Result<Checkpoint> ReadCheckpoint(const std::string& path) {
     SKIFF_RETURN_IF_ERROR(r.GetFloats(&s, "optimizer state"));
     c.optimizer_state.push_back(std::move(s));
   }
-  if (!r.at_end())
+  if (!r.at_end()) {
     return Status::Corruption(path + ": trailing bytes after the checkpoint payload");
+  }
   return c;
 }
 

@@ -1,10 +1,12 @@
 #include <doctest/doctest.h>
+#include <xxhash.h>
 
 #include <limits>
 
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <random>
@@ -187,6 +189,24 @@ TEST_CASE("trainer: rejects fanouts that do not match the layers") {
   CHECK(t.status().message().find("one fanout per layer") != std::string::npos);
 }
 
+// Rewrites checkpoint `path` with its payload changed by `edit`, and a header (size, checksum)
+// that matches the new payload.
+template <typename Edit>
+void RewritePayload(const std::string& path, Edit edit) {
+  std::ifstream in(path, std::ios::binary);
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  in.close();
+  REQUIRE(data.size() >= 32);
+  std::string payload = data.substr(32);
+  edit(&payload);
+  const uint64_t size = payload.size();
+  const uint64_t checksum = XXH64(payload.data(), payload.size(), 0);
+  std::memcpy(data.data() + 16, &size, 8);
+  std::memcpy(data.data() + 24, &checksum, 8);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data.substr(0, 32) << payload;
+}
+
 TEST_CASE("checkpoint: round trip, and damaged files are rejected with a clear error") {
   testing::TempDir dir;
   Checkpoint c;
@@ -240,6 +260,27 @@ TEST_CASE("checkpoint: round trip, and damaged files are rejected with a clear e
   }
   SUBCASE("missing") {
     CHECK(ReadCheckpoint(dir / "nope").status().code() == StatusCode::kNotFound);
+  }
+  // Payloads whose header and checksum agree, but whose contents do not parse.
+  SUBCASE("payload ends inside a field") {
+    RewritePayload(path, [](std::string* payload) { payload->resize(payload->size() - 3); });
+    const Status status = ReadCheckpoint(path).status();
+    CHECK(status.code() == StatusCode::kCorruption);
+    CHECK(status.message().find("ends inside optimizer state") != std::string::npos);
+  }
+  SUBCASE("impossible parameter rank") {
+    // The config string, six 8-byte scalars, the parameter count, the first name (8 + 8 bytes).
+    const size_t rank_at = 8 + c.config_json.size() + 6 * 8 + 8 + 8 + 8;
+    RewritePayload(path, [&](std::string* payload) {
+      const uint64_t rank = 9;
+      std::memcpy(payload->data() + rank_at, &rank, sizeof(rank));
+    });
+    CHECK(ReadCheckpoint(path).status().message().find("parameter layer0.w has rank 9") !=
+          std::string::npos);
+  }
+  SUBCASE("trailing bytes") {
+    RewritePayload(path, [](std::string* payload) { payload->push_back('x'); });
+    CHECK(ReadCheckpoint(path).status().message().find("trailing bytes") != std::string::npos);
   }
 }
 
