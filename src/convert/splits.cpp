@@ -83,6 +83,64 @@ Result<SplitSpec> ParseSplitSpec(const std::string& text, uint64_t seed) {
   return spec;
 }
 
+namespace {
+
+// Takes `count` nodes from `*it` on into `out`, and moves `*it` past them.
+void Take(std::vector<int64_t>::const_iterator* it, int64_t count, std::vector<int64_t>* out) {
+  out->insert(out->end(), *it, *it + count);
+  *it += count;
+}
+
+// The labelled nodes, shuffled, cut by the spec's fractions.
+Splits SplitByFractions(const SplitSpec& spec, const std::vector<int32_t>& labels, Rng& rng) {
+  std::vector<int64_t> labelled;
+  for (size_t v = 0; v < labels.size(); ++v) {
+    if (labels[v] >= 0) labelled.push_back(static_cast<int64_t>(v));
+  }
+  Shuffle(labelled, rng);
+  const auto n = static_cast<double>(labelled.size());
+  const auto total = static_cast<int64_t>(labelled.size());
+  const int64_t n_train = std::min<int64_t>(total, std::llround(spec.train_fraction * n));
+  const int64_t n_valid = std::min<int64_t>(total - n_train, std::llround(spec.valid_fraction * n));
+  const bool rest = spec.train_fraction + spec.valid_fraction + spec.test_fraction >= 1 - 1e-9;
+  const int64_t n_test =
+      rest ? total - n_train - n_valid
+           : std::min<int64_t>(total - n_train - n_valid, std::llround(spec.test_fraction * n));
+  Splits out;
+  std::vector<int64_t>::const_iterator it = labelled.begin();
+  Take(&it, n_train, &out.train);
+  Take(&it, n_valid, &out.valid);
+  Take(&it, n_test, &out.test);
+  return out;
+}
+
+// Each class's labelled nodes, shuffled, cut by the spec's counts per class. Classes smaller than
+// train + valid give what they have, train first.
+Splits SplitPerClass(const SplitSpec& spec, const std::vector<int32_t>& labels, int64_t num_classes,
+                     Rng& rng) {
+  std::vector<std::vector<int64_t>> by_class(
+      static_cast<size_t>(std::max<int64_t>(num_classes, 0)));
+  for (size_t v = 0; v < labels.size(); ++v) {
+    if (labels[v] >= 0) by_class[static_cast<size_t>(labels[v])].push_back(static_cast<int64_t>(v));
+  }
+  Splits out;
+  for (auto& members : by_class) {
+    Shuffle(members, rng);
+    const auto size = static_cast<int64_t>(members.size());
+    const int64_t n_train = std::min(size, spec.train_per_class);
+    const int64_t n_valid = std::min(size - n_train, spec.valid_per_class);
+    const int64_t left = size - n_train - n_valid;
+    const int64_t n_test = spec.test_per_class < 0 ? left : std::min(left, spec.test_per_class);
+    std::vector<int64_t>::const_iterator it = members.begin();
+    Take(&it, n_train, &out.train);
+    Take(&it, n_valid, &out.valid);
+    Take(&it, n_test, &out.test);
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<Splits> MakeSplits(const SplitSpec& spec, const std::vector<int32_t>& labels,
                           int64_t num_classes) {
   for (size_t v = 0; v < labels.size(); ++v) {
@@ -93,51 +151,9 @@ Result<Splits> MakeSplits(const SplitSpec& spec, const std::vector<int32_t>& lab
     }
   }
   Rng rng(HashKey(spec.seed, kSplitStream, 0));
-  Splits out;
-  if (spec.kind == SplitSpec::Kind::kFractions) {
-    std::vector<int64_t> labelled;
-    for (size_t v = 0; v < labels.size(); ++v) {
-      if (labels[v] >= 0) labelled.push_back(static_cast<int64_t>(v));
-    }
-    Shuffle(labelled, rng);
-    const auto n = static_cast<double>(labelled.size());
-    const auto total = static_cast<int64_t>(labelled.size());
-    const int64_t n_train = std::min<int64_t>(total, std::llround(spec.train_fraction * n));
-    const int64_t n_valid =
-        std::min<int64_t>(total - n_train, std::llround(spec.valid_fraction * n));
-    const bool rest = spec.train_fraction + spec.valid_fraction + spec.test_fraction >= 1 - 1e-9;
-    const int64_t n_test =
-        rest ? total - n_train - n_valid
-             : std::min<int64_t>(total - n_train - n_valid, std::llround(spec.test_fraction * n));
-    auto it = labelled.begin();
-    out.train.assign(it, it + n_train);
-    it += n_train;
-    out.valid.assign(it, it + n_valid);
-    it += n_valid;
-    out.test.assign(it, it + n_test);
-  } else {
-    std::vector<std::vector<int64_t>> by_class(
-        static_cast<size_t>(std::max<int64_t>(num_classes, 0)));
-    for (size_t v = 0; v < labels.size(); ++v) {
-      if (labels[v] >= 0)
-        by_class[static_cast<size_t>(labels[v])].push_back(static_cast<int64_t>(v));
-    }
-    // Classes smaller than train + valid give what they have, train first.
-    for (auto& members : by_class) {
-      Shuffle(members, rng);
-      const auto size = static_cast<int64_t>(members.size());
-      const int64_t n_train = std::min(size, spec.train_per_class);
-      const int64_t n_valid = std::min(size - n_train, spec.valid_per_class);
-      const int64_t left = size - n_train - n_valid;
-      const int64_t n_test = spec.test_per_class < 0 ? left : std::min(left, spec.test_per_class);
-      auto it = members.begin();
-      out.train.insert(out.train.end(), it, it + n_train);
-      it += n_train;
-      out.valid.insert(out.valid.end(), it, it + n_valid);
-      it += n_valid;
-      out.test.insert(out.test.end(), it, it + n_test);
-    }
-  }
+  Splits out = spec.kind == SplitSpec::Kind::kFractions
+                   ? SplitByFractions(spec, labels, rng)
+                   : SplitPerClass(spec, labels, num_classes, rng);
   std::sort(out.train.begin(), out.train.end());
   std::sort(out.valid.begin(), out.valid.end());
   std::sort(out.test.begin(), out.test.end());
