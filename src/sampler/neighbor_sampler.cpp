@@ -290,6 +290,9 @@ Status NeighborSampler::Begin(std::span<const int64_t> seeds, BatchState* state,
 
 // Prefetch distance of the walks over a hop's nodes, in nodes.
 constexpr int64_t kNodesAhead = 8;
+// The most picks per node a hop reserves room for up front: a fanout far above any degree (a
+// user's "1000000" for "all") must not reserve fanout x nodes; longer samples grow the vector.
+constexpr int kMaxReservedFanout = 256;
 
 void NeighborSampler::DrawSamples(int hop, BatchState* state,
                                   const std::vector<int64_t>& nodes) const {
@@ -304,7 +307,8 @@ void NeighborSampler::DrawSamples(int hop, BatchState* state,
   const auto hop_nodes = static_cast<size_t>(end - begin);
   state->degree.reserve(state->degree.size() + hop_nodes);
   state->order_ptr.reserve(state->order_ptr.size() + hop_nodes);
-  state->order.reserve(state->order.size() + hop_nodes * static_cast<size_t>(max_fanout));
+  state->order.reserve(state->order.size() +
+                       hop_nodes * static_cast<size_t>(std::min(max_fanout, kMaxReservedFanout)));
   OrderedDraw draw;
   for (int64_t u = begin; u < end; ++u) {
     if (u + kNodesAhead < end) graph_.Prefetch(nodes[u + kNodesAhead], /*row=*/false);
