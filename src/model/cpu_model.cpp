@@ -71,8 +71,9 @@ Status ValidateConfig(const ModelConfig& c) {
   if (!(c.dropout >= 0.0f && c.dropout < 1.0f)) {
     return bad("dropout must lie in [0, 1) (got " + std::to_string(c.dropout) + ")");
   }
-  if (!(c.input_dropout < 1.0f)) {
-    return bad("input_dropout must be < 1 (got " + std::to_string(c.input_dropout) + ")");
+  if (!(c.input_dropout == -1.0f || (c.input_dropout >= 0.0f && c.input_dropout < 1.0f))) {
+    return bad("input_dropout must lie in [0, 1), or be -1 for the same as dropout (got " +
+               std::to_string(c.input_dropout) + ")");
   }
   if (c.heads < 1) return bad("heads must be >= 1 (got " + std::to_string(c.heads) + ")");
   return Status::Ok();

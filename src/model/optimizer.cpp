@@ -11,9 +11,14 @@ Status Optimizer::ValidateConfig(const Config& config) {
     return Status::InvalidArgument("learning rate must be positive and finite (got " +
                                    std::to_string(config.lr) + ")");
   }
-  if (!(config.weight_decay >= 0.0f) || !(config.momentum >= 0.0f) ||
-      !std::isfinite(config.weight_decay) || !std::isfinite(config.momentum)) {
-    return Status::InvalidArgument("weight decay and momentum must be non-negative and finite");
+  if (!(config.weight_decay >= 0.0f) || !std::isfinite(config.weight_decay)) {
+    return Status::InvalidArgument("weight decay must be non-negative and finite (got " +
+                                   std::to_string(config.weight_decay) + ")");
+  }
+  // Momentum at or above 1 never forgets a gradient: the update grows without bound.
+  if (!(config.momentum >= 0.0f && config.momentum < 1.0f)) {
+    return Status::InvalidArgument("momentum must lie in [0, 1) (got " +
+                                   std::to_string(config.momentum) + ")");
   }
   return Status::Ok();
 }

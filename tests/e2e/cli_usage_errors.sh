@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Command-line misuse exits 2 (as documented) with a message naming the option; --help and
-# --version exit 0; negative counts and seeds are refused instead of wrapping around; a value a
+# --version exit 0; negative counts and seeds are refused instead of wrapping around, and thread
+# counts above 1024 instead of failing part-way; empty paths are refused; a value a
 # training option cannot take (the GPU options too, of train and predict) exits 2 naming the
 # option, before any work.
 #   bash cli_usage_errors.sh SKIFF_EXE DATASETS_DIR WORK_DIR
@@ -23,7 +24,19 @@ expect 0 "" --help
 expect 0 "" --version
 expect 2 "--bogus" train small --bogus
 expect 2 "" train
-expect 2 "--threads: must not be negative, got -1" train small --threads -1
+expect 2 "--threads: must be a thread count in \[0, 1024\], got -1" train small --threads -1
+expect 2 "--threads: must be a thread count in \[0, 1024\], got 100000" train small --threads 100000
+expect 2 "--sampler-threads: must be a thread count" train small --sampler-threads 100000
+expect 2 "--threads: must be a thread count" partition small -k 2 --threads 100000 --no-write
+expect 2 "--partitions: must be at least 1, got 0" partition small -k 0 --no-write
+# An empty path or size is refused, not taken as "not given".
+expect 2 "--resume: must not be empty" train small --resume ""
+expect 2 "--checkpoint: must not be empty" train small --checkpoint ""
+expect 2 "--memory: must not be empty" train small --memory ""
+expect 2 "--export-metis: must not be empty" partition small --export-metis ""
+# Values no run can use are refused before any work.
+expect 1 "momentum must lie in \[0, 1)" train small --optimizer sgd --momentum 5
+expect 1 "input_dropout must lie in \[0, 1)" train small --input-dropout -2
 expect 2 "--seed: expected an integer >= 0 (got '-1')" train small --seed -1
 expect 2 "--layers: expected an integer >= 1 (got 'two')" train small --layers two
 expect 2 "--activation: unknown value 'tanh' (expected relu or elu)" train small --activation tanh

@@ -213,11 +213,14 @@ RunFn Setup(CLI::App& app) {
       ->check(CLI::IsMember({"keep", "drop"}))
       ->capture_default_str();
   app.add_option("--memory", f->memory,
-                 "Memory budget, e.g. 1GiB (default: a quarter of physical memory)");
+                 "Memory budget, e.g. 1GiB (default: a quarter of physical memory)")
+      ->check(NonEmpty());
   app.add_option("--features", f->features,
-                 "Edge list/METIS: node features as .npy [N, D], row i = node i");
+                 "Edge list/METIS: node features as .npy [N, D], row i = node i")
+      ->check(NonEmpty());
   app.add_option("--labels", f->labels,
-                 "Edge list/METIS: node labels as .npy [N] (integers, -1 = unlabelled)");
+                 "Edge list/METIS: node labels as .npy [N] (integers, -1 = unlabelled)")
+      ->check(NonEmpty());
   app.add_option("--split", f->split,
                  "Random split when the input has none: fractions 'train,valid,test' or "
                  "'per-class:TRAIN,VALID[,TEST]'")
@@ -235,7 +238,8 @@ RunFn Setup(CLI::App& app) {
       ->capture_default_str();
   app.add_flag("--overwrite", f->overwrite, "Replace OUTPUT if it exists (atomically, at the end)");
   app.add_option("--tmp-dir", f->tmp_dir,
-                 "Directory for sort spill files (default: inside OUTPUT's temporary directory)");
+                 "Directory for sort spill files (default: inside OUTPUT's temporary directory)")
+      ->check(NonEmpty());
   app.add_flag("--header", f->header, "Edge list: the first data line is a header");
   app.add_flag("--no-header", f->no_header,
                "Edge list: never treat the first line as a header (default: auto-detect)");

@@ -112,7 +112,7 @@ RunFn Setup(CLI::App& app) {
       "options and seed give byte-identical files at any thread count. Start from a preset and\n"
       "override any option, or give --nodes and the rest. Presets and the model: docs/generate.md");
   app.add_option("--preset", o->preset, "Preset: " + presets + " (see docs/generate.md)");
-  app.add_option("--out", o->out, "Dataset directory to create")->required();
+  app.add_option("--out", o->out, "Dataset directory to create")->required()->check(NonEmpty());
   app.add_flag("--overwrite", o->overwrite, "Replace the output directory if it exists");
   o->nodes_opt = app.add_option("--nodes", o->nodes, "Number of nodes");
   o->avg_degree_opt =

@@ -8,6 +8,7 @@
 #include "skiff/partition/partition_dataset.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
+#include "tools/skiff/output_paths.h"
 
 namespace skiff::cli {
 namespace {
@@ -82,7 +83,18 @@ void PrintReport(const PartitionCliOptions& o, const partition::PartitionReport&
   if (!o.no_write) std::printf("written      %s\n", r.output_dir.c_str());
 }
 
+// Refuses outputs that would destroy or alter the dataset: an --output that is it, holds it or
+// lies inside it, and an --export-metis file inside it. (In place is no --output at all.)
+Status CheckOutputs(const PartitionCliOptions& o) {
+  if (!o.output.empty()) {
+    SKIFF_RETURN_IF_ERROR(CheckOutputSparesInput(o.output, {o.dataset}));
+    SKIFF_RETURN_IF_ERROR(CheckNotInside("--output", o.output, o.dataset));
+  }
+  return CheckNotInside("--export-metis", o.export_metis, o.dataset);
+}
+
 int RunPartition(const PartitionCliOptions& o) {
+  if (const Status st = CheckOutputs(o); !st.ok()) return ReportStatus("partition", st);
   if (!o.export_metis.empty()) {
     Status st = partition::ExportMetisGraph(o.dataset, o.export_metis);
     if (st.ok()) std::printf("wrote METIS graph %s\n", o.export_metis.c_str());
@@ -127,7 +139,13 @@ RunFn Setup(CLI::App& app) {
       "contiguous ID range with one feature extent and grouped edges");
   app.add_option("dataset", o->dataset, "Dataset directory")->required();
   app.add_option("-k,--partitions", o->k, "Number of partitions")
-      ->check(CLI::PositiveNumber)
+      ->check(StatusCheck(
+          [](const std::string& text) {
+            return text == "0" || (!text.empty() && text.front() == '-')
+                       ? Status::InvalidArgument("must be at least 1, got " + text)
+                       : Status::Ok();
+          },
+          "K"))
       ->capture_default_str();
   app.add_option("--algo", o->algo, "grem, fennel, ldg or random")->capture_default_str();
   app.add_option("--order", o->order, "Stream order: natural, random or bfs")
@@ -145,18 +163,22 @@ RunFn Setup(CLI::App& app) {
   app.add_flag("--balance-train", o->balance_train, "Also balance training nodes across parts");
   app.add_option("--threads", o->threads, "Scoring threads")
       ->capture_default_str()
-      ->check(NonNegative());
-  app.add_option("--memory", o->memory, "Memory budget (e.g. 4GiB)")->capture_default_str();
-  app.add_option("-o,--output", o->output,
-                 "Write the partitioned dataset here (default: in place)");
+      ->check(ThreadCount());
+  app.add_option("--memory", o->memory, "Memory budget (e.g. 4GiB)")
+      ->capture_default_str()
+      ->check(NonEmpty());
+  app.add_option("-o,--output", o->output, "Write the partitioned dataset here (default: in place)")
+      ->check(NonEmpty());
   app.add_flag("--overwrite", o->overwrite, "Replace an existing --output directory");
   app.add_flag("--no-write", o->no_write, "Partition and report only; write nothing");
   app.add_flag("--json", o->json, "Print the summary as one JSON line");
   app.add_option("--export-metis", o->export_metis,
-                 "Write the graph as a METIS .graph file to this path and exit (for comparisons)");
+                 "Write the graph as a METIS .graph file to this path and exit (for comparisons)")
+      ->check(NonEmpty());
   app.add_option("--evaluate", o->evaluate,
                  "Score an external partition file (one part per line, e.g. gpmetis output) "
-                 "against the dataset's stored edges; prints JSON and exits");
+                 "against the dataset's stored edges; prints JSON and exits")
+      ->check(NonEmpty());
   return [o] { return RunPartition(*o); };
 }
 

@@ -91,11 +91,14 @@ RunFn Setup(CLI::App& app) {
   auto o = std::make_shared<PredictOptions>();
   app.description("Write predictions and final-layer embeddings (.npy) of every node");
   app.add_option("dataset", o->dataset, "Dataset directory")->required();
-  app.add_option("--checkpoint", o->checkpoint, "Checkpoint written by skiff train")->required();
-  app.add_option("--out", o->out, "Output directory")->required();
-  app.add_option("--threads", o->threads, "Threads (0 = all)")->check(NonNegative());
+  app.add_option("--checkpoint", o->checkpoint, "Checkpoint written by skiff train")
+      ->required()
+      ->check(NonEmpty());
+  app.add_option("--out", o->out, "Output directory")->required()->check(NonEmpty());
+  app.add_option("--threads", o->threads, "Threads (0 = all)")->check(ThreadCount());
   app.add_option("--memory", o->memory,
-                 "Predict out of core within this memory budget (e.g. 4GiB; see docs/pipeline.md)");
+                 "Predict out of core within this memory budget (e.g. 4GiB; see docs/pipeline.md)")
+      ->check(NonEmpty());
   app.add_option("--device", o->device, "Compute stage: cpu or cuda")
       ->capture_default_str()
       ->check(StatusCheck(

@@ -81,6 +81,9 @@ Result<train::TrainOptions> OptionsOf(const TrainCliOptions& o,
     t = *saved;
   }
   SKIFF_RETURN_IF_ERROR(ApplyTrainFlags(o.flags, o.given, resume.has_value() ? o.resume : "", &t));
+  if (t.optimizer.kind == model::OptimizerKind::kAdam && t.optimizer.momentum != 0.0f) {
+    LogWarning("--momentum applies to --optimizer sgd; Adam ignores it");
+  }
   cpu::SetNumThreads(o.threads);
   t.sampler_threads = o.sampler_threads > 0 ? o.sampler_threads : std::max(1, cpu::NumThreads());
   return t;
@@ -106,7 +109,9 @@ void PrintSummary(const train::TrainSummary& summary, const train::TrainOptions&
       "%.2f%%\n",
       summary.epochs.size(), FormatSeconds(seconds).c_str(), 100 * summary.best_valid_acc,
       static_cast<long long>(summary.best_epoch), 100 * summary.best_test_acc);
-  if (!t.checkpoint_path.empty()) std::printf("best model: %s\n", t.checkpoint_path.c_str());
+  if (!t.checkpoint_path.empty() && !summary.epochs.empty()) {
+    std::printf("best model: %s\n", t.checkpoint_path.c_str());
+  }
 }
 
 // The best model by validation accuracy when --checkpoint kept it, else none (the trainer's model
@@ -246,7 +251,8 @@ int RunTrain(const TrainCliOptions& o) { return ReportStatus("train", Train(o));
 RunFn Setup(CLI::App& app) {
   auto o = std::make_shared<TrainCliOptions>();
   app.description("Train a GNN (GraphSAGE, GCN or GAT) for node classification");
-  app.add_option("--config", o->config, "Read options from a TOML file (keys: long option names)");
+  app.add_option("--config", o->config, "Read options from a TOML file (keys: long option names)")
+      ->check(NonEmpty());
   app.add_option("dataset", o->dataset, "Dataset directory")->required();
   app.add_option("--device", o->device, "Compute stage: cpu or cuda")
       ->capture_default_str()
@@ -256,13 +262,15 @@ RunFn Setup(CLI::App& app) {
   AddTrainFlags(app, &o->flags);
   app.add_option("--threads", o->threads, "Compute threads (0 = all)")
       ->capture_default_str()
-      ->check(NonNegative());
+      ->check(ThreadCount());
   app.add_option("--sampler-threads", o->sampler_threads, "Sampler threads (0 = --threads)")
-      ->check(NonNegative());
-  app.add_option("--resume", o->resume, "Continue from a checkpoint");
-  app.add_option("--export", o->export_dir, "Write predictions and embeddings (.npy) here");
+      ->check(ThreadCount());
+  app.add_option("--resume", o->resume, "Continue from a checkpoint")->check(NonEmpty());
+  app.add_option("--export", o->export_dir, "Write predictions and embeddings (.npy) here")
+      ->check(NonEmpty());
   app.add_option("--memory", o->memory,
-                 "Train out of core within this memory budget (e.g. 4GiB; see docs/pipeline.md)");
+                 "Train out of core within this memory budget (e.g. 4GiB; see docs/pipeline.md)")
+      ->check(NonEmpty());
   app.add_option("--sampling", o->sampling,
                  "Out of core: exact (read non-resident neighbours) or in-buffer "
                  "(neighbours outside the buffer are dropped: approximate, no fine reads)")
@@ -273,7 +281,8 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--scratch-dir", o->scratch_dir,
                  "Out of core: where evaluation keeps its batches to replay them in later epochs "
                  "(an unnamed file, gone when the run ends; default: the dataset's directory; "
-                 "none: sample and gather them again every epoch)");
+                 "none: sample and gather them again every epoch)")
+      ->check(NonEmpty());
   CLI::App* app_ptr = &app;
   return [o, app_ptr] {
     if (!o->config.empty()) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "skiff/status.h"
+#include "tools/skiff/option_checks.h"
 
 namespace skiff::cli {
 
@@ -27,22 +28,6 @@ struct Command {
 
 std::vector<Command>& Registry();
 bool Register(std::string name, int order, SetupFn setup);
-
-// A check for counts and seeds: "-1" is refused ("--threads: must not be negative, got -1") rather
-// than wrapped into a huge unsigned value or taken as a count.
-const CLI::Validator& NonNegative();
-
-// A check from a parse: a value `check` refuses is a CLI11 validation error (a usage error) with
-// the status's message; `type` is what --help calls the value (e.g. "NAME").
-inline CLI::Validator StatusCheck(std::function<Status(const std::string& text)> check,
-                                  std::string type) {
-  return CLI::Validator(
-      [check = std::move(check)](std::string& text) {
-        const Status st = check(text);
-        return st.ok() ? std::string() : st.message();
-      },
-      std::move(type));
-}
 
 // Prints "skiff <command>: <status>" to stderr and returns exit code 1 (or 0 when OK).
 int ReportStatus(const std::string& command, const Status& status);

@@ -29,16 +29,6 @@ int ReportStatus(const std::string& command, const Status& status) {
   return 1;
 }
 
-const CLI::Validator& NonNegative() {
-  static const CLI::Validator validator(
-      [](const std::string& text) {
-        return !text.empty() && text.front() == '-' ? "must not be negative, got " + text
-                                                    : std::string();
-      },
-      "NONNEGATIVE");
-  return validator;
-}
-
 void KeepLargeBuffersMapped() {
   // A budget is a promise about RSS: large buffers (staging, rounds of rows, sort runs) are mapped
   // and unmapped on their own, so freeing one returns it to the system at once. glibc would
@@ -102,6 +92,12 @@ int main(int argc, char** argv) {
     if (sub->parsed()) {
       try {
         return run();
+      } catch (const std::bad_alloc&) {
+        std::fprintf(stderr,
+                     "skiff %s: error: out of memory: an allocation failed (check sizes given as "
+                     "options, such as --hidden, --fanouts, --batch-size and --memory)\n",
+                     sub->get_name().c_str());
+        return 1;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "skiff %s: error: %s\n", sub->get_name().c_str(), e.what());
         return 1;

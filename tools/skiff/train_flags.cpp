@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "skiff/log.h"
-#include "tools/skiff/command.h"
+#include "tools/skiff/option_checks.h"
 
 namespace skiff::cli {
 
@@ -24,6 +24,7 @@ void AddTrainFlags(CLI::App& app, TrainFlags* flags, const std::vector<std::stri
           return option.parse_value(text, &scratch);
         },
         option.type));
+    if (option.type == "PATH") opt->check(NonEmpty());
   }
   SKIFF_CHECK_MSG(only.empty() || added == only.size(), "AddTrainFlags: an unknown option name");
 }
