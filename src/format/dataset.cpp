@@ -331,6 +331,24 @@ int RenameNoReplace(const std::string& from, const std::string& to) {
 
 }  // namespace
 
+namespace {
+// --overwrite replaces a dataset (or an empty directory), never a file or a directory holding
+// anything else: `-o ~/work --overwrite` must not delete ~/work.
+Status CheckReplaceable(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return Status::InvalidArgument("output " + dir +
+                                   " exists and is not a directory: overwriting replaces only a "
+                                   "Skiff dataset (remove it yourself, or choose another path)");
+  }
+  if (fs::is_empty(dir, ec) || fs::exists(fs::path(dir) / kManifestFile, ec)) return Status::Ok();
+  return Status::InvalidArgument("output " + dir +
+                                 " exists and is not a Skiff dataset (it has no " + kManifestFile +
+                                 "): overwriting replaces only a dataset (remove it yourself, or "
+                                 "choose another path)");
+}
+}  // namespace
+
 Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& final_dir,
                                                              bool overwrite) {
   std::string dir = final_dir;
@@ -342,9 +360,12 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   }
   // Locked before anything else is looked at, so a second writer is told at once.
   SKIFF_ASSIGN_OR_RETURN(PathLock lock, PathLock::Acquire(dir));
-  if (fs::exists(dir, ec) && !overwrite) {
-    return Status::InvalidArgument("output " + dir +
-                                   " already exists (remove it or pass --overwrite)");
+  if (fs::exists(dir, ec)) {
+    if (!overwrite) {
+      return Status::InvalidArgument("output " + dir +
+                                     " already exists (remove it or pass --overwrite)");
+    }
+    SKIFF_RETURN_IF_ERROR(CheckReplaceable(dir));
   }
   RecoverSiblings(dir);
   const std::string temp = dir + ".tmp-" + std::to_string(::getpid());
@@ -434,6 +455,8 @@ Status DatasetWriter::Commit() {
                                      " was created by another run while this one was writing; it "
                                      "was left as it is (remove it or pass --overwrite)");
     }
+    SKIFF_RETURN_IF_ERROR(CheckReplaceable(final_dir_)
+                              .WithContext("another run created it while this one was writing"));
     SKIFF_RETURN_IF_ERROR(Exchange());
     replaced = true;
   }

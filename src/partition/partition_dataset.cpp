@@ -558,6 +558,16 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
   const format::Manifest& in = ds->manifest();
   SKIFF_ASSIGN_OR_RETURN(const ChunkPlan chunks, PlanChunks(options, in));
   SKIFF_ASSIGN_OR_RETURN(auto graph, OpenDatasetGraphSource(*ds));
+  // The output is claimed before partitioning, so that one it may not replace is refused at once.
+  const std::string output_dir =
+      options.output_dir.empty() ? options.dataset_dir : options.output_dir;
+  std::unique_ptr<DatasetWriter> w;
+  if (options.write_layout) {
+    const bool in_place =
+        options.output_dir.empty() ||
+        fs::weakly_canonical(options.output_dir) == fs::weakly_canonical(options.dataset_dir);
+    SKIFF_ASSIGN_OR_RETURN(w, DatasetWriter::Create(output_dir, in_place || options.overwrite));
+  }
   PartitionerOptions popt;
   SKIFF_ASSIGN_OR_RETURN(Partitioning parts, RunPartitioner(*ds, *graph, options, chunks, &popt));
   PartitionReport report = ReportOf(parts, in, popt, elapsed());
@@ -573,11 +583,7 @@ Result<PartitionReport> PartitionDataset(const PartitionOptions& options) {
   Layout layout = MakeLayout(parts.part, popt.k);
   std::vector<int32_t>().swap(parts.part);
 
-  report.output_dir = options.output_dir.empty() ? options.dataset_dir : options.output_dir;
-  const bool in_place = options.output_dir.empty() || fs::weakly_canonical(options.output_dir) ==
-                                                          fs::weakly_canonical(options.dataset_dir);
-  SKIFF_ASSIGN_OR_RETURN(auto w,
-                         DatasetWriter::Create(report.output_dir, in_place || options.overwrite));
+  report.output_dir = output_dir;
   std::vector<int64_t> bucket_counts;
   std::vector<uint64_t> extent_offsets;
   SKIFF_RETURN_IF_ERROR(WriteLayoutFiles(*ds, *graph, layout, chunks, options.show_progress, *w,

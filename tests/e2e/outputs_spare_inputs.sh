@@ -2,7 +2,9 @@
 # End-to-end: no command's output may destroy or alter its input. `convert X X --overwrite` and an
 # output directory containing the input are refused and leave the input as it was; train and
 # predict refuse --metrics, --checkpoint, --export and --out paths inside the dataset (a metrics
-# file named DATASET/manifest.json used to replace the manifest).
+# file named DATASET/manifest.json used to replace the manifest); partition refuses an --output or
+# --export-metis path that is, holds or lies inside the dataset; --overwrite replaces only a
+# dataset or an empty directory.
 # Usage: outputs_spare_inputs.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -euo pipefail
 skiff=$1
@@ -29,6 +31,23 @@ done
 "$skiff" train ds --epochs 1 --checkpoint ck > /dev/null 2>&1 || fail "a plain run failed"
 "$skiff" predict ds --checkpoint ck --out ds/pred > p.log 2>&1 && fail "predict --out inside"
 grep -q "is inside the dataset" p.log || fail "predict: no clear error: $(cat p.log)"
+# partition: an --output holding the dataset or inside it, and an --export-metis file inside it.
+mkdir -p outer && cp -r ds outer/ds && echo mine > outer/notes.txt
+"$skiff" partition outer/ds -k 2 -o outer --overwrite > q1.log 2>&1 && fail "partition -o PARENT"
+grep -q "would replace the input" q1.log || fail "partition -o PARENT: no clear error: $(cat q1.log)"
+[ -f outer/notes.txt ] && [ -f outer/ds/manifest.json ] || fail "partition -o PARENT deleted files"
+for opt in -o --export-metis; do
+  "$skiff" partition ds -k 2 "$opt" ds/features.bin --overwrite > q2.log 2>&1 &&
+    fail "partition $opt inside"
+  grep -q "is inside the dataset" q2.log || fail "partition $opt: no clear error: $(cat q2.log)"
+done
+# --overwrite replaces a dataset, never a directory holding anything else: refused before any work.
+mkdir -p mine && echo keep > mine/notes.txt
+"$skiff" partition ds -k 2 -o mine --overwrite > q3.log 2>&1 && fail "partition over a non-dataset"
+grep -q "is not a Skiff dataset" q3.log || fail "no clear error: $(cat q3.log)"
+grep -q "refine pass" q3.log && fail "refused only after partitioning: $(cat q3.log)"
+"$skiff" generate --nodes 100 --out mine --overwrite > g.log 2>&1 && fail "generate over a non-dataset"
+[ "$(cat mine/notes.txt)" = keep ] || fail "a non-dataset directory was replaced"
 [ "$sums" = "$(cd ds && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)" ] ||
   fail "the dataset changed"
 echo "outputs_spare_inputs: ok"

@@ -204,6 +204,41 @@ TEST_CASE("format: overwrite swaps the new dataset in and leaves no sibling behi
                       std::filesystem::directory_iterator()) == 1);
 }
 
+TEST_CASE("format: overwrite replaces only a dataset or an empty directory") {
+  testing::TempDir tmp;
+  // A directory holding something else, and a file, are left as they are.
+  const std::string notes = tmp / "work";
+  std::filesystem::create_directories(notes + "/ds");
+  std::ofstream(notes + "/notes.txt") << "mine";
+  const Status refused = WriteTinyDataset(notes, 10, 1, DType::kFloat32, /*overwrite=*/true);
+  CHECK(refused.code() == StatusCode::kInvalidArgument);
+  CHECK(refused.message().find("is not a Skiff dataset") != std::string::npos);
+  CHECK(std::filesystem::exists(notes + "/notes.txt"));
+  CHECK(std::filesystem::exists(notes + "/ds"));
+  const std::string file = tmp / "file.json";
+  std::ofstream(file) << "{}";
+  CHECK(WriteTinyDataset(file, 10, 1, DType::kFloat32, /*overwrite=*/true)
+            .message()
+            .find("is not a directory") != std::string::npos);
+  CHECK(std::filesystem::is_regular_file(file));
+  // An empty directory is replaced.
+  const std::string empty = tmp / "empty";
+  std::filesystem::create_directory(empty);
+  REQUIRE(WriteTinyDataset(empty, 10, 1, DType::kFloat32, /*overwrite=*/true).ok());
+  CHECK(Dataset::Open(empty).ok());
+  // So is a directory another run fills with something else while this one writes: refused.
+  const std::string raced = tmp / "raced";
+  auto late = DatasetWriter::Create(raced, /*overwrite=*/true);
+  REQUIRE(late.ok());
+  REQUIRE(FillTinyDataset(late->get(), 12, 2).ok());
+  std::filesystem::create_directory(raced);
+  std::ofstream(raced + "/theirs.txt") << "not ours";
+  const Status lost = (*late)->Commit();
+  CHECK(lost.message().find("another run created it") != std::string::npos);
+  CHECK(lost.message().find("is not a Skiff dataset") != std::string::npos);
+  CHECK(std::filesystem::exists(raced + "/theirs.txt"));
+}
+
 TEST_CASE("format: a writer removes temporary directories left by runs that no longer exist") {
   testing::TempDir tmp;
   const std::string dir = tmp / "ds";

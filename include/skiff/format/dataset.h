@@ -92,7 +92,9 @@ inline constexpr const char* kRelabelOldIdsFile = "relabel.old_ids";
 // Writes a new dataset into a temporary directory; Commit() makes it visible atomically.
 class DatasetWriter {
  public:
-  // `final_dir` must not exist unless `overwrite` (then it is replaced at Commit()). The writer
+  // `final_dir` must not exist unless `overwrite` (then it is replaced at Commit()), and even then
+  // it must be a dataset (a directory with a manifest) or an empty directory: InvalidArgument
+  // otherwise, here or at Commit() when another run created it meanwhile. The writer
   // holds a PathLock on `final_dir` until it is destroyed: a second writer of the same path fails
   // here with Unavailable ("... is in use ...").
   static Result<std::unique_ptr<DatasetWriter>> Create(const std::string& final_dir,
