@@ -2,6 +2,7 @@
 
 #include "skiff/enum_names.h"
 #include "skiff/half.h"
+#include "skiff/io/staged_dir.h"
 #include "skiff/io/write_path.h"
 #include "skiff/log.h"
 #include "skiff/random.h"
@@ -259,18 +260,6 @@ DatasetWriter::~DatasetWriter() {
 
 namespace {
 
-// The PID in a sibling's name `<base><prefix><pid>`, when it names a process that no longer exists
-// (a live run's siblings, and names that are not of this form, are not ours to touch).
-bool LeftByDeadRun(const std::string& name, const std::string& prefix) {
-  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
-  const std::string digits = name.substr(prefix.size());
-  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) {
-    return false;
-  }
-  const pid_t pid = static_cast<pid_t>(std::stol(digits));
-  return pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
-}
-
 // Cleans up beside `dir` after runs that died while writing it (the caller holds dir's PathLock):
 //  - `<dir>.old-<pid>` is the previous dataset, moved aside by a replace that cannot swap in one
 //    step (DatasetWriter::Exchange). If nothing is at `dir`, the run died between its two renames:
@@ -285,13 +274,13 @@ void RecoverSiblings(const std::string& dir) {
   std::vector<fs::path> stale;
   for (const auto& entry : fs::directory_iterator(path.parent_path(), ec)) {
     const std::string name = entry.path().filename().string();
-    if (LeftByDeadRun(name, base + ".old-") && !fs::exists(path, ec)) {
+    if (io::LeftByDeadRun(name, base + ".old-") && !fs::exists(path, ec)) {
       LogWarning("restoring " + path.string() + " from " + entry.path().string() +
                  ", left by a run that died while replacing it");
       if (io::Rename(entry.path().string(), path.string()) == 0) continue;
     }
     for (const std::string& prefix : {base + ".tmp-", base + ".old-", base + ".unpartitioned-"}) {
-      if (LeftByDeadRun(name, prefix)) stale.push_back(entry.path());
+      if (io::LeftByDeadRun(name, prefix)) stale.push_back(entry.path());
     }
   }
   for (const fs::path& p : stale) {
@@ -309,7 +298,7 @@ void RecoverInterruptedReplace(const std::string& dir) {
   const std::string prefix = path.filename().string() + ".old-";
   bool found = false;
   for (const auto& entry : fs::directory_iterator(path.parent_path(), ec)) {
-    found = found || LeftByDeadRun(entry.path().filename().string(), prefix);
+    found = found || io::LeftByDeadRun(entry.path().filename().string(), prefix);
   }
   if (!found) return;
   auto lock = PathLock::Acquire(dir);
@@ -329,9 +318,6 @@ int RenameNoReplace(const std::string& from, const std::string& to) {
   return io::Rename(from, to);
 }
 
-}  // namespace
-
-namespace {
 // --overwrite replaces a dataset (or an empty directory), never a file or a directory holding
 // anything else: `-o ~/work --overwrite` must not delete ~/work.
 Status CheckReplaceable(const std::string& dir) {

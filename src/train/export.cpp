@@ -9,6 +9,7 @@
 #include "skiff/convert/id_map.h"
 #include "skiff/io/atomic_file.h"
 #include "skiff/io/npy_writer.h"
+#include "skiff/io/staged_dir.h"
 
 namespace skiff::train {
 
@@ -107,12 +108,35 @@ Status WriteRawIds(const RawIds& raw, const std::vector<int64_t>& order,
 
 }  // namespace
 
+Status ExportReplaceable(const std::string& out_dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(out_dir, ec)) {
+    return Status::InvalidArgument("output " + out_dir +
+                                   " exists and is not a directory (remove it, or choose another "
+                                   "path)");
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(out_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (std::find(std::begin(kExportFiles), std::end(kExportFiles), name) ==
+        std::end(kExportFiles)) {
+      return Status::InvalidArgument(
+          "output " + out_dir + " holds " + name +
+          ", which is not part of an export: only an earlier export (or an empty directory) is "
+          "replaced (remove it, or choose another path)");
+    }
+  }
+  if (ec) return Status::IOError("list " + out_dir + ": " + ec.message());
+  return Status::Ok();
+}
+
 Status ExportPredictions(const format::Dataset& dataset, const Predictor& predict,
                          const std::string& out_dir) {
   const int64_t n = dataset.manifest().num_nodes;
   std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) return Status::IOError("create " + out_dir + ": " + ec.message());
+  const std::filesystem::path parent = std::filesystem::absolute(out_dir, ec).parent_path();
+  std::filesystem::create_directories(parent, ec);
+  if (ec) return Status::IOError("create " + parent.string() + ": " + ec.message());
+  SKIFF_ASSIGN_OR_RETURN(auto staged, io::StagedDirectory::Create(out_dir, ExportReplaceable));
   // Rows are in raw-ID order: the ID map's, or the node numbers before partitioning.
   SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> old_ids, OldIds(dataset));
   std::optional<RawIds> raw;
@@ -124,10 +148,11 @@ Status ExportPredictions(const format::Dataset& dataset, const Predictor& predic
   std::vector<float> embeddings;
   SKIFF_RETURN_IF_ERROR(predict(order, &classes, &embeddings));
   const int64_t h = n > 0 ? static_cast<int64_t>(embeddings.size()) / n : 0;
-  SKIFF_RETURN_IF_ERROR(io::WriteNpy(out_dir + "/predictions.npy", classes.data(), {n}));
-  SKIFF_RETURN_IF_ERROR(io::WriteNpy(out_dir + "/embeddings.npy", embeddings.data(), {n, h}));
-  if (raw.has_value()) SKIFF_RETURN_IF_ERROR(WriteRawIds(*raw, order, out_dir));
-  return Status::Ok();
+  const std::string& dir = staged->staging();
+  SKIFF_RETURN_IF_ERROR(io::WriteNpy(dir + "/predictions.npy", classes.data(), {n}));
+  SKIFF_RETURN_IF_ERROR(io::WriteNpy(dir + "/embeddings.npy", embeddings.data(), {n, h}));
+  if (raw.has_value()) SKIFF_RETURN_IF_ERROR(WriteRawIds(*raw, order, dir));
+  return staged->Publish().WithContext("publishing the export " + out_dir);
 }
 
 }  // namespace skiff::train

@@ -4,7 +4,8 @@
 # predict refuse --metrics, --checkpoint, --export and --out paths inside the dataset (a metrics
 # file named DATASET/manifest.json used to replace the manifest); partition refuses an --output or
 # --export-metis path that is, holds or lies inside the dataset; --overwrite replaces only a
-# dataset or an empty directory.
+# dataset or an empty directory; an export replaces only an earlier export, and train checks its
+# output paths before training.
 # Usage: outputs_spare_inputs.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -euo pipefail
 skiff=$1
@@ -48,6 +49,21 @@ grep -q "is not a Skiff dataset" q3.log || fail "no clear error: $(cat q3.log)"
 grep -q "refine pass" q3.log && fail "refused only after partitioning: $(cat q3.log)"
 "$skiff" generate --nodes 100 --out mine --overwrite > g.log 2>&1 && fail "generate over a non-dataset"
 [ "$(cat mine/notes.txt)" = keep ] || fail "a non-dataset directory was replaced"
+# Exports: a rerun replaces the last export whole; a directory holding anything else is refused
+# before any work, and so is a checkpoint whose directory does not exist.
+"$skiff" predict ds --checkpoint ck --out pred > /dev/null 2>&1 || fail "predict failed"
+"$skiff" predict ds --checkpoint ck --out pred > /dev/null 2>&1 || fail "predict again failed"
+[ "$(ls pred | tr '\n' ' ')" = "embeddings.npy predictions.npy " ] || fail "export: $(ls -a pred)"
+ls -d pred.* 2> /dev/null && fail "an export left a sibling behind"
+mkdir -p notes && echo keep > notes/mine.txt
+"$skiff" predict ds --checkpoint ck --out notes > e1.log 2>&1 && fail "predict over a non-export"
+grep -q "holds mine.txt, which is not part of an export" e1.log || fail "no clear error: $(cat e1.log)"
+grep -q "predict:.*nodes" e1.log && fail "refused only after predicting: $(cat e1.log)"
+"$skiff" train ds --epochs 1 --export notes > e2.log 2>&1 && fail "train --export over a non-export"
+grep -q "epoch 0" e2.log && fail "train --export refused only after training: $(cat e2.log)"
+[ "$(cat notes/mine.txt)" = keep ] && [ "$(ls notes)" = mine.txt ] || fail "notes/ changed"
+"$skiff" train ds --epochs 1 --checkpoint no/such/dir/ck > e3.log 2>&1 && fail "checkpoint dir"
+grep -q "directory .*no/such/dir does not exist" e3.log || fail "no clear error: $(cat e3.log)"
 [ "$sums" = "$(cd ds && find . -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)" ] ||
   fail "the dataset changed"
 echo "outputs_spare_inputs: ok"

@@ -52,6 +52,7 @@ int RunPredict(const PredictOptions& o) {
   if (Status st = CheckNotInside("--out", o.out, o.dataset); !st.ok()) {
     return ReportStatus("predict", st);
   }
+  if (Status st = CheckExportTarget("--out", o.out); !st.ok()) return ReportStatus("predict", st);
   auto ds = format::Dataset::Open(o.dataset);
   if (!ds.ok()) return ReportStatus("predict", ds.status());
   auto ckpt = train::ReadCheckpoint(o.checkpoint);

@@ -89,7 +89,8 @@ Result<train::TrainOptions> OptionsOf(const TrainCliOptions& o,
   return t;
 }
 
-// Refuses outputs inside the dataset's directory.
+// Refuses, before any work, outputs inside the dataset's directory, files whose directory cannot
+// be written, and an --export directory an export may not replace.
 Status CheckOutputs(const TrainCliOptions& o, const train::TrainOptions& t) {
   for (const auto& [option, path] :
        {std::pair<const char*, const std::string&>{"--metrics", t.metrics_path},
@@ -97,7 +98,9 @@ Status CheckOutputs(const TrainCliOptions& o, const train::TrainOptions& t) {
         {"--export", o.export_dir}}) {
     SKIFF_RETURN_IF_ERROR(CheckNotInside(option, path, o.dataset));
   }
-  return Status::Ok();
+  SKIFF_RETURN_IF_ERROR(CheckWritableDirectoryOf("--metrics", t.metrics_path));
+  SKIFF_RETURN_IF_ERROR(CheckWritableDirectoryOf("--checkpoint", t.checkpoint_path));
+  return CheckExportTarget("--export", o.export_dir);
 }
 
 // Prints the run's summary.

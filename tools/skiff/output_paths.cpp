@@ -1,6 +1,10 @@
 #include "tools/skiff/output_paths.h"
 
+#include <unistd.h>
+
 #include <filesystem>
+
+#include "skiff/train/export.h"
 
 namespace skiff::cli {
 namespace {
@@ -45,6 +49,27 @@ Status CheckNotInside(const std::string& option, const std::string& path,
                                    ": Skiff never writes into a dataset; choose a path outside it");
   }
   return Status::Ok();
+}
+
+Status CheckWritableDirectoryOf(const std::string& option, const std::string& path) {
+  if (path.empty()) return Status::Ok();
+  const fs::path dir = Resolved(path).parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return Status::InvalidArgument(option + " " + path + ": directory " + dir.string() +
+                                   " does not exist");
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return Status::InvalidArgument(option + " " + path + ": directory " + dir.string() +
+                                   " is not writable");
+  }
+  return Status::Ok();
+}
+
+Status CheckExportTarget(const std::string& option, const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !fs::exists(path, ec)) return Status::Ok();
+  return train::ExportReplaceable(path).WithContext(option);
 }
 
 }  // namespace skiff::cli

@@ -24,4 +24,13 @@ Status CheckOutputSparesInput(const std::string& output, const std::vector<std::
 Status CheckNotInside(const std::string& option, const std::string& path,
                       const std::string& dataset_dir);
 
+// For an option naming a file to write (--checkpoint, --metrics): InvalidArgument naming the
+// option when the file's directory does not exist or cannot be written, so that a run finds out
+// before its work rather than at its first write. An empty `path` is fine.
+Status CheckWritableDirectoryOf(const std::string& option, const std::string& path);
+
+// For an option naming an export directory (--export, --out): InvalidArgument naming the option
+// when `path` exists and an export may not replace it (train::ExportReplaceable).
+Status CheckExportTarget(const std::string& option, const std::string& path);
+
 }  // namespace skiff::cli

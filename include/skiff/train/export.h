@@ -3,7 +3,11 @@
 // order. With an ID map (idmap/), rows are sorted by raw ID -- numerically when every raw ID is an
 // integer, then raw_ids.npy (int64) is written, otherwise bytewise, then raw_ids.txt (one per line)
 // -- and raw_ids lists the row order. Without an ID map rows are in dense ID order.
-// Files are written atomically into `out_dir` (created if missing). The predictions come from a
+// The export is published whole or not at all (io::StagedDirectory): `out_dir` appears, or
+// replaces an earlier export there, in one rename once every file is written; whatever fails, it is
+// left as it was. An existing `out_dir` is replaced only when it holds nothing but export files
+// (kExportFiles) -- re-running an export replaces the last one, as writing a checkpoint does -- and
+// anything else is refused (ExportReplaceable) before any work. The predictions come from a
 // Predictor asked once for every node, in the order of the rows.
 //
 // Thread safety: one call at a time per trainer.
@@ -25,6 +29,15 @@ namespace skiff::train {
 using Predictor =
     std::function<Status(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                          std::vector<float>* embeddings)>;
+
+// The files an export may hold.
+inline constexpr const char* kExportFiles[] = {"predictions.npy", "embeddings.npy", "raw_ids.npy",
+                                               "raw_ids.txt"};
+
+// OK when an existing `out_dir` may be replaced by an export: an empty directory, or one holding
+// only kExportFiles; InvalidArgument naming the first other entry (or saying it is not a
+// directory). Callers check an output with it before long work, as ExportPredictions does first.
+Status ExportReplaceable(const std::string& out_dir);
 
 Status ExportPredictions(const format::Dataset& dataset, const Predictor& predict,
                          const std::string& out_dir);

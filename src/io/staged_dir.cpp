@@ -1,0 +1,120 @@
+#include "skiff/io/staged_dir.h"
+
+#include <linux/fs.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "skiff/io/write_path.h"
+#include "skiff/log.h"
+
+namespace skiff::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string WithoutTrailingSlash(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir;
+}
+
+void RemoveDeadStaging(const std::string& dir) {
+  std::error_code ec;
+  const fs::path path = fs::absolute(dir, ec);
+  if (ec) return;
+  const std::string prefix = path.filename().string() + ".tmp-";
+  std::vector<fs::path> stale;
+  for (const auto& entry : fs::directory_iterator(path.parent_path(), ec)) {
+    if (LeftByDeadRun(entry.path().filename().string(), prefix)) stale.push_back(entry.path());
+  }
+  for (const fs::path& p : stale) {
+    LogInfo("removing " + p.string() + ", left by a run that no longer exists");
+    fs::remove_all(p, ec);
+  }
+}
+
+}  // namespace
+
+bool LeftByDeadRun(const std::string& name, const std::string& prefix) {
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
+  const std::string digits = name.substr(prefix.size());
+  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) {
+    return false;
+  }
+  const pid_t pid = static_cast<pid_t>(std::stol(digits));
+  return pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+Result<std::unique_ptr<StagedDirectory>> StagedDirectory::Create(const std::string& dir,
+                                                                 ReplaceRule replaceable) {
+  const std::string target = WithoutTrailingSlash(dir);
+  std::error_code ec;
+  const fs::path parent = fs::absolute(target, ec).parent_path();
+  if (ec || !fs::is_directory(parent, ec)) {
+    return Status::NotFound("output directory's parent " + parent.string() + " does not exist");
+  }
+  if (fs::exists(target, ec)) SKIFF_RETURN_IF_ERROR(replaceable(target));
+  RemoveDeadStaging(target);
+  const std::string staging = target + ".tmp-" + std::to_string(::getpid());
+  fs::remove_all(staging, ec);
+  if (::mkdir(staging.c_str(), 0755) != 0) {
+    return Status::FromErrno(errno, "create directory " + staging);
+  }
+  return std::unique_ptr<StagedDirectory>(
+      new StagedDirectory(target, staging, std::move(replaceable)));
+}
+
+StagedDirectory::StagedDirectory(std::string dir, std::string staging, ReplaceRule replaceable)
+    : dir_(std::move(dir)), staging_(std::move(staging)), replaceable_(std::move(replaceable)) {}
+
+StagedDirectory::~StagedDirectory() {
+  if (published_) return;
+  std::error_code ec;
+  fs::remove_all(staging_, ec);
+}
+
+Status StagedDirectory::Publish() {
+  SKIFF_CHECK(!published_);
+  SKIFF_RETURN_IF_ERROR(FsyncPath(staging_));
+  if (Rename(staging_, dir_, RENAME_NOREPLACE) == 0) {
+    published_ = true;
+  } else if (errno == EEXIST || errno == ENOTEMPTY || errno == EINVAL || errno == ENOSYS) {
+    std::error_code ec;
+    if (fs::exists(dir_, ec)) {
+      SKIFF_RETURN_IF_ERROR(replaceable_(dir_));
+      SKIFF_RETURN_IF_ERROR(Replace());
+    } else if (Rename(staging_, dir_) != 0) {  // no RENAME_NOREPLACE here, and nothing at dir_
+      return Status::FromErrno(errno, "rename " + staging_ + " to " + dir_);
+    }
+    published_ = true;
+  } else {
+    return Status::FromErrno(errno, "rename " + staging_ + " to " + dir_);
+  }
+  (void)FsyncPath(fs::absolute(dir_).parent_path().string());
+  return Status::Ok();
+}
+
+Status StagedDirectory::Replace() {
+  std::error_code ec;
+  if (Rename(staging_, dir_, RENAME_EXCHANGE) == 0) {
+    fs::remove_all(staging_, ec);  // now the previous directory
+    return Status::Ok();
+  }
+  if (errno != EINVAL && errno != ENOSYS) {
+    return Status::FromErrno(errno, "swap " + staging_ + " with " + dir_);
+  }
+  const std::string old_dir = dir_ + ".old-" + std::to_string(::getpid());
+  if (Rename(dir_, old_dir) != 0) return Status::FromErrno(errno, "move " + dir_ + " aside");
+  if (Rename(staging_, dir_) != 0) {
+    const Status failed = Status::FromErrno(errno, "rename " + staging_ + " to " + dir_);
+    (void)Rename(old_dir, dir_);  // put the previous one back
+    return failed;
+  }
+  fs::remove_all(old_dir, ec);
+  return Status::Ok();
+}
+
+}  // namespace skiff::io
