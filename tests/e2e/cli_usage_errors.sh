@@ -68,5 +68,11 @@ fi
 # iobench checks its whole sweep before it creates or reads anything.
 expect 1 "unknown pattern 'zig' (expected rand, seq or stride)" iobench raw f.bin --create-file 1MiB --pattern zig
 expect 1 "--stride: expected a size such as 4KiB (got 'x')" iobench raw f.bin --create-file 1MiB --stride x
+expect 1 "--duration: expected a positive number of seconds (got nan)" iobench raw f.bin --create-file 1MiB --duration nan
+expect 1 "--create-file f.bin needs about 1000.00 TiB" iobench raw f.bin --create-file 1000TiB
+echo mine > mine.bin
+expect 1 "--create-file: mine.bin exists" iobench raw mine.bin --create-file 1MiB
+[ "$(cat mine.bin)" = mine ] || { echo "FAIL: --create-file replaced an existing file"; exit 1; }
+expect 1 "--fanout: expected at most 10000 (got 4294967295)" iobench replay small --memory 64MiB --fanout 4294967295
 [ ! -e p ] && [ ! -e g ] && [ ! -e f.bin ] || { echo "FAIL: a refused command wrote output"; exit 1; }
 echo "cli usage errors: OK"

@@ -14,7 +14,7 @@ size=${3:-2GiB}
 secs=${4:-10}
 rounds=${5:-2}
 command -v fio >/dev/null || { echo "fio is not installed (apt-get install fio)" >&2; exit 1; }
-[[ -e "$file" ]] || "$skiff" iobench raw "$file" --create-file "$size" --duration 0 --bs 4KiB --qd 1 >/dev/null
+[[ -e "$file" ]] || "$skiff" iobench raw "$file" --create-file "$size" --duration 0.01 --bs 4KiB --qd 1 >/dev/null
 
 run_fio() {  # bs qd -> MB/s
   fio --name=cmp --filename="$file" --ioengine=io_uring --direct=1 --rw=randread --bs="$1" \

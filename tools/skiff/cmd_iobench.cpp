@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -21,6 +23,7 @@
 
 #include "skiff/enum_names.h"
 #include "skiff/format/dataset.h"
+#include "skiff/io/free_space.h"
 #include "skiff/log.h"
 #include "skiff/progress.h"
 #include "skiff/storage/aligned_buffer.h"
@@ -317,6 +320,10 @@ Result<uint64_t> ParseSizeOption(const char* what, const std::string& text) {
 
 // Every setting of the sweep (engines x patterns x block sizes x queue depths), checked first.
 Result<std::vector<RawSetting>> PlanSweep(const RawOptions& opt) {
+  if (!(opt.duration_s > 0 && std::isfinite(opt.duration_s))) {
+    return Status::InvalidArgument("--duration: expected a positive number of seconds (got " +
+                                   std::to_string(opt.duration_s) + ")");
+  }
   RawSetting base;
   if (!opt.bytes_limit.empty()) {
     SKIFF_ASSIGN_OR_RETURN(base.limit_bytes, ParseSizeOption("--bytes", opt.bytes_limit));
@@ -347,10 +354,24 @@ Result<std::vector<RawSetting>> PlanSweep(const RawOptions& opt) {
   return settings;
 }
 
+// --create-file makes a new file: an existing one (a file of the user's, or a device) is refused,
+// and so is a size its file system cannot hold.
+Status CheckNewFile(const std::string& file, uint64_t size) {
+  std::error_code ec;
+  if (std::filesystem::exists(file, ec)) {
+    return Status::InvalidArgument("--create-file: " + file +
+                                   " exists; it creates a new file (remove it first, or measure "
+                                   "it as it is without --create-file)");
+  }
+  const std::string dir = std::filesystem::absolute(file, ec).parent_path().string();
+  return io::CheckFreeSpace(dir, size, "--create-file " + file);
+}
+
 Status MeasureRaw(const RawOptions& opt, std::vector<RawResult>* results) {
   SKIFF_ASSIGN_OR_RETURN(const std::vector<RawSetting> settings, PlanSweep(opt));
   if (!opt.create_size.empty()) {
     SKIFF_ASSIGN_OR_RETURN(const uint64_t size, ParseSizeOption("--create-file", opt.create_size));
+    SKIFF_RETURN_IF_ERROR(CheckNewFile(opt.file, size));
     SKIFF_RETURN_IF_ERROR(storage::CreateRandomFile(opt.file, size, opt.seed));
   }
   for (const RawSetting& setting : settings) {
@@ -406,6 +427,9 @@ struct ReplayCounts {
   uint64_t sampled = 0;  // neighbours sampled
   uint64_t remote = 0;   // distinct rows outside the buffer, read fine-grained
 };
+
+// The most neighbours a replay draws per node (with replacement): far above any training fanout.
+constexpr uint32_t kMaxReplayFanout = 10000;
 
 // Visits the partitions in `plan` order; for each, samples up to `fanout` neighbours of every
 // node uniformly and reads the rows of those outside the buffer, as exact sampling would.
@@ -503,6 +527,11 @@ void PrintReplay(const ReplayOptions& opt, uint64_t budget, const storage::Buffe
 }
 
 Status Replay(const ReplayOptions& opt) {
+  if (opt.fanout > kMaxReplayFanout) {
+    return Status::InvalidArgument("--fanout: expected at most " +
+                                   std::to_string(kMaxReplayFanout) + " (got " +
+                                   std::to_string(opt.fanout) + ")");
+  }
   uint64_t budget = 0;
   if (!ParseBytes(opt.memory, &budget) || budget == 0) {
     return Status::InvalidArgument("--memory: bad size '" + opt.memory + "'");
@@ -563,8 +592,10 @@ RunFn Setup(CLI::App& app) {
   p->add_option("dataset", rep->dataset, "Dataset directory")->required();
   p->add_option("--memory", rep->memory, "Buffer pool budget, e.g. 4GiB")->required();
   p->add_option("--partition-nodes", rep->partition_nodes,
-                "Unpartitioned datasets: nodes per partition");
-  p->add_option("--fanout", rep->fanout, "Neighbours sampled per node (default 10)");
+                "Unpartitioned datasets: nodes per partition")
+      ->check(NonNegative());
+  p->add_option("--fanout", rep->fanout, "Neighbours sampled per node (default 10)")
+      ->check(NonNegative());
   p->add_option("--seed", rep->seed, "Seed of the visiting order and sampling")
       ->check(NonNegative());
   p->add_option("--engine", rep->engine, "auto, io_uring, pread or memory");
