@@ -206,8 +206,11 @@ Status CheckPartitionLayout(const Manifest& m, const std::string& path) {
 // Structural validation of a manifest whose fields were read.
 Status CheckManifest(const Manifest& m, const std::string& path) {
   auto bad = [&](const std::string& what) { return Status::Corruption(path + ": " + what); };
-  if (m.num_nodes < 0 || m.num_edges < 0 || m.feature_dim < 0 || m.num_classes < 0) {
-    return bad("negative count");
+  for (const auto& [field, count] : {std::pair<const char*, int64_t>{"num_nodes", m.num_nodes},
+                                     {"num_edges", m.num_edges},
+                                     {"feature_dim", m.feature_dim},
+                                     {"num_classes", m.num_classes}}) {
+    if (count < 0) return bad(std::string(field) + " is negative (" + std::to_string(count) + ")");
   }
   if (m.feature_extent_offsets.empty()) return bad("feature_extent_offsets is empty");
   for (uint64_t off : m.feature_extent_offsets) {
@@ -449,7 +452,14 @@ Status DatasetWriter::Commit() {
   committed_ = true;
   const std::string parent = fs::absolute(final_dir_).parent_path().string();
   (void)io::FsyncPath(parent);
-  if (replaced) fs::remove_all(temp_dir_, ec);  // now the previous dataset
+  if (replaced) {
+    fs::remove_all(temp_dir_, ec);  // now the previous dataset
+    if (ec) {
+      LogWarning("published " + final_dir_ +
+                 ", but could not remove the previous dataset, now at " + temp_dir_ + " (" +
+                 ec.message() + "): remove it yourself");
+    }
+  }
   return Status::Ok();
 }
 
@@ -485,14 +495,20 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
   std::ifstream in(path);
   if (!in) {
     std::error_code ec;
-    if (!fs::is_directory(dir, ec))
+    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+      return Status::InvalidArgument(dir + " is a file, not a dataset directory");
+    }
+    if (!fs::is_directory(dir, ec)) {
       return Status::NotFound("dataset directory " + dir + " does not exist");
+    }
     return Status::NotFound(path + " is missing: " + dir + " is not a Skiff dataset");
   }
   std::stringstream ss;
   ss << in.rdbuf();
   SKIFF_ASSIGN_OR_RETURN(Manifest m, Manifest::FromJson(ss.str(), path));
-  SKIFF_RETURN_IF_ERROR(ValidateSizes(m).WithContext(path));
+  if (const Status sizes = ValidateSizes(m); !sizes.ok()) {
+    return Status::Corruption(path + ": " + sizes.message());
+  }
   std::unique_ptr<Dataset> ds(new Dataset(dir, std::move(m)));
   for (const auto& [name, info] : ds->manifest_.files) {
     SKIFF_ASSIGN_OR_RETURN(auto reader, ChecksummedFileReader::Open(dir, info));

@@ -36,6 +36,17 @@ void RemoveDeadStaging(const std::string& dir) {
   }
 }
 
+// The previous directory, once replaced: a failure to remove it is only a warning (the new one is
+// in place).
+void RemovePrevious(const std::string& previous) {
+  std::error_code ec;
+  fs::remove_all(previous, ec);
+  if (ec) {
+    LogWarning("could not remove the previous directory, now at " + previous + " (" + ec.message() +
+               "): remove it yourself");
+  }
+}
+
 }  // namespace
 
 bool LeftByDeadRun(const std::string& name, const std::string& prefix) {
@@ -100,7 +111,7 @@ Status StagedDirectory::Publish() {
 Status StagedDirectory::Replace() {
   std::error_code ec;
   if (Rename(staging_, dir_, RENAME_EXCHANGE) == 0) {
-    fs::remove_all(staging_, ec);  // now the previous directory
+    RemovePrevious(staging_);  // now the previous directory
     return Status::Ok();
   }
   if (errno != EINVAL && errno != ENOSYS) {
@@ -113,7 +124,7 @@ Status StagedDirectory::Replace() {
     (void)Rename(old_dir, dir_);  // put the previous one back
     return failed;
   }
-  fs::remove_all(old_dir, ec);
+  RemovePrevious(old_dir);
   return Status::Ok();
 }
 

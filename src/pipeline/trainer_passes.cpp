@@ -37,6 +37,16 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
                                                                  SamplingMode sampling, int threads,
                                                                  const ComputeSite& site) {
   const format::Manifest& m = dataset->manifest();
+  if (m.feature_dim <= 0) {
+    return Status::InvalidArgument("dataset " + dataset->dir() +
+                                   " has no node features (feature_dim 0): training needs them "
+                                   "(skiff convert --features)");
+  }
+  if (m.num_classes <= 0) {
+    return Status::InvalidArgument("dataset " + dataset->dir() +
+                                   " has no classes (num_classes 0): training needs labels "
+                                   "(skiff convert --labels)");
+  }
   // Size the model to budget its parameters, gradients and optimiser state.
   model::ModelConfig config = options.model;
   config.in_dim = m.feature_dim;

@@ -34,6 +34,13 @@ expect 2 "--resume: must not be empty" train small --resume ""
 expect 2 "--checkpoint: must not be empty" train small --checkpoint ""
 expect 2 "--memory: must not be empty" train small --memory ""
 expect 2 "--export-metis: must not be empty" partition small --export-metis ""
+# An external partition file's bad line is named (1-based), and no number wraps around.
+printf '0\n1.5\n' > bad.part
+expect 1 "bad.part: line 2: expected a partition number in \[0, 2^31), got '1.5'" partition small --evaluate bad.part
+printf '4294967297\n' > wrap.part
+expect 1 "wrap.part: line 1: expected a partition number" partition small --evaluate wrap.part
+expect 2 "--export-metis excludes --evaluate" partition small --evaluate bad.part --export-metis m.graph
+expect 2 "--output excludes --no-write" partition small --no-write -o p
 # Values no run can use are refused before any work.
 expect 1 "momentum must lie in \[0, 1)" train small --optimizer sgd --momentum 5
 expect 1 "input_dropout must lie in \[0, 1)" train small --input-dropout -2

@@ -106,6 +106,11 @@ TEST_CASE("format: a corrupted sidecar or manifest is rejected on open") {
     REQUIRE_FALSE(ds.ok());
     CHECK(ds.status().message().find("graph.offsets") != std::string::npos);
   }
+  SUBCASE("a file where the dataset directory should be") {
+    std::ofstream(tmp / "file") << "x";
+    const Status st = Dataset::Open(tmp / "file").status();
+    CHECK(st.message().find("is a file, not a dataset directory") != std::string::npos);
+  }
   SUBCASE("manifest field") {
     std::ofstream(dir + "/manifest.json") << "{\"format\":\"skiff-dataset\",\"version\":1}";
     auto ds = Dataset::Open(dir);
@@ -322,6 +327,20 @@ TEST_CASE("format: a manifest edited out of step with its data is caught") {
     REQUIRE(ds.ok());
     const Status verify = (*ds)->VerifyAll();
     CHECK(verify.message().find("node 2 is in both train.idx and valid.idx") != std::string::npos);
+  }
+  SUBCASE("counts that disagree with the files' sizes are Corruption, naming the file") {
+    REQUIRE(WriteTinyDataset(tmp / "ds", 10, 1).ok());
+    EditManifest(tmp / "ds", [](nlohmann::json& j) { j["splits"]["train"] = 1000; });
+    const Status st = Dataset::Open(tmp / "ds").status();
+    CHECK(st.code() == StatusCode::kCorruption);
+    CHECK(st.message().find("train.idx holds") != std::string::npos);
+  }
+  SUBCASE("a negative count is named") {
+    REQUIRE(WriteTinyDataset(tmp / "ds", 10, 1).ok());
+    EditManifest(tmp / "ds", [](nlohmann::json& j) { j["num_classes"] = -1; });
+    const Status st = Dataset::Open(tmp / "ds").status();
+    CHECK(st.code() == StatusCode::kCorruption);
+    CHECK(st.message().find("num_classes is negative (-1)") != std::string::npos);
   }
   SUBCASE("partition boundaries moved away from the feature extents") {
     // Rows of 4 KiB (1024 float32 features): every extent is exactly its rows.

@@ -217,10 +217,10 @@ RunFn Setup(CLI::App& app) {
       ->check(NonEmpty());
   app.add_option("--features", f->features,
                  "Edge list/METIS: node features as .npy [N, D], row i = node i")
-      ->check(NonEmpty());
+      ->check(CLI::ExistingFile);
   app.add_option("--labels", f->labels,
                  "Edge list/METIS: node labels as .npy [N] (integers, -1 = unlabelled)")
-      ->check(NonEmpty());
+      ->check(CLI::ExistingFile);
   app.add_option("--split", f->split,
                  "Random split when the input has none: fractions 'train,valid,test' or "
                  "'per-class:TRAIN,VALID[,TEST]'")

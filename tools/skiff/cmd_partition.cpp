@@ -1,6 +1,10 @@
 // `skiff partition DATASET -k K [--algo grem|fennel|ldg|random] ...`: partition a dataset's graph
 // and rewrite it in partition order (in place, or into --output). See docs/partition.md.
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <fstream>
+#include <limits>
 #include <memory>
 
 #include "skiff/log.h"
@@ -31,24 +35,44 @@ struct PartitionCliOptions {
   std::string memory = "1GiB";
   std::string export_metis;
   std::string evaluate;
+  bool k_given = false;  // -k was on the command line
 };
 
-// --evaluate: the cut and balance of an external partitioning, one part per line (as gpmetis
-// writes them), printed as JSON.
-Status EvaluateExternal(const PartitionCliOptions& o) {
+// An external partition file: one part number per line (as gpmetis writes them); blank lines are
+// skipped. Corruption naming the line for anything else.
+Result<std::vector<int32_t>> ReadPartFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::FromErrno(errno, "open " + path);
   std::vector<int32_t> part;
-  FILE* f = std::fopen(o.evaluate.c_str(), "r");
-  if (!f) return Status::FromErrno(errno, "open " + o.evaluate);
-  long long value = 0;
-  while (std::fscanf(f, "%lld", &value) == 1) part.push_back(static_cast<int32_t>(value));
-  const bool clean_end = std::feof(f);
-  std::fclose(f);
-  if (!clean_end) {
-    return Status::Corruption(o.evaluate + ": line " + std::to_string(part.size() + 1) +
-                              ": expected a partition number");
+  std::string line;
+  for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    const size_t last = line.find_last_not_of(" \t\r");
+    const char* begin = line.data() + first;
+    const char* end = line.data() + last + 1;
+    int64_t value = -1;
+    const auto [ptr, ec] = std::from_chars(begin, end, value);
+    if (ec != std::errc() || ptr != end || value < 0 ||
+        value > std::numeric_limits<int32_t>::max()) {
+      return Status::Corruption(path + ": line " + std::to_string(line_no) +
+                                ": expected a partition number in [0, 2^31), got '" +
+                                std::string(begin, end) + "'");
+    }
+    part.push_back(static_cast<int32_t>(value));
   }
+  if (in.bad()) return Status::IOError("reading " + path);
+  return part;
+}
+
+// --evaluate: the cut and balance of an external partitioning, printed as JSON. Without -k, k is
+// the largest part number plus one.
+Status EvaluateExternal(const PartitionCliOptions& o) {
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<int32_t> part, ReadPartFile(o.evaluate));
+  int k = o.k;
+  if (!o.k_given) k = part.empty() ? 1 : *std::max_element(part.begin(), part.end()) + 1;
   SKIFF_ASSIGN_OR_RETURN(const partition::PartitionReport r,
-                         partition::EvaluatePartition(o.dataset, part, o.k));
+                         partition::EvaluatePartition(o.dataset, part, k));
   std::printf(
       "{\"algorithm\": \"external\", \"k\": %d, \"nodes\": %lld, \"edges\": %lld, "
       "\"cut_edges\": %lld, \"edge_cut_fraction\": %.6f, \"imbalance\": %.6f}\n",
@@ -167,19 +191,30 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--memory", o->memory, "Memory budget (e.g. 4GiB)")
       ->capture_default_str()
       ->check(NonEmpty());
-  app.add_option("-o,--output", o->output, "Write the partitioned dataset here (default: in place)")
-      ->check(NonEmpty());
-  app.add_flag("--overwrite", o->overwrite, "Replace an existing --output directory");
-  app.add_flag("--no-write", o->no_write, "Partition and report only; write nothing");
+  CLI::Option* output = app.add_option("-o,--output", o->output,
+                                       "Write the partitioned dataset here (default: in place)")
+                            ->check(NonEmpty());
+  CLI::Option* overwrite =
+      app.add_flag("--overwrite", o->overwrite, "Replace an existing --output directory");
+  app.add_flag("--no-write", o->no_write, "Partition and report only; write nothing")
+      ->excludes(output)
+      ->excludes(overwrite);
   app.add_flag("--json", o->json, "Print the summary as one JSON line");
-  app.add_option("--export-metis", o->export_metis,
-                 "Write the graph as a METIS .graph file to this path and exit (for comparisons)")
-      ->check(NonEmpty());
+  CLI::Option* metis =
+      app.add_option("--export-metis", o->export_metis,
+                     "Write the graph as a METIS .graph file to this path and exit (for "
+                     "comparisons)")
+          ->check(NonEmpty());
   app.add_option("--evaluate", o->evaluate,
                  "Score an external partition file (one part per line, e.g. gpmetis output) "
-                 "against the dataset's stored edges; prints JSON and exits")
-      ->check(NonEmpty());
-  return [o] { return RunPartition(*o); };
+                 "against the dataset's stored edges; prints JSON and exits (k: -k, else the "
+                 "largest part number + 1)")
+      ->check(NonEmpty())
+      ->excludes(metis);
+  return [o, &app] {
+    o->k_given = app.get_option("--partitions")->count() > 0;
+    return RunPartition(*o);
+  };
 }
 
 }  // namespace
