@@ -321,9 +321,11 @@ int RenameNoReplace(const std::string& from, const std::string& to) {
   return io::Rename(from, to);
 }
 
+}  // namespace
+
 // --overwrite replaces a dataset (or an empty directory), never a file or a directory holding
 // anything else: `-o ~/work --overwrite` must not delete ~/work.
-Status CheckReplaceable(const std::string& dir) {
+Status DatasetWriter::CheckReplaceable(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return Status::InvalidArgument("output " + dir +
@@ -336,7 +338,6 @@ Status CheckReplaceable(const std::string& dir) {
                                  "): overwriting replaces only a dataset (remove it yourself, or "
                                  "choose another path)");
 }
-}  // namespace
 
 Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& final_dir,
                                                              bool overwrite) {

@@ -41,6 +41,7 @@ printf '4294967297\n' > wrap.part
 expect 1 "wrap.part: line 1: expected a partition number" partition small --evaluate wrap.part
 expect 2 "--export-metis excludes --evaluate" partition small --evaluate bad.part --export-metis m.graph
 expect 2 "--output excludes --no-write" partition small --no-write -o p
+expect 2 "--partition-algo requires --partitions" convert edges.tsv c --partition-algo random
 # Values no run can use are refused before any work.
 expect 1 "momentum must lie in \[0, 1)" train small --optimizer sgd --momentum 5
 expect 1 "input_dropout must lie in \[0, 1)" train small --input-dropout -2

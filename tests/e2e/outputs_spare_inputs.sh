@@ -48,6 +48,9 @@ mkdir -p mine && echo keep > mine/notes.txt
 grep -q "is not a Skiff dataset" q3.log || fail "no clear error: $(cat q3.log)"
 grep -q "refine pass" q3.log && fail "refused only after partitioning: $(cat q3.log)"
 "$skiff" generate --nodes 100 --out mine --overwrite > g.log 2>&1 && fail "generate over a non-dataset"
+"$skiff" convert edges.tsv mine --partitions 2 --overwrite > c3.log 2>&1 && fail "convert over a non-dataset"
+grep -q "is not a Skiff dataset" c3.log || fail "convert --partitions: no clear error: $(cat c3.log)"
+grep -q "converted" c3.log && fail "convert --partitions refused only after converting"
 [ "$(cat mine/notes.txt)" = keep ] || fail "a non-dataset directory was replaced"
 # Exports: a rerun replaces the last export whole; a directory holding anything else is refused
 # before any work, and so is a checkpoint whose directory does not exist.

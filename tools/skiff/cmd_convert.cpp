@@ -167,10 +167,15 @@ int RunConvert(const ConvertFlags& f) {
   std::string staging;
   if (f.partitions > 0) {
     std::error_code ec;
-    if (std::filesystem::exists(f.output, ec) && !f.overwrite) {
-      return ReportStatus("convert", Status::InvalidArgument("output " + f.output +
-                                                             " already exists (remove it or pass "
-                                                             "--overwrite)"));
+    if (std::filesystem::exists(f.output, ec)) {
+      if (!f.overwrite) {
+        return ReportStatus("convert", Status::InvalidArgument("output " + f.output +
+                                                               " already exists (remove it or "
+                                                               "pass --overwrite)"));
+      }
+      // Before the conversion: the partitioned output is claimed only once it is converted.
+      const Status replaceable = format::DatasetWriter::CheckReplaceable(f.output);
+      if (!replaceable.ok()) return ReportStatus("convert", replaceable);
     }
     staging = f.output + ".unpartitioned-" + std::to_string(::getpid());
     opt.output = staging;
@@ -252,13 +257,15 @@ RunFn Setup(CLI::App& app) {
   app.add_flag("--largest-component", f->largest_component,
                "Keep only the largest connected component (edge direction ignored), renumbered "
                "in ID order; drawn splits are drawn on it");
-  app.add_option("--partitions", f->partitions,
-                 "Also partition the result into K parts (as `skiff partition -k K`); 0 = no")
-      ->check(NonNegative())
-      ->capture_default_str();
+  CLI::Option* partitions =
+      app.add_option("--partitions", f->partitions,
+                     "Also partition the result into K parts (as `skiff partition -k K`); 0 = no")
+          ->check(NonNegative())
+          ->capture_default_str();
   app.add_option("--partition-algo", f->partition_algo,
                  "Partitioning algorithm with --partitions: grem, fennel, ldg or random")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->needs(partitions);
   return [f] { return RunConvert(*f); };
 }
 
