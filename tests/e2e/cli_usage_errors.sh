@@ -50,6 +50,7 @@ expect 2 "--layers: expected an integer >= 1 (got 'two')" train small --layers t
 expect 2 "--activation: unknown value 'tanh' (expected relu or elu)" train small --activation tanh
 expect 2 "--passes: must not be negative, got -1" partition small -k 2 --passes -1 -o p
 expect 2 "--seed: must not be negative, got -3" generate --preset small --seed -3 --out g
+expect 2 "--seed: must be below 2^64, got 18446744073709551616" generate --preset small --seed 18446744073709551616 --out g
 expect 2 "--cuda-matmul: unknown value 'fp16' (expected tf32 or fp32)" train small --cuda-matmul fp16
 expect 2 "--device: unknown device 'tpu' (expected cpu or cuda)" train small --device tpu
 expect 2 "--sampling: unknown sampling mode 'fuzzy' (expected exact or in-buffer)" train small --sampling fuzzy

@@ -7,8 +7,13 @@ namespace skiff::cli {
 const CLI::Validator& NonNegative() {
   static const CLI::Validator validator(
       [](const std::string& text) {
-        return !text.empty() && text.front() == '-' ? "must not be negative, got " + text
-                                                    : std::string();
+        if (!text.empty() && text.front() == '-') return "must not be negative, got " + text;
+        // CLI11 would clamp an integer too large for any count or seed to the largest value.
+        uint64_t value = 0;
+        const std::from_chars_result parsed =
+            std::from_chars(text.data(), text.data() + text.size(), value);
+        if (parsed.ec == std::errc::result_out_of_range) return "must be below 2^64, got " + text;
+        return std::string();
       },
       "NONNEGATIVE");
   return validator;

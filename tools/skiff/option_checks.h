@@ -14,7 +14,8 @@
 namespace skiff::cli {
 
 // A check for counts and seeds: "-1" is refused ("--threads: must not be negative, got -1") rather
-// than wrapped into a huge unsigned value or taken as a count.
+// than wrapped into a huge unsigned value or taken as a count, and an integer of 2^64 or more
+// rather than clamped.
 const CLI::Validator& NonNegative();
 
 // A check for paths and sizes: "" is refused ("--resume: must not be empty") rather than taken
