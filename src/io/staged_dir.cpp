@@ -21,14 +21,25 @@ std::string WithoutTrailingSlash(std::string dir) {
   return dir;
 }
 
+// Cleans up beside `dir` after processes that died while publishing it: their "<dir>.tmp-<pid>"
+// go; a "<dir>.old-<pid>" is the previous directory of a replace without RENAME_EXCHANGE, moved
+// back when nothing is at `dir` (the process died between its two renames), else removed.
 void RemoveDeadStaging(const std::string& dir) {
   std::error_code ec;
   const fs::path path = fs::absolute(dir, ec);
   if (ec) return;
-  const std::string prefix = path.filename().string() + ".tmp-";
+  const std::string base = path.filename().string();
   std::vector<fs::path> stale;
   for (const auto& entry : fs::directory_iterator(path.parent_path(), ec)) {
-    if (LeftByDeadRun(entry.path().filename().string(), prefix)) stale.push_back(entry.path());
+    const std::string name = entry.path().filename().string();
+    if (LeftByDeadRun(name, base + ".old-") && !fs::exists(path, ec)) {
+      LogWarning("restoring " + path.string() + " from " + entry.path().string() +
+                 ", left by a run that died while replacing it");
+      if (Rename(entry.path().string(), path.string()) == 0) continue;
+    }
+    if (LeftByDeadRun(name, base + ".tmp-") || LeftByDeadRun(name, base + ".old-")) {
+      stale.push_back(entry.path());
+    }
   }
   for (const fs::path& p : stale) {
     LogInfo("removing " + p.string() + ", left by a run that no longer exists");
@@ -67,8 +78,8 @@ Result<std::unique_ptr<StagedDirectory>> StagedDirectory::Create(const std::stri
   if (ec || !fs::is_directory(parent, ec)) {
     return Status::NotFound("output directory's parent " + parent.string() + " does not exist");
   }
-  if (fs::exists(target, ec)) SKIFF_RETURN_IF_ERROR(replaceable(target));
   RemoveDeadStaging(target);
+  if (fs::exists(target, ec)) SKIFF_RETURN_IF_ERROR(replaceable(target));
   const std::string staging = target + ".tmp-" + std::to_string(::getpid());
   fs::remove_all(staging, ec);
   if (::mkdir(staging.c_str(), 0755) != 0) {
@@ -109,7 +120,6 @@ Status StagedDirectory::Publish() {
 }
 
 Status StagedDirectory::Replace() {
-  std::error_code ec;
   if (Rename(staging_, dir_, RENAME_EXCHANGE) == 0) {
     RemovePrevious(staging_);  // now the previous directory
     return Status::Ok();

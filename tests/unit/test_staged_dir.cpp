@@ -121,7 +121,7 @@ TEST_CASE("staged directory: a fault at any step leaves the previous version or 
   }
 }
 
-TEST_CASE("staged directory: staging left by a run that no longer exists is removed") {
+TEST_CASE("staged directory: what a run that no longer exists left is cleaned up") {
   testing::TempDir tmp;
   const std::string dir = tmp / "out";
   const pid_t dead = ::fork();
@@ -135,6 +135,13 @@ TEST_CASE("staged directory: staging left by a run that no longer exists is remo
   REQUIRE(PublishVersion(dir, "one").ok());
   CHECK_FALSE(std::filesystem::exists(stale));
   CHECK(std::filesystem::exists(alive));
+  // A replace that died between its two renames: the previous directory is moved back first.
+  const std::string old = dir + ".old-" + std::to_string(dead);
+  std::filesystem::rename(dir, old);
+  auto next = StagedDirectory::Create(dir, AnyDirectory);
+  REQUIRE(next.ok());
+  CHECK(Read(dir + "/a.txt") == "one");
+  CHECK_FALSE(std::filesystem::exists(old));
   CHECK(io::LeftByDeadRun("out.tmp-" + std::to_string(dead), "out.tmp-"));
   CHECK_FALSE(io::LeftByDeadRun("out.tmp-1", "out.tmp-"));
   CHECK_FALSE(io::LeftByDeadRun("out.tmp-12x", "out.tmp-"));

@@ -7,7 +7,8 @@
 // What may be replaced is the caller's rule (`replaceable`): it is asked about an existing `dir` at
 // Create(), so that a refusal comes before any work, and again at Publish(), for a `dir` another
 // process created meanwhile. Where the file system has no RENAME_EXCHANGE, the previous directory
-// is moved aside to "<dir>.old-<pid>" first; a crash between the two renames leaves it there.
+// is moved aside to "<dir>.old-<pid>" first; a crash between the two renames leaves it there, and
+// the next Create() for `dir` moves it back.
 //
 // Thread safety: one thread at a time per object. Two processes publishing the same `dir` are not
 // serialised (the later one replaces the earlier one, if its rule allows).
@@ -27,7 +28,8 @@ using ReplaceRule = std::function<Status(const std::string& existing_dir)>;
 class StagedDirectory {
  public:
   // Creates "<dir>.tmp-<pid>" (its parent must exist) after asking `replaceable` about an
-  // existing `dir`, and removes "<dir>.tmp-<pid>" siblings left by processes that no longer exist.
+  // existing `dir`. First cleans up after processes that no longer exist: removes their
+  // "<dir>.tmp-<pid>", and moves a "<dir>.old-<pid>" back to an empty `dir` (removes it otherwise).
   static Result<std::unique_ptr<StagedDirectory>> Create(const std::string& dir,
                                                          ReplaceRule replaceable);
   ~StagedDirectory();  // removes the staging directory unless published
