@@ -510,6 +510,11 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
   if (const Status sizes = ValidateSizes(m); !sizes.ok()) {
     return Status::Corruption(path + ": " + sizes.message());
   }
+  std::error_code ec;
+  if (m.has_id_map && !fs::is_directory(dir + "/" + kIdMapDir, ec)) {
+    return Status::Corruption(path + ": has_id_map is true, but " + dir + "/" + kIdMapDir +
+                              " is missing");
+  }
   std::unique_ptr<Dataset> ds(new Dataset(dir, std::move(m)));
   for (const auto& [name, info] : ds->manifest_.files) {
     SKIFF_ASSIGN_OR_RETURN(auto reader, ChecksummedFileReader::Open(dir, info));

@@ -335,6 +335,13 @@ TEST_CASE("format: a manifest edited out of step with its data is caught") {
     CHECK(st.code() == StatusCode::kCorruption);
     CHECK(st.message().find("train.idx holds") != std::string::npos);
   }
+  SUBCASE("an ID map the manifest names but the dataset lacks") {
+    REQUIRE(WriteTinyDataset(tmp / "ds", 10, 1).ok());
+    EditManifest(tmp / "ds", [](nlohmann::json& j) { j["has_id_map"] = true; });
+    const Status st = Dataset::Open(tmp / "ds").status();
+    CHECK(st.code() == StatusCode::kCorruption);
+    CHECK(st.message().find("has_id_map is true, but") != std::string::npos);
+  }
   SUBCASE("a negative count is named") {
     REQUIRE(WriteTinyDataset(tmp / "ds", 10, 1).ok());
     EditManifest(tmp / "ds", [](nlohmann::json& j) { j["num_classes"] = -1; });
