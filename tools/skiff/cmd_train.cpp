@@ -70,6 +70,9 @@ Result<train::Checkpoint> ReadResumeCheckpoint(const std::string& path) {
   return std::move(last).value();
 }
 
+// Layers beyond which the default evaluation fanouts draw a warning.
+constexpr int kDeepEvalLayers = 3;
+
 // The run's options: those saved in the checkpoint of --resume, else the defaults; then the
 // training options given (a resumed run ignores run-defining ones, with a warning).
 Result<train::TrainOptions> OptionsOf(const TrainCliOptions& o,
@@ -83,6 +86,16 @@ Result<train::TrainOptions> OptionsOf(const TrainCliOptions& o,
   SKIFF_RETURN_IF_ERROR(ApplyTrainFlags(o.flags, o.given, resume.has_value() ? o.resume : "", &t));
   if (t.optimizer.kind == model::OptimizerKind::kAdam && t.optimizer.momentum != 0.0f) {
     LogWarning("--momentum applies to --optimizer sgd; Adam ignores it");
+  }
+  // Up to 100 neighbours per layer: past three layers an evaluation batch reaches most of the
+  // graph, and evaluation can take far longer than training.
+  if (t.eval_fanouts.empty() && t.model.num_layers > kDeepEvalLayers) {
+    const std::string cap = std::to_string(train::kDefaultEvalFanoutCap);
+    const std::string layers = std::to_string(t.model.num_layers);
+    LogWarning("evaluation draws up to " + cap + " neighbours per layer over " + layers +
+               " layers (up to " + cap + "^" + layers +
+               " nodes per seed), so it can take far longer than training; --eval-fanouts (e.g. "
+               "the training fanouts) bounds it");
   }
   cpu::SetNumThreads(o.threads);
   t.sampler_threads = o.sampler_threads > 0 ? o.sampler_threads : std::max(1, cpu::NumThreads());
