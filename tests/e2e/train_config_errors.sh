@@ -30,6 +30,13 @@ if "$SKIFF" train "$DATA" --config adir --epochs 1 > d.out 2> d.err; then
 fi
 grep -q "config adir: not a regular file" d.err
 
+# A config file cannot name another (it was silently ignored).
+printf 'config = "other.toml"\n' > nested.toml
+if "$SKIFF" train "$DATA" --config nested.toml --epochs 1 > n.out 2> n.err; then
+  echo "FAIL: config = ... inside a config file was accepted"; exit 1
+fi
+grep -q 'nested.toml: "config" cannot be set from a config file' n.err
+
 # An empty list (a value CLI11 cannot take: it read past the end for a flag) is an error.
 printf 'fanouts = []\n' > empty.toml
 if "$SKIFF" train "$DATA" --config empty.toml --epochs 1 > e.out 2> e.err; then

@@ -50,7 +50,7 @@ Status ApplyKey(CLI::App& app, const std::string& name, const toml::node& node,
   if (node.is_table()) {
     return fail("[" + name + "] is a section; options are top-level keys (no sections)");
   }
-  if (name == "config") return Status::Ok();
+  if (name == "config") return fail("\"config\" cannot be set from a config file (no nesting)");
   CLI::Option* opt = nullptr;
   try {
     opt = app.get_option("--" + name);
