@@ -718,6 +718,35 @@ Result<ConvertSummary> ConvertLargestComponent(const ConvertOptions& opt, Conver
 
 }  // namespace
 
+namespace {
+// Options that only some input formats take are refused for the others, rather than ignored.
+Status CheckFormatOptions(const ConvertOptions& opt, InputFormat format) {
+  const std::string name = InputFormatName(format);
+  if (!opt.features_npy.empty() || !opt.labels_npy.empty()) {
+    if (format == InputFormat::kOgb) {
+      return Status::InvalidArgument(opt.input +
+                                     ": --features/--labels apply to edge lists and METIS graphs; "
+                                     "the OGB layout carries raw/node-feat.csv.gz and "
+                                     "raw/node-label.csv.gz");
+    }
+    if (format == InputFormat::kNpz) {
+      return Status::InvalidArgument(opt.input +
+                                     ": --features/--labels apply to edge lists and METIS graphs; "
+                                     "an .npz archive carries its own features and labels");
+    }
+  }
+  if (!opt.ogb_split.empty() && format != InputFormat::kOgb) {
+    return Status::InvalidArgument(opt.input + ": --ogb-split applies to the OGB layout, not to " +
+                                   name + " input");
+  }
+  if (opt.edge_list.header != HeaderMode::kAuto && format != InputFormat::kEdgeList) {
+    return Status::InvalidArgument(
+        opt.input + ": --header/--no-header apply to edge lists, not to " + name + " input");
+  }
+  return Status::Ok();
+}
+}  // namespace
+
 Result<ConvertSummary> ConvertGraph(const ConvertOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
   ConvertSummary summary;
@@ -736,14 +765,7 @@ Result<ConvertSummary> ConvertGraph(const ConvertOptions& opt) {
                                    FormatBytes(kMinMemoryBytes));
   }
   summary.memory_budget_bytes = memory;
-  if (!opt.features_npy.empty() || !opt.labels_npy.empty()) {
-    if (summary.format == InputFormat::kOgb) {
-      return Status::InvalidArgument(opt.input +
-                                     ": --features/--labels apply to edge lists and METIS graphs; "
-                                     "the OGB layout carries raw/node-feat.csv.gz and "
-                                     "raw/node-label.csv.gz");
-    }
-  }
+  SKIFF_RETURN_IF_ERROR(CheckFormatOptions(opt, summary.format));
   SKIFF_ASSIGN_OR_RETURN(summary, opt.largest_component
                                       ? ConvertLargestComponent(opt, summary, memory)
                                       : ConvertWhole(opt, summary, memory));

@@ -42,6 +42,11 @@ expect 1 "wrap.part: line 1: expected a partition number" partition small --eval
 expect 2 "--export-metis excludes --evaluate" partition small --evaluate bad.part --export-metis m.graph
 expect 2 "--output excludes --no-write" partition small --no-write -o p
 expect 2 "--partition-algo requires --partitions" convert edges.tsv c --partition-algo random
+# Options of other input formats are refused, not ignored.
+printf '0 1\n1 2\n' > edges.tsv
+printf '3 2\n2\n1 3\n2\n' > tiny.graph
+expect 1 "--ogb-split applies to the OGB layout, not to edgelist input" convert edges.tsv c --ogb-split x
+expect 1 "--header/--no-header apply to edge lists, not to metis input" convert tiny.graph c --header
 # Values no run can use are refused before any work.
 expect 1 "momentum must lie in \[0, 1)" train small --optimizer sgd --momentum 5
 expect 1 "input_dropout must lie in \[0, 1)" train small --input-dropout -2
@@ -83,5 +88,5 @@ echo mine > mine.bin
 expect 1 "--create-file: mine.bin exists" iobench raw mine.bin --create-file 1MiB
 [ "$(cat mine.bin)" = mine ] || { echo "FAIL: --create-file replaced an existing file"; exit 1; }
 expect 1 "--fanout: expected at most 10000 (got 4294967295)" iobench replay small --memory 64MiB --fanout 4294967295
-[ ! -e p ] && [ ! -e g ] && [ ! -e f.bin ] || { echo "FAIL: a refused command wrote output"; exit 1; }
+[ ! -e p ] && [ ! -e g ] && [ ! -e f.bin ] && [ ! -e c ] || { echo "FAIL: a refused command wrote output"; exit 1; }
 echo "cli usage errors: OK"
