@@ -264,33 +264,10 @@ DatasetWriter::~DatasetWriter() {
 namespace {
 
 // Cleans up beside `dir` after runs that died while writing it (the caller holds dir's PathLock):
-//  - `<dir>.old-<pid>` is the previous dataset, moved aside by a replace that cannot swap in one
-//    step (DatasetWriter::Exchange). If nothing is at `dir`, the run died between its two renames:
-//    the previous dataset is moved back (rolled back). Otherwise the swap finished: it is removed.
-//  - `<dir>.tmp-<pid>` (a staging directory) and `<dir>.unpartitioned-<pid>` (`skiff convert
-//    --partitions` staging) are removed.
-void RecoverSiblings(const std::string& dir) {
-  std::error_code ec;
-  const fs::path path = fs::absolute(dir, ec);
-  if (ec) return;
-  const std::string base = path.filename().string();
-  std::vector<fs::path> stale;
-  for (const auto& entry : fs::directory_iterator(path.parent_path(), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (io::LeftByDeadRun(name, base + ".old-") && !fs::exists(path, ec)) {
-      LogWarning("restoring " + path.string() + " from " + entry.path().string() +
-                 ", left by a run that died while replacing it");
-      if (io::Rename(entry.path().string(), path.string()) == 0) continue;
-    }
-    for (const std::string& prefix : {base + ".tmp-", base + ".old-", base + ".unpartitioned-"}) {
-      if (io::LeftByDeadRun(name, prefix)) stale.push_back(entry.path());
-    }
-  }
-  for (const fs::path& p : stale) {
-    LogInfo("removing " + p.string() + ", left by a run that no longer exists");
-    fs::remove_all(p, ec);
-  }
-}
+// a `<dir>.old-<pid>` (the previous dataset, moved aside by a replace that cannot swap in one step:
+// DatasetWriter::Exchange) is moved back when nothing is at `dir`, else removed; `<dir>.tmp-<pid>`
+// (staging) and `<dir>.unpartitioned-<pid>` (`skiff convert --partitions` staging) are removed.
+void RecoverSiblings(const std::string& dir) { io::CleanUpAfterDeadRuns(dir, {".unpartitioned-"}); }
 
 // Called when nothing is at `dir`: if a run died between the two renames of replacing it (a
 // `<dir>.old-<pid>` of a dead run is left), moves the previous dataset back, under dir's lock.

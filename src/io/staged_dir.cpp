@@ -21,32 +21,6 @@ std::string WithoutTrailingSlash(std::string dir) {
   return dir;
 }
 
-// Cleans up beside `dir` after processes that died while publishing it: their "<dir>.tmp-<pid>"
-// go; a "<dir>.old-<pid>" is the previous directory of a replace without RENAME_EXCHANGE, moved
-// back when nothing is at `dir` (the process died between its two renames), else removed.
-void RemoveDeadStaging(const std::string& dir) {
-  std::error_code ec;
-  const fs::path path = fs::absolute(dir, ec);
-  if (ec) return;
-  const std::string base = path.filename().string();
-  std::vector<fs::path> stale;
-  for (const auto& entry : fs::directory_iterator(path.parent_path(), ec)) {
-    const std::string name = entry.path().filename().string();
-    if (LeftByDeadRun(name, base + ".old-") && !fs::exists(path, ec)) {
-      LogWarning("restoring " + path.string() + " from " + entry.path().string() +
-                 ", left by a run that died while replacing it");
-      if (Rename(entry.path().string(), path.string()) == 0) continue;
-    }
-    if (LeftByDeadRun(name, base + ".tmp-") || LeftByDeadRun(name, base + ".old-")) {
-      stale.push_back(entry.path());
-    }
-  }
-  for (const fs::path& p : stale) {
-    LogInfo("removing " + p.string() + ", left by a run that no longer exists");
-    fs::remove_all(p, ec);
-  }
-}
-
 // The previous directory, once replaced: a failure to remove it is only a warning (the new one is
 // in place).
 void RemovePrevious(const std::string& previous) {
@@ -70,6 +44,31 @@ bool LeftByDeadRun(const std::string& name, const std::string& prefix) {
   return pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
+void CleanUpAfterDeadRuns(const std::string& dir, std::initializer_list<const char*> more) {
+  std::error_code ec;
+  const fs::path path = fs::absolute(dir, ec);
+  if (ec) return;
+  const std::string base = path.filename().string();
+  std::vector<std::string> prefixes{base + ".tmp-", base + ".old-"};
+  for (const char* suffix : more) prefixes.push_back(base + suffix);
+  std::vector<fs::path> stale;
+  for (const auto& entry : fs::directory_iterator(path.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (LeftByDeadRun(name, base + ".old-") && !fs::exists(path, ec)) {
+      LogWarning("restoring " + path.string() + " from " + entry.path().string() +
+                 ", left by a run that died while replacing it");
+      if (Rename(entry.path().string(), path.string()) == 0) continue;
+    }
+    for (const std::string& prefix : prefixes) {
+      if (LeftByDeadRun(name, prefix)) stale.push_back(entry.path());
+    }
+  }
+  for (const fs::path& p : stale) {
+    LogInfo("removing " + p.string() + ", left by a run that no longer exists");
+    fs::remove_all(p, ec);
+  }
+}
+
 Result<std::unique_ptr<StagedDirectory>> StagedDirectory::Create(const std::string& dir,
                                                                  ReplaceRule replaceable) {
   const std::string target = WithoutTrailingSlash(dir);
@@ -78,7 +77,7 @@ Result<std::unique_ptr<StagedDirectory>> StagedDirectory::Create(const std::stri
   if (ec || !fs::is_directory(parent, ec)) {
     return Status::NotFound("output directory's parent " + parent.string() + " does not exist");
   }
-  RemoveDeadStaging(target);
+  CleanUpAfterDeadRuns(target);
   if (fs::exists(target, ec)) SKIFF_RETURN_IF_ERROR(replaceable(target));
   const std::string staging = target + ".tmp-" + std::to_string(::getpid());
   fs::remove_all(staging, ec);

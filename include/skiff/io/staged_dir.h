@@ -15,6 +15,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -48,6 +49,13 @@ class StagedDirectory {
   const ReplaceRule replaceable_;
   bool published_ = false;
 };
+
+// Cleans up beside `dir` after processes that died while publishing it: a "<dir>.old-<pid>" (the
+// previous directory of a replace made in two renames) is moved back when nothing is at `dir` (the
+// process died between them) and removed otherwise; "<dir>.tmp-<pid>" and "<dir><suffix><pid>" for
+// each suffix in `more` are removed. Siblings of live processes are left alone. The caller makes
+// sure no other writer of `dir` runs meanwhile (StagedDirectory: one per target; datasets: a lock).
+void CleanUpAfterDeadRuns(const std::string& dir, std::initializer_list<const char*> more = {});
 
 // Whether `name` is "<prefix><pid>" for a process that no longer exists (a live process's files,
 // and names not of that form, are not ours to touch).
