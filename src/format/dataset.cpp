@@ -55,10 +55,50 @@ Result<DType> ParseDType(const std::string& name) { return ParseName(kDTypes, "d
 // --------------------------------------------------------------------------------
 
 namespace {
+constexpr const char* kManifestChecksumField = "manifest_xxh3";
+
 std::string Hex64(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
   return buf;
+}
+
+// Names and sources come from paths and flags, which need not be UTF-8: a byte that is not is
+// written as U+FFFD instead of failing the whole dataset.
+std::string DumpUtf8(const json& j, int indent) {
+  return j.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+// XXH3-64 of the manifest's compact JSON without its checksum field (keys sorted, as nlohmann
+// writes them): white space may change, any value may not.
+uint64_t ManifestChecksum(json j) {
+  j.erase(kManifestChecksumField);
+  const std::string body = DumpUtf8(j, -1);
+  return Xxh3(body.data(), body.size());
+}
+
+// A version 2 manifest carries its own checksum; version 1 (written before it had one) is read
+// without.
+Status VerifyManifestChecksum(const json& j, const std::string& path) {
+  if (!j.is_object()) return Status::Ok();  // the field reader reports what is missing
+  auto it = j.find(kManifestChecksumField);
+  if (it == j.end()) {
+    if (j.value("version", 0) < 2) return Status::Ok();
+    return Status::Corruption(path + ": field '" + kManifestChecksumField + "' is missing");
+  }
+  const std::string recorded = it->is_string() ? it->get<std::string>() : "";
+  if (recorded.size() != 16 ||
+      recorded.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return Status::Corruption(path + ": field '" + kManifestChecksumField +
+                              "' is not 16 hex digits");
+  }
+  const std::string actual = Hex64(ManifestChecksum(j));
+  if (recorded != actual) {
+    return Status::Corruption(path + ": the manifest does not match its checksum (" +
+                              kManifestChecksumField + " " + recorded + ", contents " + actual +
+                              "): it was edited or damaged after it was written");
+  }
+  return Status::Ok();
 }
 }  // namespace
 
@@ -98,7 +138,8 @@ std::string Manifest::ToJson() const {
   }
   j["checksum_algorithm"] = "xxh3-64";
   j["files"] = files_j;
-  return j.dump(2) + "\n";
+  if (version >= 2) j[kManifestChecksumField] = Hex64(ManifestChecksum(j));
+  return DumpUtf8(j, 2) + "\n";
 }
 
 namespace {
@@ -126,9 +167,10 @@ Status ReadManifestFields(const json& j, const std::string& path, Manifest* m, s
   }
   *field = "version";
   m->version = j.at("version").get<int>();
-  if (m->version != kFormatVersion) {
+  if (m->version < kOldestReadableFormatVersion || m->version > kFormatVersion) {
     return Status::Corruption(path + ": format version " + std::to_string(m->version) +
-                              " is not supported (this build reads version " +
+                              " is not supported (this build reads versions " +
+                              std::to_string(kOldestReadableFormatVersion) + " to " +
                               std::to_string(kFormatVersion) + ")");
   }
   *field = "name";
@@ -232,6 +274,7 @@ Result<Manifest> Manifest::FromJson(const std::string& text, const std::string& 
   } catch (const json::exception& e) {  // parse_error, and out_of_range for a number like 5e999
     return Status::Corruption(path + ": not valid JSON (" + e.what() + ")");
   }
+  SKIFF_RETURN_IF_ERROR(VerifyManifestChecksum(j, path));
   Manifest m;
   std::string field;
   try {
@@ -406,6 +449,7 @@ Status ValidateSizes(const Manifest& m) {
 Status DatasetWriter::Commit() {
   SKIFF_CHECK(!committed_);
   SKIFF_RETURN_IF_ERROR(ValidateSizes(manifest_).WithContext("refusing to commit " + final_dir_));
+  manifest_.version = kFormatVersion;  // a copied manifest may have been read from an older one
   const std::string manifest_path = temp_dir_ + "/" + kManifestFile;
   SKIFF_RETURN_IF_ERROR(WriteManifest(manifest_path, manifest_.ToJson()));
   SKIFF_RETURN_IF_ERROR(io::FsyncPath(temp_dir_));

@@ -2,7 +2,7 @@
 # `skiff convert` on inputs that used to give a 0-node dataset with exit 0: an empty file and a
 # file of comments must fail naming the input and write nothing. Piped input is read once: with
 # dense integer IDs it converts as the file does (no map), with string or sparse IDs through the
-# map, in first-seen order.
+# map, in first-seen order. An input name that is not UTF-8 is recorded with U+FFFD.
 #   bash convert_odd_inputs.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -euo pipefail
 SKIFF=$1
@@ -53,3 +53,14 @@ printf '3 2\n2 3\n3\n2\n' > asym.graph
 grep -q "asym.graph is not symmetric: at least 2 adjacency entries are listed at one end only" \
   asym.err || { echo "FAIL: asymmetric METIS without a warning"; cat asym.err; exit 1; }
 "$SKIFF" info asym --verify | grep -q "verify       OK"
+
+# An input whose name is not UTF-8: the manifest records it with U+FFFD instead of failing.
+odd=$(printf 'odd\xff.tsv')
+printf '0 1\n1 2\n' > "$odd"
+"$SKIFF" convert "$odd" odd > odd.out 2>&1 || { echo "FAIL: a non-UTF-8 input name"; cat odd.out; exit 1; }
+"$SKIFF" info odd --verify > odd.info
+grep -q "source       skiff convert odd"$'\xef\xbf\xbd'".tsv" odd.info ||
+  { echo "FAIL: source not recorded"; cat odd.info; exit 1; }
+grep -q "format       version 2$" odd.info
+grep -q "verify       OK" odd.info
+echo "convert non-UTF-8 name: OK"

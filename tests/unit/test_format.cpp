@@ -290,17 +290,108 @@ TEST_CASE("format: a replace interrupted between its two renames is rolled back 
 
 namespace {
 
-// Rewrites one field of dir/manifest.json (a hand edit; the data files stay as they are).
+nlohmann::json ReadManifestJson(const std::string& dir) {
+  std::ifstream in(dir + "/" + kManifestFile);
+  return nlohmann::json::parse(in);
+}
+
+void WriteManifestJson(const std::string& dir, const nlohmann::json& j) {
+  std::ofstream(dir + "/" + kManifestFile, std::ios::trunc) << j.dump();
+}
+
+// The manifest's checksum as docs/FORMAT.md defines it: XXH3-64 of the compact JSON without the
+// field, as 16 lower-case hex digits.
+std::string SealOf(nlohmann::json j) {
+  j.erase("manifest_xxh3");
+  const std::string body = j.dump();
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(Xxh3(body.data(), body.size())));
+  return hex;
+}
+
+// Rewrites fields of dir/manifest.json and its checksum, as a writer out of step with its data
+// would (the data files stay as they are).
 void EditManifest(const std::string& dir, const std::function<void(nlohmann::json&)>& edit) {
-  const std::string path = dir + "/" + kManifestFile;
-  std::ifstream in(path);
-  nlohmann::json j = nlohmann::json::parse(in);
-  in.close();
+  nlohmann::json j = ReadManifestJson(dir);
   edit(j);
-  std::ofstream(path, std::ios::trunc) << j.dump();
+  j["manifest_xxh3"] = SealOf(j);
+  WriteManifestJson(dir, j);
 }
 
 }  // namespace
+
+TEST_CASE("format: the manifest's own checksum") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  REQUIRE(WriteTinyDataset(dir, 10, 1).ok());
+  nlohmann::json j = ReadManifestJson(dir);
+  CHECK(j["version"] == kFormatVersion);
+  REQUIRE(j.contains("manifest_xxh3"));
+  CHECK(j["manifest_xxh3"] == SealOf(j));
+  SUBCASE("a hand edit that keeps every file's size is Corruption") {
+    j["feature_dtype"] = "float16";
+    j["feature_dim"] = j["feature_dim"].get<int64_t>() * 2;
+    WriteManifestJson(dir, j);
+    const Status st = Dataset::Open(dir).status();
+    CHECK(st.code() == StatusCode::kCorruption);
+    CHECK(st.message().find("does not match its checksum") != std::string::npos);
+  }
+  SUBCASE("white space and key order may change") {
+    std::ofstream(dir + "/" + kManifestFile, std::ios::trunc) << j.dump(7);
+    CHECK(Dataset::Open(dir).ok());
+  }
+  SUBCASE("a version 2 manifest without a checksum, or a malformed one, is Corruption") {
+    nlohmann::json bad = j;
+    bad.erase("manifest_xxh3");
+    WriteManifestJson(dir, bad);
+    CHECK(Dataset::Open(dir).status().message().find("'manifest_xxh3' is missing") !=
+          std::string::npos);
+    bad["manifest_xxh3"] = 12;
+    WriteManifestJson(dir, bad);
+    CHECK(Dataset::Open(dir).status().message().find("not 16 hex digits") != std::string::npos);
+  }
+  SUBCASE("version 1, written before manifests had a checksum, is still read") {
+    j.erase("manifest_xxh3");
+    j["version"] = 1;
+    WriteManifestJson(dir, j);
+    auto ds = Dataset::Open(dir);
+    REQUIRE(ds.ok());
+    CHECK((*ds)->manifest().version == 1);
+    CHECK((*ds)->VerifyAll().ok());
+    // A writer that copies its manifest writes the current version, with a checksum.
+    auto w = DatasetWriter::Create(tmp / "copy");
+    REQUIRE(w.ok());
+    REQUIRE(FillTinyDataset(w->get(), 10, 1).ok());
+    const std::map<std::string, FileInfo> files = (*w)->manifest().files;
+    (*w)->manifest() = (*ds)->manifest();
+    (*w)->manifest().files = files;
+    REQUIRE((*w)->Commit().ok());
+    CHECK(ReadManifestJson(tmp / "copy")["version"] == kFormatVersion);
+    CHECK(Dataset::Open(tmp / "copy").ok());
+  }
+  SUBCASE("an unknown version names the versions this build reads") {
+    j["version"] = kFormatVersion + 1;
+    j["manifest_xxh3"] = SealOf(j);
+    WriteManifestJson(dir, j);
+    CHECK(Dataset::Open(dir).status().message().find("format version 3 is not supported") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("format: a name or source that is not UTF-8 is written as U+FFFD") {
+  testing::TempDir tmp;
+  auto w = DatasetWriter::Create(tmp / "ds");
+  REQUIRE(w.ok());
+  REQUIRE(FillTinyDataset(w->get(), 10, 1).ok());
+  (*w)->manifest().name = "n\xff";
+  (*w)->manifest().source = "convert e\xfe.txt";
+  REQUIRE((*w)->Commit().ok());
+  auto ds = Dataset::Open(tmp / "ds");
+  REQUIRE(ds.ok());
+  CHECK((*ds)->manifest().name == "n\xef\xbf\xbd");
+  CHECK((*ds)->manifest().source == "convert e\xef\xbf\xbd.txt");
+}
 
 TEST_CASE("format: a manifest edited out of step with its data is caught") {
   testing::TempDir tmp;

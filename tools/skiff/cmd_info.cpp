@@ -65,6 +65,8 @@ int RunInfo(const InfoOptions& opt) {
     std::printf("dataset      %s\n", opt.dataset.c_str());
     std::printf("name         %s\n", m.name.c_str());
     std::printf("source       %s\n", m.source.c_str());
+    std::printf("format       version %d%s\n", m.version,
+                m.version < 2 ? " (older: the manifest has no checksum of its own)" : "");
     std::printf("nodes        %lld\n", static_cast<long long>(m.num_nodes));
     std::printf("edges        %lld stored%s\n", static_cast<long long>(m.num_edges),
                 m.undirected ? " (undirected: both directions)" : " (directed)");

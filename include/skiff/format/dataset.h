@@ -1,4 +1,4 @@
-// The Skiff dataset (format version 1): a directory holding manifest.json and checksummed binary
+// The Skiff dataset (format version 2): a directory holding manifest.json and checksummed binary
 // files. The byte-level layout is documented in docs/FORMAT.md; this header is its API.
 //
 // Files (all little-endian, each zero-padded to 4 KiB, each with a .sum checksum sidecar):
@@ -31,7 +31,9 @@
 
 namespace skiff::format {
 
-inline constexpr int kFormatVersion = 1;
+// Version 2 added the manifest's own checksum (manifest_xxh3); version 1 is still read.
+inline constexpr int kFormatVersion = 2;
+inline constexpr int kOldestReadableFormatVersion = 1;
 
 enum class DType : uint8_t { kFloat32, kFloat16, kInt32, kInt64 };
 const char* DTypeName(DType t);
@@ -52,7 +54,7 @@ struct PartitionInfo {
 };
 
 struct Manifest {
-  int version = kFormatVersion;
+  int version = kFormatVersion;  // as read; writers write kFormatVersion
   std::string name;
   int64_t num_nodes = 0;
   int64_t num_edges = 0;    // stored (directed) edges = entries in graph.neighbors
@@ -71,7 +73,12 @@ struct Manifest {
   std::map<std::string, FileInfo> files;  // by file name
 
   uint64_t feature_row_bytes() const { return feature_dim * DTypeBytes(feature_dtype); }
+  // Version 2 and later end with "manifest_xxh3": the XXH3-64 of the manifest's compact JSON
+  // without that field (docs/FORMAT.md). Bytes of `name`/`source` that are not UTF-8 are written
+  // as U+FFFD.
   std::string ToJson() const;
+  // Corruption naming the field when one is missing, malformed or out of range, when the
+  // checksum does not match (a version 2 manifest edited by hand), or for an unknown version.
   static Result<Manifest> FromJson(const std::string& text, const std::string& path_for_errors);
 };
 
