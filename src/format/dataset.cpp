@@ -7,9 +7,7 @@
 #include "skiff/log.h"
 #include "skiff/random.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -290,27 +288,17 @@ Result<Manifest> Manifest::FromJson(const std::string& text, const std::string& 
 // --- Writer
 // ---------------------------------------------------------------------------------------
 
-DatasetWriter::DatasetWriter(std::string final_dir, std::string temp_dir, bool overwrite,
-                             PathLock lock)
-    : final_dir_(std::move(final_dir)),
-      temp_dir_(std::move(temp_dir)),
-      overwrite_(overwrite),
-      lock_(std::move(lock)) {}
+DatasetWriter::DatasetWriter(std::unique_ptr<io::StagedDirectory> staged)
+    : staged_(std::move(staged)) {}
 
-DatasetWriter::~DatasetWriter() {
-  if (!committed_) {
-    std::error_code ec;
-    fs::remove_all(temp_dir_, ec);
-  }
-}
+DatasetWriter::~DatasetWriter() = default;
 
 namespace {
 
-// Cleans up beside `dir` after runs that died while writing it (the caller holds dir's PathLock):
-// a `<dir>.old-<pid>` (the previous dataset, moved aside by a replace that cannot swap in one step:
-// DatasetWriter::Exchange) is moved back when nothing is at `dir`, else removed; `<dir>.tmp-<pid>`
-// (staging) and `<dir>.unpartitioned-<pid>` (`skiff convert --partitions` staging) are removed.
-void RecoverSiblings(const std::string& dir) { io::CleanUpAfterDeadRuns(dir, {".unpartitioned-"}); }
+// What runs that died while writing `dir` may have left beside it, besides the staging directory
+// and a previous dataset moved aside (io::CleanUpAfterDeadRuns): `skiff convert --partitions`
+// staging.
+const std::vector<std::string> kMoreSiblings{".unpartitioned-"};
 
 // Called when nothing is at `dir`: if a run died between the two renames of replacing it (a
 // `<dir>.old-<pid>` of a dead run is left), moves the previous dataset back, under dir's lock.
@@ -325,20 +313,7 @@ void RecoverInterruptedReplace(const std::string& dir) {
   }
   if (!found) return;
   auto lock = PathLock::Acquire(dir);
-  if (lock.ok()) RecoverSiblings(dir);
-}
-
-// rename(2) that fails with EEXIST instead of replacing `to` (renameat2 RENAME_NOREPLACE; where the
-// file system lacks it, a check then rename, which leaves a window a concurrent writer can hit).
-int RenameNoReplace(const std::string& from, const std::string& to) {
-  if (io::Rename(from, to, RENAME_NOREPLACE) == 0) return 0;
-  if (errno != EINVAL && errno != ENOSYS) return -1;
-  std::error_code ec;
-  if (fs::exists(to, ec)) {
-    errno = EEXIST;
-    return -1;
-  }
-  return io::Rename(from, to);
+  if (lock.ok()) io::CleanUpAfterDeadRuns(dir, kMoreSiblings);
 }
 
 }  // namespace
@@ -361,31 +336,20 @@ Status DatasetWriter::CheckReplaceable(const std::string& dir) {
 
 Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& final_dir,
                                                              bool overwrite) {
-  std::string dir = final_dir;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  std::error_code ec;
-  const fs::path parent = fs::absolute(dir).parent_path();
-  if (!fs::is_directory(parent, ec)) {
-    return Status::NotFound("output directory's parent " + parent.string() + " does not exist");
-  }
-  // Locked before anything else is looked at, so a second writer is told at once.
-  SKIFF_ASSIGN_OR_RETURN(PathLock lock, PathLock::Acquire(dir));
-  if (fs::exists(dir, ec)) {
+  auto replaceable = [overwrite](const std::string& dir) {
     if (!overwrite) {
       return Status::InvalidArgument("output " + dir +
                                      " already exists (remove it or pass --overwrite)");
     }
-    SKIFF_RETURN_IF_ERROR(CheckReplaceable(dir));
-  }
-  RecoverSiblings(dir);
-  const std::string temp = dir + ".tmp-" + std::to_string(::getpid());
-  fs::remove_all(temp, ec);
-  if (::mkdir(temp.c_str(), 0755) != 0) return Status::FromErrno(errno, "create directory " + temp);
-  return std::unique_ptr<DatasetWriter>(new DatasetWriter(dir, temp, overwrite, std::move(lock)));
+    return CheckReplaceable(dir);
+  };
+  SKIFF_ASSIGN_OR_RETURN(auto staged,
+                         io::StagedDirectory::Create(final_dir, replaceable, kMoreSiblings));
+  return std::unique_ptr<DatasetWriter>(new DatasetWriter(std::move(staged)));
 }
 
 Result<std::unique_ptr<ChecksummedFileWriter>> DatasetWriter::CreateFile(const std::string& name) {
-  return ChecksummedFileWriter::Create(temp_dir_, name);
+  return ChecksummedFileWriter::Create(temp_dir(), name);
 }
 
 Status DatasetWriter::FinishFile(ChecksummedFileWriter& file) {
@@ -448,62 +412,11 @@ Status ValidateSizes(const Manifest& m) {
 
 Status DatasetWriter::Commit() {
   SKIFF_CHECK(!committed_);
-  SKIFF_RETURN_IF_ERROR(ValidateSizes(manifest_).WithContext("refusing to commit " + final_dir_));
+  SKIFF_RETURN_IF_ERROR(ValidateSizes(manifest_).WithContext("refusing to commit " + final_dir()));
   manifest_.version = kFormatVersion;  // a copied manifest may have been read from an older one
-  const std::string manifest_path = temp_dir_ + "/" + kManifestFile;
-  SKIFF_RETURN_IF_ERROR(WriteManifest(manifest_path, manifest_.ToJson()));
-  SKIFF_RETURN_IF_ERROR(io::FsyncPath(temp_dir_));
-  std::error_code ec;
-  // Publish atomically: a new output appears whole or not at all, and an existing one is swapped
-  // with the new one in one step (RENAME_EXCHANGE), so that no crash leaves nothing at the path.
-  bool replaced = false;
-  if (RenameNoReplace(temp_dir_, final_dir_) != 0) {
-    if (errno != EEXIST && errno != ENOTEMPTY) {
-      return Status::FromErrno(errno, "rename " + temp_dir_ + " to " + final_dir_);
-    }
-    if (!overwrite_) {
-      return Status::InvalidArgument("output " + final_dir_ +
-                                     " was created by another run while this one was writing; it "
-                                     "was left as it is (remove it or pass --overwrite)");
-    }
-    SKIFF_RETURN_IF_ERROR(CheckReplaceable(final_dir_)
-                              .WithContext("another run created it while this one was writing"));
-    SKIFF_RETURN_IF_ERROR(Exchange());
-    replaced = true;
-  }
+  SKIFF_RETURN_IF_ERROR(WriteManifest(temp_dir() + "/" + kManifestFile, manifest_.ToJson()));
+  SKIFF_RETURN_IF_ERROR(staged_->Publish());
   committed_ = true;
-  const std::string parent = fs::absolute(final_dir_).parent_path().string();
-  (void)io::FsyncPath(parent);
-  if (replaced) {
-    fs::remove_all(temp_dir_, ec);  // now the previous dataset
-    if (ec) {
-      LogWarning("published " + final_dir_ +
-                 ", but could not remove the previous dataset, now at " + temp_dir_ + " (" +
-                 ec.message() + "): remove it yourself");
-    }
-  }
-  return Status::Ok();
-}
-
-Status DatasetWriter::Exchange() {
-  if (io::Rename(temp_dir_, final_dir_, RENAME_EXCHANGE) == 0) {
-    return Status::Ok();
-  }
-  if (errno != EINVAL && errno != ENOSYS) {
-    return Status::FromErrno(errno, "swap " + temp_dir_ + " with " + final_dir_);
-  }
-  // No RENAME_EXCHANGE on this file system: move the old one aside, then the new one in (a crash
-  // in between leaves the old one at <dir>.old-<pid>, which the next writer removes).
-  const std::string old_dir = final_dir_ + ".old-" + std::to_string(::getpid());
-  if (io::Rename(final_dir_, old_dir) != 0) {
-    return Status::FromErrno(errno, "move existing " + final_dir_ + " aside");
-  }
-  if (io::Rename(temp_dir_, final_dir_) != 0) {
-    return Status::FromErrno(errno, "rename " + temp_dir_ + " to " + final_dir_);
-  }
-  if (io::Rename(old_dir, temp_dir_) != 0) {
-    return Status::FromErrno(errno, "rename " + old_dir + " to " + temp_dir_);
-  }
   return Status::Ok();
 }
 

@@ -44,13 +44,13 @@ bool LeftByDeadRun(const std::string& name, const std::string& prefix) {
   return pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
-void CleanUpAfterDeadRuns(const std::string& dir, std::initializer_list<const char*> more) {
+void CleanUpAfterDeadRuns(const std::string& dir, const std::vector<std::string>& more) {
   std::error_code ec;
   const fs::path path = fs::absolute(dir, ec);
   if (ec) return;
   const std::string base = path.filename().string();
   std::vector<std::string> prefixes{base + ".tmp-", base + ".old-"};
-  for (const char* suffix : more) prefixes.push_back(base + suffix);
+  for (const std::string& suffix : more) prefixes.push_back(base + suffix);
   std::vector<fs::path> stale;
   for (const auto& entry : fs::directory_iterator(path.parent_path(), ec)) {
     const std::string name = entry.path().filename().string();
@@ -69,27 +69,35 @@ void CleanUpAfterDeadRuns(const std::string& dir, std::initializer_list<const ch
   }
 }
 
-Result<std::unique_ptr<StagedDirectory>> StagedDirectory::Create(const std::string& dir,
-                                                                 ReplaceRule replaceable) {
+Result<std::unique_ptr<StagedDirectory>> StagedDirectory::Create(
+    const std::string& dir, ReplaceRule replaceable, std::vector<std::string> more_siblings) {
   const std::string target = WithoutTrailingSlash(dir);
   std::error_code ec;
   const fs::path parent = fs::absolute(target, ec).parent_path();
   if (ec || !fs::is_directory(parent, ec)) {
     return Status::NotFound("output directory's parent " + parent.string() + " does not exist");
   }
-  CleanUpAfterDeadRuns(target);
-  if (fs::exists(target, ec)) SKIFF_RETURN_IF_ERROR(replaceable(target));
+  // Locked before anything else is looked at, so a second run is told at once.
+  SKIFF_ASSIGN_OR_RETURN(PathLock lock, PathLock::Acquire(target));
+  CleanUpAfterDeadRuns(target, more_siblings);
+  const bool existed = fs::exists(target, ec);
+  if (existed) SKIFF_RETURN_IF_ERROR(replaceable(target));
   const std::string staging = target + ".tmp-" + std::to_string(::getpid());
   fs::remove_all(staging, ec);
   if (::mkdir(staging.c_str(), 0755) != 0) {
     return Status::FromErrno(errno, "create directory " + staging);
   }
   return std::unique_ptr<StagedDirectory>(
-      new StagedDirectory(target, staging, std::move(replaceable)));
+      new StagedDirectory(target, staging, std::move(replaceable), existed, std::move(lock)));
 }
 
-StagedDirectory::StagedDirectory(std::string dir, std::string staging, ReplaceRule replaceable)
-    : dir_(std::move(dir)), staging_(std::move(staging)), replaceable_(std::move(replaceable)) {}
+StagedDirectory::StagedDirectory(std::string dir, std::string staging, ReplaceRule replaceable,
+                                 bool existed, PathLock lock)
+    : dir_(std::move(dir)),
+      staging_(std::move(staging)),
+      replaceable_(std::move(replaceable)),
+      existed_(existed),
+      lock_(std::move(lock)) {}
 
 StagedDirectory::~StagedDirectory() {
   if (published_) return;
@@ -105,7 +113,7 @@ Status StagedDirectory::Publish() {
   } else if (errno == EEXIST || errno == ENOTEMPTY || errno == EINVAL || errno == ENOSYS) {
     std::error_code ec;
     if (fs::exists(dir_, ec)) {
-      SKIFF_RETURN_IF_ERROR(replaceable_(dir_));
+      SKIFF_RETURN_IF_ERROR(CheckRaced());
       SKIFF_RETURN_IF_ERROR(Replace());
     } else if (Rename(staging_, dir_) != 0) {  // no RENAME_NOREPLACE here, and nothing at dir_
       return Status::FromErrno(errno, "rename " + staging_ + " to " + dir_);
@@ -116,6 +124,12 @@ Status StagedDirectory::Publish() {
   }
   (void)FsyncPath(fs::absolute(dir_).parent_path().string());
   return Status::Ok();
+}
+
+Status StagedDirectory::CheckRaced() {
+  return replaceable_(dir_).WithContext(
+      "output " + dir_ + " was " + (existed_ ? "changed" : "created") +
+      " by another run while this one was writing; it was left as it is");
 }
 
 Status StagedDirectory::Replace() {

@@ -231,7 +231,7 @@ TEST_CASE("format: overwrite replaces only a dataset or an empty directory") {
   std::filesystem::create_directory(empty);
   REQUIRE(WriteTinyDataset(empty, 10, 1, DType::kFloat32, /*overwrite=*/true).ok());
   CHECK(Dataset::Open(empty).ok());
-  // So is a directory another run fills with something else while this one writes: refused.
+  // A directory another run creates and fills with something else while this one writes is not.
   const std::string raced = tmp / "raced";
   auto late = DatasetWriter::Create(raced, /*overwrite=*/true);
   REQUIRE(late.ok());
@@ -239,7 +239,8 @@ TEST_CASE("format: overwrite replaces only a dataset or an empty directory") {
   std::filesystem::create_directory(raced);
   std::ofstream(raced + "/theirs.txt") << "not ours";
   const Status lost = (*late)->Commit();
-  CHECK(lost.message().find("another run created it") != std::string::npos);
+  CHECK(lost.message().find("was created by another run while this one was writing") !=
+        std::string::npos);
   CHECK(lost.message().find("is not a Skiff dataset") != std::string::npos);
   CHECK(std::filesystem::exists(raced + "/theirs.txt"));
 }

@@ -81,7 +81,9 @@ TEST_CASE("staged directory: a refused or abandoned publication leaves the targe
   auto late = StagedDirectory::Create(raced, refuse);
   REQUIRE(late.ok());
   std::filesystem::create_directory(raced);
-  CHECK((*late)->Publish().message().find("not replacing") != std::string::npos);
+  const Status lost = (*late)->Publish();
+  CHECK(lost.message().find("not replacing") != std::string::npos);
+  CHECK(lost.message().find("was created by another run") != std::string::npos);
   late->reset();
   CHECK(Entries(raced).empty());
   CHECK(StagedDirectory::Create(tmp / "no/such/parent", AnyDirectory).status().code() ==
@@ -145,4 +147,19 @@ TEST_CASE("staged directory: what a run that no longer exists left is cleaned up
   CHECK(io::LeftByDeadRun("out.tmp-" + std::to_string(dead), "out.tmp-"));
   CHECK_FALSE(io::LeftByDeadRun("out.tmp-1", "out.tmp-"));
   CHECK_FALSE(io::LeftByDeadRun("out.tmp-12x", "out.tmp-"));
+}
+
+TEST_CASE("staged directory: a second run publishing the same directory is told it is in use") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "out";
+  auto first = StagedDirectory::Create(dir, AnyDirectory);
+  REQUIRE(first.ok());
+  const auto second = StagedDirectory::Create(dir + "/", AnyDirectory);
+  CHECK(second.status().code() == StatusCode::kUnavailable);
+  CHECK(second.status().message().find("is in use") != std::string::npos);
+  REQUIRE(io::WriteFileAtomic((*first)->staging() + "/a.txt", {"one"}).ok());
+  REQUIRE((*first)->Publish().ok());
+  first->reset();  // releases the lock, and leaves no lock file
+  CHECK(Entries(tmp.path()) == std::vector<std::string>{"out"});
+  CHECK(PublishVersion(dir, "two").ok());
 }

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "skiff/format/checksummed_file.h"
-#include "skiff/path_lock.h"
+#include "skiff/io/staged_dir.h"
 #include "skiff/status.h"
 
 namespace skiff::format {
@@ -96,7 +96,9 @@ inline constexpr const char* kIdMapDir = "idmap";
 // (raw IDs are idmap(old_ids[v]); see partition/partition_dataset.h).
 inline constexpr const char* kRelabelOldIdsFile = "relabel.old_ids";
 
-// Writes a new dataset into a temporary directory; Commit() makes it visible atomically.
+// Writes a new dataset into a temporary directory; Commit() makes it visible atomically. The
+// publication, the lock and the cleanup after dead runs are io::StagedDirectory's; this class adds
+// the dataset's rule for what may be replaced, its files and its manifest.
 class DatasetWriter {
  public:
   // `final_dir` must not exist unless `overwrite` (then it is replaced at Commit()), and even then
@@ -114,8 +116,8 @@ class DatasetWriter {
   DatasetWriter(const DatasetWriter&) = delete;
   DatasetWriter& operator=(const DatasetWriter&) = delete;
 
-  const std::string& temp_dir() const { return temp_dir_; }
-  const std::string& final_dir() const { return final_dir_; }
+  const std::string& temp_dir() const { return staged_->staging(); }
+  const std::string& final_dir() const { return staged_->dir(); }
   Manifest& manifest() { return manifest_; }
 
   // Opens a checksummed file inside the temporary directory.
@@ -128,17 +130,14 @@ class DatasetWriter {
   // Validates the manifest's counts against the files, writes manifest.json, fsyncs and publishes
   // the directory atomically: a new output appears whole (InvalidArgument, and nothing replaced,
   // when another run created it meanwhile and overwrite is off); an existing one is swapped with
-  // the new one in one rename. Create() removes `<dir>.tmp-<pid>` / `<dir>.old-<pid>` left by runs
-  // that no longer exist.
+  // the new one in one rename. Create() removes `<dir>.tmp-<pid>`, `<dir>.unpartitioned-<pid>`
+  // and `<dir>.old-<pid>` left by runs that no longer exist (moving the last back if nothing is at
+  // `dir`).
   Status Commit();
 
  private:
-  DatasetWriter(std::string final_dir, std::string temp_dir, bool overwrite, PathLock lock);
-  Status Exchange();  // swaps temp_dir_ and final_dir_ (the old dataset ends up at temp_dir_)
-  const std::string final_dir_;
-  const std::string temp_dir_;
-  const bool overwrite_;
-  PathLock lock_;
+  explicit DatasetWriter(std::unique_ptr<io::StagedDirectory> staged);
+  std::unique_ptr<io::StagedDirectory> staged_;  // holds the lock on final_dir
   Manifest manifest_;
   bool committed_ = false;
 };
