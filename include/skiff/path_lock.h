@@ -7,13 +7,15 @@
 // The lock file holds the holder's PID (for the message) and is removed on release, while still
 // locked; Acquire checks that the file it locked is still the one at the path (else a run that
 // opened it just before the removal would think it holds a lock nobody else can see). A killed
-// run leaves the file, unlocked: the next run takes it over.
+// run leaves the file, unlocked: the next run takes it over; an interrupted one removes it
+// (skiff/interrupt.h).
 //
 // Thread safety: a PathLock is owned by one thread; Acquire may be called from any.
 #pragma once
 
 #include <string>
 
+#include "skiff/interrupt.h"
 #include "skiff/status.h"
 
 namespace skiff {
@@ -35,9 +37,11 @@ class PathLock {
   const std::string& lock_file() const { return lock_file_; }
 
  private:
-  PathLock(int fd, std::string lock_file) : fd_(fd), lock_file_(std::move(lock_file)) {}
+  PathLock(int fd, std::string lock_file)
+      : fd_(fd), lock_file_(std::move(lock_file)), remove_on_interrupt_(lock_file_) {}
   int fd_ = -1;
   std::string lock_file_;
+  RemoveOnInterrupt remove_on_interrupt_;
 };
 
 }  // namespace skiff

@@ -56,16 +56,20 @@ void PathLock::Release() {
   ::unlink(lock_file_.c_str());  // while still held: see Acquire
   ::close(fd_);                  // releases the flock
   fd_ = -1;
+  remove_on_interrupt_.Release();
 }
 
 PathLock::PathLock(PathLock&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), lock_file_(std::move(other.lock_file_)) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      lock_file_(std::move(other.lock_file_)),
+      remove_on_interrupt_(std::move(other.remove_on_interrupt_)) {}
 
 PathLock& PathLock::operator=(PathLock&& other) noexcept {
   if (this != &other) {
     Release();
     fd_ = std::exchange(other.fd_, -1);
     lock_file_ = std::move(other.lock_file_);
+    remove_on_interrupt_ = std::move(other.remove_on_interrupt_);
   }
   return *this;
 }

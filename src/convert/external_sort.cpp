@@ -15,10 +15,6 @@
 namespace skiff::convert {
 namespace fs = std::filesystem;
 
-namespace {
-std::atomic<uint64_t> g_sorter_counter{0};
-}  // namespace
-
 // Streams one sorted run file through a fixed buffer.
 class EdgeSorter::RunReader {
  public:
@@ -110,17 +106,12 @@ class EdgeSorter::Merger {
   std::priority_queue<HeapEntry, std::vector<HeapEntry>, std::greater<HeapEntry>> heap_;
 };
 
-EdgeSorter::EdgeSorter(const EdgeSorterOptions& options) : options_(options) {
+EdgeSorter::EdgeSorter(const EdgeSorterOptions& options)
+    : options_(options), spill_dir_(options.spill_parent_dir, "sort") {
   run_capacity_ = std::max<size_t>(kMinRunEdges, options.memory_bytes / sizeof(Edge));
 }
 
-EdgeSorter::~EdgeSorter() {
-  merger_.reset();
-  if (!spill_dir_.empty()) {
-    std::error_code ec;
-    fs::remove_all(spill_dir_, ec);
-  }
-}
+EdgeSorter::~EdgeSorter() { merger_.reset(); }  // closes the run files; then spill_dir_ goes
 
 Result<std::unique_ptr<EdgeSorter>> EdgeSorter::Create(const EdgeSorterOptions& options) {
   std::unique_ptr<EdgeSorter> sorter(new EdgeSorter(options));
@@ -139,18 +130,8 @@ void EdgeSorter::SortRun() {
 }
 
 Result<std::string> EdgeSorter::WriteRunFile(const Edge* edges, size_t count) {
-  if (spill_dir_.empty()) {
-    const std::string parent = options_.spill_parent_dir.empty()
-                                   ? fs::temp_directory_path().string()
-                                   : options_.spill_parent_dir;
-    std::string dir = parent + "/skiff-sort-" + std::to_string(::getpid()) + "-" +
-                      std::to_string(g_sorter_counter.fetch_add(1));
-    if (::mkdir(dir.c_str(), 0700) != 0) {
-      return Status::FromErrno(errno, "create spill directory " + dir);
-    }
-    spill_dir_ = std::move(dir);
-  }
-  const std::string path = spill_dir_ + "/run-" + std::to_string(next_file_id_++);
+  SKIFF_ASSIGN_OR_RETURN(const std::string path,
+                         spill_dir_.Path("run-" + std::to_string(next_file_id_++)));
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status::FromErrno(errno, "create spill file " + path);
   Status st = io::WriteAll(fd, edges, count * sizeof(Edge), "spill file " + path);

@@ -36,6 +36,7 @@ Result<std::string> SpillDir::Path(const std::string& name) {
       return Status::FromErrno(errno, "create spill directory " + dir);
     }
     dir_ = std::move(dir);
+    remove_on_interrupt_ = RemoveOnInterrupt(dir_);
   }
   return dir_ + "/" + name;
 }

@@ -6,12 +6,14 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "skiff/interrupt.h"
 #include "skiff/io/write_path.h"
 
 namespace skiff::io {
 
 Status WriteFileAtomic(const std::string& path, std::initializer_list<std::string_view> parts) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  const RemoveOnInterrupt remove_if_interrupted(tmp);  // once renamed, nothing is left to remove
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
   Status st;

@@ -97,7 +97,8 @@ StagedDirectory::StagedDirectory(std::string dir, std::string staging, ReplaceRu
       staging_(std::move(staging)),
       replaceable_(std::move(replaceable)),
       existed_(existed),
-      lock_(std::move(lock)) {}
+      lock_(std::move(lock)),
+      remove_on_interrupt_(staging_) {}
 
 StagedDirectory::~StagedDirectory() {
   if (published_) return;
@@ -107,6 +108,15 @@ StagedDirectory::~StagedDirectory() {
 
 Status StagedDirectory::Publish() {
   SKIFF_CHECK(!published_);
+  // An interruption waits until this returns: then the staging directory is either published (no
+  // longer registered) or still staging (removed).
+  const InterruptCleanupHold hold;
+  const Status st = PublishStaging();
+  if (published_) remove_on_interrupt_.Release();
+  return st;
+}
+
+Status StagedDirectory::PublishStaging() {
   SKIFF_RETURN_IF_ERROR(FsyncPath(staging_));
   if (Rename(staging_, dir_, RENAME_NOREPLACE) == 0) {
     published_ = true;

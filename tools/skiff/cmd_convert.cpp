@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "skiff/convert/convert.h"
+#include "skiff/interrupt.h"
 #include "skiff/log.h"
 #include "skiff/partition/partition_dataset.h"
 #include "skiff/process.h"
@@ -181,6 +182,9 @@ int RunConvert(const ConvertFlags& f) {
     opt.output = staging;
     opt.overwrite = true;
   }
+  // The unpartitioned dataset goes when this returns, or when the run is interrupted.
+  const RemoveOnInterrupt remove_if_interrupted =
+      staging.empty() ? RemoveOnInterrupt() : RemoveOnInterrupt(staging);
   struct RemoveStaging {
     const std::string& dir;
     ~RemoveStaging() {

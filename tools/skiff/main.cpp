@@ -7,6 +7,7 @@
 #include <map>
 
 #include "kernels/cpu/blas_core.h"
+#include "skiff/interrupt.h"
 #include "skiff/log.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
@@ -25,7 +26,25 @@ bool Register(std::string name, int order, SetupFn setup) {
 
 int ReportStatus(const std::string& command, const Status& status) {
   if (status.ok()) return 0;
-  std::fprintf(stderr, "skiff %s: %s\n", command.c_str(), status.ToString().c_str());
+  // An interrupted run's files vanish under it: its errors say nothing new.
+  if (!Interrupted()) {
+    std::fprintf(stderr, "skiff %s: %s\n", command.c_str(), status.ToString().c_str());
+  }
+  return 1;
+}
+
+// Runs a parsed command; what it throws becomes a message and exit status 1.
+int RunCommand(const std::string& name, const RunFn& run) {
+  try {
+    return run();
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "skiff %s: error: out of memory: an allocation failed (check sizes given as "
+                 "options, such as --hidden, --fanouts, --batch-size and --memory)\n",
+                 name.c_str());
+  } catch (const std::exception& e) {
+    if (!Interrupted()) std::fprintf(stderr, "skiff %s: error: %s\n", name.c_str(), e.what());
+  }
   return 1;
 }
 
@@ -88,20 +107,13 @@ int main(int argc, char** argv) {
   }
   if (quiet) skiff::SetLogLevel(skiff::LogLevel::kWarning);
   if (verbose) skiff::SetLogLevel(skiff::LogLevel::kDebug);
+  // After the restart above and before any thread starts (see interrupt.h).
+  skiff::InstallInterruptCleanup();
   for (auto& [sub, run] : runners) {
     if (sub->parsed()) {
-      try {
-        return run();
-      } catch (const std::bad_alloc&) {
-        std::fprintf(stderr,
-                     "skiff %s: error: out of memory: an allocation failed (check sizes given as "
-                     "options, such as --hidden, --fanouts, --batch-size and --memory)\n",
-                     sub->get_name().c_str());
-        return 1;
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "skiff %s: error: %s\n", sub->get_name().c_str(), e.what());
-        return 1;
-      }
+      const int rc = skiff::cli::RunCommand(sub->get_name(), run);
+      skiff::WaitIfInterrupted();  // the cleanup ends the process by its signal
+      return rc;
     }
   }
   return 2;

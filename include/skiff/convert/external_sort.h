@@ -5,8 +5,8 @@
 // `spill_parent_dir`; Finish() sorts the last run and, if anything was spilled, spills it too and
 // prepares a k-way merge (with intermediate merge passes if there are more than kMaxFanIn runs).
 // When every edge fits in the budget nothing touches the disk. Read() then streams the edges in
-// order, duplicates (and self-loops) removed if asked. The spill directory is removed by the
-// destructor, whatever happened.
+// order, duplicates (and self-loops) removed if asked. The spill directory (a SpillDir) is removed
+// by the destructor, whatever happened, and by an interrupted run.
 //
 // Memory: the run buffer (at most memory_bytes, touched only as far as it is filled) plus, when
 // merging, one read buffer per run sharing the same budget.
@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "skiff/convert/spill_file.h"
 #include "skiff/status.h"
 
 namespace skiff::convert {
@@ -85,7 +86,6 @@ class EdgeSorter {
 
   const EdgeSorterStats& stats() const { return stats_; }
   size_t run_capacity_edges() const { return run_capacity_; }
-  const std::string& spill_dir() const { return spill_dir_; }
 
  private:
   class RunReader;
@@ -99,7 +99,7 @@ class EdgeSorter {
   const EdgeSorterOptions options_;
   size_t run_capacity_ = 0;
   std::vector<Edge> run_;
-  std::string spill_dir_;  // "" until the first spill
+  SpillDir spill_dir_;  // created at the first spill
   std::vector<std::string> run_files_;
   uint64_t next_file_id_ = 0;
   bool finished_ = false;

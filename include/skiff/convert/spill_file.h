@@ -2,9 +2,10 @@
 // removes itself, and buffered sequential writers and readers of its files.
 //
 // SpillDir creates "<parent>/skiff-<tag>-<pid>-<n>" on first use and removes it (and everything in
-// it) when destroyed, whatever happened, so a failed conversion leaves no spill files behind. (A
-// killed process cannot clean up; by default the directory is inside the dataset's temporary
-// directory, which is never published.) SpillWriter appends
+// it) when destroyed, whatever happened, so a failed conversion leaves no spill files behind; an
+// interrupted one removes it too (skiff/interrupt.h). (A killed process cannot clean up; by default
+// the directory is inside the dataset's temporary directory, which is never published.)
+// SpillWriter appends
 // through a fixed buffer; a full disk is ResourceExhausted naming the file. SpillReader reads a
 // file front to back through a fixed buffer; Read(n) returns views of the next n bytes, valid until
 // the next call on the same reader. Records are plain native-endian structs and byte strings: the
@@ -19,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "skiff/interrupt.h"
 #include "skiff/status.h"
 
 namespace skiff::convert {
@@ -38,6 +40,7 @@ class SpillDir {
   const std::string parent_;
   const std::string tag_;
   std::string dir_;  // "" until created
+  RemoveOnInterrupt remove_on_interrupt_;
 };
 
 class SpillWriter {

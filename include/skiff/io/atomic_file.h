@@ -1,5 +1,6 @@
 // Whole-file atomic writes: the bytes go to "<path>.tmp-<pid>", are fsync'ed, renamed over `path`,
-// and the directory is fsync'ed, so a reader sees either the old file or the complete new one.
+// and the directory is fsync'ed, so a reader sees either the old file or the complete new one. A
+// failed or interrupted write (skiff/interrupt.h) removes "<path>.tmp-<pid>".
 //
 // Thread safety: distinct paths may be written from distinct threads.
 #pragma once

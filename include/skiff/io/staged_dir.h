@@ -13,6 +13,8 @@
 //
 // The object holds a PathLock on `dir` from Create() until it is destroyed: a second run that
 // publishes the same `dir` is told at once that it is in use, instead of one replacing the other.
+// An interrupted run removes the staging directory unless Publish() has begun, in which case the
+// cleanup waits for it to end (skiff/interrupt.h).
 //
 // Thread safety: one thread at a time per object.
 #pragma once
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "skiff/interrupt.h"
 #include "skiff/path_lock.h"
 #include "skiff/status.h"
 
@@ -50,13 +53,15 @@ class StagedDirectory {
  private:
   StagedDirectory(std::string dir, std::string staging, ReplaceRule replaceable, bool existed,
                   PathLock lock);
-  Status CheckRaced();  // asks the rule about the dir_ found at Publish()
-  Status Replace();     // swaps staging_ with the existing dir_, then removes the previous one
+  Status PublishStaging();  // Publish() without the interrupt hold
+  Status CheckRaced();      // asks the rule about the dir_ found at Publish()
+  Status Replace();         // swaps staging_ with the existing dir_, then removes the previous one
   const std::string dir_;
   const std::string staging_;
   const ReplaceRule replaceable_;
   const bool existed_;  // dir_ existed at Create()
   PathLock lock_;
+  RemoveOnInterrupt remove_on_interrupt_;  // staging_, until published
   bool published_ = false;
 };
 
