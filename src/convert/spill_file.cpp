@@ -9,13 +9,34 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "skiff/io/staged_dir.h"
 #include "skiff/io/write_path.h"
+#include "skiff/log.h"
 
 namespace skiff::convert {
 namespace fs = std::filesystem;
 
 namespace {
 std::atomic<uint64_t> g_spill_dir_counter{0};
+
+// Removes "<parent>/<prefix><pid>-<n>" directories of processes that no longer exist: spill
+// directories of runs killed outright (SIGKILL, the OOM killer), which nothing else would remove
+// when they lie outside a dataset's staging directory (--tmp-dir, or the system's).
+void RemoveDeadRunsSpillDirs(const std::string& parent, const std::string& prefix) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t dash = name.rfind('-');
+    if (dash == std::string::npos || dash <= prefix.size() ||
+        name.find_first_not_of("0123456789", dash + 1) != std::string::npos ||
+        !io::LeftByDeadRun(name.substr(0, dash), prefix)) {
+      continue;
+    }
+    LogInfo("removing " + entry.path().string() + ", left by a run that no longer exists");
+    std::error_code remove_ec;
+    fs::remove_all(entry.path(), remove_ec);
+  }
+}
 }  // namespace
 
 SpillDir::SpillDir(std::string parent, std::string tag)
@@ -30,7 +51,9 @@ SpillDir::~SpillDir() {
 Result<std::string> SpillDir::Path(const std::string& name) {
   if (dir_.empty()) {
     const std::string parent = parent_.empty() ? fs::temp_directory_path().string() : parent_;
-    std::string dir = parent + "/skiff-" + tag_ + "-" + std::to_string(::getpid()) + "-" +
+    const std::string prefix = "skiff-" + tag_ + "-";
+    RemoveDeadRunsSpillDirs(parent, prefix);
+    std::string dir = parent + "/" + prefix + std::to_string(::getpid()) + "-" +
                       std::to_string(g_spill_dir_counter.fetch_add(1));
     if (::mkdir(dir.c_str(), 0700) != 0) {
       return Status::FromErrno(errno, "create spill directory " + dir);

@@ -2,8 +2,12 @@
 // passes) must give exactly the in-memory result.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 #include <vector>
@@ -85,6 +89,28 @@ TEST_CASE("external sort: spilled runs merge to exactly the in-memory result") {
   }
   // Spill directories are removed with their sorters.
   CHECK(std::filesystem::is_empty(dir.path()));
+}
+
+TEST_CASE("external sort: spill directories of runs that no longer exist are removed") {
+  testing::TempDir dir;
+  const pid_t dead = ::fork();  // a PID that has exited (and been reaped)
+  REQUIRE(dead >= 0);
+  if (dead == 0) ::_exit(0);
+  REQUIRE(::waitpid(dead, nullptr, 0) == dead);
+  const std::string d = std::to_string(dead);
+  const std::string stale = dir / ("skiff-sort-" + d + "-7");
+  std::filesystem::create_directories(stale);
+  std::ofstream(stale + "/run-0") << "edges";
+  // Not a dead run's sorter spill: a live process's (PID 1), another tag's, another name.
+  const std::vector<std::string> kept{"skiff-sort-1-0", "skiff-idmap-" + d + "-0",
+                                      "skiff-sort-" + d, "skiff-sort-" + d + "-x"};
+  for (const std::string& name : kept) std::filesystem::create_directories(dir / name);
+  EdgeSorterOptions options;
+  options.spill_parent_dir = dir.path();
+  options.memory_bytes = EdgeSorter::kMinRunEdges * sizeof(Edge);
+  CHECK(SortAll(RandomEdges(5000, 100, 1), options).stats.runs_spilled > 0);
+  CHECK_FALSE(std::filesystem::exists(stale));
+  for (const std::string& name : kept) CHECK(std::filesystem::exists(dir / name));
 }
 
 TEST_CASE("external sort: self-loops kept on request, empty input") {

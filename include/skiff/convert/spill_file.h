@@ -3,8 +3,10 @@
 //
 // SpillDir creates "<parent>/skiff-<tag>-<pid>-<n>" on first use and removes it (and everything in
 // it) when destroyed, whatever happened, so a failed conversion leaves no spill files behind; an
-// interrupted one removes it too (skiff/interrupt.h). (A killed process cannot clean up; by default
-// the directory is inside the dataset's temporary directory, which is never published.)
+// interrupted one removes it too (skiff/interrupt.h). A process killed outright cannot clean up: by
+// default the directory is inside the dataset's temporary directory, which is never published and
+// which the next writer of that output removes; elsewhere (--tmp-dir) the next SpillDir of the same
+// tag created there removes the directories of processes that no longer exist.
 // SpillWriter appends
 // through a fixed buffer; a full disk is ResourceExhausted naming the file. SpillReader reads a
 // file front to back through a fixed buffer; Read(n) returns views of the next n bytes, valid until
