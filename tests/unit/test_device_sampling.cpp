@@ -24,6 +24,7 @@
 #include "skiff/sampler/graph_source.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/train/trainer.h"
+#include "tests/unit/test_scores.h"
 #include "tests/unit/test_util.h"
 
 using namespace skiff;
@@ -266,17 +267,6 @@ Result<std::unique_ptr<model::Model>> MakeStandIn(const model::ModelConfig& conf
   return std::unique_ptr<model::Model>(std::move(m));
 }
 
-void CheckSameRun(const train::TrainSummary& a, const train::TrainSummary& b) {
-  REQUIRE(a.epochs.size() == b.epochs.size());
-  for (size_t e = 0; e < a.epochs.size(); ++e) {
-    CAPTURE(e);
-    CHECK(a.epochs[e].loss == b.epochs[e].loss);
-    CHECK(a.epochs[e].train_acc == b.epochs[e].train_acc);
-    CHECK(a.epochs[e].valid_acc == b.epochs[e].valid_acc);
-    CHECK(a.epochs[e].test_acc == b.epochs[e].test_acc);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("device sampling: seeds, labels and sampler seeds reproduce the host-sampled run") {
@@ -297,7 +287,7 @@ TEST_CASE("device sampling: seeds, labels and sampler seeds reproduce the host-s
     auto got = (*trainer)->Run();
     REQUIRE_MESSAGE(got.ok(), got.status().ToString());
     CHECK(last_stand_in->sampled_batches > 0);
-    CheckSameRun(*got, *want);
+    testing::CheckSameScores(*got, *want);
   }
   SUBCASE("with the out-of-core pass runner installed: the runner is not used") {
     // The model holds the graph and the features: its seeds and labels come from a BatchStream,
@@ -319,7 +309,7 @@ TEST_CASE("device sampling: seeds, labels and sampler seeds reproduce the host-s
     REQUIRE_MESSAGE(got.ok(), got.status().ToString());
     CHECK_FALSE(runner_called);
     CHECK(last_stand_in->sampled_batches > 0);
-    CheckSameRun(*got, *want);
+    testing::CheckSameScores(*got, *want);
   }
   SUBCASE("out of core with the graph planned on the device: a budget of a few MiB") {
     // The plan keeps no partition slot; the features reach the model through the pool's fine
@@ -336,7 +326,7 @@ TEST_CASE("device sampling: seeds, labels and sampler seeds reproduce the host-s
     (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(ooc->get(), t, false));
     auto got = (*trainer)->Run();
     REQUIRE_MESSAGE(got.ok(), got.status().ToString());
-    CheckSameRun(*got, *want);
+    testing::CheckSameScores(*got, *want);
   }
   SUBCASE("a CPU model refuses --sampler device, and auto falls back to the host") {
     auto trainer =
@@ -350,6 +340,6 @@ TEST_CASE("device sampling: seeds, labels and sampler seeds reproduce the host-s
     REQUIRE(fallback.ok());
     auto got = (*fallback)->Run();
     REQUIRE(got.ok());
-    CheckSameRun(*got, *want);
+    testing::CheckSameScores(*got, *want);
   }
 }

@@ -18,6 +18,7 @@
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/storage/dataset_partition_source.h"
 #include "skiff/train/trainer.h"
+#include "tests/unit/test_scores.h"
 #include "tests/unit/test_util.h"
 
 using namespace skiff;
@@ -29,19 +30,6 @@ storage::BufferPoolOptions OutOfCorePoolOptions(const format::Manifest& manifest
   storage::BufferPoolOptions o;
   o.fine_read_scratch_bytes = pipeline::OutOfCore::FineReadScratchBytes(manifest);
   return o;
-}
-
-// Checks that two runs scored alike, epoch by epoch: training loss, validation accuracy and loss,
-// and test accuracy.
-void CheckSameScores(const train::TrainSummary& a, const train::TrainSummary& b) {
-  REQUIRE(a.epochs.size() == b.epochs.size());
-  for (size_t e = 0; e < a.epochs.size(); ++e) {
-    CAPTURE(e);
-    CHECK(a.epochs[e].loss == b.epochs[e].loss);
-    CHECK(a.epochs[e].valid_acc == b.epochs[e].valid_acc);
-    CHECK(a.epochs[e].valid_loss == b.epochs[e].valid_loss);
-    CHECK(a.epochs[e].test_acc == b.epochs[e].test_acc);
-  }
 }
 
 std::unique_ptr<format::Dataset> Generated(const std::string& dir, int64_t num_nodes = 3000) {
@@ -233,15 +221,6 @@ TEST_CASE("trainer passes: a device model with the rows on the host -- partition
   train::TrainOptions t = Options("none");
   t.epochs = 2;
   const train::TrainSummary reference = InMemoryRun(*ds, t);
-  auto same_as_reference = [&](const train::TrainSummary& got) {
-    REQUIRE(got.epochs.size() == reference.epochs.size());
-    for (size_t e = 0; e < got.epochs.size(); ++e) {
-      CAPTURE(e);
-      CHECK(got.epochs[e].loss == reference.epochs[e].loss);
-      CHECK(got.epochs[e].valid_acc == reference.epochs[e].valid_acc);
-      CHECK(got.epochs[e].test_acc == reference.epochs[e].test_acc);
-    }
-  };
   const pipeline::ComputeSite rows_on_host{.device = true, .device_cache_rows = 500};
 
   // With 8 threads the rows are gathered by two threads (RowGatherThreads), still in batch order.
@@ -256,7 +235,7 @@ TEST_CASE("trainer passes: a device model with the rows on the host -- partition
   REQUIRE((*resident)->ooc->fully_resident());
   const train::TrainSummary got =
       TrainWith(**resident, t, pipeline::MakeOutOfCorePassRunner(resident->get(), t, false));
-  same_as_reference(got);
+  testing::CheckSameScores(got, reference, testing::ValidLoss::kBatchedOtherwise);
   for (const train::EpochMetrics& e : got.epochs) {
     CHECK(e.pipeline_json.find("\"fine_bytes_read\":0,") != std::string::npos);
     CHECK(nlohmann::json::parse(e.pipeline_json)["stages"]["gather"]["threads"] == 2);
@@ -287,7 +266,7 @@ TEST_CASE("trainer passes: a device model with the rows on the host -- partition
   REQUIRE((*small)->ooc->memory_plan().planned_in_flight == 1);
   const train::TrainSummary tight =
       TrainWith(**small, t, pipeline::MakeOutOfCorePassRunner(small->get(), t, false));
-  same_as_reference(tight);
+  testing::CheckSameScores(tight, reference, testing::ValidLoss::kBatchedOtherwise);
   CHECK(nlohmann::json::parse(tight.epochs[0].pipeline_json)["stages"]["gather"]["threads"] == 1);
 }
 
@@ -679,7 +658,7 @@ TEST_CASE("trainer passes: replayed evaluations give the run without them, epoch
     CHECK(kept == (keep ? 1 : 0));
   }
   REQUIRE(runs[0].epochs.size() == 3);
-  CheckSameScores(runs[1], runs[0]);
+  testing::CheckSameScores(runs[1], runs[0]);
 }
 
 TEST_CASE("trainer passes: validation and test evaluated in one pass score as in two") {
@@ -719,7 +698,7 @@ TEST_CASE("trainer passes: validation and test evaluated in one pass score as in
     runs.push_back(TrainWith(**small, t, together ? runner : apart));
   }
   REQUIRE(runs[0].epochs.size() == 2);
-  CheckSameScores(runs[0], runs[1]);
+  testing::CheckSameScores(runs[0], runs[1]);
   for (const train::EpochMetrics& m : runs[0].epochs) {
     CHECK(m.valid_acc != m.test_acc);  // the sets are told apart
   }
@@ -754,5 +733,5 @@ TEST_CASE("trainer passes: the evaluation's first batches sampled during trainin
     runs.push_back(std::move(summary));
   }
   REQUIRE(runs[0].epochs.size() == 2);
-  CheckSameScores(runs[0], runs[1]);
+  testing::CheckSameScores(runs[0], runs[1]);
 }
