@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "skiff/interrupt.h"
 #include "skiff/log.h"
 #include "skiff/progress.h"
 
@@ -97,6 +98,7 @@ ReadFile& ReadFile::operator=(ReadFile&& o) noexcept {
 
 Status CreateRandomFile(const std::string& path, uint64_t bytes, uint64_t seed) {
   const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  const RemoveOnInterrupt remove_if_interrupted(tmp);  // renamed to `path` once whole
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::FromErrno(errno, "create " + tmp);
   std::mt19937_64 rng(seed);

@@ -49,7 +49,8 @@ class ReadFile {
 };
 
 // Creates (or replaces) `path` with `bytes` of pseudo-random data, written through a temporary name
-// and renamed when complete. Used by `skiff iobench raw --create-file` and tests.
+// and renamed when complete (a failed or interrupted run removes the temporary). Used by `skiff
+// iobench raw --create-file` and tests.
 Status CreateRandomFile(const std::string& path, uint64_t bytes, uint64_t seed);
 
 }  // namespace skiff::storage
