@@ -1,5 +1,7 @@
 #include "skiff/partition/metis_export.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "skiff/format/dataset.h"
+#include "skiff/interrupt.h"
 #include "skiff/partition/graph_source.h"
 
 namespace skiff::partition {
@@ -15,10 +18,14 @@ namespace {
 
 constexpr int64_t kChunkRows = 1 << 16;
 
-// PATH.tmp, written with stdio, renamed to PATH by Commit and removed otherwise.
+// PATH.tmp-<pid>, written with stdio, renamed to PATH by Commit and removed otherwise (also by an
+// interrupted run).
 class MetisFile {
  public:
-  explicit MetisFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {}
+  explicit MetisFile(std::string path)
+      : path_(std::move(path)),
+        tmp_(path_ + ".tmp-" + std::to_string(::getpid())),
+        remove_if_interrupted_(tmp_) {}
   ~MetisFile() {
     if (f_) std::fclose(f_);
     if (!committed_) std::remove(tmp_.c_str());
@@ -55,6 +62,7 @@ class MetisFile {
  private:
   const std::string path_;
   const std::string tmp_;
+  const RemoveOnInterrupt remove_if_interrupted_;
   FILE* f_ = nullptr;
   bool committed_ = false;
 };
