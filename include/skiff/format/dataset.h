@@ -73,7 +73,7 @@ struct Manifest {
   std::map<std::string, FileInfo> files;  // by file name
 
   uint64_t feature_row_bytes() const { return feature_dim * DTypeBytes(feature_dtype); }
-  // Version 2 and later end with "manifest_xxh3": the XXH3-64 of the manifest's compact JSON
+  // Version 2 and later carry "manifest_xxh3": the XXH3-64 of the manifest's compact JSON
   // without that field (docs/FORMAT.md). Bytes of `name`/`source` that are not UTF-8 are written
   // as U+FFFD.
   std::string ToJson() const;
