@@ -716,9 +716,6 @@ Result<ConvertSummary> ConvertLargestComponent(const ConvertOptions& opt, Conver
   return summary;
 }
 
-}  // namespace
-
-namespace {
 // Options that only some input formats take are refused for the others, rather than ignored.
 Status CheckFormatOptions(const ConvertOptions& opt, InputFormat format) {
   const std::string name = InputFormatName(format);

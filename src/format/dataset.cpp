@@ -320,7 +320,11 @@ void RecoverInterruptedReplace(const std::string& dir) {
 
 // --overwrite replaces a dataset (or an empty directory), never a file or a directory holding
 // anything else: `-o ~/work --overwrite` must not delete ~/work.
-Status DatasetWriter::CheckReplaceable(const std::string& dir) {
+Status DatasetWriter::CheckReplaceable(const std::string& dir, bool overwrite) {
+  if (!overwrite) {
+    return Status::InvalidArgument("output " + dir +
+                                   " already exists (remove it or pass --overwrite)");
+  }
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return Status::InvalidArgument("output " + dir +
@@ -337,11 +341,7 @@ Status DatasetWriter::CheckReplaceable(const std::string& dir) {
 Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& final_dir,
                                                              bool overwrite) {
   auto replaceable = [overwrite](const std::string& dir) {
-    if (!overwrite) {
-      return Status::InvalidArgument("output " + dir +
-                                     " already exists (remove it or pass --overwrite)");
-    }
-    return CheckReplaceable(dir);
+    return CheckReplaceable(dir, overwrite);
   };
   SKIFF_ASSIGN_OR_RETURN(auto staged,
                          io::StagedDirectory::Create(final_dir, replaceable, kMoreSiblings));

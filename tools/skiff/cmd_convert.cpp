@@ -169,13 +169,8 @@ int RunConvert(const ConvertFlags& f) {
   if (f.partitions > 0) {
     std::error_code ec;
     if (std::filesystem::exists(f.output, ec)) {
-      if (!f.overwrite) {
-        return ReportStatus("convert", Status::InvalidArgument("output " + f.output +
-                                                               " already exists (remove it or "
-                                                               "pass --overwrite)"));
-      }
       // Before the conversion: the partitioned output is claimed only once it is converted.
-      const Status replaceable = format::DatasetWriter::CheckReplaceable(f.output);
+      const Status replaceable = format::DatasetWriter::CheckReplaceable(f.output, f.overwrite);
       if (!replaceable.ok()) return ReportStatus("convert", replaceable);
     }
     staging = f.output + ".unpartitioned-" + std::to_string(::getpid());
@@ -183,10 +178,10 @@ int RunConvert(const ConvertFlags& f) {
     opt.overwrite = true;
   }
   // The unpartitioned dataset goes when this returns, or when the run is interrupted.
-  const RemoveOnInterrupt remove_if_interrupted =
-      staging.empty() ? RemoveOnInterrupt() : RemoveOnInterrupt(staging);
   struct RemoveStaging {
     const std::string& dir;
+    const RemoveOnInterrupt if_interrupted =
+        dir.empty() ? RemoveOnInterrupt() : RemoveOnInterrupt(dir);
     ~RemoveStaging() {
       std::error_code ec;
       if (!dir.empty()) std::filesystem::remove_all(dir, ec);

@@ -108,10 +108,11 @@ class DatasetWriter {
   // here with Unavailable ("... is in use ...").
   static Result<std::unique_ptr<DatasetWriter>> Create(const std::string& final_dir,
                                                        bool overwrite = false);
-  // OK when an existing `dir` may be replaced with --overwrite: a dataset (a directory with a
-  // manifest) or an empty directory; InvalidArgument saying why not otherwise. Create() and
-  // Commit() apply it; a caller that claims its output late (convert --partitions) asks first.
-  static Status CheckReplaceable(const std::string& dir);
+  // OK when an existing `dir` may be replaced: only with `overwrite`, and only a dataset (a
+  // directory with a manifest) or an empty directory; InvalidArgument saying why not otherwise.
+  // Create() and Commit() apply it; a caller that claims its output late (convert --partitions)
+  // asks first.
+  static Status CheckReplaceable(const std::string& dir, bool overwrite);
   ~DatasetWriter();  // removes the temporary directory unless committed
   DatasetWriter(const DatasetWriter&) = delete;
   DatasetWriter& operator=(const DatasetWriter&) = delete;
