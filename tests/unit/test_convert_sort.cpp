@@ -2,9 +2,6 @@
 // passes) must give exactly the in-memory result.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -93,10 +90,8 @@ TEST_CASE("external sort: spilled runs merge to exactly the in-memory result") {
 
 TEST_CASE("external sort: spill directories of runs that no longer exist are removed") {
   testing::TempDir dir;
-  const pid_t dead = ::fork();  // a PID that has exited (and been reaped)
-  REQUIRE(dead >= 0);
-  if (dead == 0) ::_exit(0);
-  REQUIRE(::waitpid(dead, nullptr, 0) == dead);
+  const pid_t dead = testing::ExitedPid();  // a PID that no longer exists
+  REQUIRE(dead > 0);
   const std::string d = std::to_string(dead);
   const std::string stale = dir / ("skiff-sort-" + d + "-7");
   std::filesystem::create_directories(stale);

@@ -248,10 +248,8 @@ TEST_CASE("format: overwrite replaces only a dataset or an empty directory") {
 TEST_CASE("format: a writer removes temporary directories left by runs that no longer exist") {
   testing::TempDir tmp;
   const std::string dir = tmp / "ds";
-  const pid_t dead = ::fork();  // a PID that has exited (and been reaped)
-  REQUIRE(dead >= 0);
-  if (dead == 0) ::_exit(0);
-  REQUIRE(::waitpid(dead, nullptr, 0) == dead);
+  const pid_t dead = testing::ExitedPid();  // a PID that no longer exists
+  REQUIRE(dead > 0);
   REQUIRE(WriteTinyDataset(dir, 10, 1).ok());
   const std::string stale_tmp = dir + ".tmp-" + std::to_string(dead);
   const std::string stale_old = dir + ".old-" + std::to_string(dead);  // a replace that finished
@@ -270,10 +268,8 @@ TEST_CASE("format: a writer removes temporary directories left by runs that no l
 TEST_CASE("format: a replace interrupted between its two renames is rolled back on open") {
   testing::TempDir tmp;
   const std::string dir = tmp / "ds";
-  const pid_t dead = ::fork();
-  REQUIRE(dead >= 0);
-  if (dead == 0) ::_exit(0);
-  REQUIRE(::waitpid(dead, nullptr, 0) == dead);
+  const pid_t dead = testing::ExitedPid();  // a PID that no longer exists
+  REQUIRE(dead > 0);
   REQUIRE(WriteTinyDataset(dir, 10, 1).ok());
   // The state a run leaves when it dies after moving the dataset aside, before moving the new one
   // in: nothing at the path, the previous dataset at .old-PID, the new one at .tmp-PID.

@@ -2,7 +2,6 @@
 // refused, failed or abandoned publication leaves the target as it was and nothing beside it.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -126,10 +125,8 @@ TEST_CASE("staged directory: a fault at any step leaves the previous version or 
 TEST_CASE("staged directory: what a run that no longer exists left is cleaned up") {
   testing::TempDir tmp;
   const std::string dir = tmp / "out";
-  const pid_t dead = ::fork();
-  REQUIRE(dead >= 0);
-  if (dead == 0) ::_exit(0);
-  REQUIRE(::waitpid(dead, nullptr, 0) == dead);
+  const pid_t dead = testing::ExitedPid();  // a PID that no longer exists
+  REQUIRE(dead > 0);
   const std::string stale = dir + ".tmp-" + std::to_string(dead);
   const std::string alive = dir + ".tmp-1";  // PID 1 runs: not ours to remove
   std::filesystem::create_directories(stale + "/sub");

@@ -1,6 +1,7 @@
 // Helpers shared by unit tests.
 #pragma once
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -30,6 +31,15 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The PID of a child that has exited and been reaped: a process that no longer exists (until the
+// system reuses its PID), for tests of what runs that died leave behind. -1 if fork fails.
+inline pid_t ExitedPid() {
+  const pid_t pid = ::fork();
+  if (pid == 0) ::_exit(0);
+  if (pid < 0 || ::waitpid(pid, nullptr, 0) != pid) return -1;
+  return pid;
+}
 
 // This process's open files that were created unnamed (O_TMPFILE) in `dir`, as /proc/self/fd paths
 // (they can be reopened or sized through them).
