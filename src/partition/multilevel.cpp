@@ -58,7 +58,9 @@ WeightedGraph Contract(const WeightedGraph& g, const std::vector<int32_t>& clust
   WeightedGraph c;
   c.weight.assign(nc, 0);
   for (int32_t v = 0; v < g.size(); ++v) c.weight[cluster[v]] += g.weight[v];
+  // Sized up front: the finer level's edges bound the pairs, the sorted pairs the distinct ones.
   std::vector<std::pair<int64_t, int64_t>> edges;
+  edges.reserve(g.adj.size());
   for (int32_t v = 0; v < g.size(); ++v) {
     for (int64_t e = g.offsets[v]; e < g.offsets[v + 1]; ++e) {
       const int64_t a = cluster[v], b = cluster[g.adj[e]];
@@ -66,6 +68,11 @@ WeightedGraph Contract(const WeightedGraph& g, const std::vector<int32_t>& clust
     }
   }
   std::sort(edges.begin(), edges.end());
+  size_t distinct = 0;
+  for (size_t i = 0; i < edges.size(); ++i)
+    distinct += i == 0 || edges[i].first != edges[i - 1].first;
+  c.adj.reserve(distinct);
+  c.edge_weight.reserve(distinct);
   c.offsets.assign(nc + 1, 0);
   for (size_t i = 0; i < edges.size(); ++i) {
     if (i > 0 && edges[i].first == edges[i - 1].first) {

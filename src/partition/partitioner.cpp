@@ -13,6 +13,7 @@
 #include "skiff/progress.h"
 #include "skiff/random.h"
 #include "src/partition/multilevel.h"
+#include "src/partition/pair_counts.h"
 
 namespace skiff::partition {
 
@@ -541,51 +542,47 @@ Result<std::vector<int32_t>> StreamPartitioner::Cluster(int64_t bound,
 Result<std::optional<WeightedGraph>> StreamPartitioner::ContractClusters(
     const std::vector<int32_t>& cluster, std::vector<int64_t> weight) {
   const auto num_clusters = static_cast<int32_t>(weight.size());
-  // Weighted edges between clusters, sorted and merged as they are collected.
-  const size_t edge_budget = static_cast<size_t>(std::max<int64_t>(
-      o_.cluster_graph_entries > 0 ? o_.cluster_graph_entries : o_.chunk_edges, 1 << 16));
-  std::vector<std::pair<int64_t, int64_t>> cedges;  // (cu << 32 | cv, weight)
-  cedges.reserve(std::min<size_t>(edge_budget + 4096, static_cast<size_t>(g_.num_edges()) + 1));
-  auto compact = [&] {
-    std::sort(cedges.begin(), cedges.end());
-    size_t out = 0;
-    for (size_t i = 0; i < cedges.size(); ++i) {
-      if (out > 0 && cedges[out - 1].first == cedges[i].first) {
-        cedges[out - 1].second += cedges[i].second;
-      } else {
-        cedges[out++] = cedges[i];
-      }
-    }
-    cedges.resize(out);
-  };
+  // Half the entry budget for distinct pairs: with the counts' buffer and the CSR built from them
+  // the whole step stays within the budget's 16 bytes per entry (pair_counts.h).
+  const int64_t entry_budget = std::max<int64_t>(
+      o_.cluster_graph_entries > 0 ? o_.cluster_graph_entries : o_.chunk_edges, 1 << 16);
+  PairCounts counts(static_cast<size_t>(
+      std::min<int64_t>(entry_budget / 2, std::max<int64_t>(g_.num_edges(), 1))));
   std::vector<int64_t> ids;
   RowChunk chunk;
-  for (int64_t c = 0; ChunkIds(0, c, &ids); ++c) {
+  int64_t between = 0;
+  for (int64_t c = 0; ChunkIds(0, c, &ids) && !counts.full(); ++c) {
     SKIFF_RETURN_IF_ERROR(g_.ReadRows(ids, &chunk));
     for (size_t i = 0; i < chunk.size(); ++i) {
-      const int64_t cv = cluster[chunk.vertices[i]];
+      const int32_t cv = cluster[chunk.vertices[i]];
       for (int64_t u : chunk.Row(i)) {
-        const int64_t cu = cluster[u];
-        if (cu != cv) cedges.push_back({(cv << 32) | cu, 1});
-      }
-      // Checked per row so the vector never grows past the budget by more than one row.
-      if (cedges.size() >= edge_budget) {
-        compact();
-        if (cedges.size() > edge_budget / 2) return std::optional<WeightedGraph>();
+        const int32_t cu = cluster[u];
+        if (cu == cv) continue;
+        counts.Add(static_cast<uint32_t>(cv), static_cast<uint32_t>(cu));
+        ++between;
       }
     }
   }
-  compact();
+  chunk = RowChunk();  // the rows are done with: the cluster graph takes their memory
+  if (!counts.Finish()) {
+    LogDebug("cluster graph: more than " + std::to_string(entry_budget / 2) +
+             " pairs of clusters; placing vertex by vertex");
+    return std::optional<WeightedGraph>();
+  }
+  const std::vector<PairCounts::Entry>& pairs = counts.entries();
+  LogDebug("cluster graph: " + std::to_string(num_clusters) + " clusters, " +
+           std::to_string(between) + " edges between them, " + std::to_string(pairs.size()) +
+           " distinct pairs");
   WeightedGraph wg;
   wg.weight = std::move(weight);
   wg.offsets.assign(num_clusters + 1, 0);
-  for (const auto& e : cedges) ++wg.offsets[(e.first >> 32) + 1];
+  for (const PairCounts::Entry& e : pairs) ++wg.offsets[e.first() + 1];
   for (int32_t c = 0; c < num_clusters; ++c) wg.offsets[c + 1] += wg.offsets[c];
-  wg.adj.resize(cedges.size());
-  wg.edge_weight.resize(cedges.size());
-  for (size_t e = 0; e < cedges.size(); ++e) {
-    wg.adj[e] = static_cast<int32_t>(cedges[e].first & 0xffffffff);
-    wg.edge_weight[e] = cedges[e].second;
+  wg.adj.resize(pairs.size());
+  wg.edge_weight.resize(pairs.size());
+  for (size_t e = 0; e < pairs.size(); ++e) {
+    wg.adj[e] = static_cast<int32_t>(pairs[e].second());
+    wg.edge_weight[e] = pairs[e].count;
   }
   return std::optional<WeightedGraph>(std::move(wg));
 }

@@ -47,8 +47,9 @@ struct PartitionerOptions {
   bool refine = true;             // GREM only: refine earlier placements while streaming
   int64_t chunk_edges = 1 << 20;  // edges per streamed chunk (rows are never split)
   int threads = 2;                // scoring threads for refinement sweeps (1 = caller only)
-  // GREM: most inter-cluster edge entries (16 bytes each) held while building the cluster graph;
-  // above it GREM places vertex by vertex instead. 0: chunk_edges.
+  // GREM: the memory for building the cluster graph, in 16-byte entries (at least 65536). The
+  // graph may have half as many distinct pairs of clusters as entries; with more, GREM places
+  // vertex by vertex instead. 0: chunk_edges.
   int64_t cluster_graph_entries = 0;
   // Optional: 1 for training vertices (size N). Borrowed; must outlive the call.
   const std::vector<uint8_t>* train_mask = nullptr;
