@@ -11,6 +11,7 @@
 #include <queue>
 
 #include "skiff/io/write_path.h"
+#include "skiff/parallel_sort.h"
 
 namespace skiff::convert {
 namespace fs = std::filesystem;
@@ -109,6 +110,7 @@ class EdgeSorter::Merger {
 EdgeSorter::EdgeSorter(const EdgeSorterOptions& options)
     : options_(options), spill_dir_(options.spill_parent_dir, "sort") {
   run_capacity_ = std::max<size_t>(kMinRunEdges, options.memory_bytes / sizeof(Edge));
+  sort_threads_ = options.threads > 0 ? options.threads : DefaultSortThreads();
 }
 
 EdgeSorter::~EdgeSorter() { merger_.reset(); }  // closes the run files; then spill_dir_ goes
@@ -121,7 +123,7 @@ Result<std::unique_ptr<EdgeSorter>> EdgeSorter::Create(const EdgeSorterOptions& 
 }
 
 void EdgeSorter::SortRun() {
-  std::sort(run_.begin(), run_.end());
+  ParallelSort(run_.data(), run_.data() + run_.size(), sort_threads_);
   if (options_.drop_duplicates) {
     const auto end = std::unique(run_.begin(), run_.end());
     stats_.duplicates_dropped += static_cast<uint64_t>(run_.end() - end);

@@ -14,6 +14,7 @@
 #include "skiff/convert/line_reader.h"
 #include "skiff/convert/spill_file.h"
 #include "skiff/mutex.h"
+#include "skiff/parallel_sort.h"
 #include "skiff/prefetch.h"
 #include "skiff/progress.h"
 
@@ -173,10 +174,11 @@ class IdMapBuilder::Run {
   static std::vector<SortKey> SortedLocals(const std::vector<std::string_view>& raws) {
     std::vector<SortKey> keys(raws.size());
     for (uint32_t l = 0; l < keys.size(); ++l) keys[l] = SortKey{Prefix(raws[l]), l};
-    std::sort(keys.begin(), keys.end(), [&](const SortKey& a, const SortKey& b) {
-      if (a.prefix != b.prefix) return a.prefix < b.prefix;
-      return raws[a.local] < raws[b.local];
-    });
+    ParallelSort(keys.begin(), keys.end(), DefaultSortThreads(),
+                 [&](const SortKey& a, const SortKey& b) {
+                   if (a.prefix != b.prefix) return a.prefix < b.prefix;
+                   return raws[a.local] < raws[b.local];
+                 });
     return keys;
   }
 

@@ -88,6 +88,34 @@ TEST_CASE("external sort: spilled runs merge to exactly the in-memory result") {
   CHECK(std::filesystem::is_empty(dir.path()));
 }
 
+TEST_CASE("external sort: runs sorted by several threads give the one-thread result") {
+  testing::TempDir dir;
+  // 300k edges over 700 nodes: long runs (threads split at 65,536 edges) with many duplicates.
+  const auto input = RandomEdges(300000, 700, 11);
+  std::vector<Edge> expect;
+  for (const Edge& e : input) {
+    if (e.src != e.dst) expect.push_back(e);
+  }
+  std::sort(expect.begin(), expect.end());
+  const auto unique_end = std::unique(expect.begin(), expect.end());
+  const auto duplicates = static_cast<uint64_t>(expect.end() - unique_end);
+  expect.erase(unique_end, expect.end());
+  for (const uint64_t run_edges : {uint64_t{1} << 20, uint64_t{100000}}) {
+    for (const int threads : {1, 2, 3, 8}) {
+      CAPTURE(run_edges);
+      CAPTURE(threads);
+      EdgeSorterOptions options;
+      options.spill_parent_dir = dir.path();
+      options.memory_bytes = run_edges * sizeof(Edge);
+      options.threads = threads;
+      const Sorted sorted = SortAll(input, options);
+      CHECK(sorted.stats.runs_spilled == (run_edges < input.size() ? 3 : 0));
+      CHECK(sorted.edges == expect);
+      CHECK(sorted.stats.duplicates_dropped == duplicates);
+    }
+  }
+}
+
 TEST_CASE("external sort: spill directories of runs that no longer exist are removed") {
   testing::TempDir dir;
   const pid_t dead = testing::ExitedPid();  // a PID that no longer exists

@@ -8,6 +8,8 @@
 // order, duplicates (and self-loops) removed if asked. The spill directory (a SpillDir) is removed
 // by the destructor, whatever happened, and by an interrupted run.
 //
+// A run is sorted in place by several threads (skiff/parallel_sort.h); nothing is allocated for it.
+//
 // Memory: the run buffer (at most memory_bytes, touched only as far as it is filled) plus, when
 // merging, one read buffer per run sharing the same budget.
 // Errors: IOError / ResourceExhausted (disk full) name the spill file.
@@ -41,6 +43,7 @@ struct EdgeSorterOptions {
   bool add_reverse = false;              // undirected input: Add(u, v) also adds (v, u)
   bool drop_self_loops = true;
   bool drop_duplicates = true;
+  int threads = 0;  // threads sorting a run (0: the hardware's, at most 8); the order is the same
 };
 
 struct EdgeSorterStats {
@@ -97,6 +100,7 @@ class EdgeSorter {
   Status MergeToFile(const std::vector<std::string>& inputs, std::string* output);
 
   const EdgeSorterOptions options_;
+  int sort_threads_ = 1;
   size_t run_capacity_ = 0;
   std::vector<Edge> run_;
   SpillDir spill_dir_;  // created at the first spill
