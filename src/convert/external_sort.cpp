@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <queue>
+#include <span>
 
 #include "skiff/io/write_path.h"
 #include "skiff/parallel_sort.h"
@@ -16,32 +17,36 @@
 namespace skiff::convert {
 namespace fs = std::filesystem;
 
-// Streams one sorted run file through a fixed buffer.
+// Streams one sorted run: a spill file through a fixed buffer, or the last run where it stayed in
+// memory.
 class EdgeSorter::RunReader {
  public:
   RunReader(std::string path, size_t buffer_edges) : path_(std::move(path)) {
     buffer_.resize(std::max<size_t>(buffer_edges, 256));
   }
+  RunReader(const Edge* edges, size_t count) : view_(edges), count_(count) {}
   ~RunReader() {
     if (fd_ >= 0) ::close(fd_);
   }
   Status Open() {
+    if (view_ != nullptr) return Status::Ok();
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) return Status::FromErrno(errno, "open spill file " + path_);
     ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
     return Refill();
   }
   bool empty() const { return pos_ == count_; }
-  const Edge& front() const { return buffer_[pos_]; }
+  const Edge& front() const { return view_[pos_]; }
   // Advances; refills from the file when the buffer is used up.
   Status Pop() {
     ++pos_;
-    if (pos_ == count_) return Refill();
+    if (pos_ == count_ && fd_ >= 0) return Refill();
     return Status::Ok();
   }
 
  private:
   Status Refill() {
+    view_ = buffer_.data();
     pos_ = 0;
     count_ = 0;
     char* dst = reinterpret_cast<char*>(buffer_.data());
@@ -67,6 +72,7 @@ class EdgeSorter::RunReader {
   const std::string path_;
   int fd_ = -1;
   std::vector<Edge> buffer_;
+  const Edge* view_ = nullptr;  // buffer_, or the run in memory
   size_t pos_ = 0;
   size_t count_ = 0;
 };
@@ -74,14 +80,21 @@ class EdgeSorter::RunReader {
 // K-way merge of run files (a min-heap of run heads).
 class EdgeSorter::Merger {
  public:
-  Status Init(const std::vector<std::string>& files, uint64_t memory_bytes) {
+  // Merges `files`, whose read buffers share `memory_bytes`, and `in_memory` (a sorted run that
+  // stayed in memory; may be empty).
+  Status Init(const std::vector<std::string>& files, uint64_t memory_bytes,
+              std::span<const Edge> in_memory = {}) {
     const size_t per_run_edges =
         static_cast<size_t>(memory_bytes / sizeof(Edge) / std::max<size_t>(files.size(), 1));
     for (const auto& f : files) {
       readers_.push_back(std::make_unique<RunReader>(f, std::min<size_t>(per_run_edges, 1u << 20)));
-      SKIFF_RETURN_IF_ERROR(readers_.back()->Open());
-      if (!readers_.back()->empty())
-        heap_.push(HeapEntry{readers_.back()->front(), readers_.size() - 1});
+    }
+    if (!in_memory.empty()) {
+      readers_.push_back(std::make_unique<RunReader>(in_memory.data(), in_memory.size()));
+    }
+    for (size_t r = 0; r < readers_.size(); ++r) {
+      SKIFF_RETURN_IF_ERROR(readers_[r]->Open());
+      if (!readers_[r]->empty()) heap_.push(HeapEntry{readers_[r]->front(), r});
     }
     return Status::Ok();
   }
@@ -146,6 +159,10 @@ Result<std::string> EdgeSorter::WriteRunFile(const Edge* edges, size_t count) {
 Status EdgeSorter::SpillRun() {
   SKIFF_CHECK(!finished_);
   SortRun();
+  return SpillSortedRun();
+}
+
+Status EdgeSorter::SpillSortedRun() {
   SKIFF_ASSIGN_OR_RETURN(std::string path, WriteRunFile(run_.data(), run_.size()));
   run_files_.push_back(std::move(path));
   ++stats_.runs_spilled;
@@ -203,7 +220,19 @@ Status EdgeSorter::Finish() {
     finished_ = true;
     return Status::Ok();
   }
-  if (!run_.empty()) SKIFF_RETURN_IF_ERROR(SpillRun());
+  SortRun();
+  // The last run stays in memory when the spilled runs' merge buffers fit beside it; otherwise it
+  // is spilled too and the merge buffers take the whole budget.
+  const uint64_t run_bytes = run_.size() * sizeof(Edge);
+  const uint64_t rest = options_.memory_bytes > run_bytes ? options_.memory_bytes - run_bytes : 0;
+  if (run_files_.size() <= kMaxFanIn &&
+      rest / sizeof(Edge) / run_files_.size() >= kMinMergeBufferEdges) {
+    merger_ = std::make_unique<Merger>();
+    SKIFF_RETURN_IF_ERROR(merger_->Init(run_files_, rest, run_));
+    finished_ = true;
+    return Status::Ok();
+  }
+  if (!run_.empty()) SKIFF_RETURN_IF_ERROR(SpillSortedRun());
   run_.clear();
   run_.shrink_to_fit();  // the merge buffers take the budget
   while (run_files_.size() > kMaxFanIn) {

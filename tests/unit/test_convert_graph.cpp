@@ -85,7 +85,7 @@ TEST_CASE("convert: string IDs go through the ID map; spilled and in-memory agre
   b.memory_bytes = 1ull << 20;  // runs of ~40k edges: 60k edges spill
   auto rb = ConvertGraph(b);
   REQUIRE(rb.ok());
-  CHECK(rb->runs_spilled >= 2);
+  CHECK(rb->runs_spilled >= 1);  // the last run stays in memory, merged with the spilled ones
   CHECK(rb->num_nodes == ra->num_nodes);
   CHECK(rb->num_edges == ra->num_edges);
   auto da = format::Dataset::Open(dir / "mem");

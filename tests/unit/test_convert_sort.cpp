@@ -88,30 +88,40 @@ TEST_CASE("external sort: spilled runs merge to exactly the in-memory result") {
   CHECK(std::filesystem::is_empty(dir.path()));
 }
 
-TEST_CASE("external sort: runs sorted by several threads give the one-thread result") {
+TEST_CASE(
+    "external sort: runs sorted by several threads, the last one merged from memory or spilled") {
   testing::TempDir dir;
   // 300k edges over 700 nodes: long runs (threads split at 65,536 edges) with many duplicates.
   const auto input = RandomEdges(300000, 700, 11);
-  std::vector<Edge> expect;
+  std::vector<Edge> all;
   for (const Edge& e : input) {
-    if (e.src != e.dst) expect.push_back(e);
+    if (e.src != e.dst) all.push_back(e);
   }
-  std::sort(expect.begin(), expect.end());
-  const auto unique_end = std::unique(expect.begin(), expect.end());
-  const auto duplicates = static_cast<uint64_t>(expect.end() - unique_end);
-  expect.erase(unique_end, expect.end());
-  for (const uint64_t run_edges : {uint64_t{1} << 20, uint64_t{100000}}) {
+  std::sort(all.begin(), all.end());
+  std::vector<Edge> unique = all;
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  struct Setting {
+    uint64_t run_edges;
+    bool dedup;
+    uint64_t spilled;
+  };
+  // 100k-edge runs: two full runs spill. The last run's duplicates leave room for their merge
+  // buffers beside it, so it stays in memory; with duplicates kept it fills its buffer and spills.
+  for (const Setting& setting :
+       {Setting{1 << 20, true, 0}, Setting{100000, true, 2}, Setting{100000, false, 3}}) {
     for (const int threads : {1, 2, 3, 8}) {
-      CAPTURE(run_edges);
+      CAPTURE(setting.run_edges);
+      CAPTURE(setting.dedup);
       CAPTURE(threads);
       EdgeSorterOptions options;
       options.spill_parent_dir = dir.path();
-      options.memory_bytes = run_edges * sizeof(Edge);
+      options.memory_bytes = setting.run_edges * sizeof(Edge);
+      options.drop_duplicates = setting.dedup;
       options.threads = threads;
       const Sorted sorted = SortAll(input, options);
-      CHECK(sorted.stats.runs_spilled == (run_edges < input.size() ? 3 : 0));
-      CHECK(sorted.edges == expect);
-      CHECK(sorted.stats.duplicates_dropped == duplicates);
+      CHECK(sorted.stats.runs_spilled == setting.spilled);
+      CHECK(sorted.edges == (setting.dedup ? unique : all));
+      CHECK(sorted.stats.duplicates_dropped == (setting.dedup ? all.size() - unique.size() : 0));
     }
   }
 }

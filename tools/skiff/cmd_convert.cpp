@@ -110,9 +110,9 @@ void PrintSummary(const convert::ConvertSummary& s, const std::string& input,
                 static_cast<long long>(s.num_edges + s.component_edges_dropped));
   }
   if (s.format != convert::InputFormat::kNpz) {
-    std::printf("sort         %s budget, %llu runs spilled (%s)\n",
+    std::printf("sort         %s budget, %llu run%s spilled (%s)\n",
                 FormatBytes(s.memory_budget_bytes).c_str(),
-                static_cast<unsigned long long>(s.runs_spilled),
+                static_cast<unsigned long long>(s.runs_spilled), s.runs_spilled == 1 ? "" : "s",
                 FormatBytes(s.bytes_spilled).c_str());
   }
   if (s.id_map_used) {

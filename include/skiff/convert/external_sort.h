@@ -2,8 +2,11 @@
 //
 // Edges are collected in one run buffer of memory_bytes / 16 edges. When it fills, the run is
 // sorted (and de-duplicated, if asked) and spilled to a file in a private subdirectory of
-// `spill_parent_dir`; Finish() sorts the last run and, if anything was spilled, spills it too and
-// prepares a k-way merge (with intermediate merge passes if there are more than kMaxFanIn runs).
+// `spill_parent_dir`; Finish() sorts the last run and, if anything was spilled, prepares a k-way
+// merge of the spilled runs and the last one. The last run stays in memory when the spilled runs'
+// read buffers (at least kMinMergeBufferEdges each) fit in the rest of the budget and there are at
+// most kMaxFanIn of them; otherwise it is spilled too (with intermediate merge passes if there are
+// more than kMaxFanIn runs).
 // When every edge fits in the budget nothing touches the disk. Read() then streams the edges in
 // order, duplicates (and self-loops) removed if asked. The spill directory (a SpillDir) is removed
 // by the destructor, whatever happened, and by an interrupted run.
@@ -11,7 +14,7 @@
 // A run is sorted in place by several threads (skiff/parallel_sort.h); nothing is allocated for it.
 //
 // Memory: the run buffer (at most memory_bytes, touched only as far as it is filled) plus, when
-// merging, one read buffer per run sharing the same budget.
+// merging, one read buffer per spilled run sharing what the last run leaves of the same budget.
 // Errors: IOError / ResourceExhausted (disk full) name the spill file.
 //
 // Thread safety: a sorter is used by one thread.
@@ -59,6 +62,8 @@ class EdgeSorter {
  public:
   static constexpr size_t kMaxFanIn = 128;
   static constexpr size_t kMinRunEdges = 1024;
+  // The last run stays in memory when each spilled run still gets this many edges of read buffer.
+  static constexpr size_t kMinMergeBufferEdges = 4096;
 
   static Result<std::unique_ptr<EdgeSorter>> Create(const EdgeSorterOptions& options);
   ~EdgeSorter();  // removes the spill directory
@@ -95,7 +100,8 @@ class EdgeSorter {
   class Merger;
   explicit EdgeSorter(const EdgeSorterOptions& options);
   void SortRun();
-  Status SpillRun();
+  Status SpillRun();        // sorts the run, then SpillSortedRun()
+  Status SpillSortedRun();  // writes the run to a new file and empties it
   Result<std::string> WriteRunFile(const Edge* edges, size_t count);
   Status MergeToFile(const std::vector<std::string>& inputs, std::string* output);
 
