@@ -1,13 +1,10 @@
 #include "skiff/convert/external_sort.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <filesystem>
 #include <queue>
 #include <span>
 
@@ -15,7 +12,6 @@
 #include "skiff/parallel_sort.h"
 
 namespace skiff::convert {
-namespace fs = std::filesystem;
 
 // Streams one sorted run: a spill file through a fixed buffer, or the last run where it stayed in
 // memory.

@@ -6,11 +6,15 @@
 
 namespace skiff::partition {
 
-PairCounts::PairCounts(size_t max_distinct)
-    : max_distinct_(max_distinct),
-      buffer_limit_(std::max<size_t>(1, std::min(kMinBuffer, max_distinct / 4))) {
+PairCounts::PairCounts(size_t max_distinct) : max_distinct_(max_distinct) {
+  SetBufferLimit();
   counts_.reserve(max_distinct_);
   buffer_.reserve(std::max<size_t>(1, max_distinct_ / 4));
+}
+
+void PairCounts::SetBufferLimit() {
+  const size_t most = std::max<size_t>(1, max_distinct_ / 4);
+  buffer_limit_ = std::clamp(counts_.size(), std::min(kMinBuffer, most), most);
 }
 
 bool PairCounts::Finish() {
@@ -53,8 +57,7 @@ void PairCounts::Merge() {
   }
   SKIFF_CHECK(out == old);  // the counts below `old` are already in place
   buffer_.clear();
-  buffer_limit_ = std::clamp(counts_.size(), std::min(kMinBuffer, max_distinct_ / 4),
-                             std::max<size_t>(1, max_distinct_ / 4));
+  SetBufferLimit();
 }
 
 }  // namespace skiff::partition

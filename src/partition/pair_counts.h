@@ -48,9 +48,11 @@ class PairCounts {
 
  private:
   void Merge();
+  // The buffer merges when it is as long as the counts, within [kMinBuffer, max_distinct / 4].
+  void SetBufferLimit();
 
   size_t max_distinct_;
-  size_t buffer_limit_;
+  size_t buffer_limit_ = 1;
   bool full_ = false;
   std::vector<uint64_t> buffer_;
   std::vector<Entry> counts_;
