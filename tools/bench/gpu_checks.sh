@@ -31,7 +31,9 @@
 # GPU_TESTS (skiff_gpu_tests; default build/tests/skiff_gpu_tests, or "pack/run skiff_gpu_tests"),
 # BUDGET_S (seconds for all phases; default 540), PHASES (default "tests memcheck racecheck predict
 # e2e perf": the sanitizers before the end-to-end runs, whose bars were measured on an H200),
-# DATA (where gpu_e2e.sh keeps its dataset; default /tmp/skiff-gpu-e2e).
+# DATA (where gpu_e2e.sh keeps its dataset; default /tmp/skiff-gpu-e2e), PERF_CASES (doctest
+# filters, comma-separated, e.g. "perf: CSR aggregation*,perf: scatter*": only those benchmarks).
+# gpu_e2e.sh's own variables (SAMPLERS, MEMORY, MEMORY_SAMPLERS, CACHE, CACHE_MEMORY) pass through.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -134,7 +136,13 @@ for phase in ${PHASES:-tests memcheck racecheck predict e2e perf}; do
       memcheck
       racecheck
       ;;
-    perf) run perf $gpu_tests --perf ;;
+    perf)
+      if [[ -n ${PERF_CASES:-} ]]; then
+        run perf $gpu_tests --no-skip=true --test-case="$PERF_CASES"
+      else
+        run perf $gpu_tests --perf
+      fi
+      ;;
     *) echo "unknown phase '$phase' (expected tests, memcheck, racecheck, sanitize, predict, e2e or perf)" | tee -a "$out/summary.txt" ;;
   esac
 done
