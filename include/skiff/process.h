@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string_view>
 
 namespace skiff {
 
@@ -20,6 +22,10 @@ struct RssParts {
   uint64_t shared = 0;
 };
 RssParts CurrentRssParts();
+// Resident bytes of the file-backed mappings whose file name (the last component of the mapped
+// path) starts with one of `prefixes`, from /proc/self/smaps: the pages of those files this
+// process has touched and that are still resident. 0 when nothing matches or smaps is unreadable.
+uint64_t MappedFileRssBytes(std::span<const std::string_view> prefixes);
 // Total physical memory, in bytes.
 uint64_t PhysicalMemoryBytes();
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -47,6 +48,31 @@ RssParts CurrentRssParts() {
   const auto bytes =
       StatusBytes(std::array<std::string_view, 3>{"RssAnon:", "RssFile:", "RssShmem:"});
   return {.anonymous = bytes[0], .file = bytes[1], .shared = bytes[2]};
+}
+
+uint64_t MappedFileRssBytes(std::span<const std::string_view> prefixes) {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool matching = false;  // the mapping whose fields follow is one of the files asked for
+  uint64_t bytes = 0;
+  while (std::getline(in, line)) {
+    const size_t space = line.find(' ');
+    const std::string_view first = std::string_view(line).substr(0, space);
+    if (!first.empty() && first.back() == ':') {  // a field of the current mapping
+      if (matching && first == "Rss:") {
+        bytes += std::strtoull(line.c_str() + space, nullptr, 10) * 1024;
+      }
+      continue;
+    }
+    // A mapping's header: "start-end perms offset dev inode [path]"; the path starts with '/'.
+    const size_t slash = line.find('/');
+    const size_t name = line.rfind('/') + 1;
+    matching = slash != std::string::npos &&
+               std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view prefix) {
+                 return std::string_view(line).substr(name).starts_with(prefix);
+               });
+  }
+  return bytes;
 }
 
 uint64_t PhysicalMemoryBytes() {

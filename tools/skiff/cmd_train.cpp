@@ -195,23 +195,37 @@ void LogTraining(const std::string& dataset, const train::TrainOptions& t, size_
           (device == Device::kCuda ? model.DeviceDescription() : cpu::BlasDescription()));
 }
 
+// What the CUDA runtime made resident, outside the budget (docs/pipeline.md): `as_loaded`, measured
+// as it loaded and as the model was created, and the pages of the CUDA libraries' files touched
+// since then (`cuda_files_loaded` is what they held when the model was created): kernels load as
+// they are first launched. Counted to exit, after any peak.
+struct CudaRuntimeShare {
+  bool used = false;  // --device cuda
+  uint64_t as_loaded = 0;
+  uint64_t cuda_files_loaded = 0;
+};
+
 // The peak line: peak RSS, and with a budget what it is promised against (docs/pipeline.md). The
 // debug log adds the resident set at exit by kind, and how much of it is file-backed pages (code
-// and data of the libraries: CUDA kernels load as they are first launched) touched since the
-// model was created, `loaded`, which the runtime's figure measured as loaded does not cover.
-void PrintPeakRss(uint64_t memory_bytes, uint64_t runtime_bytes, const RssParts& loaded) {
+// and data of the libraries) touched since the model was created, `loaded`.
+void PrintPeakRss(uint64_t memory_bytes, const CudaRuntimeShare& cuda, const RssParts& loaded) {
   const RssParts now = CurrentRssParts();
+  const uint64_t cuda_files = cuda.used ? CudaLibraryFileRssBytes() : 0;
+  const uint64_t kernels = std::max(cuda_files, cuda.cuda_files_loaded) - cuda.cuda_files_loaded;
   LogDebug("resident at exit: " + FormatBytes(now.anonymous) + " anonymous, " +
            FormatBytes(now.file) + " file-backed (" +
            FormatBytes(std::max(now.file, loaded.file) - loaded.file) +
-           " touched since the model was created), " + FormatBytes(now.shared) + " shared");
+           " touched since the model was created, " + FormatBytes(kernels) +
+           " of them the CUDA libraries'), " + FormatBytes(now.shared) + " shared");
   if (memory_bytes == 0) {
     std::printf("peak RSS %s\n", FormatBytes(PeakRssBytes()).c_str());
     return;
   }
-  const std::string runtime =
-      runtime_bytes > 0 ? " + CUDA runtime " + FormatBytes(runtime_bytes) + ", measured as loaded"
-                        : "";
+  const std::string runtime = cuda.used
+                                  ? " + CUDA runtime " + FormatBytes(cuda.as_loaded + kernels) +
+                                        ": " + FormatBytes(cuda.as_loaded) + " as loaded, " +
+                                        FormatBytes(kernels) + " of kernels loaded since"
+                                  : "";
   std::printf("peak RSS %s (budget %s + fixed overhead %s%s)\n",
               FormatBytes(PeakRssBytes()).c_str(), FormatBytes(memory_bytes).c_str(),
               FormatBytes(pipeline::kFixedOverheadBytes).c_str(), runtime.c_str());
@@ -230,10 +244,11 @@ Status Train(const TrainCliOptions& o) {
 
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
   // The CUDA runtime's resident pages are outside the budget (docs/pipeline.md): measured as it
-  // loads (here, and as the model creates its context) and reported with the peak.
-  uint64_t runtime_bytes = 0;
+  // loads (here, and as the model creates its context), then its libraries' pages to exit, and
+  // reported with the peak.
+  CudaRuntimeShare cuda{.used = device == Device::kCuda};
   SKIFF_ASSIGN_OR_RETURN(const pipeline::ComputeSite site,
-                         ComputeSiteFor(device, ds->manifest(), t, &runtime_bytes));
+                         ComputeSiteFor(device, ds->manifest(), t, &cuda.as_loaded));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::OutOfCoreTraining> engine,
                          OpenEngine(o, t, memory_bytes, site, ds.get()));
   // The CUDA model loads cuBLAS and creates its streams and buffers.
@@ -241,7 +256,8 @@ Status Train(const TrainCliOptions& o) {
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
                          train::Trainer::Create(engine->data, t, ModelFactoryFor(device)));
   if (device == Device::kCuda) {
-    runtime_bytes += std::max(CurrentRssBytes(), rss_before_model) - rss_before_model;
+    cuda.as_loaded += std::max(CurrentRssBytes(), rss_before_model) - rss_before_model;
+    cuda.cuda_files_loaded = CudaLibraryFileRssBytes();
   }
   const RssParts resident_when_loaded = CurrentRssParts();
   trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress));
@@ -258,7 +274,7 @@ Status Train(const TrainCliOptions& o) {
   SKIFF_RETURN_IF_ERROR(Export(o, *ds, t, static_cast<int64_t>(summary.epochs.size()) - 1,
                                inference, std::move(trainer), std::move(engine)));
   // Last, so that it covers the export too (what is left is freeing memory, which cannot raise it).
-  PrintPeakRss(memory_bytes, runtime_bytes, resident_when_loaded);
+  PrintPeakRss(memory_bytes, cuda, resident_when_loaded);
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 #include "tools/skiff/compute_device.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "skiff/log.h"
 #include "skiff/model/model.h"
@@ -45,6 +46,13 @@ Result<pipeline::ComputeSite> ComputeSiteFor(Device device, const format::Manife
         static_cast<int64_t>(std::min<uint64_t>(placement.feature_memory / row_bytes, m.num_nodes));
   }
   return site;
+}
+
+uint64_t CudaLibraryFileRssBytes() {
+  static constexpr std::string_view kCudaLibraries[] = {
+      "libcuda.", "libcudart.",  "libcublas",    "libnvidia-",
+      "libnvrtc", "libcusparse", "libnvJitLink", "libskiff_cuda."};
+  return MappedFileRssBytes(kCudaLibraries);
 }
 
 train::ModelFactory ModelFactoryFor(Device device) {

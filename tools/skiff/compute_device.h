@@ -42,6 +42,12 @@ Status CheckDeviceOptions(Device device, const train::TrainOptions& t);
 Result<pipeline::ComputeSite> ComputeSiteFor(Device device, const format::Manifest& m,
                                              const train::TrainOptions& t, uint64_t* runtime_bytes);
 
+// Resident pages of the files of the CUDA driver, runtime and libraries and of Skiff's CUDA kernels
+// (libskiff_cuda.so). They grow after the runtime is loaded: CUDA loads a kernel's code from its
+// library's file when the kernel is first launched (lazy loading), cuBLAS's too. `skiff train`
+// counts that growth, to exit, in the CUDA runtime's share of its peak (docs/pipeline.md).
+uint64_t CudaLibraryFileRssBytes();
+
 // The model factory Trainer::Create takes for `device`.
 train::ModelFactory ModelFactoryFor(Device device);
 
