@@ -54,9 +54,11 @@ inline constexpr int64_t kGatherLongRowEdges = 96;
 inline constexpr int64_t kScatterLongRowEdges = 128;
 // Columns of one long-row unit. The gather's 64 (two 128-byte lines of fp32 per edge) beat 32 by
 // 2-3% on the power-law blocks at dims 128 and 256, and 128 by 5% at dim 128 (a hub row would be
-// one block's work). The scatter keeps 32.
+// one block's work). The scatter's 64 beat its earlier 32 by 3% over the scatter sweep's blocks
+// (H200): 3% on the power-law blocks, 15% on the all-long one, uniform ones unchanged; 128 was
+// 0.5-2% behind 64, and a persistent short-row grid (16 or 32 blocks per SM) 1%.
 inline constexpr int64_t kGatherSliceCols = 64;
-inline constexpr int64_t kScatterSliceCols = 32;
+inline constexpr int64_t kScatterSliceCols = 64;
 // Columns of a long-row unit, at most (the long-row blocks' shared partial sums are sized for it).
 inline constexpr int64_t kMaxLongSliceCols = 128;
 // Long-row blocks per launch, at most. About the number of blocks resident at once (4 per SM at the
@@ -98,9 +100,9 @@ struct SpmmTuning {
   int64_t short_blocks = kShortBlocksAuto;
 };
 
-// The scatter's launch choices (measured on an H100, before the gather's sweep): threshold 128,
-// 32-column slices, one warp per row. tests/gpu/perf_spmm_tuning.cpp sweeps them too (not yet
-// run on a GPU).
+// The scatter's launch choices: threshold 128 and one warp per row (measured on an H100, before
+// the gather's sweep), 64-column slices (from the scatter sweep of tests/gpu/perf_spmm_tuning.cpp
+// on an H200, where threshold 96 and 256 were within 0.5% of 128).
 inline constexpr SpmmTuning kScatterTuning{
     kScatterLongRowEdges, kMaxLongBlocks, kScatterSliceCols, kGatherUnroll, kGatherMinBlocks, 0};
 
