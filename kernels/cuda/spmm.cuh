@@ -49,7 +49,8 @@ namespace skiff::cuda::detail {
 // started late in a launch sets the kernel's tail, and a longer one would set it more. Sampled
 // fanouts (5-25) stay on the warp-per-row path. For the gather, 96 and 128 were within 0.4% over
 // the sweep's blocks, and 96 1% faster on the power-law block at dim 128 (the case compared with
-// cuSPARSE); 192 and 256 were 5% slower on the power-law blocks. The scatter keeps 128 (H100).
+// cuSPARSE); 192 and 256 were 5% slower on the power-law blocks. The scatter keeps 128 (H100;
+// its H200 sweep put 96 and 256 within 0.5% of it).
 inline constexpr int64_t kGatherLongRowEdges = 96;
 inline constexpr int64_t kScatterLongRowEdges = 128;
 // Columns of one long-row unit. The gather's 64 (two 128-byte lines of fp32 per edge) beat 32 by
