@@ -12,6 +12,7 @@
 #include "skiff/log.h"
 #include "skiff/progress.h"
 #include "skiff/random.h"
+#include "src/partition/fm_refine.h"
 #include "src/partition/multilevel.h"
 #include "src/partition/pair_counts.h"
 
@@ -165,6 +166,17 @@ class StreamPartitioner {
   // not fit in the cluster-graph budget.
   Result<std::optional<WeightedGraph>> ContractClusters(const std::vector<int32_t>& cluster,
                                                         std::vector<int64_t> weight);
+  // GREM's in-memory steps share one budget: the cluster graph's, then FM's.
+  int64_t InMemoryEntries() const {
+    return std::max<int64_t>(
+        o_.cluster_graph_entries > 0 ? o_.cluster_graph_entries : o_.chunk_edges, 1 << 16);
+  }
+  // GREM's last step: FM refinement (fm_refine.h) over the whole graph, symmetrised, when it and
+  // FM's own state fit in the in-memory budget (skipped otherwise).
+  Status FmRefineInMemory();
+  // Every stored edge in both endpoints' rows (self-loops dropped), unit weights; nullopt when
+  // that and FM's state would pass `budget_bytes`.
+  Result<std::optional<WeightedGraph>> SymmetricGraph(uint64_t budget_bytes);
   // Moves vertices out of parts above cap_ into parts with room; `lossless` moves only vertices
   // that lose no cut edge by moving. Returns with every part <= cap_ when !lossless.
   Status RebalancePass(int pass, bool lossless);
@@ -544,8 +556,7 @@ Result<std::optional<WeightedGraph>> StreamPartitioner::ContractClusters(
   const auto num_clusters = static_cast<int32_t>(weight.size());
   // Half the entry budget for distinct pairs: with the counts' buffer and the CSR built from them
   // the whole step stays within the budget's 16 bytes per entry (pair_counts.h).
-  const int64_t entry_budget = std::max<int64_t>(
-      o_.cluster_graph_entries > 0 ? o_.cluster_graph_entries : o_.chunk_edges, 1 << 16);
+  const int64_t entry_budget = InMemoryEntries();
   PairCounts counts(static_cast<size_t>(
       std::min<int64_t>(entry_budget / 2, std::max<int64_t>(g_.num_edges(), 1))));
   std::vector<int64_t> ids;
@@ -606,6 +617,59 @@ Result<bool> StreamPartitioner::ClusterPlace() {
     if (!train_size_.empty() && IsTrain(v)) ++train_size_[part_[v]];
   }
   return true;
+}
+
+Result<std::optional<WeightedGraph>> StreamPartitioner::SymmetricGraph(uint64_t budget_bytes) {
+  const uint64_t n = static_cast<uint64_t>(n_);
+  const uint64_t entries = 2 * static_cast<uint64_t>(g_.num_edges());
+  // Offsets, rows, vertex weights and the fill cursors, beside FM's state.
+  const uint64_t bytes = 8 * (n + 1) + 4 * entries + 8 * n + 8 * n + FmRefineBytes(n_, k_);
+  if (n_ > std::numeric_limits<int32_t>::max() || bytes > budget_bytes) {
+    LogDebug("FM refinement skipped: the graph in memory would take " + std::to_string(bytes) +
+             " bytes, over the budget's " + std::to_string(budget_bytes));
+    return std::optional<WeightedGraph>();
+  }
+  WeightedGraph wg;
+  wg.offsets.assign(n + 1, 0);
+  SKIFF_RETURN_IF_ERROR(ForEachChunk(0, "FM graph", [&](const RowChunk& chunk) -> Status {
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      const int64_t v = chunk.vertices[i];
+      for (int64_t u : chunk.Row(i)) {
+        if (u == v) continue;
+        ++wg.offsets[v + 1];
+        ++wg.offsets[u + 1];
+      }
+    }
+    return Status::Ok();
+  }));
+  for (uint64_t v = 0; v < n; ++v) wg.offsets[v + 1] += wg.offsets[v];
+  wg.adj.resize(static_cast<size_t>(wg.offsets[n]));
+  std::vector<int64_t> next(wg.offsets.begin(), wg.offsets.end() - 1);
+  SKIFF_RETURN_IF_ERROR(ForEachChunk(1, "FM graph", [&](const RowChunk& chunk) -> Status {
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      const int64_t v = chunk.vertices[i];
+      for (int64_t u : chunk.Row(i)) {
+        if (u == v) continue;
+        wg.adj[next[v]++] = static_cast<int32_t>(u);
+        wg.adj[next[u]++] = static_cast<int32_t>(v);
+      }
+    }
+    return Status::Ok();
+  }));
+  wg.weight.assign(n, 1);
+  return std::optional<WeightedGraph>(std::move(wg));
+}
+
+Status StreamPartitioner::FmRefineInMemory() {
+  SKIFF_ASSIGN_OR_RETURN(std::optional<WeightedGraph> g,
+                         SymmetricGraph(static_cast<uint64_t>(InMemoryEntries()) * 16));
+  if (!g.has_value()) return Status::Ok();
+  const FmResult r = FmRefine(*g, k_, cap_, FmOptions{}, &part_, &size_);
+  for (int32_t p = 0; p < k_; ++p) lightest_->Update(p);
+  moves_ += r.moves;
+  LogDebug("FM refinement: " + std::to_string(r.passes) + " passes, " + std::to_string(r.moves) +
+           " moves kept, " + std::to_string(r.gain) + " fewer cut edges");
+  return Status::Ok();
 }
 
 Status StreamPartitioner::RebalancePass(int pass, bool lossless) {
@@ -724,6 +788,9 @@ Result<Partitioning> StreamPartitioner::Run() {
   }
   if (!placed) SKIFF_RETURN_IF_ERROR(PlacePass(0));
   SKIFF_RETURN_IF_ERROR(Refine(placed));
+  if (o_.algorithm == Algorithm::kGrem && o_.refine && !balance_train_ && k_ > 1 && n_ > 0) {
+    SKIFF_RETURN_IF_ERROR(FmRefineInMemory());
+  }
 
   Partitioning result;
   result.part = std::move(part_);
