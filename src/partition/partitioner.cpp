@@ -667,8 +667,8 @@ Status StreamPartitioner::FmRefineInMemory() {
   const FmResult r = FmRefine(*g, k_, cap_, FmOptions{}, &part_, &size_);
   for (int32_t p = 0; p < k_; ++p) lightest_->Update(p);
   moves_ += r.moves;
-  LogDebug("FM refinement: " + std::to_string(r.passes) + " passes, " + std::to_string(r.moves) +
-           " moves kept, " + std::to_string(r.gain) + " fewer cut edges");
+  LogDebug("FM refinement: " + std::to_string(r.gain) + " fewer cut edges, " +
+           std::to_string(r.moves) + " moves kept, passes run: " + std::to_string(r.passes));
   return Status::Ok();
 }
 
