@@ -64,13 +64,13 @@ uint64_t MappedFileRssBytes(std::span<const std::string_view> prefixes) {
       }
       continue;
     }
-    // A mapping's header: "start-end perms offset dev inode [path]"; the path starts with '/'.
-    const size_t slash = line.find('/');
-    const size_t name = line.rfind('/') + 1;
-    matching = slash != std::string::npos &&
-               std::any_of(prefixes.begin(), prefixes.end(), [&](std::string_view prefix) {
-                 return std::string_view(line).substr(name).starts_with(prefix);
-               });
+    // A mapping's header: "start-end perms offset dev inode [path]"; a file's path has a '/'.
+    const size_t slash = line.rfind('/');
+    const std::string_view name =
+        slash == std::string::npos ? std::string_view() : std::string_view(line).substr(slash + 1);
+    matching =
+        !name.empty() && std::any_of(prefixes.begin(), prefixes.end(),
+                                     [&](std::string_view p) { return name.starts_with(p); });
   }
   return bytes;
 }

@@ -113,8 +113,12 @@ class FmPass {
   }
 
   void QueueNeighbours(int32_t v) {
-    // Stale entries pile up; past 4 per vertex the heap is rebuilt from the current gains.
-    if (heap_.size() > 4 * static_cast<size_t>(g_.size()) + 16) FillHeap();
+    // Stale entries pile up; past 4 per vertex the heap is rebuilt from the current gains, which
+    // re-scores the neighbours with everything else.
+    if (heap_.size() > 4 * static_cast<size_t>(g_.size()) + 16) {
+      FillHeap();
+      return;
+    }
     for (int64_t e = g_.offsets[v]; e < g_.offsets[v + 1]; ++e) Queue(g_.adj[e]);
   }
 
