@@ -58,9 +58,10 @@ struct SampledItem {
 class InFlightWindow {
  public:
   InFlightWindow(int64_t window, bool whole_groups, uint64_t allowance, uint64_t expected,
-                 uint64_t expected_held)
+                 uint64_t expected_held, bool admit_past_consumer)
       : window_(window),
         whole_groups_(whole_groups),
+        admit_past_consumer_(admit_past_consumer),
         expected_(expected),
         allowance_(allowance),
         expected_held_(expected_held),
@@ -143,7 +144,20 @@ class InFlightWindow {
     Add(bytes);
     return true;
   }
-  // A batch was computed; `gathered`: its features were reserved with Reserve.
+  // A batch was handed to the consumer (it stays in flight until Done).
+  void Delivered() {
+    MutexLock lock(&mu_);
+    ++delivered_;
+    cv_.SignalAll();
+  }
+  // The consumer waits for a batch (true) or has stopped waiting (false).
+  void ConsumerWaiting(bool waiting) {
+    MutexLock lock(&mu_);
+    consumer_waiting_ = waiting;
+    if (waiting) cv_.SignalAll();
+  }
+  // A batch was computed (released by the consumer); `gathered`: its features were reserved with
+  // Reserve.
   void Done(uint64_t bytes, bool gathered) {
     MutexLock lock(&mu_);
     ++done_;
@@ -178,6 +192,11 @@ class InFlightWindow {
     // batches, after one of 20) waited out the whole read of the second (0.4 s of idle disk).
     const bool counted = whole_groups_ ? done_ >= last_group_first_
                                        : index + count - 1 < done_ + std::max(window_, count);
+    // The consumer waits for a batch while every batch in flight is with it
+    // (EpochRunnerOptions::admit_past_consumer): nothing else would ever be admitted.
+    if (admit_past_consumer_ && consumer_waiting_ && delivered_ - done_ == in_flight_) {
+      return true;
+    }
     return cancelled_ ||
            (counted && (allowance_ == 0 || in_flight_ == 0 ||
                         bytes_ + static_cast<uint64_t>(count) * estimate_ <= allowance_));
@@ -204,13 +223,16 @@ class InFlightWindow {
   mutable Mutex mu_;
   int64_t window_ SKIFF_GUARDED_BY(mu_);
   const bool whole_groups_;
+  const bool admit_past_consumer_;
   int64_t last_group_first_ SKIFF_GUARDED_BY(mu_) = 0;  // whole_groups_: the last group admitted
   uint64_t expected_ SKIFF_GUARDED_BY(mu_);
   const uint64_t allowance_, expected_held_;
   uint64_t estimate_ SKIFF_GUARDED_BY(mu_);          // what a new batch reserves
   uint64_t largest_held_ SKIFF_GUARDED_BY(mu_) = 0;  // the largest sampled batch so far
   CondVar cv_;
-  int64_t done_ SKIFF_GUARDED_BY(mu_) = 0;       // batches computed (in order)
+  int64_t done_ SKIFF_GUARDED_BY(mu_) = 0;       // batches computed (released)
+  int64_t delivered_ SKIFF_GUARDED_BY(mu_) = 0;  // batches handed to the consumer
+  bool consumer_waiting_ SKIFF_GUARDED_BY(mu_) = false;
   int64_t in_flight_ SKIFF_GUARDED_BY(mu_) = 0;  // admitted and not yet computed
   int64_t gathered_ SKIFF_GUARDED_BY(mu_) = 0;   // of which holding Reserve'd features
   uint64_t bytes_ SKIFF_GUARDED_BY(mu_) = 0;     // reserved by the batches in flight
@@ -408,16 +430,16 @@ using PinPtr = std::shared_ptr<const storage::PartitionPin>;
 //           one, and emits the state's batches (whole gather groups) with a shared ResidentSet.
 //   sample  samples a work item (a batch, or an aggregated group as one).
 //   gather  stages each batch's rows, or gathers each aggregated group in one pass.
-//   compute runs the batches in epoch order.
+// The consumer (PassStream) takes the batches from the "ready" queue in epoch order and releases
+// each when done with it.
 class EpochRun {
  public:
   EpochRun(BufferedGraph* graph, const EpochRunnerOptions& options, const EpochPlan& plan,
-           const SampleGroupFn& sample, const ComputeFn& compute)
+           const SampleGroupFn& sample)
       : graph_(graph),
         opt_(options),
         plan_(plan),
         sample_(sample),
-        compute_(compute),
         dim_(graph->feature_dim()),
         aggregate_(options.aggregation.has_value()),
         work_("work", options.work_queue_capacity),
@@ -426,16 +448,28 @@ class EpochRun {
         loaded_("loaded", 1),
         window_(options.InFlightBatches(), options.aggregation.has_value(),
                 options.batch_allowance_bytes, options.expected_batch_bytes,
-                options.expected_held_bytes),
+                options.expected_held_bytes, options.admit_past_consumer),
         group_size_(std::max(options.gather_group, 1)),
         parts_(options.parts, options.batch_size, options.stream) {}
 
   // Adds the queues and stages to `pipeline` (which must outlive nothing of this run).
   void AddTo(Pipeline* pipeline);
 
-  int64_t computed() const { return computed_; }
+  // The consumer's side: the gathered batches as they come (any order; nullopt once the gather
+  // stage is done or the pipeline cancelled), and each batch handed over and released.
+  std::optional<PreparedBatch> PopReady(StageTimer* timer) { return ready_.Pop(timer); }
+  std::optional<PreparedBatch> PopReadyFor(std::chrono::nanoseconds timeout, bool* timed_out) {
+    return ready_.PopFor(timeout, timed_out);
+  }
+  void Delivered() { window_.Delivered(); }
+  void ConsumerWaiting(bool waiting) { window_.ConsumerWaiting(waiting); }
+  void Account(PreparedBatch* batch, uint64_t bytes) {
+    window_.Resize(batch->held_bytes, batch->held_bytes + bytes);
+    batch->held_bytes += bytes;
+  }
+  void Release(PreparedBatch&& batch);
+
   int group_size() const { return group_size_.load(); }
-  int64_t seeds() const { return seeds_total_; }
   const InFlightWindow& window() const { return window_; }
 
  private:
@@ -461,7 +495,6 @@ class EpochRun {
   Status GatherGroups(StageContext& ctx);
   Status GatherGroup(int64_t first, int size, std::map<int64_t, SampledItem>* pending,
                      StageContext& ctx);
-  Status ComputeInOrder(StageContext& ctx);
   // Aggregated with opt_.regroup: the group size for the groups not yet admitted, from the
   // largest batch sampled so far (sample stage).
   void Regroup(std::span<const SampledItem> sampled);
@@ -473,7 +506,6 @@ class EpochRun {
   const EpochRunnerOptions& opt_;
   const EpochPlan& plan_;
   const SampleGroupFn& sample_;
-  const ComputeFn& compute_;
   const int64_t dim_;
   const bool aggregate_;
   BoundedQueue<WorkItem> work_;
@@ -486,8 +518,6 @@ class EpochRun {
   SampledThrough sampled_through_;  // aggregated with opt_.regroup
   std::atomic<int> group_size_;     // aggregated: batches per group admitted from now on
   BatchShape largest_;              // sample stage only (one thread when aggregated)
-  int64_t seeds_total_ = 0;         // compute stage only
-  int64_t computed_ = 0;            // compute stage only
   const PassParts parts_;           // the sampler's seed of each batch
 };
 
@@ -511,7 +541,6 @@ void EpochRun::AddTo(Pipeline* pipeline) {
     pipeline->AddStage("gather", opt_.gather_threads,
                        [this](StageContext& ctx) { return GatherRows(ctx); }, {&ready_});
   }
-  pipeline->AddStage("compute", 1, [this](StageContext& ctx) { return ComputeInOrder(ctx); });
 }
 
 Status EpochRun::PinPartitions(StageContext& ctx) {
@@ -583,7 +612,7 @@ Status EpochRun::EmitGroup(std::span<const std::span<const int64_t>> batches,
   const auto size = static_cast<int>(batches.size());
   const int64_t group_first = *index;
   // A kept staging buffer must not hold a group back: that group's sampling would then wait out
-  // the gather before it instead of overlapping it (see ComputeInOrder).
+  // the gather before it instead of overlapping it (see Release).
   const std::optional<uint64_t> reserved =
       window_.Admit(group_first, size, ctx.timer(),
                     aggregate_ ? std::function<void()>([this] { recycled_.Drop(&window_); })
@@ -782,34 +811,16 @@ Status EpochRun::GatherGroup(int64_t first, int size, std::map<int64_t, SampledI
   return Status::Ok();
 }
 
-Status EpochRun::ComputeInOrder(StageContext& ctx) {
-  std::map<int64_t, PreparedBatch> pending;  // at most InFlightBatches() entries (window)
-  while (auto item = ready_.Pop(ctx.timer())) {
-    pending.emplace(item->index, std::move(*item));
-    while (!pending.empty() && pending.begin()->first == computed_) {
-      PreparedBatch& batch = pending.begin()->second;
-      seeds_total_ += static_cast<int64_t>(batch.batch.seeds.size());  // compute may move it
-      const uint64_t held = batch.held_bytes;
-      SKIFF_RETURN_IF_ERROR(compute_(batch));
-      // Keep the staging buffer for a later batch (the window counts it while it waits), saving
-      // its page faults -- unless a group waits for admission: aggregated groups stage their
-      // buffers together when gathered, so a kept buffer waits out a whole gather, and counted
-      // against the allowance it held back the admission of the next group, whose sampling then
-      // could not overlap that gather (2M nodes at 25%: training pass 10.4 s -> 9.2 s without).
-      const uint64_t kept =
-          aggregate_ && window_.admission_waiting() ? 0 : recycled_.Put(&batch.features);
-      pending.erase(pending.begin());
-      ++computed_;
-      window_.Done(held - std::min(held, kept), aggregate_);
-      ctx.AddItems(1);
-    }
-  }
-  if (!pending.empty()) {
-    return Status::Internal("compute stage ended with " + std::to_string(pending.size()) +
-                            " batches out of order (next expected " + std::to_string(computed_) +
-                            ")");
-  }
-  return Status::Ok();
+void EpochRun::Release(PreparedBatch&& batch) {
+  // Keep the staging buffer for a later batch (the window counts it while it waits), saving its
+  // page faults -- unless a group waits for admission: aggregated groups stage their buffers
+  // together when gathered, so a kept buffer waits out a whole gather, and counted against the
+  // allowance it held back the admission of the next group, whose sampling then could not overlap
+  // that gather (2M nodes at 25%: training pass 10.4 s -> 9.2 s without).
+  const uint64_t held = batch.held_bytes;
+  const uint64_t kept =
+      aggregate_ && window_.admission_waiting() ? 0 : recycled_.Put(&batch.features);
+  window_.Done(held - std::min(held, kept), aggregate_);
 }
 
 // The epoch's I/O: the pool's and the graph's counters after minus before.
@@ -840,9 +851,156 @@ EpochIoStats IoStatsBetween(const storage::BufferPoolStats& pool_before,
 
 }  // namespace
 
-Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn& sample,
-                                     const ComputeFn& compute) {
-  storage::BufferPool& pool = graph_->pool();
+// What a started pass holds: its own copies of the options, plan and sampler (the runner that
+// started it may be gone), the stages' pipeline on a driver thread, and the consumer's reorder
+// buffer and timing (the "compute" stage of the report: busy between Next() calls, stalled in
+// them).
+struct PassStream::State {
+  State(BufferedGraph* graph_in, EpochRunnerOptions options_in, EpochPlan plan_in,
+        SampleGroupFn sample_in, int64_t expected_in)
+      : graph(graph_in),
+        options(std::move(options_in)),
+        plan(std::move(plan_in)),
+        sample(std::move(sample_in)),
+        expected(expected_in),
+        run(graph, options, plan, sample),
+        compute("compute", 1) {}
+
+  BufferedGraph* const graph;
+  const EpochRunnerOptions options;
+  const EpochPlan plan;
+  const SampleGroupFn sample;
+  const int64_t expected;  // batches of the pass
+  EpochRun run;
+  Pipeline pipeline;
+  std::thread driver;
+  Status stages_status;  // the pipeline's, once the driver is joined
+  bool joined = false;
+  bool ended = false;                        // Next returned nullopt
+  Status error;                              // returned by every Next after the first error
+  std::map<int64_t, PreparedBatch> pending;  // arrived ahead of their turn (at most the window)
+  int64_t delivered = 0;
+  int64_t seeds = 0;
+  StageCounters compute;
+  std::chrono::steady_clock::time_point start, last_return, end;
+  bool returned = false;  // a batch was handed over (last_return is set)
+  storage::BufferPoolStats pool_before;
+  GraphAccessCounters graph_before;
+
+  void Join() {
+    if (joined) return;
+    driver.join();
+    joined = true;
+  }
+};
+
+PassStream::PassStream(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+PassStream::~PassStream() { Close(); }
+
+void PassStream::Close() {
+  if (!state_->ended) Cancel(Status::Aborted("pass stream closed"));
+  state_->Join();
+}
+
+void PassStream::Account(PreparedBatch* batch, uint64_t bytes) {
+  state_->run.Account(batch, bytes);
+}
+
+int64_t PassStream::num_batches() const { return state_->expected; }
+int64_t PassStream::delivered() const { return state_->delivered; }
+
+void PassStream::Cancel(Status reason) { state_->pipeline.Cancel(std::move(reason)); }
+
+void PassStream::Release(PreparedBatch&& batch) { state_->run.Release(std::move(batch)); }
+
+Result<std::optional<PreparedBatch>> PassStream::Next() {
+  bool timed_out = false;
+  return Next(std::chrono::nanoseconds::max(), &timed_out);
+}
+
+Result<std::optional<PreparedBatch>> PassStream::Next(std::chrono::nanoseconds timeout,
+                                                      bool* timed_out) {
+  State& st = *state_;
+  *timed_out = false;
+  if (!st.error.ok()) return st.error;
+  if (st.ended) return std::optional<PreparedBatch>();
+  const auto called = std::chrono::steady_clock::now();
+  if (st.returned) st.compute.AddBusy(called - st.last_return);
+  st.returned = false;
+  const bool waits = st.pending.empty() || st.pending.begin()->first != st.delivered;
+  if (waits) st.run.ConsumerWaiting(true);
+  while (st.pending.empty() || st.pending.begin()->first != st.delivered) {
+    std::optional<PreparedBatch> item =
+        timeout == std::chrono::nanoseconds::max()
+            ? st.run.PopReady(nullptr)
+            : st.run.PopReadyFor(timeout - (std::chrono::steady_clock::now() - called), timed_out);
+    if (*timed_out) {
+      st.run.ConsumerWaiting(false);
+      st.compute.AddStall(std::chrono::steady_clock::now() - called);
+      st.last_return = std::chrono::steady_clock::now();
+      st.returned = true;  // the caller's time until it asks again is not a wait
+      return std::optional<PreparedBatch>();
+    }
+    if (!item.has_value()) break;
+    st.pending.emplace(item->index, std::move(*item));
+  }
+  if (waits) st.run.ConsumerWaiting(false);
+  const auto now = std::chrono::steady_clock::now();
+  st.compute.AddStall(now - called);
+  st.last_return = now;
+  if (!st.pending.empty() && st.pending.begin()->first == st.delivered) {
+    PreparedBatch batch = std::move(st.pending.begin()->second);
+    st.pending.erase(st.pending.begin());
+    ++st.delivered;
+    st.seeds += static_cast<int64_t>(batch.batch.seeds.size());
+    st.compute.AddItems(1);
+    st.run.Delivered();
+    st.returned = true;
+    return std::optional<PreparedBatch>(std::move(batch));
+  }
+  // The gather stage is done, or the pipeline stopped: its status says which.
+  st.Join();
+  st.end = now;
+  st.returned = false;
+  if (!st.stages_status.ok()) {
+    st.error = st.stages_status;
+  } else if (!st.pending.empty() || st.delivered != st.expected) {
+    st.error = Status::Internal("epoch delivered " + std::to_string(st.delivered) + " of " +
+                                std::to_string(st.expected) + " batches (" +
+                                std::to_string(st.pending.size()) + " out of order)");
+  }
+  if (!st.error.ok()) return st.error;
+  st.ended = true;
+  return std::optional<PreparedBatch>();
+}
+
+Result<EpochReport> PassStream::Finish() {
+  State& st = *state_;
+  if (!st.ended) {
+    return Status::InvalidArgument("the pass has " + std::to_string(st.expected - st.delivered) +
+                                   " batches left to take");
+  }
+  EpochReport report;
+  report.epoch = st.options.epoch;
+  report.batches = st.delivered;
+  report.seeds = st.seeds;
+  report.buffer_states = st.plan.states().size();
+  report.wall_seconds = std::chrono::duration<double>(st.end - st.start).count();
+  report.stages = st.pipeline.stats();
+  report.stages.push_back(st.compute.Snapshot());
+  report.peak_batch_bytes = st.run.window().peak_bytes();
+  report.peak_batches_in_flight = st.run.window().peak_in_flight();
+  if (st.options.aggregation.has_value()) {
+    report.first_group = std::max(st.options.gather_group, 1);
+    report.last_group = st.run.group_size();
+  }
+  report.io = IoStatsBetween(st.pool_before, st.graph->pool().stats(), st.graph_before,
+                             st.graph->counters());
+  return report;
+}
+
+Result<std::unique_ptr<PassStream>> EpochRunner::Start(EpochPlan plan, SampleGroupFn sample) {
   const uint32_t k = plan.num_partitions();
   if (k != graph_->source().num_partitions()) {
     return Status::InvalidArgument("epoch plan has " + std::to_string(k) +
@@ -862,34 +1020,35 @@ Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn&
     expected = static_cast<int64_t>(
         CutBatches(plan.states()[0].train_nodes, options_.batch_size, options_.parts).size());
   }
-  const storage::BufferPoolStats pool_before = pool.stats();
-  const GraphAccessCounters graph_before = graph_->counters();
-  pool.SetPlan(plan.PartitionAccessSequence());
+  auto state = std::make_unique<PassStream::State>(graph_, options_, std::move(plan),
+                                                   std::move(sample), expected);
+  PassStream::State* st = state.get();
+  st->pool_before = graph_->pool().stats();
+  st->graph_before = graph_->counters();
+  graph_->pool().SetPlan(st->plan.PartitionAccessSequence());
+  st->run.AddTo(&st->pipeline);
+  st->start = std::chrono::steady_clock::now();
+  st->driver = std::thread([st] { st->stages_status = st->pipeline.Run(); });
+  return std::unique_ptr<PassStream>(new PassStream(std::move(state)));
+}
 
-  EpochRun run(graph_, options_, plan, sample, compute);
-  Pipeline pipeline;
-  run.AddTo(&pipeline);
-  SKIFF_RETURN_IF_ERROR(pipeline.Run());
-  if (run.computed() != expected) {
-    return Status::Internal("epoch computed " + std::to_string(run.computed()) + " of " +
-                            std::to_string(expected) + " batches");
+Result<EpochReport> RunToEnd(PassStream* stream, const ComputeFn& compute) {
+  while (true) {
+    SKIFF_ASSIGN_OR_RETURN(std::optional<PreparedBatch> batch, stream->Next());
+    if (!batch.has_value()) break;
+    if (Status status = compute(*batch); !status.ok()) {
+      stream->Cancel(status);
+      return status;
+    }
+    stream->Release(std::move(*batch));
   }
+  return stream->Finish();
+}
 
-  EpochReport report;
-  report.epoch = options_.epoch;
-  report.batches = run.computed();
-  report.seeds = run.seeds();
-  report.buffer_states = plan.states().size();
-  report.wall_seconds = pipeline.wall_seconds();
-  report.stages = pipeline.stats();
-  report.peak_batch_bytes = run.window().peak_bytes();
-  report.peak_batches_in_flight = run.window().peak_in_flight();
-  if (options_.aggregation.has_value()) {
-    report.first_group = std::max(options_.gather_group, 1);
-    report.last_group = run.group_size();
-  }
-  report.io = IoStatsBetween(pool_before, pool.stats(), graph_before, graph_->counters());
-  return report;
+Result<EpochReport> EpochRunner::Run(const EpochPlan& plan, const SampleGroupFn& sample,
+                                     const ComputeFn& compute) {
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<PassStream> stream, Start(plan, sample));
+  return RunToEnd(stream.get(), compute);
 }
 
 std::string EpochReport::Describe() const {

@@ -369,6 +369,16 @@ void AddComputeItems(const MemoryBudgetInputs& in, bool aggregated, uint64_t act
       plan->items.push_back({"device row cache index",
                              model::RowSlots::HostBytes(in.num_nodes, in.device_cache_rows)});
     }
+  } else if (in.external_model) {
+    plan->items.push_back(
+        {kConsumerModelItem, in.consumer_bytes > 0
+                                 ? in.consumer_bytes
+                                 : DefaultConsumerBytes(plan->train_batch, in.feature_dim)});
+    if (in.consumer_batches > 0) {
+      plan->items.push_back({"batches the caller keeps (" + std::to_string(in.consumer_batches) +
+                                 " x ~" + std::to_string(plan->train_batch.input_nodes) + " nodes)",
+                             static_cast<uint64_t>(in.consumer_batches) * plan->batch_held_bytes});
+    }
   } else {
     plan->items.push_back({"activations of the batch in compute (expected)", activations});
   }
@@ -390,14 +400,18 @@ Status TooSmall(const MemoryBudgetInputs& in, const MemoryPlan& plan, uint64_t m
   for (const MemoryItem& item : plan.items) {
     detail += "; " + item.name + " " + FormatBytes(item.bytes);
   }
+  // A caller's own model is a loader's (the Python package): its options' names.
+  const char* budget = in.external_model ? "memory=" : "--memory ";
+  const char* advice = in.external_model
+                           ? "); raise memory=, or lower batch_size, num_neighbors or model_memory"
+                           : "); raise --memory, or lower --batch-size or --fanouts";
   return Status::ResourceExhausted(
-      "--memory " + FormatBytes(in.budget_bytes) +
+      budget + FormatBytes(in.budget_bytes) +
       " is too small for one batch of this configuration: it needs at least " +
       FormatBytes(minimum) + " (one batch of ~" + std::to_string(plan.train_batch.input_nodes) +
       " sampled nodes " + FormatBytes(one_batch) + "; " + std::to_string(min_slots) +
       " partition slots of " + FormatBytes(in.partition_slot_bytes) + " + pool scratch " +
-      FormatBytes(in.pool_fixed_bytes) + detail +
-      "); raise --memory, or lower --batch-size or --fanouts");
+      FormatBytes(in.pool_fixed_bytes) + detail + advice);
 }
 
 // Aggregated batches: out of `discretionary` bytes, the gather groups (training and evaluation),
@@ -493,8 +507,9 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
   plan.batch_bytes = aggregated ? AggregatedBatchBytes(plan.train_batch, in.feature_dim)
                                 : BatchBytes(plan.train_batch, HostFeatureDim(in)) +
                                       SamplerScratchBytes(plan.train_batch);
-  const uint64_t activations =
-      ComputesOnDevice(in) ? 0 : ActivationBytes(plan.train_batch, in.model, aggregated);
+  const uint64_t activations = ComputesOnDevice(in) || in.external_model
+                                   ? 0
+                                   : ActivationBytes(plan.train_batch, in.model, aggregated);
   plan.eval_batch_size = in.eval_batch_size > 0 && !in.eval_fanouts.empty()
                              ? EvalBatchSize(in, degrees, aggregated, plan.batch_bytes, activations)
                              : in.batch_size;
@@ -529,6 +544,12 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
     plan.planned_in_flight = static_cast<int>(
         std::clamp<uint64_t>(fit, 1, static_cast<uint64_t>(in.max_in_flight_batches)));
     plan.batch_allowance = plan.batch_bytes * static_cast<uint64_t>(plan.planned_in_flight);
+    if (in.external_model && in.consumer_batches > 0) {
+      // The caller's batches count against the same allowance (their item above, in `fixed`).
+      const uint64_t kept = static_cast<uint64_t>(in.consumer_batches) * plan.batch_held_bytes;
+      plan.batch_allowance += kept;
+      fixed -= kept;
+    }
   }
   plan.items.push_back({aggregated
                             ? "batches in flight (groups of " + std::to_string(plan.gather_group) +
@@ -542,6 +563,12 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
 }
 
 }  // namespace
+
+uint64_t DefaultConsumerBytes(const BatchShape& shape, int64_t feature_dim) {
+  const uint64_t rows = static_cast<uint64_t>(std::max<int64_t>(shape.input_nodes, 0)) *
+                        static_cast<uint64_t>(std::max<int64_t>(feature_dim, 0)) * 4;
+  return std::max<uint64_t>(2 * rows, uint64_t{16} << 20);
+}
 
 BatchShape ShapeOf(const sampler::MiniBatch& batch) {
   BatchShape shape;

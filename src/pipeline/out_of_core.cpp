@@ -47,6 +47,9 @@ MemoryBudgetInputs BudgetInputs(const format::Manifest& m, const OutOfCoreOption
   in.device_compute = options.device_compute;
   in.device_cache_rows = options.device_cache_rows;
   in.record_degrees = options.record_degrees;
+  in.external_model = options.external_model;
+  in.consumer_bytes = options.consumer_bytes;
+  in.consumer_batches = options.consumer_batches;
   in.fanouts = options.fanouts;
   in.eval_batch_size = options.eval_batch_size;
   in.eval_fanouts = options.eval_fanouts;
@@ -178,6 +181,13 @@ void OutOfCore::SetAggregation(const PassOptions& pass, EpochRunnerOptions* runn
 
 Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
                                        const SampleGroupFn& sample, const ComputeFn& compute) {
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<PassStream> stream, StartPass(nodes, pass, sample));
+  return RunToEnd(stream.get(), compute);
+}
+
+Result<std::unique_ptr<PassStream>> OutOfCore::StartPass(std::span<const int64_t> nodes,
+                                                         const PassOptions& pass,
+                                                         SampleGroupFn sample) {
   SKIFF_ASSIGN_OR_RETURN(EpochPlan plan, PlanPass(nodes, pass));
   EpochRunnerOptions runner_options{.batch_size = pass.batch_size,
                                     .seed = pass.seed,
@@ -191,11 +201,12 @@ Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const Pas
   runner_options.gather_features = pass.gather_features;
   runner_options.parts = pass.parts;
   runner_options.after_sampling = pass.after_sampling;
+  runner_options.admit_past_consumer = pass.admit_past_consumer;
   if (memory_.aggregated_input && pass.aggregation.has_value()) {
     SetAggregation(pass, &runner_options);
   }
   EpochRunner runner(graph_.get(), std::move(runner_options));
-  return runner.Run(plan, sample, compute);
+  return runner.Start(std::move(plan), std::move(sample));
 }
 
 int OutOfCore::SampleThreads() const {

@@ -223,10 +223,10 @@ std::vector<int64_t> InMemoryOrder(const PassLayout& layout, bool training, uint
   return order;
 }
 
-// Samples a group with the training core's NeighborSampler and labels it. One source for the whole
-// group: its hop-batched reads then cover every batch of the group.
-SampleGroupFn SampleFnFor(std::vector<int> fanouts, bool record_degrees,
-                          const std::vector<int32_t>* labels) {
+}  // namespace
+
+SampleGroupFn LabelledSampleFn(std::vector<int> fanouts, bool record_degrees,
+                               const std::vector<int32_t>* labels) {
   return [fanouts = std::move(fanouts), record_degrees, labels](
              const BatchGraph& view, std::span<const std::span<const int64_t>> seeds,
              std::span<const uint64_t> rng_seeds,
@@ -249,6 +249,8 @@ SampleGroupFn SampleFnFor(std::vector<int> fanouts, bool record_degrees,
     return Status::Ok();
   };
 }
+
+namespace {
 
 // Batches of the coming pass (PassSpec::then) sampled while the one before it ended, by their
 // sample seed; the pass takes those it draws. Filled and emptied by the sample stages of
@@ -332,7 +334,7 @@ Status SampleAhead(const RunnerState& state, const train::PassSpec& next,
   const ResidentSet nothing(
       std::vector<std::shared_ptr<const storage::PartitionPin>>(ooc->num_partitions()));
   const BatchGraph view(&ooc->graph(), &nothing);
-  SKIFF_RETURN_IF_ERROR(SampleFnFor(state.eval_fanouts, state.record_degrees, state.labels)(
+  SKIFF_RETURN_IF_ERROR(LabelledSampleFn(state.eval_fanouts, state.record_degrees, state.labels)(
                             view, std::span(batches).first(n), sample_seeds, out)
                             .WithContext("sampling the next pass's first batches"));
   for (size_t i = 0; i < n; ++i) state.ahead->Put(sample_seeds[i], std::move(sampled[i]));
@@ -505,8 +507,8 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
   const PassParts split = layout.Split();
   SampledAhead& ahead = *state.ahead;
   const SampleGroupFn sample =
-      TakingAhead(&ahead, SampleFnFor(pass.training ? state.fanouts : state.eval_fanouts,
-                                      state.record_degrees, state.labels));
+      TakingAhead(&ahead, LabelledSampleFn(pass.training ? state.fanouts : state.eval_fanouts,
+                                           state.record_degrees, state.labels));
   auto hand_over = [&](PreparedBatch& prepared) {
     return HandOver(prepared, split.PartOf(prepared.index), consume);
   };

@@ -50,6 +50,33 @@ Result<std::vector<int64_t>> OldIds(const format::Dataset& dataset) {
   return old_ids;
 }
 
+}  // namespace
+
+Result<std::vector<std::string>> RawIdsOf(const format::Dataset& dataset,
+                                          std::span<const int64_t> nodes) {
+  const int64_t n = dataset.manifest().num_nodes;
+  for (const int64_t v : nodes) {
+    if (v < 0 || v >= n) {
+      return Status::InvalidArgument("node " + std::to_string(v) + " is not in [0, " +
+                                     std::to_string(n) + ")");
+    }
+  }
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> old_ids, OldIds(dataset));
+  std::vector<std::string> raw(nodes.size());
+  if (!dataset.manifest().has_id_map) {
+    for (size_t i = 0; i < nodes.size(); ++i) raw[i] = std::to_string(old_ids[nodes[i]]);
+    return raw;
+  }
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<convert::IdMap> map,
+                         convert::IdMap::OpenReadOnly(dataset.dir() + "/" + format::kIdMapDir));
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    SKIFF_ASSIGN_OR_RETURN(raw[i], map->RawId(old_ids[nodes[i]]));
+  }
+  return raw;
+}
+
+namespace {
+
 // The ID map's raw IDs of the nodes, as text and, where every one is an integer, as integers.
 struct RawIds {
   std::vector<std::string> text;

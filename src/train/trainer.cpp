@@ -26,10 +26,6 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-// Stream IDs keep the random streams of training, evaluation and dropout apart.
-constexpr uint64_t kTrainStream = 1, kDropoutStream = 2, kValidStream = 3, kTestStream = 4,
-                   kPredictStream = 5;
-
 // Rewrites the metrics file at `path` (one JSON object per line, with "epoch") without the lines
 // of epochs >= `epoch`. A missing file is fine; a line that is not such an object is kept.
 Status DropMetricsFrom(const std::string& path, int64_t epoch) {

@@ -758,3 +758,154 @@ TEST_CASE("ooc pipeline: lists read ahead for the next group give its batches wi
     }
   }
 }
+
+namespace {
+
+SampleGroupFn TestSampleFn() {
+  return OneByOne([](const BatchGraph& view, std::span<const int64_t> seeds, uint64_t seed,
+                     sampler::MiniBatch* batch) {
+    return TestSample([&](auto nodes, auto* i, auto* n) { return view.Neighbors(nodes, i, n); },
+                      seeds, seed, batch);
+  });
+}
+
+EpochRunnerOptions StreamOptions(uint64_t allowance = 0, bool admit_past_consumer = false) {
+  return {.batch_size = 16,
+          .seed = 5,
+          .epoch = 2,
+          .sample_threads = 3,
+          .gather_threads = 2,
+          .batch_allowance_bytes = allowance,
+          .expected_batch_bytes = allowance > 0 ? uint64_t{1} : uint64_t{0},
+          .admit_past_consumer = admit_past_consumer};
+}
+
+}  // namespace
+
+TEST_CASE("pass stream: pulled batches are Run's, in order, whatever the consumer keeps") {
+  Fixture f;
+  const EpochPlan plan = Plan(f, 3, 2);
+  auto pool = f.MakePool(4);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+  std::vector<Recorded> pushed;
+  REQUIRE(RunAndRecord(graph, plan, 2, &pushed).ok());
+
+  EpochRunner runner(&graph, StreamOptions(0, /*admit_past_consumer=*/true));
+  auto stream = runner.Start(plan, TestSampleFn());
+  REQUIRE(stream.ok());
+  CHECK((*stream)->num_batches() == static_cast<int64_t>(pushed.size()));
+  // Keep every batch (as `list(loader)` would): the pass must not wait on them.
+  std::vector<PreparedBatch> kept;
+  while (true) {
+    auto next = (*stream)->Next();
+    REQUIRE_MESSAGE(next.ok(), next.status().ToString());
+    if (!next->has_value()) break;
+    kept.push_back(std::move(**next));
+  }
+  REQUIRE(kept.size() == pushed.size());
+  for (size_t i = 0; i < kept.size(); ++i) {
+    CHECK(kept[i].index == static_cast<int64_t>(i));
+    CHECK(kept[i].batch.input_nodes == pushed[i].input_nodes);
+    CHECK(std::vector<float>(kept[i].features.begin(), kept[i].features.end()) ==
+          pushed[i].features);
+  }
+  // Released in any order, after the pass ended.
+  for (size_t i = kept.size(); i-- > 0;) (*stream)->Release(std::move(kept[i]));
+  auto report = (*stream)->Finish();
+  REQUIRE(report.ok());
+  CHECK(report->batches == static_cast<int64_t>(pushed.size()));
+  REQUIRE(report->stages.size() == 5);
+  CHECK(report->stages.back().name == "compute");
+  CHECK(report->stages.back().items == static_cast<int64_t>(pushed.size()));
+}
+
+TEST_CASE("pass stream: kept batches count against the allowance until released") {
+  Fixture f;
+  const EpochPlan plan = Plan(f, 3, 2);
+  auto pool = f.MakePool(4);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+  // An allowance below any batch: a consumer that binds the next batch before it drops the
+  // previous one (a Python loop) gets each batch only once it waits for it -- never more than the
+  // kept one and the one handed over exist.
+  EpochRunner runner(&graph, StreamOptions(/*allowance=*/1, /*admit_past_consumer=*/true));
+  auto stream = runner.Start(plan, TestSampleFn());
+  REQUIRE(stream.ok());
+  std::optional<PreparedBatch> previous;
+  int64_t count = 0;
+  while (true) {
+    auto next = (*stream)->Next();
+    REQUIRE(next.ok());
+    if (!next->has_value()) break;
+    if (previous.has_value()) (*stream)->Release(std::move(*previous));
+    previous = std::move(**next);
+    ++count;
+  }
+  (*stream)->Release(std::move(*previous));
+  auto report = (*stream)->Finish();
+  REQUIRE(report.ok());
+  CHECK(report->batches == count);
+  CHECK(report->peak_batches_in_flight <= 2);
+}
+
+TEST_CASE("pass stream: a consumer that stops early, or cancels from another thread, is not hung") {
+  Fixture f;
+  const EpochPlan plan = Plan(f, 2, 1);
+  auto pool = f.MakePool(3);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+  EpochRunner runner(&graph, StreamOptions(1));
+  {
+    auto stream = runner.Start(plan, TestSampleFn());
+    REQUIRE(stream.ok());
+    auto first = (*stream)->Next();
+    REQUIRE(first.ok());
+    REQUIRE(first->has_value());
+    CHECK((*stream)->Finish().status().code() == StatusCode::kInvalidArgument);
+    // Dropped with a batch still held and the stages blocked on the allowance: the destructor
+    // cancels and joins.
+  }
+  auto stream = runner.Start(plan, TestSampleFn());
+  REQUIRE(stream.ok());
+  auto first = (*stream)->Next();
+  REQUIRE(first.ok());
+  std::thread canceller([&] { (*stream)->Cancel(Status::Aborted("stop here")); });
+  canceller.join();
+  Status error;
+  for (int i = 0; i < 1000 && error.ok(); ++i) {
+    auto next = (*stream)->Next();
+    if (!next.ok())
+      error = next.status();
+    else if (next->has_value())
+      (*stream)->Release(std::move(**next));
+    else
+      break;
+  }
+  CHECK(error.message() == "stop here");
+  (*stream)->Release(std::move(**first));
+}
+
+TEST_CASE("pass stream: a timed wait returns without losing the batch") {
+  Fixture f;
+  const EpochPlan plan = Plan(f, 2, 1);
+  auto pool = f.MakePool(3);
+  BufferedGraph graph(f.source.get(), pool.get(), SamplingMode::kExact);
+  EpochRunner runner(&graph, StreamOptions());
+  auto stream = runner.Start(plan, TestSampleFn());
+  REQUIRE(stream.ok());
+  int64_t taken = 0;
+  int timeouts = 0;
+  while (true) {
+    bool timed_out = false;
+    auto next = (*stream)->Next(std::chrono::microseconds(50), &timed_out);
+    REQUIRE(next.ok());
+    if (timed_out) {
+      ++timeouts;
+      continue;
+    }
+    if (!next->has_value()) break;
+    CHECK((*next)->index == taken);
+    ++taken;
+    (*stream)->Release(std::move(**next));
+  }
+  CHECK(taken == (*stream)->num_batches());
+  CHECK((*stream)->Finish().ok());
+}

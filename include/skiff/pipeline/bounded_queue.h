@@ -82,6 +82,26 @@ class BoundedQueue final : public QueueControl {
     return item;
   }
 
+  // Pop, waiting at most `timeout`: nullopt with *timed_out set when nothing came by then.
+  std::optional<T> PopFor(std::chrono::nanoseconds timeout, bool* timed_out) {
+    MutexLock lock(&mu_);
+    *timed_out = false;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (items_.empty() && !closed_ && !cancelled_) {
+      const auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::nanoseconds::zero()) {
+        *timed_out = true;
+        return std::nullopt;
+      }
+      not_empty_.WaitFor(&mu_, left);
+    }
+    if (cancelled_ || items_.empty()) return std::nullopt;
+    T item = std::move(items_.front());
+    items_.pop_front();
+    not_full_.Signal();
+    return item;
+  }
+
   void Close() override {
     MutexLock lock(&mu_);
     closed_ = true;

@@ -37,6 +37,7 @@
 // pass is sampled in two halves at once); the ComputeFn from the compute thread only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -160,6 +161,13 @@ struct EpochRunnerOptions {
   // admitted has its features reserved and they fit (false when the pass is cancelled): a runner
   // may sample its next pass's first batches there, while this pass reads and computes its last.
   std::function<Status(const std::function<bool(uint64_t bytes)>& hold)> after_sampling = nullptr;
+  // A consumer that pulls (PassStream) may keep batches while it asks for more (`list(loader)`
+  // in Python): when it waits for a batch and every batch in flight is one it keeps, a batch is
+  // admitted whatever the allowance says, so the pass never waits on the consumer's batches.
+  // They still count against the allowance until released, so the pipeline prepares fewer
+  // batches ahead while they are kept (one at a time when they fill it). False (the push loop of
+  // Run, which releases each batch before asking for the next): no exception.
+  bool admit_past_consumer = false;
 
   // Upper bound on sampled batches alive at once (sampling, queued, gathering, reordering,
   // computing), whatever the byte allowance; with aggregation, two groups.
@@ -226,6 +234,60 @@ struct EpochReport {
   nlohmann::json ToJson() const;
 };
 
+// One pass started by EpochRunner::Start, pulled batch by batch by its consumer.
+//
+// The stages (io, plan, sample, gather) run ahead on their own threads within the in-flight
+// window and the batches' byte allowance; Next() hands the batches over strictly in plan order (a
+// reorder buffer absorbs the parallel stages' jitter). A batch counts against the window and the
+// allowance from its admission until the consumer Release()s it, so the memory the consumer
+// keeps is part of what the pass holds. EpochRunner::Run is this loop with a ComputeFn.
+//
+// Errors: the first error of any stage is returned by Next() (and again by later calls); the
+// stages have then stopped. Cancel() stops them early from any thread: a Next() waiting returns
+// `reason`. The destructor cancels and joins.
+//
+// Thread safety: Next(), Finish() and the accessors from one consumer thread; Release() and
+// Cancel() from any thread. Every batch Next() returns must be released (or dropped) before the
+// stream is destroyed.
+class PassStream {
+ public:
+  ~PassStream();
+  PassStream(const PassStream&) = delete;
+  PassStream& operator=(const PassStream&) = delete;
+
+  // The next batch in plan order; nullopt after the last one.
+  Result<std::optional<PreparedBatch>> Next();
+  // The same, waiting at most `timeout` (a caller that must answer signals polls): nullopt with
+  // *timed_out set when the batch is not ready by then (call again; nothing is lost).
+  Result<std::optional<PreparedBatch>> Next(std::chrono::nanoseconds timeout, bool* timed_out);
+  // Hands a batch Next() returned back: its bytes leave the allowance and its staging buffer may
+  // serve a later batch. Any order, any thread.
+  void Release(PreparedBatch&& batch);
+  // Stops the pass; a Next() waiting or to come returns `reason` (Aborted when OK).
+  void Cancel(Status reason);
+  // Cancels (unless the pass has ended) and waits for the stages' threads to end; batches handed
+  // over stay valid and may still be released. Consumer thread.
+  void Close();
+  // Counts `bytes` more for a batch Next() returned (what the consumer derives from it and
+  // keeps with it), until it is released. Consumer thread.
+  void Account(PreparedBatch* batch, uint64_t bytes);
+  // The pass's report once Next() has returned nullopt; InvalidArgument before.
+  Result<EpochReport> Finish();
+
+  int64_t num_batches() const;
+  int64_t delivered() const;
+
+ private:
+  friend class EpochRunner;
+  struct State;
+  explicit PassStream(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// Pulls every batch of `stream` into `compute` in order, releasing each after it, and returns the
+// pass's report -- or the first error, the stream's or compute's (the stream is then cancelled).
+Result<EpochReport> RunToEnd(PassStream* stream, const ComputeFn& compute);
+
 class EpochRunner {
  public:
   // `graph` (and its pool) must outlive the runner.
@@ -239,6 +301,10 @@ class EpochRunner {
   // is a group of one.
   Result<EpochReport> Run(const EpochPlan& plan, const SampleGroupFn& sample,
                           const ComputeFn& compute);
+  // Starts the pass's stages and returns the stream its consumer pulls the batches from (see
+  // PassStream). InvalidArgument for a plan that does not fit the runner's graph or parts. The
+  // runner may be reused once the stream is started; the graph must outlive the stream.
+  Result<std::unique_ptr<PassStream>> Start(EpochPlan plan, SampleGroupFn sample);
 
   const EpochRunnerOptions& options() const { return options_; }
   EpochRunnerOptions& mutable_options() { return options_; }

@@ -156,6 +156,13 @@ uint64_t AggregatedBatchBytes(const BatchShape& shape, int64_t feature_dim);
 uint64_t ActivationBytes(const BatchShape& shape, const ModelShape& model,
                          bool aggregated_input = false);
 
+// What a caller's own model (MemoryBudgetInputs::external_model) is assumed to need when it does
+// not say: twice the float32 input rows of a batch of `shape` (a message-passing layer gathers
+// about a row per sampled edge and keeps it for its backward), at least 16 MiB.
+uint64_t DefaultConsumerBytes(const BatchShape& shape, int64_t feature_dim);
+// The name of that reservation among MemoryPlan::items.
+inline constexpr const char* kConsumerModelItem = "the caller's model and its working memory";
+
 struct MemoryBudgetInputs {
   uint64_t budget_bytes = 0;  // 0: no budget (every partition resident)
   // Dataset.
@@ -201,6 +208,14 @@ struct MemoryBudgetInputs {
   // a batch is its seeds and labels (in pinned staging), and the pool keeps no partition slot --
   // only its fine-read scratch, which the one-time upload of the features reads through.
   bool graph_on_device = false;
+  // The batches go to a caller's own model (the Python loader): `consumer_bytes` is reserved for
+  // that model and its working memory in place of the model terms above (model.num_parameters is
+  // then 0; 0 bytes: DefaultConsumerBytes), and the caller may keep `consumer_batches` batches
+  // while it asks for the next (a loop holds its previous batch): they are counted with the batches
+  // in flight (EpochRunnerOptions::admit_past_consumer), so the allowance grows by as many batches.
+  bool external_model = false;
+  uint64_t consumer_bytes = 0;
+  int consumer_batches = 0;
 };
 
 // The host buffer through which features are uploaded to the device once, before training

@@ -47,6 +47,11 @@ struct OutOfCoreOptions {
   int64_t eval_batch_size = 0;
   std::vector<int> eval_fanouts;
   ModelShape model;  // widths and parameter count (for the budget)
+  // The batches go to a caller's own model (MemoryBudgetInputs::external_model): `consumer_bytes`
+  // reserved for it, and `consumer_batches` batches it may keep while asking for the next.
+  bool external_model = false;
+  uint64_t consumer_bytes = 0;
+  int consumer_batches = 0;
   // Random partition orders walked per pass (EpochPlanOptions::rounds): more rounds mix the
   // partitions seen by consecutive batches more, at the cost of reloading partitions.
   uint32_t plan_rounds = 4;
@@ -96,6 +101,8 @@ struct PassOptions {
   std::vector<EpochRunnerOptions::Part> parts = {};
   // EpochRunnerOptions::after_sampling.
   std::function<Status(const std::function<bool(uint64_t bytes)>& hold)> after_sampling = nullptr;
+  // EpochRunnerOptions::admit_past_consumer: the consumer pulls and may keep batches.
+  bool admit_past_consumer = false;
 };
 
 class OutOfCore {
@@ -121,6 +128,10 @@ class OutOfCore {
   // pipeline. Returns the pass's report or the first error of any stage.
   Result<EpochReport> RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
                               const SampleGroupFn& sample, const ComputeFn& compute);
+  // The same pass, pulled: its stages start now and the caller takes the batches from the stream
+  // (PassStream). One stream at a time; it must not outlive this object.
+  Result<std::unique_ptr<PassStream>> StartPass(std::span<const int64_t> nodes,
+                                                const PassOptions& pass, SampleGroupFn sample);
   // The sampler threads a pass runs: OutOfCoreOptions::sample_threads, at most the plan's batches
   // in flight when a row plan has a budget (more would wait, each keeping its ID map).
   int SampleThreads() const;

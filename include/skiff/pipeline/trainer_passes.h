@@ -81,6 +81,12 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
                                                                  SamplingMode sampling, int threads,
                                                                  const ComputeSite& site);
 
+// Samples a group with the training core's NeighborSampler over the group's ResidentGraphSource
+// and labels its seeds from `labels` (size num_nodes; null: -1). One source for the whole group:
+// its hop-batched reads then cover every batch of the group. `labels` must outlive the function.
+SampleGroupFn LabelledSampleFn(std::vector<int> fanouts, bool record_degrees,
+                               const std::vector<int32_t>* labels);
+
 // The evaluation fanouts the Trainer uses for `options` (its default when none are given).
 std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options);
 

@@ -11,6 +11,11 @@
 
 namespace skiff::train {
 
+// Stream IDs keep the random streams of training, evaluation and dropout apart (the Trainer's; a
+// loader that draws the Trainer's batches uses the same).
+inline constexpr uint64_t kTrainStream = 1, kDropoutStream = 2, kValidStream = 3, kTestStream = 4,
+                          kPredictStream = 5;
+
 // Batches of at most `batch_size` (> 0) nodes, the last one possibly smaller. With shuffle false
 // the nodes keep their given order (evaluation and prediction).
 std::vector<std::vector<int64_t>> PlanBatches(std::span<const int64_t> nodes, int64_t batch_size,

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ Status ExportReplaceable(const std::string& out_dir);
 
 Status ExportPredictions(const format::Dataset& dataset, const Predictor& predict,
                          const std::string& out_dir);
+// The raw ID of each node of `nodes` (dense IDs of `dataset`): the ID map's, through the
+// relabelling of a partitioned dataset; without an ID map, the ID before partitioning as text.
+// InvalidArgument names a node outside the graph; errors of the map and relabel.old_ids pass
+// through.
+Result<std::vector<std::string>> RawIdsOf(const format::Dataset& dataset,
+                                          std::span<const int64_t> nodes);
 // With the trainer's batched prediction (Trainer::Predict).
 Status ExportPredictions(const format::Dataset& dataset, Trainer& trainer,
                          const std::string& out_dir);
