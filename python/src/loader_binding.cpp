@@ -1,0 +1,201 @@
+// skiff._skiff.Loader / Pass / Batch: pipeline::NodeLoader and its PassStreams for Python.
+//
+// Every wait (opening, starting a pass, taking a batch, closing) runs with the GIL released.
+// Pass.next() waits in slices of `poll_ms` and checks for signals between them, so Ctrl-C
+// interrupts a waiting loop: the pass is cancelled and KeyboardInterrupt raised.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+
+#include "arrays.h"
+#include "batch_arrays.h"
+#include "bindings.h"
+#include "handles.h"
+
+namespace nb = nanobind;
+
+namespace skiff::python {
+
+PassHandle::~PassHandle() {
+  if (stream == nullptr) return;
+  if (getpid() != pid) {
+    (void)stream.release();  // a forked child: the parent's threads are not here to join
+    return;
+  }
+  nb::gil_scoped_release released;
+  stream.reset();
+}
+
+BatchHandle::~BatchHandle() {
+  if (pass != nullptr && pass->stream != nullptr && getpid() == pass->pid) {
+    pass->stream->Release(std::move(prepared));
+  }
+}
+
+namespace {
+
+using Ids = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+std::shared_ptr<LoaderHandle> CreateLoader(std::shared_ptr<DatasetHandle> dataset,
+                                           std::vector<int> fanouts, int64_t batch_size,
+                                           uint64_t memory_bytes, uint64_t model_bytes,
+                                           int kept_batches, int threads, uint64_t seed,
+                                           bool direct_io) {
+  CheckSameProcess(dataset->pid, "this skiff.Dataset");
+  pipeline::NodeLoaderOptions options;
+  options.fanouts = std::move(fanouts);
+  options.batch_size = batch_size;
+  options.memory_bytes = memory_bytes;
+  options.model_bytes = model_bytes;
+  options.kept_batches = kept_batches;
+  options.threads = threads;
+  options.seed = seed;
+  options.direct_io = direct_io;
+  Result<std::unique_ptr<pipeline::NodeLoader>> loader = Status::Internal("not created");
+  {
+    nb::gil_scoped_release released;
+    loader = pipeline::NodeLoader::Create(dataset->dataset.get(), std::move(options));
+  }
+  auto handle = std::make_shared<LoaderHandle>();
+  handle->loader = ValueOrThrow(std::move(loader));
+  handle->dataset = std::move(dataset);
+  handle->pid = getpid();
+  return handle;
+}
+
+std::shared_ptr<PassHandle> Start(std::shared_ptr<LoaderHandle> loader, Ids nodes, bool shuffle,
+                                  uint64_t stream, uint64_t epoch) {
+  CheckSameProcess(loader->pid, "this skiff.NodeLoader");
+  Result<std::unique_ptr<pipeline::PassStream>> started = Status::Internal("not started");
+  {
+    nb::gil_scoped_release released;
+    started = loader->loader->Start({nodes.data(), nodes.shape(0)}, shuffle, stream, epoch);
+  }
+  auto handle = std::make_shared<PassHandle>();
+  handle->stream = ValueOrThrow(std::move(started));
+  handle->loader = std::move(loader);
+  handle->pid = getpid();
+  return handle;
+}
+
+// The next batch, or None after the last one; polls for signals every `poll_ms`.
+std::unique_ptr<BatchHandle> Next(std::shared_ptr<PassHandle> pass, int poll_ms) {
+  CheckSameProcess(pass->pid, "this skiff.NodeLoader");
+  pipeline::PassStream& stream = *pass->stream;
+  Result<std::optional<pipeline::PreparedBatch>> next = std::optional<pipeline::PreparedBatch>();
+  auto batch = std::make_unique<BatchHandle>();
+  while (true) {
+    bool timed_out = false;
+    {
+      nb::gil_scoped_release released;
+      next = stream.Next(std::chrono::milliseconds(std::max(poll_ms, 1)), &timed_out);
+      if (next.ok() && next->has_value()) {
+        // The arrays Python gets besides the batch's own, counted with it.
+        pipeline::PreparedBatch& prepared = **next;
+        batch->edge_index = PygEdgeIndex(prepared.batch);
+        batch->y.assign(prepared.batch.labels.begin(), prepared.batch.labels.end());
+        stream.Account(&prepared, (batch->edge_index.capacity() + batch->y.capacity()) * 8);
+      }
+    }
+    if (!timed_out) break;
+    if (PyErr_CheckSignals() != 0) {
+      nb::gil_scoped_release released;
+      stream.Cancel(Status::Aborted("interrupted"));
+      stream.Close();
+      throw nb::python_error();
+    }
+  }
+  ThrowIfError(next.status());
+  if (!next->has_value()) return nullptr;
+  batch->prepared = std::move(**next);
+  batch->pass = std::move(pass);
+  return batch;
+}
+
+nb::dict Arrays(BatchHandle& b, bool torch) {
+  nb::handle owner = nb::find(&b);
+  const sampler::MiniBatch& mb = b.prepared.batch;
+  const size_t n = mb.input_nodes.size();
+  const auto dim = static_cast<size_t>(b.pass->loader->loader->feature_dim());
+  nb::dict out;
+  out["x"] = View(b.prepared.features.data(), {n, dim}, owner, torch);
+  out["n_id"] = View(const_cast<int64_t*>(mb.input_nodes.data()), {n}, owner, torch);
+  out["y"] = View(b.y.data(), {b.y.size()}, owner, torch);
+  out["edge_index"] = View(b.edge_index.data(), {2, b.edge_index.size() / 2}, owner, torch);
+  return out;
+}
+
+nb::tuple Block(BatchHandle& b, size_t layer, bool torch) {
+  const std::vector<sampler::Block>& blocks = b.prepared.batch.blocks;
+  if (layer >= blocks.size()) {
+    ThrowIfError(Status::InvalidArgument("layer " + std::to_string(layer) + " of a batch of " +
+                                         std::to_string(blocks.size()) + " layers"));
+  }
+  std::vector<int64_t> edges = BlockEdgeIndex(blocks[layer]);
+  const size_t e = edges.size() / 2;
+  return nb::make_tuple(Owned(std::move(edges), {2, e}, torch), blocks[layer].num_src,
+                        blocks[layer].num_dst);
+}
+
+// The pass's report (EpochReport) as JSON text and as the CLI's lines, once every batch is taken.
+std::pair<std::string, std::string> Report(PassHandle& pass) {
+  Result<pipeline::EpochReport> report = pass.stream->Finish();
+  ThrowIfError(report.status());
+  return {report->ToJson().dump(), report->Describe()};
+}
+
+std::vector<std::pair<std::string, uint64_t>> MemoryPlanItems(const LoaderHandle& h) {
+  const pipeline::MemoryPlan& plan = h.loader->memory_plan();
+  std::vector<std::pair<std::string, uint64_t>> items;
+  for (const pipeline::MemoryItem& item : plan.items) items.emplace_back(item.name, item.bytes);
+  items.emplace_back("buffer pool (" + std::to_string(plan.pool_slots) + " partition slots)",
+                     plan.pool_bytes);
+  return items;
+}
+
+}  // namespace
+
+void BindLoader(nb::module_& m) {
+  nb::class_<LoaderHandle>(m, "Loader")
+      .def(nb::new_(&CreateLoader), nb::arg("dataset"), nb::arg("fanouts"), nb::arg("batch_size"),
+           nb::arg("memory_bytes"), nb::arg("model_bytes"), nb::arg("kept_batches"),
+           nb::arg("threads"), nb::arg("seed"), nb::arg("direct_io"))
+      .def("start", &Start, nb::arg("nodes"), nb::arg("shuffle"), nb::arg("stream"),
+           nb::arg("epoch"))
+      .def("describe", [](const LoaderHandle& h) { return h.loader->Describe(); })
+      .def("memory_plan", &MemoryPlanItems)
+      .def_prop_ro("model_bytes", [](const LoaderHandle& h) { return h.loader->model_bytes(); })
+      .def_prop_ro("fully_resident",
+                   [](const LoaderHandle& h) { return h.loader->memory_plan().fully_resident; });
+
+  nb::class_<PassHandle>(m, "Pass")
+      .def("next", &Next, nb::arg("poll_ms") = 100)
+      .def("close",
+           [](PassHandle& p) {
+             CheckSameProcess(p.pid, "this skiff.NodeLoader");
+             nb::gil_scoped_release released;
+             p.stream->Close();
+           })
+      .def("report", &Report)
+      .def_prop_ro("num_batches", [](const PassHandle& p) { return p.stream->num_batches(); })
+      .def_prop_ro("delivered", [](const PassHandle& p) { return p.stream->delivered(); });
+
+  nb::class_<BatchHandle>(m, "Batch")
+      .def("arrays", &Arrays, nb::arg("torch") = false)
+      .def("block", &Block, nb::arg("layer"), nb::arg("torch") = false)
+      .def_prop_ro("index", [](const BatchHandle& b) { return b.prepared.index; })
+      .def_prop_ro("sample_seed", [](const BatchHandle& b) { return b.prepared.sample_seed; })
+      .def_prop_ro("batch_size", [](const BatchHandle& b) { return b.prepared.batch.seeds.size(); })
+      .def_prop_ro("num_layers",
+                   [](const BatchHandle& b) { return b.prepared.batch.blocks.size(); })
+      .def_prop_ro("held_bytes", [](const BatchHandle& b) { return b.prepared.held_bytes; });
+}
+
+}  // namespace skiff::python

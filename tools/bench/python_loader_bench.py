@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""skiff.NodeLoader feeding a PyG GraphSAGE, one or more epochs: samples/s, accuracy, peak RSS.
+
+    python tools/bench/python_loader_bench.py DATASET [--memory 25%|300MiB] [--epochs 1]
+
+The model and loop are those of tools/bench/pyg_loader_peer.py (the PyG NeighborLoader peer):
+2 x SAGEConv (mean), hidden 256, ReLU, dropout 0.5, Adam lr 0.003, batch 1024, --num-neighbors
+in PyG's order (seed hop first; 10,15 is `skiff train --fanouts 15,10`), torch on --threads.
+Prints one JSON line per epoch (train seconds, samples/s, loss, the loader's stage report) and a
+final line with validation/test accuracy and the memory figures: the process's RSS once torch and
+the model are set up (baseline), and its peak from then to the end (VmHWM, reset after the
+baseline), against memory + 96 MiB + baseline.
+"""
+
+import argparse
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+from torch_geometric.nn import SAGEConv
+
+import skiff
+
+
+def status(key):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key))
+
+
+class Sage(torch.nn.Module):
+    def __init__(self, in_dim, hidden, out_dim, layers, dropout):
+        super().__init__()
+        dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
+        self.convs = torch.nn.ModuleList(SAGEConv(a, b) for a, b in zip(dims, dims[1:]))
+        self.dropout = dropout
+
+    def forward(self, x, edge_index):
+        for i, conv in enumerate(self.convs):
+            x = conv(x, edge_index)
+            if i + 1 < len(self.convs):
+                x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
+        return x
+
+
+def accuracy(model, loader, device):
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for batch in loader:
+            out = model(batch.x.to(device), batch.edge_index.to(device))[:batch.batch_size]
+            correct += int((out.argmax(-1).cpu() == batch.y).sum())
+            total += batch.batch_size
+    return correct / max(total, 1)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("dataset")
+    p.add_argument("--memory", default=None, help="a size, or N%% of the dataset's bytes")
+    p.add_argument("--model-memory", default=None)
+    p.add_argument("--num-neighbors", default="10,15")
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--no-eval", action="store_true")
+    args = p.parse_args()
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    ds = skiff.open(args.dataset)
+    memory = args.memory
+    if memory is not None and memory.endswith("%"):
+        memory = int(ds.num_bytes * float(memory[:-1]) / 100)
+    fanouts = [int(n) for n in args.num_neighbors.split(",")]
+    model = Sage(ds.feature_dim, args.hidden, ds.num_classes, len(fanouts), 0.5).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=0.003)
+    baseline = status("VmRSS:")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    common = dict(num_neighbors=fanouts, memory=memory, threads=args.threads, seed=args.seed,
+                  model_memory=args.model_memory)
+    loader = skiff.NodeLoader(ds, batch_size=args.batch_size, **common)
+    print(json.dumps({"loader": loader.describe(), "memory": memory,
+                      "plan": loader.memory_plan()}), flush=True)
+    for epoch in range(args.epochs):
+        model.train()
+        start, seeds, total = time.perf_counter(), 0, 0.0
+        for batch in loader:
+            x = batch.x.to(device, non_blocking=True)
+            y = batch.y.to(device, non_blocking=True)
+            opt.zero_grad()
+            out = model(x, batch.edge_index.to(device, non_blocking=True))[:batch.batch_size]
+            loss = F.cross_entropy(out, y)
+            loss.backward()
+            opt.step()
+            total += float(loss) * batch.batch_size
+            seeds += batch.batch_size
+        seconds = time.perf_counter() - start
+        report = loader.report()
+        stages = {k: (round(v["busy_seconds"], 2), round(v["stall_seconds"], 2))
+                  for k, v in report["stages"].items()}
+        print(json.dumps({"epoch": epoch, "train_seconds": round(seconds, 3),
+                          "samples_per_second": round(seeds / seconds, 1),
+                          "loss": round(total / seeds, 4), "stages_busy_stall": stages,
+                          "bytes_read": report["bytes_read"],
+                          "read_amplification": round(report["read_amplification"], 2)}),
+              flush=True)
+    del batch
+    loader.close()
+    result = {"baseline_rss": baseline, "peak_rss_after_baseline": status("VmHWM:")}
+    if not args.no_eval:
+        ev = dict(common, batch_size=4096, shuffle=False)
+        result["valid_acc"] = accuracy(model, skiff.NodeLoader(ds, input_nodes="valid", **ev),
+                                       device)
+        result["test_acc"] = accuracy(model, skiff.NodeLoader(ds, input_nodes="test", **ev),
+                                      device)
+    if memory is not None:
+        budget = skiff.parse_bytes(memory) if isinstance(memory, str) else memory
+        result["promise"] = budget + (96 << 20) + baseline
+        result["within"] = result["peak_rss_after_baseline"] <= result["promise"]
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
