@@ -2,6 +2,7 @@
 
 import json
 import math
+import weakref
 
 import numpy as np
 
@@ -27,6 +28,20 @@ def _memory_bytes(memory, name="memory") -> int:
     raise ValueError(f"{name}={memory!r} is not a size: None, a byte count > 0, or e.g. '4GiB'")
 
 
+def _pin(owner, x):
+    """Page-locks x's memory (cudaHostRegister) until `owner` is collected, so that
+    x.to("cuda", non_blocking=True) is an asynchronous DMA copy."""
+    import torch
+    cudart = torch.cuda.cudart()
+    ptr, size = x.data_ptr(), x.numel() * x.element_size()
+    if size == 0:
+        return
+    err = cudart.cudaHostRegister(ptr, size, 0)
+    if int(err) != 0:
+        raise RuntimeError(f"cudaHostRegister of a batch's rows ({size} bytes) failed: {err}")
+    weakref.finalize(owner, cudart.cudaHostUnregister, ptr)
+
+
 class Batch:
     """One sampled batch, in PyG's conventions.
 
@@ -45,11 +60,13 @@ class Batch:
     buffers go back to the loader when the last of them is dropped.
     """
 
-    def __init__(self, handle, as_torch):
+    def __init__(self, handle, as_torch, pin_memory=False):
         self._handle = handle
         self._torch = as_torch
         arrays = handle.arrays(as_torch)
         self.x = arrays["x"]
+        if pin_memory:
+            _pin(self, self.x)
         self.n_id = arrays["n_id"]
         self.y = arrays["y"]
         self.edge_index = arrays["edge_index"]
@@ -105,12 +122,14 @@ class NodeLoader:
                    seeds, reshuffled every epoch; every rank gets the same number (the remainder
                    of an epoch's permutation is left out)
     as_torch       True: torch tensors, False: NumPy arrays, None: torch when installed
+    pin_memory     page-lock each batch's rows (cudaHostRegister) while the batch lives, so that
+                   batch.x.to("cuda", non_blocking=True) copies asynchronously
     """
 
     def __init__(self, dataset, num_neighbors, batch_size=1024, memory=None,
                  input_nodes="train", shuffle=True, seed=0, threads=2, model_memory=None,
-                 kept_batches=1, rank=0, world_size=1, as_torch=None, direct_io=True,
-                 poll_seconds=0.1):
+                 kept_batches=1, rank=0, world_size=1, as_torch=None, pin_memory=False,
+                 direct_io=True, poll_seconds=0.1):
         if not isinstance(dataset, Dataset):
             dataset = Dataset(dataset)
         self.dataset = dataset
@@ -140,6 +159,9 @@ class NodeLoader:
         self.rank, self.world_size = int(rank), int(world_size)
         self.memory_bytes = _memory_bytes(memory)
         self._torch = want_torch(as_torch)
+        self.pin_memory = bool(pin_memory)
+        if self.pin_memory and not self._torch:
+            raise ValueError("pin_memory=True needs torch tensors (as_torch)")
         self._poll_ms = max(1, int(poll_seconds * 1000))
         model_bytes = 0 if model_memory is None else _memory_bytes(model_memory, "model_memory")
         # Skiff's sampler lists the input layer first.
@@ -185,7 +207,7 @@ class NodeLoader:
                 handle = pass_.next(self._poll_ms)
                 if handle is None:
                     break
-                yield Batch(handle, self._torch)
+                yield Batch(handle, self._torch, self.pin_memory)
             report_json, report_text = pass_.report()
             self._report = json.loads(report_json)
             self._report["text"] = report_text

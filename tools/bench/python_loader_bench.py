@@ -67,6 +67,7 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-eval", action="store_true")
+    p.add_argument("--pin-memory", action="store_true", help="page-lock each batch's rows")
     args = p.parse_args()
 
     torch.manual_seed(args.seed)
@@ -84,7 +85,7 @@ def main():
         f.write("5")
     common = dict(num_neighbors=fanouts, memory=memory, threads=args.threads, seed=args.seed,
                   model_memory=args.model_memory)
-    loader = skiff.NodeLoader(ds, batch_size=args.batch_size, **common)
+    loader = skiff.NodeLoader(ds, batch_size=args.batch_size, pin_memory=args.pin_memory, **common)
     print(json.dumps({"loader": loader.describe(), "memory": memory,
                       "plan": loader.memory_plan()}), flush=True)
     for epoch in range(args.epochs):
@@ -122,6 +123,7 @@ def main():
     if memory is not None:
         budget = skiff.parse_bytes(memory) if isinstance(memory, str) else memory
         result["promise"] = budget + (96 << 20) + baseline
+        result["model_memory"] = loader.model_memory
         result["within"] = result["peak_rss_after_baseline"] <= result["promise"]
     print(json.dumps(result), flush=True)
 
