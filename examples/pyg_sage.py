@@ -89,7 +89,7 @@ def main():
             loss = F.cross_entropy(out, y)
             loss.backward()
             opt.step()
-            total_loss += float(loss) * batch.batch_size
+            total_loss += loss.item() * batch.batch_size
             seeds += batch.batch_size
         seconds = time.perf_counter() - start
         print(f"epoch {epoch}: loss {total_loss / seeds:.4f}, {seconds:.2f}s, "

@@ -62,7 +62,7 @@ def test_a_pyg_sage_model_learns_from_the_loader(medium):
             loss = torch.nn.functional.cross_entropy(out, batch.y[:batch.batch_size])
             loss.backward()
             opt.step()
-            total += float(loss)
+            total += loss.item()
         losses.append(total)
     assert losses[-1] < 0.8 * losses[0], losses
     correct = count = 0

@@ -7,9 +7,12 @@ The model and loop are those of tools/bench/pyg_loader_peer.py (the PyG Neighbor
 2 x SAGEConv (mean), hidden 256, ReLU, dropout 0.5, Adam lr 0.003, batch 1024, --num-neighbors
 in PyG's order (seed hop first; 10,15 is `skiff train --fanouts 15,10`), torch on --threads.
 Prints one JSON line per epoch (train seconds, samples/s, loss, the loader's stage report) and a
-final line with validation/test accuracy and the memory figures: the process's RSS once torch and
-the model are set up (baseline), and its peak from then to the end (VmHWM, reset after the
-baseline), against memory + 96 MiB + baseline.
+final line with validation/test accuracy and the memory figures. Before the loader exists, one
+training step on a synthetic batch of the expected size (--warmup-nodes rows, 15 edges each) loads
+torch's kernels and thread pools and measures the model's own working memory (the growth of the
+peak RSS over that step, `model_step_bytes`); the baseline is the RSS after it, and the peak
+(VmHWM, reset after the baseline) runs to the end: the promise is memory + 96 MiB + baseline, with
+the model's working memory inside `memory` only up to --model-memory.
 """
 
 import argparse
@@ -43,6 +46,21 @@ class Sage(torch.nn.Module):
         return x
 
 
+def warm_up(model, opt, ds, nodes, device):
+    """One training step on random data of a batch's size; the growth of the peak RSS."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    before = status("VmRSS:")
+    x = torch.randn(nodes, ds.feature_dim, device=device)
+    edge_index = torch.randint(0, nodes, (2, nodes * 15), device=device)
+    y = torch.randint(0, ds.num_classes, (1024,), device=device)
+    opt.zero_grad()
+    F.cross_entropy(model(x, edge_index)[:1024], y).backward()
+    opt.zero_grad()
+    del x, edge_index, y
+    return status("VmHWM:") - before
+
+
 def accuracy(model, loader, device):
     model.eval()
     correct = total = 0
@@ -68,6 +86,8 @@ def main():
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-eval", action="store_true")
     p.add_argument("--pin-memory", action="store_true", help="page-lock each batch's rows")
+    p.add_argument("--warmup-nodes", type=int, default=108000,
+                   help="rows of the warm-up batch (the 2M-node bar's batches have ~108k)")
     args = p.parse_args()
 
     torch.manual_seed(args.seed)
@@ -80,6 +100,7 @@ def main():
     fanouts = [int(n) for n in args.num_neighbors.split(",")]
     model = Sage(ds.feature_dim, args.hidden, ds.num_classes, len(fanouts), 0.5).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=0.003)
+    model_step = warm_up(model, opt, ds, args.warmup_nodes, device)
     baseline = status("VmRSS:")
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
@@ -99,7 +120,7 @@ def main():
             loss = F.cross_entropy(out, y)
             loss.backward()
             opt.step()
-            total += float(loss) * batch.batch_size
+            total += loss.item() * batch.batch_size
             seeds += batch.batch_size
         seconds = time.perf_counter() - start
         report = loader.report()
@@ -113,7 +134,8 @@ def main():
               flush=True)
     del batch
     loader.close()
-    result = {"baseline_rss": baseline, "peak_rss_after_baseline": status("VmHWM:")}
+    result = {"baseline_rss": baseline, "peak_rss_after_baseline": status("VmHWM:"),
+              "model_step_bytes": model_step}
     if not args.no_eval:
         ev = dict(common, batch_size=4096, shuffle=False)
         result["valid_acc"] = accuracy(model, skiff.NodeLoader(ds, input_nodes="valid", **ev),
@@ -125,6 +147,10 @@ def main():
         result["promise"] = budget + (96 << 20) + baseline
         result["model_memory"] = loader.model_memory
         result["within"] = result["peak_rss_after_baseline"] <= result["promise"]
+        # The model's working memory beyond what the budget kept for it comes on top.
+        excess = max(model_step - loader.model_memory, 0)
+        result["within_with_model_excess"] = (result["peak_rss_after_baseline"]
+                                              <= result["promise"] + excess)
     print(json.dumps(result), flush=True)
 
 
