@@ -38,6 +38,11 @@ class Dataset:
         """The node IDs (int64, ascending) of "train", "valid" or "test"."""
         return self._ds.split(name)
 
+    def csr(self):
+        """(offsets int64[N+1], neighbors int64[E]): row v lists the nodes whose messages v
+        receives -- the whole graph in memory, checksums verified."""
+        return self._ds.csr()
+
     def labels(self) -> np.ndarray:
         """int32[num_nodes]; -1 marks an unlabelled node."""
         return self._ds.labels()

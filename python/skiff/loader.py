@@ -93,7 +93,7 @@ class Batch:
 
     def to_pyg(self):
         """The batch as a torch_geometric.data.Data (x, edge_index, y, n_id, batch_size)."""
-        from .pyg import to_pyg
+        from .pyg import to_pyg  # needs torch_geometric
         return to_pyg(self)
 
     def __repr__(self):

@@ -1,14 +1,160 @@
-"""PyG adapters: a skiff.Batch as a torch_geometric.data.Data."""
+"""PyG adapters: a skiff.Batch as a torch_geometric.data.Data, and a PyG remote backend over a Skiff
+dataset (FeatureStore, GraphStore and a sampler), so that code written against PyG's
+remote-backend API trains from disk without the graph or the features in memory:
+
+    import skiff, skiff.pyg
+    from torch_geometric.loader import NodeLoader
+    ds = skiff.open("data/built-in/small")
+    feature_store, graph_store = skiff.pyg.remote_backend(ds)
+    sampler = skiff.pyg.SkiffSampler(ds, num_neighbors=[10, 15])
+    loader = NodeLoader((feature_store, graph_store), node_sampler=sampler,
+                        input_nodes=torch.from_numpy(ds.split("train")), batch_size=1024,
+                        shuffle=True)
+
+PyG's loader then asks the sampler for each batch on its own thread (or workers) and fetches x and
+y from the feature store; skiff.NodeLoader, which prepares batches ahead on Skiff's threads within a
+budget, is the faster path for the same model.
+"""
+
+import itertools
+
+import numpy as np
+import torch
+from torch_geometric.data import Data, EdgeAttr, FeatureStore, GraphStore, TensorAttr
+from torch_geometric.sampler import BaseSampler, SamplerOutput
+
+from . import _skiff
+from .dataset import Dataset
+from .loader import _memory_bytes
 
 
 def to_pyg(batch):
     """The batch as PyG's NeighborLoader would give it: x, edge_index, y, n_id, batch_size
     (the seeds are the first batch_size nodes). Shares the batch's memory."""
-    import torch
-    from torch_geometric.data import Data
 
     def tensor(a):
         return a if isinstance(a, torch.Tensor) else torch.from_numpy(a)
 
     return Data(x=tensor(batch.x), edge_index=tensor(batch.edge_index), y=tensor(batch.y),
                 n_id=tensor(batch.n_id), batch_size=batch.batch_size)
+
+
+def _engine(dataset, num_neighbors, memory, threads, seed):
+    """A Skiff engine (buffer pool, hot row cache) over `dataset` for synchronous calls."""
+    if not isinstance(dataset, Dataset):
+        dataset = Dataset(dataset)
+    fanouts = list(reversed([int(n) for n in num_neighbors]))
+    return dataset, _skiff.Loader(dataset._ds, fanouts, 1024, _memory_bytes(memory), 0, 1,
+                                  int(threads), int(seed), True)
+
+
+def _index(index):
+    if index is None:
+        return None
+    if isinstance(index, slice):
+        raise NotImplementedError
+    ids = index.cpu().numpy() if isinstance(index, torch.Tensor) else np.asarray(index)
+    return np.ascontiguousarray(ids.astype(np.int64, copy=False).reshape(-1))
+
+
+class SkiffFeatureStore(FeatureStore):
+    """Read-only node features ("x", float32) and labels ("y", int64) of a Skiff dataset: rows come
+    through the buffer pool and its hot row cache (checksums verified), labels from memory."""
+
+    def __init__(self, dataset, memory=None):
+        super().__init__()
+        self.dataset, self._engine = _engine(dataset, [1], memory, 1, 0)
+        self._labels = torch.from_numpy(self.dataset.labels().astype(np.int64))
+
+    def _get_tensor(self, attr):
+        ids = _index(attr.index)
+        if attr.attr_name == "x":
+            if ids is None:
+                ids = np.arange(self.dataset.num_nodes, dtype=np.int64)
+            return self._engine.read_rows(ids, True)
+        if attr.attr_name == "y":
+            return self._labels if ids is None else self._labels[torch.from_numpy(ids)]
+        return None
+
+    def _get_tensor_size(self, attr):
+        if attr.attr_name == "x":
+            return (self.dataset.num_nodes, self.dataset.feature_dim)
+        if attr.attr_name == "y":
+            return (self.dataset.num_nodes,)
+        return None
+
+    def get_all_tensor_attrs(self):
+        return [TensorAttr(group_name=None, attr_name="x"),
+                TensorAttr(group_name=None, attr_name="y")]
+
+    def _put_tensor(self, tensor, attr):
+        raise NotImplementedError("a Skiff dataset is read-only (skiff convert writes one)")
+
+    def _remove_tensor(self, attr):
+        raise NotImplementedError("a Skiff dataset is read-only")
+
+
+class SkiffGraphStore(GraphStore):
+    """The graph of a Skiff dataset as PyG's GraphStore: one edge type stored by target, i.e. PyG's
+    CSC (row v of Skiff's CSR lists the sources of v's messages). It is read from disk, whole,
+    only when asked for -- SkiffSampler never asks: it samples from the dataset itself; PyG's own
+    samplers do (they hold the graph in memory)."""
+
+    def __init__(self, dataset):
+        super().__init__()
+        self.dataset = dataset if isinstance(dataset, Dataset) else Dataset(dataset)
+
+    def get_all_edge_attrs(self):
+        n = self.dataset.num_nodes
+        return [EdgeAttr(edge_type=None, layout="csc", is_sorted=True, size=(n, n))]
+
+    def _get_edge_index(self, edge_attr):
+        if edge_attr.layout.value != "csc":
+            return None
+        offsets, neighbors = self.dataset._ds.csr()
+        return torch.from_numpy(neighbors), torch.from_numpy(offsets)  # (row, colptr)
+
+    def _put_edge_index(self, edge_index, edge_attr):
+        raise NotImplementedError("a Skiff dataset is read-only (skiff convert writes one)")
+
+    def _remove_edge_index(self, edge_attr):
+        raise NotImplementedError("a Skiff dataset is read-only")
+
+
+class SkiffSampler(BaseSampler):
+    """PyG's BaseSampler over Skiff's exact neighbour sampler: sample_from_nodes samples the seeds
+    of one batch with num_neighbors (seed hop first, as PyG) and returns PyG's SamplerOutput
+    (n_id, edge_index as row = source and col = target, per-hop counts). Neighbour lists come
+    through the buffer pool within `memory` (None: no budget). Each call draws from its own
+    random stream, numbered from `seed` in call order."""
+
+    def __init__(self, dataset, num_neighbors, seed=0, memory=None, threads=1):
+        super().__init__()
+        self.dataset, self._engine = _engine(dataset, num_neighbors, memory, threads, seed)
+        self.num_neighbors = list(num_neighbors)
+        self._calls = itertools.count()
+        self._seed = int(seed)
+
+    def sample_from_nodes(self, index, **kwargs):
+        seeds = _index(index.node)
+        rng_seed = (self._seed * 0x9E3779B97F4A7C15 + next(self._calls)) % (1 << 64)
+        out = self._engine.sample(seeds, rng_seed, True)
+        return SamplerOutput(node=out["n_id"], row=out["edge_index"][0],
+                             col=out["edge_index"][1], edge=None,
+                             num_sampled_nodes=out["num_sampled_nodes"],
+                             num_sampled_edges=out["num_sampled_edges"],
+                             metadata=(index.input_id, index.time))
+
+    def sample_from_edges(self, index, neg_sampling=None):
+        raise NotImplementedError("link prediction batches are not in skiff.pyg yet")
+
+    @property
+    def edge_permutation(self):
+        return None
+
+
+def remote_backend(dataset, memory=None):
+    """(SkiffFeatureStore, SkiffGraphStore) over `dataset`, for PyG's loaders."""
+    if not isinstance(dataset, Dataset):
+        dataset = Dataset(dataset)
+    return SkiffFeatureStore(dataset, memory=memory), SkiffGraphStore(dataset)

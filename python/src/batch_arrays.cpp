@@ -23,7 +23,8 @@ std::vector<int64_t> Join(std::vector<int64_t> src, const std::vector<int64_t>& 
 
 }  // namespace
 
-std::vector<int64_t> PygEdgeIndex(const sampler::MiniBatch& batch) {
+std::vector<int64_t> PygEdgeIndex(const sampler::MiniBatch& batch,
+                                  std::vector<int64_t>* hop_edges) {
   std::vector<int64_t> src, dst;
   int64_t edges = 0;
   for (const sampler::Block& block : batch.blocks) edges += block.num_edges();
@@ -32,10 +33,23 @@ std::vector<int64_t> PygEdgeIndex(const sampler::MiniBatch& batch) {
   int64_t lo = 0;  // the destinations expanded by later blocks (inner hops)
   for (std::size_t l = batch.blocks.size(); l-- > 0;) {
     const sampler::Block& block = batch.blocks[l];
+    const size_t before = src.size();
     AppendRows(block, lo, block.num_dst, &src, &dst);
+    if (hop_edges != nullptr) hop_edges->push_back(static_cast<int64_t>(src.size() - before));
     lo = block.num_dst;
   }
   return Join(std::move(src), dst);
+}
+
+std::vector<int64_t> HopNodes(const sampler::MiniBatch& batch) {
+  std::vector<int64_t> nodes;
+  int64_t reached = 0;
+  for (std::size_t l = batch.blocks.size(); l-- > 0;) {
+    nodes.push_back(batch.blocks[l].num_dst - reached);
+    reached = batch.blocks[l].num_dst;
+  }
+  if (!batch.blocks.empty()) nodes.push_back(batch.blocks[0].num_src - reached);
+  return nodes;
 }
 
 std::vector<int64_t> BlockEdgeIndex(const sampler::Block& block) {

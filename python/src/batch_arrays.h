@@ -19,8 +19,12 @@
 
 namespace skiff::python {
 
-// 2 x E, row-major (all sources, then all targets).
-std::vector<int64_t> PygEdgeIndex(const sampler::MiniBatch& batch);
+// 2 x E, row-major (all sources, then all targets). `hop_edges` (when given): the edges of each
+// hop, seeds' first (PyG's num_sampled_edges).
+std::vector<int64_t> PygEdgeIndex(const sampler::MiniBatch& batch,
+                                  std::vector<int64_t>* hop_edges = nullptr);
+// The nodes first reached at each hop, the seeds first (PyG's num_sampled_nodes).
+std::vector<int64_t> HopNodes(const sampler::MiniBatch& batch);
 std::vector<int64_t> BlockEdgeIndex(const sampler::Block& block);
 
 }  // namespace skiff::python

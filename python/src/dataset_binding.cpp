@@ -124,6 +124,22 @@ void Verify(const DatasetHandle& h) {
   ThrowIfError(status);
 }
 
+// The whole CSR (offsets, neighbours widened to int64), verified.
+nb::tuple Csr(const DatasetHandle& h) {
+  const format::Dataset& d = Get(h);
+  Result<std::vector<int64_t>> offsets = Status::Internal("not read");
+  Result<std::vector<int64_t>> neighbors = Status::Internal("not read");
+  {
+    nb::gil_scoped_release released;
+    offsets = d.LoadOffsets();
+    if (offsets.ok()) neighbors = d.LoadNeighbors();
+  }
+  std::vector<int64_t> o = ValueOrThrow(std::move(offsets));
+  std::vector<int64_t> v = ValueOrThrow(std::move(neighbors));
+  const size_t no = o.size(), nv = v.size();
+  return nb::make_tuple(Owned(std::move(o), {no}), Owned(std::move(v), {nv}));
+}
+
 nb::object Boundaries(const DatasetHandle& h) {
   const format::Manifest& m = Get(h).manifest();
   std::vector<int64_t> b =
@@ -165,6 +181,7 @@ void BindDataset(nb::module_& m) {
                      return m.partitions ? m.partitions->algorithm : std::string();
                    })
       .def("partition_boundaries", &Boundaries)
+      .def("csr", &Csr)
       .def("split", &Split, nb::arg("name"))
       .def("labels", &Labels)
       .def("read_rows", &ReadRowsOf, nb::arg("ids"), nb::arg("torch") = false)

@@ -144,6 +144,46 @@ nb::tuple Block(BatchHandle& b, size_t layer, bool torch) {
                         blocks[layer].num_dst);
 }
 
+// One batch of `seeds` sampled now (NodeLoader::SampleNow): n_id, edge_index, y and the per-hop
+// counts, as PyG's SamplerOutput wants them.
+nb::dict SampleNow(const LoaderHandle& h, Ids seeds, uint64_t rng_seed, bool torch) {
+  CheckSameProcess(h.pid, "this skiff.NodeLoader");
+  sampler::MiniBatch batch;
+  std::vector<int64_t> edges, hop_edges, y;
+  Status status;
+  {
+    nb::gil_scoped_release released;
+    status = h.loader->SampleNow({seeds.data(), seeds.shape(0)}, rng_seed, &batch);
+    if (status.ok()) {
+      edges = PygEdgeIndex(batch, &hop_edges);
+      y.assign(batch.labels.begin(), batch.labels.end());
+    }
+  }
+  ThrowIfError(status);
+  nb::dict out;
+  const size_t n = batch.input_nodes.size(), e = edges.size() / 2, bs = y.size();
+  out["num_sampled_nodes"] = HopNodes(batch);
+  out["num_sampled_edges"] = hop_edges;
+  out["n_id"] = Owned(std::move(batch.input_nodes), {n}, torch);
+  out["edge_index"] = Owned(std::move(edges), {2, e}, torch);
+  out["y"] = Owned(std::move(y), {bs}, torch);
+  return out;
+}
+
+nb::object ReadRows(const LoaderHandle& h, Ids nodes, bool torch) {
+  CheckSameProcess(h.pid, "this skiff.NodeLoader");
+  const auto dim = static_cast<size_t>(h.loader->feature_dim());
+  std::vector<float> rows(nodes.shape(0) * dim);
+  Status status;
+  {
+    nb::gil_scoped_release released;
+    status = h.loader->ReadRows({nodes.data(), nodes.shape(0)}, rows.data());
+  }
+  ThrowIfError(status);
+  const size_t n = nodes.shape(0);
+  return Owned(std::move(rows), {n, dim}, torch);
+}
+
 // The pass's report (EpochReport) as JSON text and as the CLI's lines, once every batch is taken.
 std::pair<std::string, std::string> Report(PassHandle& pass) {
   Result<pipeline::EpochReport> report = pass.stream->Finish();
@@ -169,6 +209,8 @@ void BindLoader(nb::module_& m) {
            nb::arg("threads"), nb::arg("seed"), nb::arg("direct_io"))
       .def("start", &Start, nb::arg("nodes"), nb::arg("shuffle"), nb::arg("stream"),
            nb::arg("epoch"))
+      .def("sample", &SampleNow, nb::arg("seeds"), nb::arg("rng_seed"), nb::arg("torch") = false)
+      .def("read_rows", &ReadRows, nb::arg("nodes"), nb::arg("torch") = false)
       .def("describe", [](const LoaderHandle& h) { return h.loader->Describe(); })
       .def("memory_plan", &MemoryPlanItems)
       .def_prop_ro("model_bytes", [](const LoaderHandle& h) { return h.loader->model_bytes(); })

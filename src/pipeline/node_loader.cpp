@@ -77,7 +77,32 @@ Result<std::unique_ptr<NodeLoader>> NodeLoader::Create(const format::Dataset* da
                          OutOfCore::Create(dataset, LoaderOutOfCoreOptions(m, options)));
   SKIFF_ASSIGN_OR_RETURN(loader->labels_, dataset->LoadLabels());
   loader->sample_ = LabelledSampleFn(options.fanouts, options.record_degrees, &loader->labels_);
+  loader->disk_features_ = std::make_unique<DiskFeatureSource>(loader->ooc_->exact_graph());
   return loader;
+}
+
+Status NodeLoader::SampleNow(std::span<const int64_t> seeds, uint64_t rng_seed,
+                             sampler::MiniBatch* batch) const {
+  // Exact sampling reads what is not resident, a hop's lists together (ResidentGraphSource).
+  const ResidentSet nothing(
+      std::vector<std::shared_ptr<const storage::PartitionPin>>(ooc_->num_partitions()));
+  const BatchGraph view(&ooc_->graph(), &nothing);
+  const std::span<const int64_t> one[] = {seeds};
+  const uint64_t rng[] = {rng_seed};
+  sampler::MiniBatch* out[] = {batch};
+  return sample_(view, one, rng, out);
+}
+
+Status NodeLoader::ReadRows(std::span<const int64_t> nodes, float* out) const {
+  const int64_t n = dataset_->manifest().num_nodes;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i] < 0 || nodes[i] >= n) {
+      return Status::InvalidArgument("node " + std::to_string(nodes[i]) + " (at " +
+                                     std::to_string(i) + ") is not in [0, " + std::to_string(n) +
+                                     ")");
+    }
+  }
+  return disk_features_->Gather(nodes, out);
 }
 
 Result<std::unique_ptr<PassStream>> NodeLoader::Start(std::span<const int64_t> nodes, bool shuffle,

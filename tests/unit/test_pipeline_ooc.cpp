@@ -17,11 +17,13 @@
 #include "skiff/pipeline/epoch_plan.h"
 #include "skiff/pipeline/epoch_runner.h"
 #include "skiff/pipeline/hot_row_cache.h"
+#include "skiff/pipeline/node_loader.h"
 #include "skiff/pipeline/out_of_core.h"
 #include "skiff/pipeline/resident_graph_source.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/storage/buffer_pool.h"
 #include "skiff/storage/dataset_partition_source.h"
+#include "skiff/train/batch_plan.h"
 #include "tests/unit/test_util.h"
 
 using namespace skiff;
@@ -908,4 +910,50 @@ TEST_CASE("pass stream: a timed wait returns without losing the batch") {
   }
   CHECK(taken == (*stream)->num_batches());
   CHECK((*stream)->Finish().ok());
+}
+
+TEST_CASE("node loader: a pass's batches in the Trainer's order, and SampleNow draws each alike") {
+  Fixture f;
+  auto loader = NodeLoader::Create(f.dataset.get(),
+                                   {.fanouts = {3, 2}, .batch_size = 32, .threads = 2, .seed = 9});
+  REQUIRE_MESSAGE(loader.ok(), loader.status().ToString());
+  const std::vector<int64_t> train = *f.dataset->LoadSplit(format::kTrainFile);
+  const std::vector<int32_t> labels = *f.dataset->LoadLabels();
+  auto stream = (*loader)->Start(train, /*shuffle=*/true, /*stream=*/1, /*epoch=*/3);
+  REQUIRE(stream.ok());
+  const auto order = train::PlanBatches(train, 32, true, 9, 3);
+  int64_t index = 0;
+  while (true) {
+    auto next = (*stream)->Next();
+    REQUIRE(next.ok());
+    if (!next->has_value()) break;
+    const PreparedBatch& b = **next;
+    REQUIRE(index < static_cast<int64_t>(order.size()));
+    CHECK(b.batch.seeds == order[index]);
+    for (size_t i = 0; i < b.batch.seeds.size(); ++i) {
+      CHECK(b.batch.labels[i] == labels[b.batch.seeds[i]]);
+    }
+    // The rows are the file's.
+    for (size_t i = 0; i < b.batch.input_nodes.size(); i += 7) {
+      const int64_t v = b.batch.input_nodes[i];
+      CHECK(std::equal(b.features.begin() + i * kDim, b.features.begin() + (i + 1) * kDim,
+                       f.features.begin() + v * kDim));
+    }
+    sampler::MiniBatch now;
+    REQUIRE((*loader)->SampleNow(b.batch.seeds, b.sample_seed, &now).ok());
+    CHECK(now.input_nodes == b.batch.input_nodes);
+    CHECK(now.labels == b.batch.labels);
+    REQUIRE(now.blocks.size() == b.batch.blocks.size());
+    for (size_t l = 0; l < now.blocks.size(); ++l) {
+      CHECK(now.blocks[l].indices == b.batch.blocks[l].indices);
+    }
+    std::vector<float> rows(b.batch.input_nodes.size() * kDim);
+    REQUIRE((*loader)->ReadRows(b.batch.input_nodes, rows.data()).ok());
+    CHECK(std::equal(rows.begin(), rows.end(), b.features.begin()));
+    (*stream)->Release(std::move(**next));
+    ++index;
+  }
+  CHECK(index == static_cast<int64_t>(order.size()));
+  const int64_t outside[] = {0, kNodes};
+  CHECK((*loader)->ReadRows(outside, nullptr).code() == StatusCode::kInvalidArgument);
 }

@@ -32,8 +32,10 @@
 #include <vector>
 
 #include "skiff/format/dataset.h"
+#include "skiff/pipeline/disk_sources.h"
 #include "skiff/pipeline/epoch_runner.h"
 #include "skiff/pipeline/out_of_core.h"
+#include "skiff/sampler/minibatch.h"
 #include "skiff/status.h"
 #include "skiff/storage/io_engine.h"
 
@@ -68,6 +70,18 @@ class NodeLoader {
   Result<std::unique_ptr<PassStream>> Start(std::span<const int64_t> nodes, bool shuffle,
                                             uint64_t stream, uint64_t epoch);
 
+  // One batch of `seeds` sampled now, on the calling thread, as a pass samples it with sampler
+  // seed `rng_seed` (labelled; the neighbour lists read through the buffer pool, a hop's
+  // together, nothing pinned): for callers that cut and order the batches themselves (skiff.pyg's
+  // sampler under PyG's NodeLoader). Thread-safe. InvalidArgument on an out-of-range or repeated
+  // seed.
+  Status SampleNow(std::span<const int64_t> seeds, uint64_t rng_seed,
+                   sampler::MiniBatch* batch) const;
+  // The float32 rows of `nodes` (any order) into out (nodes.size() x feature_dim), through the
+  // buffer pool and the hot row cache, checksums verified. Thread-safe. InvalidArgument names a
+  // node outside the graph.
+  Status ReadRows(std::span<const int64_t> nodes, float* out) const;
+
   const NodeLoaderOptions& options() const { return options_; }
   const std::vector<int32_t>& labels() const { return labels_; }
   const MemoryPlan& memory_plan() const { return ooc_->memory_plan(); }
@@ -82,6 +96,7 @@ class NodeLoader {
   const format::Dataset* dataset_ = nullptr;
   NodeLoaderOptions options_;
   std::unique_ptr<OutOfCore> ooc_;
+  std::unique_ptr<DiskFeatureSource> disk_features_;  // ReadRows': nothing pinned
   std::vector<int32_t> labels_;
   SampleGroupFn sample_;
 };
