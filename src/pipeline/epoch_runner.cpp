@@ -901,6 +901,53 @@ struct PassStream::State {
     driver.join();
     joined = true;
   }
+
+  bool Due() const { return !pending.empty() && pending.begin()->first == delivered; }
+
+  // Takes batches from the ready queue into `pending` until the one due is there (true), the
+  // queue ends (false), or `timeout` from `called` passes (*timed_out).
+  bool Fill(std::chrono::nanoseconds timeout, std::chrono::steady_clock::time_point called,
+            bool* timed_out) {
+    if (Due()) return true;
+    run.ConsumerWaiting(true);
+    while (!Due()) {
+      std::optional<PreparedBatch> item =
+          timeout == std::chrono::nanoseconds::max()
+              ? run.PopReady(nullptr)
+              : run.PopReadyFor(timeout - (std::chrono::steady_clock::now() - called), timed_out);
+      if (!item.has_value()) break;
+      pending.emplace(item->index, std::move(*item));
+    }
+    run.ConsumerWaiting(false);
+    return Due();
+  }
+
+  // Hands over the batch due.
+  std::optional<PreparedBatch> TakeDue() {
+    PreparedBatch batch = std::move(pending.begin()->second);
+    pending.erase(pending.begin());
+    ++delivered;
+    seeds += static_cast<int64_t>(batch.batch.seeds.size());
+    compute.AddItems(1);
+    run.Delivered();
+    return batch;
+  }
+
+  // The ready queue ended: the gather stage is done, or the pipeline stopped (its status says
+  // which). Sets `error`, or `ended` when every batch was handed over.
+  void End(std::chrono::steady_clock::time_point now) {
+    Join();
+    end = now;
+    if (!stages_status.ok()) {
+      error = stages_status;
+    } else if (!pending.empty() || delivered != expected) {
+      error = Status::Internal("epoch delivered " + std::to_string(delivered) + " of " +
+                               std::to_string(expected) + " batches (" +
+                               std::to_string(pending.size()) + " out of order)");
+    } else {
+      ended = true;
+    }
+  }
 };
 
 PassStream::PassStream(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -936,51 +983,16 @@ Result<std::optional<PreparedBatch>> PassStream::Next(std::chrono::nanoseconds t
   if (st.ended) return std::optional<PreparedBatch>();
   const auto called = std::chrono::steady_clock::now();
   if (st.returned) st.compute.AddBusy(called - st.last_return);
-  st.returned = false;
-  const bool waits = st.pending.empty() || st.pending.begin()->first != st.delivered;
-  if (waits) st.run.ConsumerWaiting(true);
-  while (st.pending.empty() || st.pending.begin()->first != st.delivered) {
-    std::optional<PreparedBatch> item =
-        timeout == std::chrono::nanoseconds::max()
-            ? st.run.PopReady(nullptr)
-            : st.run.PopReadyFor(timeout - (std::chrono::steady_clock::now() - called), timed_out);
-    if (*timed_out) {
-      st.run.ConsumerWaiting(false);
-      st.compute.AddStall(std::chrono::steady_clock::now() - called);
-      st.last_return = std::chrono::steady_clock::now();
-      st.returned = true;  // the caller's time until it asks again is not a wait
-      return std::optional<PreparedBatch>();
-    }
-    if (!item.has_value()) break;
-    st.pending.emplace(item->index, std::move(*item));
-  }
-  if (waits) st.run.ConsumerWaiting(false);
+  const bool ready = st.Fill(timeout, called, timed_out);
   const auto now = std::chrono::steady_clock::now();
   st.compute.AddStall(now - called);
   st.last_return = now;
-  if (!st.pending.empty() && st.pending.begin()->first == st.delivered) {
-    PreparedBatch batch = std::move(st.pending.begin()->second);
-    st.pending.erase(st.pending.begin());
-    ++st.delivered;
-    st.seeds += static_cast<int64_t>(batch.batch.seeds.size());
-    st.compute.AddItems(1);
-    st.run.Delivered();
-    st.returned = true;
-    return std::optional<PreparedBatch>(std::move(batch));
-  }
-  // The gather stage is done, or the pipeline stopped: its status says which.
-  st.Join();
-  st.end = now;
-  st.returned = false;
-  if (!st.stages_status.ok()) {
-    st.error = st.stages_status;
-  } else if (!st.pending.empty() || st.delivered != st.expected) {
-    st.error = Status::Internal("epoch delivered " + std::to_string(st.delivered) + " of " +
-                                std::to_string(st.expected) + " batches (" +
-                                std::to_string(st.pending.size()) + " out of order)");
-  }
+  // After a timed-out wait the caller's time until it asks again is not a wait either.
+  st.returned = ready || *timed_out;
+  if (*timed_out) return std::optional<PreparedBatch>();
+  if (ready) return st.TakeDue();
+  st.End(now);
   if (!st.error.ok()) return st.error;
-  st.ended = true;
   return std::optional<PreparedBatch>();
 }
 
