@@ -137,7 +137,8 @@ def main():
     result = {"baseline_rss": baseline, "peak_rss_after_baseline": status("VmHWM:"),
               "model_step_bytes": model_step}
     if not args.no_eval:
-        ev = dict(common, batch_size=4096, shuffle=False)
+        # Evaluation batches of 4096 need more than a small budget holds: the training size then.
+        ev = dict(common, batch_size=4096 if memory is None else args.batch_size, shuffle=False)
         result["valid_acc"] = accuracy(model, skiff.NodeLoader(ds, input_nodes="valid", **ev),
                                        device)
         result["test_acc"] = accuracy(model, skiff.NodeLoader(ds, input_nodes="test", **ev),
