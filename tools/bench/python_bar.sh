@@ -5,7 +5,7 @@
 #   skiff.NodeLoader in memory | PyG NeighborLoader (torch-sparse) | skiff.NodeLoader at 25%
 # all in one virtual environment (one torch).
 #   tools/bench/python_bar.sh DATASET VENV ROUNDS OUT_DIR
-set -euo pipefail
+set -uo pipefail  # a failed run is logged and the alternation goes on
 ds=$1 venv=$2 rounds=${3:-2} out=${4:-/tmp/python_bar}
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
