@@ -8,7 +8,7 @@ The model and loop are those of tools/bench/pyg_loader_peer.py (the PyG Neighbor
 in PyG's order (seed hop first; 10,15 is `skiff train --fanouts 15,10`), torch on --threads.
 Prints one JSON line per epoch (train seconds, samples/s, loss, the loader's stage report) and a
 final line with validation/test accuracy and the memory figures. Before the loader exists, one
-training step on a synthetic batch of the expected size (--warmup-nodes rows, 15 edges each) loads
+training step on a synthetic batch of the expected size (--warmup-nodes rows, --warmup-edges) loads
 torch's kernels and thread pools and measures the model's own working memory (the growth of the
 peak RSS over that step, `model_step_bytes`); the baseline is the RSS after it, and the peak
 (VmHWM, reset after the baseline) runs to the end: the promise is memory + 96 MiB + baseline, with
@@ -46,13 +46,13 @@ class Sage(torch.nn.Module):
         return x
 
 
-def warm_up(model, opt, ds, nodes, device):
+def warm_up(model, opt, ds, nodes, edges, device):
     """One training step on random data of a batch's size; the growth of the peak RSS."""
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
     before = status("VmRSS:")
     x = torch.randn(nodes, ds.feature_dim, device=device)
-    edge_index = torch.randint(0, nodes, (2, nodes * 15), device=device)
+    edge_index = torch.randint(0, nodes, (2, edges), device=device)
     y = torch.randint(0, ds.num_classes, (1024,), device=device)
     opt.zero_grad()
     F.cross_entropy(model(x, edge_index)[:1024], y).backward()
@@ -86,8 +86,10 @@ def main():
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-eval", action="store_true")
     p.add_argument("--pin-memory", action="store_true", help="page-lock each batch's rows")
-    p.add_argument("--warmup-nodes", type=int, default=108000,
-                   help="rows of the warm-up batch (the 2M-node bar's batches have ~108k)")
+    p.add_argument("--warmup-nodes", type=int, default=94500,
+                   help="rows of the warm-up batch (the 2M-node bar's batches: ~94k)")
+    p.add_argument("--warmup-edges", type=int, default=105500,
+                   help="edges of the warm-up batch (the bar's: ~105k)")
     args = p.parse_args()
 
     torch.manual_seed(args.seed)
@@ -100,7 +102,7 @@ def main():
     fanouts = [int(n) for n in args.num_neighbors.split(",")]
     model = Sage(ds.feature_dim, args.hidden, ds.num_classes, len(fanouts), 0.5).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=0.003)
-    model_step = warm_up(model, opt, ds, args.warmup_nodes, device)
+    model_step = warm_up(model, opt, ds, args.warmup_nodes, args.warmup_edges, device)
     baseline = status("VmRSS:")
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
