@@ -6,8 +6,9 @@
 // its pass's stream (its memory accounting) alive, and releases itself to it when dropped.
 //
 // Errors: a non-OK Status raises, with the C++ message unchanged, ValueError (InvalidArgument),
-// FileNotFoundError (NotFound), MemoryError (ResourceExhausted), KeyboardInterrupt (Aborted by an
-// interrupt) or skiff.Error (everything else; a RuntimeError).
+// FileNotFoundError (NotFound), MemoryError (ResourceExhausted) or skiff.Error (everything else; a
+// RuntimeError). A signal that arrives while a call waits (Ctrl-C) raises what its Python handler
+// raises (KeyboardInterrupt) once the wait is cancelled.
 #pragma once
 
 #include <unistd.h>

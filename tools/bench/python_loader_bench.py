@@ -17,33 +17,23 @@ the model's working memory inside `memory` only up to --model-memory.
 
 import argparse
 import json
+import os
+import sys
 import time
 
 import torch
 import torch.nn.functional as F
-from torch_geometric.nn import SAGEConv
 
 import skiff
+
+# The model of examples/pyg_sage.py.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+from pyg_sage import Sage  # noqa: E402
 
 
 def status(key):
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) * 1024 for line in f if line.startswith(key))
-
-
-class Sage(torch.nn.Module):
-    def __init__(self, in_dim, hidden, out_dim, layers, dropout):
-        super().__init__()
-        dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
-        self.convs = torch.nn.ModuleList(SAGEConv(a, b) for a, b in zip(dims, dims[1:]))
-        self.dropout = dropout
-
-    def forward(self, x, edge_index):
-        for i, conv in enumerate(self.convs):
-            x = conv(x, edge_index)
-            if i + 1 < len(self.convs):
-                x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
-        return x
 
 
 def warm_up(model, opt, ds, nodes, edges, device):
