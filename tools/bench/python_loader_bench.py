@@ -26,9 +26,9 @@ import torch.nn.functional as F
 
 import skiff
 
-# The model of examples/pyg_sage.py.
+# The model and evaluation of examples/pyg_sage.py.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
-from pyg_sage import Sage  # noqa: E402
+from pyg_sage import Sage, evaluate  # noqa: E402
 
 
 def status(key):
@@ -49,17 +49,6 @@ def warm_up(model, opt, ds, nodes, edges, device):
     opt.zero_grad()
     del x, edge_index, y
     return status("VmHWM:") - before
-
-
-def accuracy(model, loader, device):
-    model.eval()
-    correct = total = 0
-    with torch.no_grad():
-        for batch in loader:
-            out = model(batch.x.to(device), batch.edge_index.to(device))[:batch.batch_size]
-            correct += int((out.argmax(-1).cpu() == batch.y).sum())
-            total += batch.batch_size
-    return correct / max(total, 1)
 
 
 def main():
@@ -131,9 +120,9 @@ def main():
     if not args.no_eval:
         # Evaluation batches of 4096 need more than a small budget holds: the training size then.
         ev = dict(common, batch_size=4096 if memory is None else args.batch_size, shuffle=False)
-        result["valid_acc"] = accuracy(model, skiff.NodeLoader(ds, input_nodes="valid", **ev),
+        result["valid_acc"] = evaluate(model, skiff.NodeLoader(ds, input_nodes="valid", **ev),
                                        device)
-        result["test_acc"] = accuracy(model, skiff.NodeLoader(ds, input_nodes="test", **ev),
+        result["test_acc"] = evaluate(model, skiff.NodeLoader(ds, input_nodes="test", **ev),
                                       device)
     if memory is not None:
         budget = skiff.parse_bytes(memory) if isinstance(memory, str) else memory
