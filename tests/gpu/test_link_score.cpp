@@ -39,11 +39,6 @@ Pairs RandomPairs(int64_t n, uint64_t seed) {
   return p;
 }
 
-std::vector<float> Plus(std::vector<float> a, const std::vector<float>& b) {
-  for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
-  return a;
-}
-
 const std::vector<int64_t>& Dims() {
   static const std::vector<int64_t> dims = {1, 3, 32, 33, 100, 128, 257};
   return dims;
