@@ -716,6 +716,37 @@ Result<ConvertSummary> ConvertLargestComponent(const ConvertOptions& opt, Conver
   return summary;
 }
 
+// --split-edges, applied last: the dataset without it (the whole graph, or its largest component)
+// is written into unsplit/ inside the output's temporary directory, as ConvertLargestComponent
+// does, and rewritten from there with the held-out edges.
+Result<ConvertSummary> ConvertThenSplitEdges(const ConvertOptions& opt, ConvertSummary summary,
+                                             uint64_t memory) {
+  SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
+  const std::string unsplit_dir = writer->temp_dir() + "/unsplit";
+  if (::mkdir(unsplit_dir.c_str(), 0755) != 0) {
+    return Status::FromErrno(errno, "create directory " + unsplit_dir);
+  }
+  ConvertOptions unsplit = opt;
+  unsplit.output = unsplit_dir + "/" + BaseName(opt.output);  // the manifest's name is the output's
+  unsplit.overwrite = false;
+  unsplit.edge_split.reset();
+  SKIFF_ASSIGN_OR_RETURN(summary, unsplit.largest_component
+                                      ? ConvertLargestComponent(unsplit, summary, memory)
+                                      : ConvertWhole(unsplit, summary, memory));
+  {
+    SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(unsplit.output));
+    SKIFF_ASSIGN_OR_RETURN(EdgeSplitSummary split, WriteEdgeSplit(*ds, *writer, *opt.edge_split));
+    writer->manifest().source += ", edge split";
+    summary.num_edges = split.edges_after;
+    summary.link_split = split.split;
+  }
+  std::error_code ec;
+  fs::remove_all(unsplit_dir, ec);
+  if (ec) return Status::IOError("remove " + unsplit_dir + ": " + ec.message());
+  SKIFF_RETURN_IF_ERROR(writer->Commit());
+  return summary;
+}
+
 // Options that only some input formats take are refused for the others, rather than ignored.
 Status CheckFormatOptions(const ConvertOptions& opt, InputFormat format) {
   const std::string name = InputFormatName(format);
@@ -763,9 +794,13 @@ Result<ConvertSummary> ConvertGraph(const ConvertOptions& opt) {
   }
   summary.memory_budget_bytes = memory;
   SKIFF_RETURN_IF_ERROR(CheckFormatOptions(opt, summary.format));
-  SKIFF_ASSIGN_OR_RETURN(summary, opt.largest_component
-                                      ? ConvertLargestComponent(opt, summary, memory)
-                                      : ConvertWhole(opt, summary, memory));
+  if (opt.edge_split) {
+    SKIFF_ASSIGN_OR_RETURN(summary, ConvertThenSplitEdges(opt, summary, memory));
+  } else {
+    SKIFF_ASSIGN_OR_RETURN(summary, opt.largest_component
+                                        ? ConvertLargestComponent(opt, summary, memory)
+                                        : ConvertWhole(opt, summary, memory));
+  }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
 }

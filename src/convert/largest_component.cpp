@@ -405,6 +405,12 @@ uint64_t ComponentBytesPerNode(int64_t num_nodes) {
 Result<ComponentSummary> WriteLargestComponent(const format::Dataset& source,
                                                format::DatasetWriter& out,
                                                const ComponentOptions& options) {
+  if (source.manifest().link_split) {
+    // Dropping nodes would drop held-out pairs with them; the split belongs after the component.
+    return Status::InvalidArgument(
+        source.dir() +
+        " has an edge split; take the largest component first and split its edges afterwards");
+  }
   const int64_t n = source.manifest().num_nodes;
   const uint64_t per_node = ComponentBytesPerNode(n);
   const uint64_t need = static_cast<uint64_t>(n) * per_node;

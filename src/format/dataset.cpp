@@ -19,6 +19,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace skiff::format {
 namespace fs = std::filesystem;
@@ -128,6 +130,18 @@ std::string Manifest::ToJson() const {
                        {"edge_buckets_file", p.edge_buckets_file},
                        {"edge_buckets_index_file", p.edge_buckets_index_file}};
   }
+  if (link_split) {
+    const auto& l = *link_split;
+    j["link_split"] = {{"train", l.train},
+                       {"valid", l.valid},
+                       {"test", l.test},
+                       {"valid_neg", l.valid_neg},
+                       {"test_neg", l.test_neg},
+                       {"train_fraction", l.train_fraction},
+                       {"valid_fraction", l.valid_fraction},
+                       {"test_fraction", l.test_fraction},
+                       {"seed", l.seed}};
+  }
   json files_j = json::object();
   for (const auto& [fname, info] : files) {
     files_j[fname] = {{"data_bytes", info.data_bytes},
@@ -154,6 +168,20 @@ PartitionInfo ReadPartitionInfo(const json& pj) {
   p.edge_buckets_file = pj.value("edge_buckets_file", "");
   p.edge_buckets_index_file = pj.value("edge_buckets_index_file", "");
   return p;
+}
+
+LinkSplitInfo ReadLinkSplitInfo(const json& lj) {
+  LinkSplitInfo l;
+  l.train = lj.at("train").get<int64_t>();
+  l.valid = lj.at("valid").get<int64_t>();
+  l.test = lj.at("test").get<int64_t>();
+  l.valid_neg = lj.value("valid_neg", int64_t{0});
+  l.test_neg = lj.value("test_neg", int64_t{0});
+  l.train_fraction = lj.value("train_fraction", 0.0);
+  l.valid_fraction = lj.value("valid_fraction", 0.0);
+  l.test_fraction = lj.value("test_fraction", 0.0);
+  l.seed = lj.value("seed", uint64_t{0});
+  return l;
 }
 
 // Reads the manifest's fields into *m, naming the one being read in *field: a missing or
@@ -200,6 +228,15 @@ Status ReadManifestFields(const json& j, const std::string& path, Manifest* m, s
   if (j.contains("partitions")) {
     *field = "partitions";
     m->partitions = ReadPartitionInfo(j.at("partitions"));
+  }
+  if (j.contains("link_split")) {
+    *field = "link_split";
+    if (m->version < 3) {
+      return Status::Corruption(path + ": field 'link_split' appears in a version " +
+                                std::to_string(m->version) +
+                                " manifest; edge splits came with version 3");
+    }
+    m->link_split = ReadLinkSplitInfo(j.at("link_split"));
   }
   *field = "files";
   for (const auto& [fname, fj] : j.at("files").items()) {
@@ -251,6 +288,22 @@ Status CheckManifest(const Manifest& m, const std::string& path) {
                                      {"feature_dim", m.feature_dim},
                                      {"num_classes", m.num_classes}}) {
     if (count < 0) return bad(std::string(field) + " is negative (" + std::to_string(count) + ")");
+  }
+  if (m.link_split) {
+    const LinkSplitInfo& l = *m.link_split;
+    for (const auto& [field, count] : {std::pair<const char*, int64_t>{"train", l.train},
+                                       {"valid", l.valid},
+                                       {"test", l.test},
+                                       {"valid_neg", l.valid_neg},
+                                       {"test_neg", l.test_neg}}) {
+      if (count < 0) {
+        return bad(std::string("link_split.") + field + " is negative (" + std::to_string(count) +
+                   ")");
+      }
+    }
+    for (const double f : {l.train_fraction, l.valid_fraction, l.test_fraction}) {
+      if (!(f >= 0 && f <= 1)) return bad("link_split holds a fraction outside [0, 1]");
+    }
   }
   if (m.feature_extent_offsets.empty()) return bad("feature_extent_offsets is empty");
   for (uint64_t off : m.feature_extent_offsets) {
@@ -395,6 +448,20 @@ Status ValidateSizes(const Manifest& m) {
   SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kTrainFile, static_cast<uint64_t>(m.train_count) * 8));
   SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kValidFile, static_cast<uint64_t>(m.valid_count) * 8));
   SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kTestFile, static_cast<uint64_t>(m.test_count) * 8));
+  if (m.link_split) {
+    const LinkSplitInfo& l = *m.link_split;
+    SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kLinkTrainFile, static_cast<uint64_t>(l.train) * 16));
+    SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kLinkValidFile, static_cast<uint64_t>(l.valid) * 16));
+    SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kLinkTestFile, static_cast<uint64_t>(l.test) * 16));
+    // A non-edge file with no pairs may be absent.
+    for (const auto& [name, count] :
+         {std::pair<const char*, int64_t>{kLinkValidNegFile, l.valid_neg},
+          {kLinkTestNegFile, l.test_neg}}) {
+      if (count > 0 || m.files.count(name)) {
+        SKIFF_RETURN_IF_ERROR(CheckFileSize(m, name, static_cast<uint64_t>(count) * 16));
+      }
+    }
+  }
   auto it = m.files.find(kFeaturesFile);
   if (it == m.files.end()) return Status::Internal("dataset is missing required file features.bin");
   // The last extent ends the file.
@@ -510,6 +577,38 @@ Result<std::vector<int64_t>> Dataset::LoadSplit(const std::string& name) const {
     }
   }
   return ids;
+}
+
+namespace {
+constexpr const char* kLinkFiles[] = {kLinkTrainFile, kLinkValidFile, kLinkTestFile,
+                                      kLinkValidNegFile, kLinkTestNegFile};
+}  // namespace
+
+Result<std::vector<int64_t>> Dataset::LoadEdgePairs(const std::string& name) const {
+  if (std::find(std::begin(kLinkFiles), std::end(kLinkFiles), name) == std::end(kLinkFiles)) {
+    return Status::InvalidArgument(name + " is not an edge-split file (link_*.edges)");
+  }
+  if (!manifest_.link_split) {
+    return Status::NotFound(dir_ + ": dataset has no edge split (no link_split in " +
+                            kManifestFile + "; `skiff split-edges` makes one)");
+  }
+  if (!manifest_.files.count(name)) {
+    const auto& l = *manifest_.link_split;
+    if ((name == kLinkValidNegFile && l.valid_neg == 0) ||
+        (name == kLinkTestNegFile && l.test_neg == 0)) {
+      return std::vector<int64_t>{};
+    }
+  }
+  SKIFF_ASSIGN_OR_RETURN(auto pairs, LoadArray<int64_t>(*this, name));
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (pairs[i] < 0 || pairs[i] >= manifest_.num_nodes) {
+      return Status::Corruption(dir_ + "/" + name + ": pair " + std::to_string(i / 2) + " (" +
+                                std::to_string(pairs[i & ~size_t{1}]) + ", " +
+                                std::to_string(pairs[i | 1]) + ") has an endpoint outside [0, " +
+                                std::to_string(manifest_.num_nodes) + ")");
+    }
+  }
+  return pairs;
 }
 
 uint64_t Dataset::FeatureRowOffset(int64_t node) const {
@@ -705,6 +804,168 @@ Status Dataset::VerifySplits() const {
   return Status::Ok();
 }
 
+// --- Edge lookup and the edge split
+// ----------------------------------------------------------------
+
+namespace {
+constexpr int64_t kLookupBlockNodes = int64_t{1} << 16;
+constexpr int64_t kLookupMaxRowLoad = int64_t{1} << 20;
+constexpr int64_t kVerifyChunkPairs = int64_t{1} << 20;
+
+struct PairHash {
+  size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+    return static_cast<size_t>(
+        Mix64(static_cast<uint64_t>(p.first) * kGoldenGamma ^ static_cast<uint64_t>(p.second)));
+  }
+};
+}  // namespace
+
+Status EdgeLookup::LoadRow(int64_t u) {
+  const Manifest& m = ds_.manifest();
+  if (block_first_ < 0 || u < block_first_ ||
+      u >= block_first_ + static_cast<int64_t>(offsets_block_.size()) - 1) {
+    SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* offsets, ds_.File(kOffsetsFile));
+    const int64_t first = u - u % kLookupBlockNodes;
+    const int64_t count = std::min(kLookupBlockNodes, m.num_nodes - first);
+    SKIFF_RETURN_IF_ERROR(ReadInts(*offsets, DType::kInt64, first, count + 1, &offsets_block_));
+    block_first_ = first;
+  }
+  const auto at = static_cast<size_t>(u - block_first_);
+  const int64_t begin = offsets_block_[at], end = offsets_block_[at + 1];
+  if (begin < 0 || begin > end || end > m.num_edges) {
+    return Status::Corruption(ds_.dir() + "/" + kOffsetsFile + ": the row of node " +
+                              std::to_string(u) + " spans " + std::to_string(begin) + ".." +
+                              std::to_string(end) +
+                              ", outside [0, num_edges = " + std::to_string(m.num_edges) + "]");
+  }
+  row_node_ = u;
+  row_begin_ = begin;
+  row_end_ = end;
+  row_loaded_ = end - begin <= kLookupMaxRowLoad;
+  if (!row_loaded_) return Status::Ok();
+  SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* neighbors, ds_.File(kNeighborsFile));
+  return ReadInts(*neighbors, m.neighbor_dtype, begin, end - begin, &row_);
+}
+
+Result<bool> EdgeLookup::Contains(int64_t u, int64_t v) {
+  SKIFF_CHECK(u >= 0 && u < ds_.manifest().num_nodes);
+  if (u != row_node_) SKIFF_RETURN_IF_ERROR(LoadRow(u));
+  if (row_loaded_) return std::binary_search(row_.begin(), row_.end(), v);
+  // A long row: binary search reading one neighbour at a time.
+  SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* neighbors, ds_.File(kNeighborsFile));
+  int64_t lo = row_begin_, hi = row_end_;
+  std::vector<int64_t> one;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    SKIFF_RETURN_IF_ERROR(ReadInts(*neighbors, ds_.manifest().neighbor_dtype, mid, 1, &one));
+    if (one[0] == v) return true;
+    if (one[0] < v) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return false;
+}
+
+// Valid and test pairs are held in a hash set (by (min, max) when undirected); train pairs are
+// streamed in chunks and looked up in the graph; non-edges checked against both.
+Status Dataset::VerifyLinkSplit() const {
+  if (!manifest_.link_split) return Status::Ok();
+  const LinkSplitInfo& l = *manifest_.link_split;
+  const bool undirected = manifest_.undirected;
+  using Pair = std::pair<int64_t, int64_t>;
+  auto key = [&](int64_t u, int64_t v) {
+    return undirected ? Pair{std::min(u, v), std::max(u, v)} : Pair{u, v};
+  };
+  auto where = [&](const std::string& name, int64_t i, int64_t u, int64_t v) {
+    return dir_ + "/" + name + ": pair " + std::to_string(i) + " (" + std::to_string(u) + ", " +
+           std::to_string(v) + ")";
+  };
+  EdgeLookup graph(*this);
+  auto in_graph = [&](int64_t u, int64_t v) -> Result<bool> {
+    SKIFF_ASSIGN_OR_RETURN(bool found, graph.Contains(u, v));
+    if (found || !undirected) return found;
+    return graph.Contains(v, u);
+  };
+
+  std::unordered_map<Pair, const char*, PairHash> held_out;  // pair -> its file
+  held_out.reserve(static_cast<size_t>(l.valid + l.test));
+  for (const char* name : {kLinkValidFile, kLinkTestFile}) {
+    SKIFF_ASSIGN_OR_RETURN(const auto pairs, LoadEdgePairs(name));
+    for (size_t i = 0; i < pairs.size() / 2; ++i) {
+      const int64_t u = pairs[2 * i], v = pairs[2 * i + 1];
+      const auto at = static_cast<int64_t>(i);
+      if (u == v) {
+        return Status::Corruption(where(name, at, u, v) +
+                                  " is a self-loop; self-loops are never held out");
+      }
+      auto [it, inserted] = held_out.emplace(key(u, v), name);
+      if (!inserted && it->second != name) {
+        return Status::Corruption(where(name, at, u, v) + " is also in " + it->second +
+                                  "; the splits must be disjoint");
+      }
+      SKIFF_ASSIGN_OR_RETURN(const bool leaked, in_graph(u, v));
+      if (leaked) {
+        return Status::Corruption(where(name, at, u, v) + " is still an edge of " + kNeighborsFile +
+                                  ": held-out edges must be removed from the message-passing "
+                                  "graph (both directions when undirected)");
+      }
+    }
+  }
+
+  SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* train, File(kLinkTrainFile));
+  std::vector<int64_t> chunk;
+  for (int64_t first = 0; first < l.train; first += kVerifyChunkPairs) {
+    const int64_t count = std::min(kVerifyChunkPairs, l.train - first);
+    SKIFF_RETURN_IF_ERROR(ReadInts(*train, DType::kInt64, 2 * first, 2 * count, &chunk));
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t u = chunk[static_cast<size_t>(2 * i)],
+                    v = chunk[static_cast<size_t>(2 * i + 1)];
+      const int64_t at = first + i;
+      if (u < 0 || u >= manifest_.num_nodes || v < 0 || v >= manifest_.num_nodes) {
+        return Status::Corruption(where(kLinkTrainFile, at, u, v) +
+                                  " has an endpoint outside [0, " +
+                                  std::to_string(manifest_.num_nodes) + ")");
+      }
+      if (auto it = held_out.find(key(u, v)); it != held_out.end()) {
+        return Status::Corruption(where(kLinkTrainFile, at, u, v) + " is also in " + it->second +
+                                  "; the splits must be disjoint");
+      }
+      SKIFF_ASSIGN_OR_RETURN(const bool found, graph.Contains(u, v));
+      if (!found) {
+        return Status::Corruption(where(kLinkTrainFile, at, u, v) + " is not an edge of " +
+                                  kNeighborsFile + ": training pairs stay in the graph");
+      }
+    }
+  }
+
+  for (const char* name : {kLinkValidNegFile, kLinkTestNegFile}) {
+    SKIFF_ASSIGN_OR_RETURN(const auto pairs, LoadEdgePairs(name));
+    std::unordered_set<Pair, PairHash> seen;
+    seen.reserve(pairs.size() / 2);
+    for (size_t i = 0; i < pairs.size() / 2; ++i) {
+      const int64_t u = pairs[2 * i], v = pairs[2 * i + 1];
+      const auto at = static_cast<int64_t>(i);
+      if (u == v)
+        return Status::Corruption(where(name, at, u, v) + " is a self-loop, not a non-edge");
+      if (!seen.insert(key(u, v)).second) {
+        return Status::Corruption(where(name, at, u, v) + " appears twice");
+      }
+      if (auto it = held_out.find(key(u, v)); it != held_out.end()) {
+        return Status::Corruption(where(name, at, u, v) + " is a held-out edge of " + it->second +
+                                  ", not a non-edge");
+      }
+      SKIFF_ASSIGN_OR_RETURN(const bool found, in_graph(u, v));
+      if (found) {
+        return Status::Corruption(where(name, at, u, v) + " is an edge of " + kNeighborsFile +
+                                  ", not a non-edge");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 Status Dataset::VerifyAll() const {
   for (const auto& [name, reader] : readers_) SKIFF_RETURN_IF_ERROR(reader->VerifyAll());
   return VerifyConsistency();
@@ -715,7 +976,8 @@ Status Dataset::VerifyConsistency() const {
   SKIFF_RETURN_IF_ERROR(VerifySplits());
   SKIFF_RETURN_IF_ERROR(VerifyGraph());
   SKIFF_RETURN_IF_ERROR(VerifyFeatureExtents());
-  return VerifyRelabelling();
+  SKIFF_RETURN_IF_ERROR(VerifyRelabelling());
+  return VerifyLinkSplit();
 }
 
 }  // namespace skiff::format

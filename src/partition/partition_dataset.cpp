@@ -189,6 +189,47 @@ Status WriteSplit(const format::Dataset& ds, const Layout& l, const std::string&
   return w.WriteFile(name, ids.data(), ids.size() * 8);
 }
 
+// The files of the edge split (when there is one) with both endpoints relabelled, streamed in
+// chunks; on an undirected graph each pair is stored again as (min, max) of the new IDs. Pairs keep
+// their order in the file.
+Status WriteEdgeSplitFiles(const format::Dataset& ds, const Layout& l, int64_t chunk_pairs,
+                           DatasetWriter& w) {
+  if (!ds.manifest().link_split) return Status::Ok();
+  const auto n = static_cast<int64_t>(l.new_id.size());
+  const bool undirected = ds.manifest().undirected;
+  for (const char* name : {format::kLinkTrainFile, format::kLinkValidFile, format::kLinkTestFile,
+                           format::kLinkValidNegFile, format::kLinkTestNegFile}) {
+    if (!ds.manifest().files.count(name)) continue;  // an empty non-edge file may be absent
+    SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* in, ds.File(name));
+    SKIFF_ASSIGN_OR_RETURN(auto out, w.CreateFile(name));
+    const auto total = static_cast<int64_t>(in->info().data_bytes / 16);
+    std::vector<int64_t> pairs;
+    for (int64_t first = 0; first < total; first += chunk_pairs) {
+      const int64_t count = std::min(chunk_pairs, total - first);
+      pairs.resize(static_cast<size_t>(count) * 2);
+      SKIFF_RETURN_IF_ERROR(in->ReadAt(static_cast<uint64_t>(first) * 16,
+                                       static_cast<uint64_t>(count) * 16, pairs.data()));
+      for (size_t i = 0; i < pairs.size(); ++i) {
+        if (pairs[i] < 0 || pairs[i] >= n) {
+          return Status::Corruption(in->path() + ": pair " +
+                                    std::to_string(first + static_cast<int64_t>(i / 2)) +
+                                    " has node ID " + std::to_string(pairs[i]) + ", outside [0, " +
+                                    std::to_string(n) + ")");
+        }
+        pairs[i] = l.new_id[static_cast<size_t>(pairs[i])];
+      }
+      if (undirected) {
+        for (size_t i = 0; i < pairs.size(); i += 2) {
+          if (pairs[i] > pairs[i + 1]) std::swap(pairs[i], pairs[i + 1]);
+        }
+      }
+      SKIFF_RETURN_IF_ERROR(out->Append(pairs.data(), pairs.size() * 8));
+    }
+    SKIFF_RETURN_IF_ERROR(w.FinishFile(*out));
+  }
+  return Status::Ok();
+}
+
 // The end of the destination window of partition p's buckets that starts at q0: it grows while
 // its records fit `buffer_records` (one bucket at least). *records is how many it holds.
 int WindowEnd(const std::vector<int64_t>& counts, int k, int p, int q0, uint64_t buffer_records,
@@ -477,6 +518,7 @@ void FillManifest(const format::Manifest& in, const PartitionReport& report,
   m->train_count = in.train_count;
   m->valid_count = in.valid_count;
   m->test_count = in.test_count;
+  m->link_split = in.link_split;  // its files are rewritten with the new IDs
   m->has_id_map = in.has_id_map;
   m->source = in.source;
   m->feature_extent_offsets = std::move(extent_offsets);
@@ -519,7 +561,8 @@ Result<Partitioning> RunPartitioner(const format::Dataset& ds, GraphSource& grap
 }
 
 // Writes every file of the partitioned dataset into `w`, in partition order: the graph, features,
-// labels, splits, the relabel map, the edge buckets and the files carried over as they are.
+// labels, splits, the edge split, the relabel map, the edge buckets and the files carried over as
+// they are.
 // *bucket_counts and *extent_offsets are what the manifest and the cut check need.
 Status WriteLayoutFiles(const format::Dataset& ds, GraphSource& graph, Layout& layout,
                         const ChunkPlan& chunks, bool show_progress, DatasetWriter& w,
@@ -535,6 +578,7 @@ Status WriteLayoutFiles(const format::Dataset& ds, GraphSource& graph, Layout& l
   SKIFF_RETURN_IF_ERROR(WriteSplit(ds, layout, format::kTrainFile, in.train_count, w));
   SKIFF_RETURN_IF_ERROR(WriteSplit(ds, layout, format::kValidFile, in.valid_count, w));
   SKIFF_RETURN_IF_ERROR(WriteSplit(ds, layout, format::kTestFile, in.test_count, w));
+  SKIFF_RETURN_IF_ERROR(WriteEdgeSplitFiles(ds, layout, chunks.chunk_vertices, w));
   // The old -> new map is no longer needed; free it before composing the new -> old map.
   std::vector<int64_t>().swap(layout.new_id);
   SKIFF_RETURN_IF_ERROR(WriteRelabelMap(ds, &layout, w));

@@ -371,7 +371,8 @@ TEST_CASE("format: the manifest's own checksum") {
     j["version"] = kFormatVersion + 1;
     j["manifest_xxh3"] = SealOf(j);
     WriteManifestJson(dir, j);
-    CHECK(Dataset::Open(dir).status().message().find("format version 3 is not supported") !=
+    CHECK(Dataset::Open(dir).status().message().find(
+              "format version " + std::to_string(kFormatVersion + 1) + " is not supported") !=
           std::string::npos);
   }
 }

@@ -13,6 +13,7 @@
 #include "skiff/process.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
+#include "tools/skiff/edge_split_cli.h"
 #include "tools/skiff/output_paths.h"
 
 namespace skiff::cli {
@@ -36,6 +37,9 @@ struct ConvertFlags {
   std::string extra_columns = "ignore";
   std::string ogb_split;
   bool largest_component = false;
+  std::string split_edges;
+  uint64_t split_seed = 0;
+  CLI::Option* split_seed_opt = nullptr;  // given: seeds the edge split instead of --seed
   int partitions = 0;
   std::string partition_algo = "grem";
 };
@@ -83,6 +87,11 @@ Result<convert::ConvertOptions> ConvertOptionsFrom(const ConvertFlags& f) {
   opt.edge_list.extra_columns_are_errors = f.extra_columns == "error";
   opt.ogb_split = f.ogb_split;
   opt.largest_component = f.largest_component;
+  if (!f.split_edges.empty()) {
+    const uint64_t seed = f.split_seed_opt->count() ? f.split_seed : f.seed;
+    SKIFF_ASSIGN_OR_RETURN(opt.edge_split,
+                           convert::ParseEdgeSplitSpec(f.split_edges, seed, "--split-edges"));
+  }
   return opt;
 }
 
@@ -109,6 +118,7 @@ void PrintSummary(const convert::ConvertSummary& s, const std::string& input,
                 static_cast<long long>(s.num_edges),
                 static_cast<long long>(s.num_edges + s.component_edges_dropped));
   }
+  if (s.link_split) PrintEdgeSplit(*s.link_split, s.num_edges);
   if (s.format != convert::InputFormat::kNpz) {
     std::printf("sort         %s budget, %llu run%s spilled (%s)\n",
                 FormatBytes(s.memory_budget_bytes).c_str(),
@@ -256,6 +266,14 @@ RunFn Setup(CLI::App& app) {
   app.add_flag("--largest-component", f->largest_component,
                "Keep only the largest connected component (edge direction ignored), renumbered "
                "in ID order; drawn splits are drawn on it");
+  app.add_option("--split-edges", f->split_edges,
+                 "Hold out edges for link prediction: fractions 'TRAIN,VALID,TEST' (e.g. "
+                 "0.85,0.05,0.1); valid and test edges leave the graph (docs/FORMAT.md)")
+      ->check(NonEmpty());
+  f->split_seed_opt =
+      app.add_option("--split-seed", f->split_seed, "Seed of the edge split (default: --seed)")
+          ->check(NonNegative())
+          ->needs(app.get_option("--split-edges"));
   CLI::Option* partitions =
       app.add_option("--partitions", f->partitions,
                      "Also partition the result into K parts (as `skiff partition -k K`); 0 = no")

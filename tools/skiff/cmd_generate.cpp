@@ -1,13 +1,19 @@
 // `skiff generate`: write a synthetic node-classification dataset (degree-corrected stochastic
 // block model) straight into the dataset format. See docs/generate.md.
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "skiff/generate/generator.h"
 #include "skiff/log.h"
 #include "skiff/process.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
+#include "tools/skiff/edge_split_cli.h"
 
 namespace skiff::cli {
 namespace {
@@ -27,6 +33,8 @@ struct GenerateCliOptions {
   std::string feature_dtype;
   std::string split;
   uint64_t seed = 1;
+  std::string split_edges;
+  uint64_t split_seed = 0;
   int threads = 0;
   // Which options were given on the command line (they override the preset).
   CLI::Option* nodes_opt = nullptr;
@@ -39,7 +47,44 @@ struct GenerateCliOptions {
   CLI::Option* dtype_opt = nullptr;
   CLI::Option* split_opt = nullptr;
   CLI::Option* name_opt = nullptr;
+  CLI::Option* split_seed_opt = nullptr;
 };
+
+struct Generated {
+  generate::GenerateSummary summary;
+  std::optional<convert::EdgeSplitSummary> edge_split;
+};
+
+// Generates into opt.output; with `edge_split`, generates into unsplit/ inside the output's
+// temporary directory and writes the output from there with the held-out edges (as `skiff
+// convert --split-edges` does), so the output appears once, split.
+Result<Generated> Generate(const generate::GenerateOptions& opt,
+                           const std::optional<convert::EdgeSplitSpec>& edge_split) {
+  Generated g;
+  if (!edge_split) {
+    SKIFF_ASSIGN_OR_RETURN(g.summary, generate::GenerateDataset(opt));
+    return g;
+  }
+  SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
+  const std::string unsplit_dir = writer->temp_dir() + "/unsplit";
+  if (::mkdir(unsplit_dir.c_str(), 0755) != 0) {
+    return Status::FromErrno(errno, "create directory " + unsplit_dir);
+  }
+  generate::GenerateOptions unsplit = opt;
+  unsplit.output = unsplit_dir + "/dataset";
+  unsplit.overwrite = false;
+  SKIFF_ASSIGN_OR_RETURN(g.summary, generate::GenerateDataset(unsplit));
+  {
+    SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(unsplit.output));
+    SKIFF_ASSIGN_OR_RETURN(g.edge_split, convert::WriteEdgeSplit(*ds, *writer, *edge_split));
+    writer->manifest().source += ", edge split";
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(unsplit_dir, ec);
+  if (ec) return Status::IOError("remove " + unsplit_dir + ": " + ec.message());
+  SKIFF_RETURN_IF_ERROR(writer->Commit());
+  return g;
+}
 
 int RunGenerate(const GenerateCliOptions& cli) {
   generate::GenerateOptions opt;
@@ -71,12 +116,22 @@ int RunGenerate(const GenerateCliOptions& cli) {
   }
   opt.split.seed = cli.seed;
   opt.seed = cli.seed;
+  std::optional<convert::EdgeSplitSpec> edge_split;
+  if (!cli.split_edges.empty()) {
+    auto spec = convert::ParseEdgeSplitSpec(
+        cli.split_edges, cli.split_seed_opt->count() ? cli.split_seed : cli.seed, "--split-edges");
+    if (!spec.ok()) {
+      std::fprintf(stderr, "skiff generate: %s\n", spec.status().message().c_str());
+      return 2;
+    }
+    edge_split = *spec;
+  }
   opt.threads = cli.threads;
   opt.output = cli.out;
   opt.overwrite = cli.overwrite;
-  auto summary = generate::GenerateDataset(opt);
-  if (!summary.ok()) return ReportStatus("generate", summary.status());
-  const auto& s = *summary;
+  auto generated = Generate(opt, edge_split);
+  if (!generated.ok()) return ReportStatus("generate", generated.status());
+  const auto& s = generated->summary;
   std::printf("generated    %s\n", opt.output.c_str());
   std::printf("nodes        %lld (%lld classes)\n", static_cast<long long>(s.num_nodes),
               static_cast<long long>(opt.num_classes));
@@ -93,6 +148,9 @@ int RunGenerate(const GenerateCliOptions& cli) {
   std::printf("splits       train %lld / valid %lld / test %lld\n",
               static_cast<long long>(s.train_count), static_cast<long long>(s.valid_count),
               static_cast<long long>(s.test_count));
+  if (generated->edge_split) {
+    PrintEdgeSplit(generated->edge_split->split, generated->edge_split->edges_after);
+  }
   std::printf("written      %s in %s (%s nodes/s), peak RSS %s\n",
               FormatBytes(s.bytes_written).c_str(), FormatSeconds(s.seconds).c_str(),
               FormatCount(static_cast<double>(s.num_nodes) / std::max(s.seconds, 1e-9)).c_str(),
@@ -133,6 +191,14 @@ RunFn Setup(CLI::App& app) {
                                 "'per-class:TRAIN,VALID[,TEST]' counts [0.6,0.2,0.2; presets "
                                 "differ]");
   app.add_option("--seed", o->seed, "Random seed [1]")->check(NonNegative());
+  app.add_option("--split-edges", o->split_edges,
+                 "Hold out edges for link prediction: fractions 'TRAIN,VALID,TEST' (e.g. "
+                 "0.85,0.05,0.1); valid and test edges leave the graph (docs/FORMAT.md)")
+      ->check(NonEmpty());
+  o->split_seed_opt =
+      app.add_option("--split-seed", o->split_seed, "Seed of the edge split [--seed]")
+          ->check(NonNegative())
+          ->needs(app.get_option("--split-edges"));
   app.add_option("--threads", o->threads,
                  "Worker threads, 0 = all cores [0]; output does not "
                  "depend on it")

@@ -76,6 +76,18 @@ int RunInfo(const InfoOptions& opt) {
     std::printf("splits       train %lld / valid %lld / test %lld\n",
                 static_cast<long long>(m.train_count), static_cast<long long>(m.valid_count),
                 static_cast<long long>(m.test_count));
+    if (m.link_split) {
+      const auto& l = *m.link_split;
+      std::printf(
+          "edge split   train %lld / valid %lld / test %lld pairs, non-edges %lld / %lld "
+          "(asked %.3g/%.3g/%.3g, seed %llu)\n",
+          static_cast<long long>(l.train), static_cast<long long>(l.valid),
+          static_cast<long long>(l.test), static_cast<long long>(l.valid_neg),
+          static_cast<long long>(l.test_neg), l.train_fraction, l.valid_fraction, l.test_fraction,
+          static_cast<unsigned long long>(l.seed));
+    } else {
+      std::printf("edge split   none\n");
+    }
     PrintIdMap(opt.dataset, m);
     if (m.partitions) {
       std::printf("partitions   %u (%s), edge cut %.2f%%, imbalance %.2f%%\n",
@@ -104,7 +116,7 @@ int RunInfo(const InfoOptions& opt) {
     if (Status st = VerifyIdMap(opt.dataset, m); !st.ok()) return ReportStatus("info", st);
     std::printf(
         "verify       OK (every block of every file matches its checksum; labels, splits, "
-        "graph, relabelling and ID map agree with the manifest)\n");
+        "graph, relabelling, edge split and ID map agree with the manifest)\n");
   }
   return 0;
 }

@@ -9,7 +9,8 @@
 //   features / labels (from the input, or .npy files) -> splits -> DatasetWriter::Commit().
 // With largest_component, that dataset is written inside the output's temporary directory, and
 // WriteLargestComponent (largest_component.h) rewrites it with only its largest weakly connected
-// component before the commit.
+// component before the commit. With edge_split, the dataset so far (whole or component) is
+// written there likewise and WriteEdgeSplit (edge_split.h) rewrites it with held-out edges, last.
 // Every failure returns a Status naming the file, the line (or byte offset) and what was expected,
 // and leaves no output directory: everything is written inside the DatasetWriter's temporary
 // directory, which is removed unless the conversion commits.
@@ -18,9 +19,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "skiff/convert/edge_list.h"
+#include "skiff/convert/edge_split.h"
 #include "skiff/convert/splits.h"
 #include "skiff/format/dataset.h"
 #include "skiff/status.h"
@@ -60,6 +63,8 @@ struct ConvertOptions {
   // Keep only the largest weakly connected component, renumbered in increasing ID order; splits
   // the input carries are filtered to it, drawn ones are drawn on it.
   bool largest_component = false;
+  // Hold out edges for link prediction (after largest_component when both are asked).
+  std::optional<EdgeSplitSpec> edge_split;
 };
 
 struct ConvertSummary {
@@ -82,6 +87,9 @@ struct ConvertSummary {
   int64_t num_components = 0;  // weakly connected components of the whole graph (0: not computed)
   int64_t component_nodes_dropped = 0;
   int64_t component_edges_dropped = 0;
+  // edge_split: the split written; num_edges above is the message-passing graph without the
+  // valid and test edges.
+  std::optional<format::LinkSplitInfo> link_split;
   uint64_t memory_budget_bytes = 0;
   double seconds = 0;
 };

@@ -48,7 +48,9 @@ uint64_t ComponentBytesPerNode(int64_t num_nodes);
 // Writes into `out` (which must be empty: no file created yet) the largest component of `source`:
 // every data file, the ID map when source has one (`out.temp_dir()`/idmap), and the manifest's
 // counts, dtypes, undirected and has_id_map; the caller sets name and source and commits. Returns
-// the counts. ResourceExhausted when the node table does not fit in options.memory_bytes;
+// the counts. InvalidArgument when the source has an edge split (Manifest::link_split: split the
+// component's edges instead); ResourceExhausted when the node table does not fit in
+// options.memory_bytes;
 // Corruption when the source's CSR is inconsistent (offsets decrease or leave [0, E], a neighbour
 // outside [0, N)); errors of the reads and writes, naming the file.
 Result<ComponentSummary> WriteLargestComponent(const format::Dataset& source,

@@ -1,4 +1,4 @@
-// The Skiff dataset (format version 2): a directory holding manifest.json and checksummed binary
+// The Skiff dataset (format version 3): a directory holding manifest.json and checksummed binary
 // files. The byte-level layout is documented in docs/FORMAT.md; this header is its API.
 //
 // Files (all little-endian, each zero-padded to 4 KiB, each with a .sum checksum sidecar):
@@ -9,7 +9,8 @@
 //                    extent starting at Manifest::feature_extent_offsets[p] (4 KiB aligned)
 //   labels.bin       int32[N], -1 = unlabelled
 //   train.idx / valid.idx / test.idx   int64 node IDs, ascending
-// Optional: idmap/ (RocksDB: raw ID <-> dense ID), partition files written by `skiff partition`.
+// Optional: idmap/ (RocksDB: raw ID <-> dense ID), partition files written by `skiff partition`,
+// and an edge split for link prediction (Manifest::link_split; the kLink*File files below).
 //
 // Writers write into "<dir>.tmp-<pid>" and rename into place only in Commit(): a failed or
 // interrupted writer leaves no directory that opens as a dataset.
@@ -31,8 +32,9 @@
 
 namespace skiff::format {
 
-// Version 2 added the manifest's own checksum (manifest_xxh3); version 1 is still read.
-inline constexpr int kFormatVersion = 2;
+// Version 2 added the manifest's own checksum (manifest_xxh3); version 3 the optional "link_split"
+// object. Versions 1 and 2 are still read.
+inline constexpr int kFormatVersion = 3;
 inline constexpr int kOldestReadableFormatVersion = 1;
 
 enum class DType : uint8_t { kFloat32, kFloat16, kInt32, kInt64 };
@@ -53,6 +55,17 @@ struct PartitionInfo {
   std::string edge_buckets_index_file;  // int64[k*k+1] offsets (in edges) into edge_buckets_file
 };
 
+// A held-out edge split for link prediction (docs/FORMAT.md, "Edge splits"), written by
+// convert::WriteEdgeSplit. Valid and test pairs are removed from graph.offsets/graph.neighbors (the
+// message-passing graph; both directions when undirected); train pairs stay in it. Undirected
+// graphs store each held-out pair once as (min, max).
+struct LinkSplitInfo {
+  int64_t train = 0, valid = 0, test = 0;  // pair counts of the three positive files
+  int64_t valid_neg = 0, test_neg = 0;     // pair counts of the non-edge files (0: absent)
+  double train_fraction = 0, valid_fraction = 0, test_fraction = 0;  // as asked
+  uint64_t seed = 0;
+};
+
 struct Manifest {
   int version = kFormatVersion;  // as read; writers write kFormatVersion
   std::string name;
@@ -70,7 +83,8 @@ struct Manifest {
   // for an unpartitioned dataset).
   std::vector<uint64_t> feature_extent_offsets{0};
   std::optional<PartitionInfo> partitions;
-  std::map<std::string, FileInfo> files;  // by file name
+  std::optional<LinkSplitInfo> link_split;  // absent: no edge split
+  std::map<std::string, FileInfo> files;    // by file name
 
   uint64_t feature_row_bytes() const { return feature_dim * DTypeBytes(feature_dtype); }
   // Version 2 and later carry "manifest_xxh3": the XXH3-64 of the manifest's compact JSON
@@ -92,6 +106,14 @@ inline constexpr const char* kTrainFile = "train.idx";
 inline constexpr const char* kValidFile = "valid.idx";
 inline constexpr const char* kTestFile = "test.idx";
 inline constexpr const char* kIdMapDir = "idmap";
+// Edge-split files (present with Manifest::link_split): int64 pairs, interleaved (src, dst), dense
+// node IDs. The non-edge files hold one sampled non-edge per positive (the GAE protocol).
+inline constexpr const char* kLinkTrainFile = "link_train.edges";
+inline constexpr const char* kLinkValidFile = "link_valid.edges";
+inline constexpr const char* kLinkTestFile = "link_test.edges";
+inline constexpr const char* kLinkValidNegFile =
+    "link_valid_neg.edges";  // non-edges (GAE protocol)
+inline constexpr const char* kLinkTestNegFile = "link_test_neg.edges";
 // Written by partitioning: int64[N], the node ID before the first partitioning of each node
 // (raw IDs are idmap(old_ids[v]); see partition/partition_dataset.h).
 inline constexpr const char* kRelabelOldIdsFile = "relabel.old_ids";
@@ -160,6 +182,11 @@ class Dataset {
   Result<std::vector<float>> LoadFeatures() const;     // converted to float32, N*D
   Result<std::vector<int32_t>> LoadLabels() const;
   Result<std::vector<int64_t>> LoadSplit(const std::string& file_name) const;
+  // The pairs of an edge-split file (kLink*File): 2*count int64, (src, dst) interleaved, verified
+  // (checksums; endpoints in [0, N), else Corruption naming the file and the pair). Empty for a
+  // non-edge file whose count is 0 and that is absent. NotFound when the dataset has no edge
+  // split; InvalidArgument for a name that is not an edge-split file.
+  Result<std::vector<int64_t>> LoadEdgePairs(const std::string& file_name) const;
   // Feature rows [first, first+count) as float32 (handles partition extents and fp16).
   Status ReadFeatureRows(int64_t first, int64_t count, float* dst) const;
   // Byte offset in features.bin of node v's row.
@@ -172,11 +199,16 @@ class Dataset {
   // inconsistent: labels within num_classes, splits disjoint and in range, CSR offsets ascending
   // and neighbours in range, every edge stored both ways when the manifest says undirected,
   // partition boundaries that match the feature extents' rows (padding is zeros), and
-  // relabel.old_ids a permutation. Memory: one byte per node and ~1M nodes' adjacency at a time.
+  // relabel.old_ids a permutation; with an edge split, its files against its counts, endpoints in
+  // range, no pair in two of train/valid/test, valid/test pairs and non-edges absent from the graph
+  // (neither direction when undirected), train pairs present, non-edges not among the valid/test
+  // pairs nor repeated. Memory: one byte per node and ~1M nodes' adjacency at a time, plus a hash
+  // set of the valid, test and non-edge pairs.
   Status VerifyConsistency() const;
 
  private:
   Status VerifySplits() const;
+  Status VerifyLinkSplit() const;
   Status VerifyGraph() const;
   Status VerifyFeatureExtents() const;
   Status VerifyRelabelling() const;
@@ -185,6 +217,28 @@ class Dataset {
   std::string dir_;
   Manifest manifest_;
   std::map<std::string, std::unique_ptr<ChecksummedFileReader>> readers_;
+};
+
+// Whether edges are in a dataset's graph, by binary search in its rows (ascending, as the format
+// requires). Reads graph.offsets in blocks of 64Ki nodes and a row whole (up to 1Mi neighbours;
+// longer rows are searched in place), keeping the last block and the last row, so lookups grouped
+// by source read each row once. Holds a reference to `ds`, which must outlive it. Not thread-safe:
+// one per thread.
+class EdgeLookup {
+ public:
+  explicit EdgeLookup(const Dataset& ds) : ds_(ds) {}
+  // True when (u, v) is a stored edge; u and v must lie in [0, N). Errors of the reads.
+  Result<bool> Contains(int64_t u, int64_t v);
+
+ private:
+  Status LoadRow(int64_t u);
+  const Dataset& ds_;
+  int64_t block_first_ = -1;            // first node of offsets_block_
+  std::vector<int64_t> offsets_block_;  // offsets of nodes block_first_ .. + block size (+1)
+  int64_t row_node_ = -1;  // the node whose row is in row_ (or whose long row is searched)
+  int64_t row_begin_ = 0, row_end_ = 0;
+  bool row_loaded_ = false;  // row_ holds row_node_'s neighbours
+  std::vector<int64_t> row_;
 };
 
 }  // namespace skiff::format

@@ -12,6 +12,9 @@
 //                                     partitionings, so it always refers to the converted IDs)
 //   edge_buckets.bin / .idx           every stored edge once, grouped by (source partition,
 //                                     destination partition); see docs/partition.md
+//   link_*.edges (an edge split)      both endpoints relabelled, pairs in their order (an
+//                                     undirected pair stored again as (min, max)); the manifest's
+//                                     link_split is kept
 // idmap/ is copied unchanged. The output is written with format::DatasetWriter (temporary
 // directory, renamed when complete), so a failure or a crash leaves the input intact and no half
 // dataset.

@@ -1,0 +1,61 @@
+// Edge split for link prediction: rewrites a dataset with held-out edges (docs/FORMAT.md, "Edge
+// splits"), the way GAE, OGB's link tasks and PyG's RandomLinkSplit do.
+//
+// Units: on an undirected dataset (the manifest says so) an undirected edge {u, v}, stored in the
+// graph both ways and in the split files once as (min, max); on a directed one a stored edge
+// (u, v) (its reverse, when stored, meets the same verdict: the hash below is symmetric).
+// Self-loops are never held out: they stay in the graph and in no split file. Selection: each unit
+// goes to valid with probability valid_fraction, to test with test_fraction, to train with
+// train_fraction, and to none otherwise, decided by a 64-bit hash of (seed, min(u, v), max(u, v)).
+// Both stored directions of an edge therefore agree while the graph is streamed one row at a time,
+// and a split is a function of (graph, spec) only. The counts are binomial around the fractions
+// (for E units, the valid count has mean E*valid_fraction and standard deviation
+// sqrt(E*valid_fraction*(1-valid_fraction))), not exact. The message-passing graph (graph.offsets /
+// graph.neighbors) loses the valid and test edges (both directions); train edges stay in it (they
+// are the positives a trainer scores), as do edges in no split. Non-edges for valid and test, one
+// per positive: uniform pairs (u != v) that are no edge of the source graph (in either direction
+// when undirected; held-out edges included), none repeated in either file, drawn from the seed.
+// Every other file (features, labels, node splits, relabel.old_ids) is copied unchanged, and
+// idmap/ copied as it is.
+//
+// Memory: one streamed chunk of rows (~16 MiB), the valid and test pairs (16 bytes each) and a
+// hash set of the non-edges drawn (about 48 bytes each).
+//
+// Thread safety: WriteEdgeSplit may run concurrently for different outputs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "skiff/format/dataset.h"
+#include "skiff/status.h"
+
+namespace skiff::convert {
+
+struct EdgeSplitSpec {
+  double train_fraction = 0.85, valid_fraction = 0.05, test_fraction = 0.1;
+  uint64_t seed = 0;
+};
+
+// Parses "TRAIN,VALID,TEST" (three fractions, each in [0, 1], summing to at most 1).
+// InvalidArgument naming `option` (e.g. "--split-edges") and the malformed part.
+Result<EdgeSplitSpec> ParseEdgeSplitSpec(const std::string& text, uint64_t seed,
+                                         const std::string& option);
+
+struct EdgeSplitSummary {
+  format::LinkSplitInfo split;  // what the manifest records
+  int64_t edges_before = 0;     // stored (directed) edges of the source
+  int64_t edges_after = 0;      // of the message-passing graph written
+};
+
+// Writes into `out` (which must be empty: no file created yet) `source` with the edge split of
+// `spec`: every file, idmap/ when the source has one, and the whole manifest (name and source
+// copied; the caller may change them, then commits). InvalidArgument when the source already has
+// an edge split or is partitioned (split first; `skiff partition` carries the split), or for a
+// spec outside [0, 1], or when the graph is too dense to hold the non-edges asked for (not all
+// found within 64 draws per non-edge); Corruption when the source's CSR is
+// inconsistent; errors of the reads and writes, naming the file.
+Result<EdgeSplitSummary> WriteEdgeSplit(const format::Dataset& source, format::DatasetWriter& out,
+                                        const EdgeSplitSpec& spec);
+
+}  // namespace skiff::convert
