@@ -200,10 +200,11 @@ std::vector<TrainOption> SamplingOptions() {
               std::to_string(kDefaultEvalFanoutCap) + " per node)",
           [](auto& o) -> auto& { return o.eval_fanouts; }, FanoutsCodec{}),
       Entry(
-          "batch-size", kRun, "Seeds per training mini-batch",
+          "batch-size", kRun, "Seeds (link: positive edges) per training mini-batch",
           [](auto& o) -> auto& { return o.batch_size; }, IntCodec<int64_t>{1}),
       Entry(
-          "eval-batch-size", kRun, "Seeds per evaluation mini-batch",
+          "eval-batch-size", kRun,
+          "Seeds per evaluation mini-batch (link: nodes per embedding batch)",
           [](auto& o) -> auto& { return o.eval_batch_size; }, IntCodec<int64_t>{1}),
       Entry(
           "epochs", OptionScope::kExtendable, "Epochs", [](auto& o) -> auto& { return o.epochs; },
@@ -248,7 +249,8 @@ std::vector<TrainOption> SessionOptions() {
       EnumEntry(
           "sampler", kSession,
           "Where batches are sampled: host threads, or (cuda, features in device memory) the "
-          "device, from the graph kept in device memory beside them; auto: the device when it fits, "
+          "device, from the graph kept in device memory beside them; auto: the device when it "
+          "fits, "
           "else the host",
           kSamplerPlaceNames, [](auto& o) -> auto& { return o.sampler; }),
       Entry(
@@ -260,9 +262,45 @@ std::vector<TrainOption> SessionOptions() {
   };
 }
 
+std::vector<TrainOption> LinkTaskOptions() {
+  return {
+      EnumEntry(
+          "task", kRun, "What to learn: node classification or link prediction", kTaskNames,
+          [](auto& o) -> auto& { return o.task; }),
+      Entry(
+          "out-dim", kRun, "link: width of the encoder's output (the node representation)",
+          [](auto& o) -> auto& { return o.link.out_dim; }, IntCodec<int64_t>{1}),
+      EnumEntry(
+          "decoder", kRun, "link: how a pair of node representations is scored",
+          model::kDecoderKindNames, [](auto& o) -> auto& { return o.link.decoder; }),
+      EnumEntry(
+          "link-loss", kRun,
+          "link: binary cross-entropy over positives and negatives, or softmax of each positive "
+          "against the negatives",
+          model::kLinkLossNames, [](auto& o) -> auto& { return o.link.loss; }),
+      Entry(
+          "negatives", kRun, "link: negative destinations shared by a training batch's edges",
+          [](auto& o) -> auto& { return o.link.negatives; }, IntCodec<int>{1}),
+      EnumEntry(
+          "negative-sampler", kRun, "link: how negatives are drawn", kNegativeSamplerNames,
+          [](auto& o) -> auto& { return o.link.negative_sampler; }),
+      Entry(
+          "eval-negatives", kRun,
+          "link: candidates each held-out edge is ranked against (MRR, Hits@K; 0: none)",
+          [](auto& o) -> auto& { return o.link.eval_negatives; }, IntCodec<int>{0}),
+      EnumEntry(
+          "ranking", kRun, "link: rank against every candidate, or without known edges",
+          kRankingNames, [](auto& o) -> auto& { return o.link.ranking; }),
+      Entry(
+          "eval-edges", kRun, "link: held-out edges ranked per split (0: all)",
+          [](auto& o) -> auto& { return o.link.eval_edges; }, IntCodec<int64_t>{0}),
+  };
+}
+
 std::vector<TrainOption> BuildTable() {
   std::vector<TrainOption> table;
-  for (auto part : {ModelOptions(), SamplingOptions(), OptimizerOptions(), SessionOptions()}) {
+  for (auto part : {LinkTaskOptions(), ModelOptions(), SamplingOptions(), OptimizerOptions(),
+                    SessionOptions()}) {
     for (TrainOption& e : part) table.push_back(std::move(e));
   }
   return table;

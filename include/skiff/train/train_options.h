@@ -21,8 +21,10 @@
 #include <vector>
 
 #include "skiff/enum_names.h"
+#include "skiff/model/link_decoder.h"
 #include "skiff/model/model.h"
 #include "skiff/status.h"
+#include "skiff/train/link_batches.h"
 
 namespace skiff::train {
 
@@ -42,7 +44,33 @@ inline constexpr EnumName<SamplerPlace> kSamplerPlaceNames[] = {{SamplerPlace::k
                                                                 {SamplerPlace::kDevice, "device"},
                                                                 {SamplerPlace::kAuto, "auto"}};
 
+// What a run learns: node classification (labels of the node splits) or link prediction (the
+// dataset's edge split; train/link_trainer.h).
+enum class Task { kNode, kLink };
+inline constexpr EnumName<Task> kTaskNames[] = {{Task::kNode, "node"}, {Task::kLink, "link"}};
+
+// Ranking against every candidate drawn (raw), or without the candidates that are edges of the
+// graph or of a split (filtered, the knowledge-graph convention).
+enum class Ranking { kRaw, kFiltered };
+inline constexpr EnumName<Ranking> kRankingNames[] = {{Ranking::kRaw, "raw"},
+                                                      {Ranking::kFiltered, "filtered"}};
+
+// Link prediction's settings (Task::kLink); the encoder is TrainOptions::model, whose last layer
+// is out_dim wide.
+struct LinkOptions {
+  int64_t out_dim = 64;  // the encoder's output width: the node representation decoders score
+  model::DecoderKind decoder = model::DecoderKind::kDot;
+  model::LinkLoss loss = model::LinkLoss::kBce;
+  int negatives = 64;  // shared negatives per training batch
+  NegativeSampler negative_sampler = NegativeSampler::kUniform;
+  int eval_negatives = 1000;  // ranking candidates per held-out edge (0: no ranking metrics)
+  Ranking ranking = Ranking::kRaw;
+  int64_t eval_edges = 0;  // held-out edges ranked per split (0: all)
+};
+
 struct TrainOptions {
+  Task task = Task::kNode;
+  LinkOptions link;
   model::ModelConfig model;  // in_dim / num_classes are filled from the data
   model::Optimizer::Config optimizer;
   std::vector<int> fanouts{15, 10};  // input layer first; size == model.num_layers

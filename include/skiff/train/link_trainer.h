@@ -1,0 +1,172 @@
+// LinkTrainer: link prediction -- an encoder (SAGE, GCN or GAT: model::Model, its last layer
+// LinkOptions::out_dim wide) and a decoder (model::LinkDecoder) trained on the positive edges of
+// the dataset's edge split against sampled negatives, evaluated on its held-out edges.
+//
+// Every pass -- a training epoch, or the evaluation of a split -- is a list of edge batches
+// (train/link_batches.h) whose distinct nodes are the seeds of one sampled mini-batch each. A
+// LinkPassRunner samples those seeds (training or evaluation fanouts) and gathers their input rows,
+// exactly as node classification does for its seeds: the default runs a BatchStream over
+// LinkData's sources; `skiff train` installs the out-of-core pipeline's (pipeline/link_passes.h),
+// with or without a memory budget. So the encoder runs once per node of a batch.
+//
+// Training step: Forward over the batch, the decoder's loss and its gradient with respect to the
+// node representations, the encoder's Backward, and one optimiser step for both (the decoder's
+// parameters on the host with the same optimiser settings).
+//
+// Evaluation after each epoch, in batches of `batch_size` held-out edges (SetEvalBatchEdges) (the
+// first eval_edges of each split, or all) with the evaluation fanouts and no dropout: AUC and AP of
+// the positives against as many of the split's stored non-edges (the GAE protocol, when the dataset
+// has them), and with eval_negatives > 0 MRR and Hits@K of each positive among eval_negatives
+// candidate destinations the batch shares, drawn uniformly from the seed (DrawCandidates: the same
+// every epoch), raw or filtered (LinkOptions::ranking). Sharing the candidates within a batch keeps
+// evaluation's node set bounded by the batch (out of core, the whole graph's representations would
+// not fit a budget); each positive is still ranked among eval_negatives uniform candidates, as in
+// OGB's protocol. The best epoch has the highest validation MRR (AUC without ranking).
+//
+// Thread safety: driven by one thread; runners may use their own threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "skiff/format/dataset.h"
+#include "skiff/model/link_decoder.h"
+#include "skiff/model/model.h"
+#include "skiff/sampler/feature_source.h"
+#include "skiff/sampler/graph_source.h"
+#include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/status.h"
+#include "skiff/train/batch_plan.h"
+#include "skiff/train/batch_stream.h"
+#include "skiff/train/link_batches.h"
+#include "skiff/train/link_metrics.h"
+#include "skiff/train/train_options.h"
+#include "skiff/train/trainer.h"
+
+namespace skiff::train {
+
+// What link prediction trains on. Pairs are interleaved (src, dst) node IDs (format/dataset.h,
+// kLink*File). Sources must outlive the trainer.
+struct LinkData {
+  // The message-passing graph: its rows filter rankings (Ranking::kFiltered), and the default
+  // runner samples from it and gathers from `features`.
+  const sampler::GraphSource* graph = nullptr;
+  const sampler::FeatureSource* features = nullptr;
+  const sampler::CsrSource* csr = nullptr;  // the same graph as a CSR (degree negatives)
+  bool undirected = false;  // split pairs stand for both directions (filtered ranking)
+  std::vector<int64_t> train, valid, test;   // positives
+  std::vector<int64_t> valid_neg, test_neg;  // non-edges (may be empty)
+};
+
+// Loads the edge split: the pairs, and the manifest's word on direction. InvalidArgument, saying
+// how to make one, when the dataset has no edge split.
+Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* data);
+
+// One pass as the runner sees it: batch b's seeds are seeds[b] (distinct node IDs), sampled with
+// the training fanouts when `training`, else the evaluation fanouts, with sampler seed
+// BatchSeed(seed, stream, epoch, b) (the default runner) or the out-of-core pipeline's.
+struct LinkPassSpec {
+  bool training = false;
+  uint64_t stream = 0;
+  int64_t epoch = 0;
+  std::vector<std::vector<int64_t>> seeds;
+};
+// Hands every batch of `pass`, sampled and gathered (PreparedBatch::features: one float row per
+// batch.input_nodes), to `consume` in batch order (PreparedBatch::index = b); returns the first
+// error. May describe the pass as a JSON object in *report_json.
+using LinkPassRunner = std::function<Status(const LinkPassSpec& pass,
+                                            const std::function<Status(PreparedBatch&)>& consume,
+                                            std::string* report_json)>;
+
+// The metrics of one split.
+struct LinkEvaluation {
+  int64_t edges = 0;  // evaluated
+  bool has_non_edges = false;
+  double auc = 0, ap = 0;  // against the stored non-edges
+  RankingMetrics ranking;  // count 0 without eval_negatives
+  // "valid_auc": .., ... as JSON members (no braces).
+  std::string JsonMembers(const std::string& prefix) const;
+};
+
+struct LinkEpochMetrics {
+  int64_t epoch = 0;
+  double loss = 0;  // mean training loss over the epoch's batches
+  LinkEvaluation valid, test;
+  double epoch_seconds = 0, edges_per_second = 0, eval_seconds = 0;
+  double compute_seconds = 0;  // the training step's own time
+  std::string pipeline_json;   // the runner's report of the training pass, or ""
+  std::string ToJson() const;
+};
+
+struct LinkSummary {
+  std::vector<LinkEpochMetrics> epochs;
+  int64_t best_epoch = -1;
+  LinkEvaluation best_valid, best_test;
+};
+
+class LinkTrainer {
+ public:
+  // InvalidArgument on inconsistent options (fanouts vs layers, no training edges, a pair outside
+  // the graph, ...). `factory` defaults to Model::CreateCpu; the encoder's num_classes is
+  // options.link.out_dim.
+  static Result<std::unique_ptr<LinkTrainer>> Create(const LinkData& data, TrainOptions options,
+                                                     ModelFactory factory = nullptr);
+
+  // Replaces the default BatchStream runner (see LinkPassRunner).
+  void SetPassRunner(LinkPassRunner runner) { runner_ = std::move(runner); }
+  // Held-out edges per evaluation batch (default: options.batch_size), e.g. what a memory budget
+  // allows an evaluation batch (pipeline/link_passes.h). > 0.
+  void SetEvalBatchEdges(int64_t edges) {
+    SKIFF_CHECK(edges > 0);
+    eval_batch_edges_ = edges;
+  }
+
+  // Trains options.epochs epochs, evaluating after each; writes the metrics lines
+  // (options.metrics_path). InvalidArgument, naming the epoch, when the loss is not finite.
+  Result<LinkSummary> Run();
+  // One training epoch (its metrics, evaluation not included).
+  Result<LinkEpochMetrics> TrainEpoch(int64_t epoch);
+  // The metrics of held-out `pairs` and `non_edges` with the current model, the evaluation batches
+  // and candidates drawn from stream `stream` (kValidStream, kTestStream).
+  Result<LinkEvaluation> Evaluate(const std::vector<int64_t>& pairs,
+                                  const std::vector<int64_t>& non_edges, uint64_t stream);
+
+  model::Model& model() { return *model_; }
+  model::LinkDecoder& decoder() { return *decoder_; }
+  const TrainOptions& options() const { return options_; }
+
+ private:
+  LinkTrainer(const LinkData& data, TrainOptions options)
+      : data_(data), options_(std::move(options)) {}
+  Status RunPass(const LinkPassSpec& pass, const std::function<Status(PreparedBatch&)>& consume,
+                 std::string* report_json);
+  // One optimisation step over a prepared batch whose seeds are `edges.seeds`.
+  // (`edges.seeds` was moved into the pass: `seeds`.)
+  Result<double> Step(const PreparedBatch& prepared, const EdgeBatch& edges,
+                      const std::vector<int64_t>& seeds, uint64_t dropout_seed);
+  // Scores one evaluation batch into the split's accumulators.
+  struct SplitScores;
+  Status ScoreEvalBatch(const PreparedBatch& prepared, const EvalEdgeBatch& batch,
+                        SplitScores* scores);
+  // Whether c is a known destination of s: an edge of the graph (`row`: s's sorted row) or of a
+  // split (filtered ranking).
+  bool KnownEdge(int64_t s, int64_t c, const std::vector<int64_t>& row) const;
+
+  const LinkData& data_;
+  TrainOptions options_;
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<model::Optimizer> optimizer_;
+  std::unique_ptr<model::LinkDecoder> decoder_;
+  std::vector<std::vector<float>> decoder_state_;  // optimiser state of the decoder's parameters
+  int64_t decoder_steps_ = 0;
+  int64_t eval_batch_edges_ = 0;  // 0: options_.batch_size
+  std::unique_ptr<sampler::NeighborSampler> train_sampler_, eval_sampler_;
+  LinkPassRunner runner_;                    // empty: a BatchStream over LinkData's sources
+  std::vector<uint64_t> split_edges_;        // filtered ranking: every split pair's key, sorted
+  std::vector<float> step_out_, step_grad_;  // reused across steps
+};
+
+}  // namespace skiff::train

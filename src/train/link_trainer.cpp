@@ -1,0 +1,403 @@
+#include "skiff/train/link_trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "skiff/log.h"
+#include "skiff/progress.h"
+#include "skiff/random.h"
+#include "skiff/train/batch_plan.h"
+#include "skiff/train/batch_stream.h"
+
+namespace skiff::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string Fixed(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6f", v);
+  return buf;
+}
+
+// InvalidArgument unless every node of `pairs` (interleaved) lies in [0, num_nodes).
+Status CheckPairs(const std::vector<int64_t>& pairs, int64_t num_nodes, const char* what) {
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    if (pairs[i] < 0 || pairs[i] >= num_nodes) {
+      return Status::InvalidArgument(std::string(what) + " edge " + std::to_string(i / 2) +
+                                     " has node " + std::to_string(pairs[i]) + " outside [0, " +
+                                     std::to_string(num_nodes) + ")");
+    }
+  }
+  return Status::Ok();
+}
+
+uint64_t PairKey(int64_t s, int64_t d, int64_t num_nodes) {
+  return static_cast<uint64_t>(s) * static_cast<uint64_t>(num_nodes) + static_cast<uint64_t>(d);
+}
+
+void LogEpoch(const LinkEpochMetrics& m, bool improved) {
+  auto split = [](const LinkEvaluation& e) {
+    char buf[160];
+    if (e.ranking.count > 0 && e.has_non_edges) {
+      std::snprintf(buf, sizeof(buf), "AUC %.2f%% AP %.2f%% MRR %.4f", 100 * e.auc, 100 * e.ap,
+                    e.ranking.mrr);
+    } else if (e.ranking.count > 0) {
+      std::snprintf(buf, sizeof(buf), "MRR %.4f Hits@10 %.2f%%", e.ranking.mrr,
+                    100 * e.ranking.hits[1]);
+    } else {
+      std::snprintf(buf, sizeof(buf), "AUC %.2f%% AP %.2f%%", 100 * e.auc, 100 * e.ap);
+    }
+    return std::string(buf);
+  };
+  char line[512];
+  std::snprintf(
+      line, sizeof(line), "epoch %lld: loss %.4f  valid %s  test %s  %.2fs (%.0f edges/s)%s",
+      static_cast<long long>(m.epoch), m.loss, split(m.valid).c_str(), split(m.test).c_str(),
+      m.epoch_seconds, m.edges_per_second, improved ? "  *best" : "");
+  LogInfo(line);
+}
+
+}  // namespace
+
+Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* d) {
+  const auto& split = dataset.manifest().link_split;
+  if (!split.has_value()) {
+    return Status::InvalidArgument(
+        dataset.dir() +
+        " has no edge split for link prediction: make one with `skiff convert ... --split-edges "
+        "0.85,0.05,0.1` (docs/training.md, \"Link prediction\")");
+  }
+  d->undirected = dataset.manifest().undirected;
+  SKIFF_ASSIGN_OR_RETURN(d->train, dataset.LoadEdgePairs(format::kLinkTrainFile));
+  SKIFF_ASSIGN_OR_RETURN(d->valid, dataset.LoadEdgePairs(format::kLinkValidFile));
+  SKIFF_ASSIGN_OR_RETURN(d->test, dataset.LoadEdgePairs(format::kLinkTestFile));
+  d->valid_neg.clear();
+  d->test_neg.clear();
+  if (split->valid_neg > 0) {
+    SKIFF_ASSIGN_OR_RETURN(d->valid_neg, dataset.LoadEdgePairs(format::kLinkValidNegFile));
+  }
+  if (split->test_neg > 0) {
+    SKIFF_ASSIGN_OR_RETURN(d->test_neg, dataset.LoadEdgePairs(format::kLinkTestNegFile));
+  }
+  return Status::Ok();
+}
+
+std::string LinkEvaluation::JsonMembers(const std::string& prefix) const {
+  std::string out = "\"" + prefix + "edges\": " + std::to_string(edges);
+  if (has_non_edges) {
+    out += ", \"" + prefix + "auc\": " + Fixed(auc) + ", \"" + prefix + "ap\": " + Fixed(ap);
+  }
+  if (ranking.count > 0) out += ", " + ranking.JsonMembers(prefix);
+  return out;
+}
+
+std::string LinkEpochMetrics::ToJson() const {
+  std::string out = "{\"epoch\": " + std::to_string(epoch) + ", \"loss\": " + Fixed(loss) + ", " +
+                    valid.JsonMembers("valid_") + ", " + test.JsonMembers("test_") +
+                    ", \"epoch_seconds\": " + Fixed(epoch_seconds) +
+                    ", \"edges_per_second\": " + Fixed(edges_per_second) +
+                    ", \"compute_busy_seconds\": " + Fixed(compute_seconds) +
+                    ", \"eval_seconds\": " + Fixed(eval_seconds);
+  if (!pipeline_json.empty()) out += ", \"pipeline\": " + pipeline_json;
+  return out + "}";
+}
+
+Result<std::unique_ptr<LinkTrainer>> LinkTrainer::Create(const LinkData& data, TrainOptions options,
+                                                         ModelFactory factory) {
+  if (data.graph == nullptr || data.features == nullptr) {
+    return Status::InvalidArgument("link prediction needs a graph and a feature source");
+  }
+  const int64_t n = data.graph->num_nodes();
+  if (n >= (int64_t{1} << 31)) {
+    return Status::InvalidArgument("link prediction takes graphs of fewer than 2^31 nodes");
+  }
+  if (data.train.empty()) return Status::InvalidArgument("the edge split has no training edges");
+  SKIFF_RETURN_IF_ERROR(CheckPairs(data.train, n, "training"));
+  SKIFF_RETURN_IF_ERROR(CheckPairs(data.valid, n, "validation"));
+  SKIFF_RETURN_IF_ERROR(CheckPairs(data.test, n, "test"));
+  SKIFF_RETURN_IF_ERROR(CheckPairs(data.valid_neg, n, "validation non-"));
+  SKIFF_RETURN_IF_ERROR(CheckPairs(data.test_neg, n, "test non-"));
+  if (static_cast<int>(options.fanouts.size()) != options.model.num_layers) {
+    return Status::InvalidArgument(
+        "--fanouts " + sampler::FanoutsToString(options.fanouts) + " has " +
+        std::to_string(options.fanouts.size()) + " entries but the model has " +
+        std::to_string(options.model.num_layers) + " layers (one fanout per layer)");
+  }
+  if (options.eval_fanouts.empty()) {
+    options.eval_fanouts.assign(options.fanouts.size(), kDefaultEvalFanoutCap);
+  }
+  if (options.eval_fanouts.size() != options.fanouts.size()) {
+    return Status::InvalidArgument("--eval-fanouts needs one entry per layer");
+  }
+  if (options.batch_size <= 0 || options.epochs < 0) {
+    return Status::InvalidArgument("the batch size must be positive and epochs non-negative");
+  }
+  if (options.link.negatives < 1 || options.link.out_dim < 1 || options.link.eval_negatives < 0 ||
+      options.link.eval_edges < 0) {
+    return Status::InvalidArgument(
+        "--negatives and --out-dim must be positive, --eval-negatives and --eval-edges >= 0");
+  }
+  if (options.link.negative_sampler == NegativeSampler::kDegree && data.csr == nullptr) {
+    return Status::InvalidArgument("--negative-sampler degree needs the graph's CSR");
+  }
+  SKIFF_RETURN_IF_ERROR(model::Optimizer::ValidateConfig(options.optimizer));
+  options.model.in_dim = data.features->dim();
+  options.model.num_classes = options.link.out_dim;
+  options.model.seed = options.seed;
+  std::unique_ptr<LinkTrainer> t(new LinkTrainer(data, std::move(options)));
+  const TrainOptions& o = t->options_;
+  if (!factory) factory = model::Model::CreateCpu;
+  SKIFF_ASSIGN_OR_RETURN(t->model_, factory(o.model));
+  t->optimizer_ = std::make_unique<model::Optimizer>(*t->model_, o.optimizer);
+  model::DecoderConfig dc;
+  dc.kind = o.link.decoder;
+  dc.dim = o.link.out_dim;
+  dc.hidden_dim = o.model.hidden_dim;
+  dc.seed = o.seed;
+  SKIFF_ASSIGN_OR_RETURN(t->decoder_, model::LinkDecoder::Create(dc));
+  for (const model::Parameter& p : t->decoder_->Parameters()) {
+    for (int s = 0; s < model::OptimizerStateSlots(o.optimizer); ++s) {
+      t->decoder_state_.emplace_back(static_cast<size_t>(p.size()), 0.0f);
+    }
+  }
+  const bool degrees = model::NeedsNodeDegrees(o.model.kind);
+  t->train_sampler_ = std::make_unique<sampler::NeighborSampler>(*data.graph, o.fanouts, degrees);
+  t->eval_sampler_ =
+      std::make_unique<sampler::NeighborSampler>(*data.graph, o.eval_fanouts, degrees);
+  if (o.link.ranking == Ranking::kFiltered) {
+    for (const auto* pairs : {&data.train, &data.valid, &data.test}) {
+      for (size_t i = 0; i + 1 < pairs->size(); i += 2) {
+        t->split_edges_.push_back(PairKey((*pairs)[i], (*pairs)[i + 1], n));
+      }
+    }
+    std::sort(t->split_edges_.begin(), t->split_edges_.end());
+  }
+  return t;
+}
+
+Status LinkTrainer::RunPass(const LinkPassSpec& pass,
+                            const std::function<Status(PreparedBatch&)>& consume,
+                            std::string* report_json) {
+  if (runner_) return runner_(pass, consume, report_json);
+  BatchStreamOptions so;
+  so.threads = options_.sampler_threads;
+  so.capacity = options_.prefetch_batches;
+  so.seed = options_.seed;
+  so.stream = pass.stream;
+  so.epoch = static_cast<uint64_t>(pass.epoch);
+  BatchStream stream(pass.training ? *train_sampler_ : *eval_sampler_, *data_.features, nullptr,
+                     pass.seeds, so);
+  while (true) {
+    SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
+    if (!next.has_value()) break;
+    SKIFF_RETURN_IF_ERROR(consume(*next));
+    stream.Recycle(std::move(*next));
+  }
+  return Status::Ok();
+}
+
+Result<double> LinkTrainer::Step(const PreparedBatch& prepared, const EdgeBatch& edges,
+                                 const std::vector<int64_t>& seeds, uint64_t dropout_seed) {
+  const auto rows = static_cast<int64_t>(seeds.size());
+  SKIFF_CHECK(prepared.batch.seeds == seeds);
+  model_->ZeroGrad();
+  SKIFF_RETURN_IF_ERROR(model_->Forward(prepared.batch, prepared.features.data(),
+                                        /*training=*/true, dropout_seed, &step_out_));
+  SKIFF_CHECK(static_cast<int64_t>(step_out_.size()) == rows * options_.link.out_dim);
+  step_grad_.resize(step_out_.size());
+  decoder_->ZeroGrad();
+  const model::EdgeBatchRows batch{edges.pos_src, edges.pos_dst, edges.neg_dst};
+  SKIFF_ASSIGN_OR_RETURN(
+      const model::LinkLossResult loss,
+      decoder_->LossAndGrad(step_out_.data(), rows, batch, options_.link.loss, step_grad_.data()));
+  SKIFF_RETURN_IF_ERROR(model_->Backward(step_grad_.data()));
+  SKIFF_RETURN_IF_ERROR(optimizer_->Step());
+  model::UpdateOnHost(options_.optimizer, ++decoder_steps_, decoder_->Parameters(), decoder_state_);
+  return loss.loss;
+}
+
+Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
+  const auto start = Clock::now();
+  const auto pairs = static_cast<int64_t>(data_.train.size() / 2);
+  const auto plan = PlanEdgeBatches(pairs, options_.batch_size, /*shuffle=*/true, options_.seed,
+                                    static_cast<uint64_t>(epoch));
+  const NegativeOptions negatives{options_.link.negatives, options_.link.negative_sampler,
+                                  data_.graph->num_nodes(), data_.csr};
+  std::vector<EdgeBatch> batches;
+  LinkPassSpec pass{.training = true, .stream = kTrainStream, .epoch = epoch, .seeds = {}};
+  batches.reserve(plan.size());
+  pass.seeds.reserve(plan.size());
+  for (size_t b = 0; b < plan.size(); ++b) {
+    SKIFF_ASSIGN_OR_RETURN(
+        const std::vector<int64_t> neg,
+        DrawNegatives(negatives, options_.seed, static_cast<uint64_t>(epoch), b));
+    batches.push_back(MakeEdgeBatch(data_.train, plan[b], neg));
+    pass.seeds.push_back(std::move(batches.back().seeds));  // one copy of the epoch's plan
+  }
+  OptionalProgress progress(options_.show_progress, "epoch " + std::to_string(epoch),
+                            static_cast<uint64_t>(pairs), "edges");
+  LinkEpochMetrics m;
+  m.epoch = epoch;
+  double loss_sum = 0;
+  auto consume = [&](PreparedBatch& next) -> Status {
+    const auto b = static_cast<size_t>(next.index);
+    const auto compute_start = Clock::now();
+    SKIFF_ASSIGN_OR_RETURN(
+        const double loss,
+        Step(next, batches[b], pass.seeds[b],
+             sampler::BatchSeed(options_.seed, kDropoutStream, static_cast<uint64_t>(epoch), b)));
+    m.compute_seconds += SecondsSince(compute_start);
+    if (!std::isfinite(loss)) {
+      return Status::InvalidArgument(
+          "epoch " + std::to_string(epoch) + ": the training loss is " + std::to_string(loss) +
+          ": training diverged; lower --lr, or check the features for NaN or Inf values");
+    }
+    loss_sum += loss;
+    progress.Add(batches[b].pos_src.size());
+    return Status::Ok();
+  };
+  SKIFF_RETURN_IF_ERROR(RunPass(pass, consume, &m.pipeline_json));
+  progress.Finish();
+  m.loss = plan.empty() ? 0 : loss_sum / static_cast<double>(plan.size());
+  m.epoch_seconds = SecondsSince(start);
+  m.edges_per_second = m.epoch_seconds > 0 ? static_cast<double>(pairs) / m.epoch_seconds : 0;
+  return m;
+}
+
+bool LinkTrainer::KnownEdge(int64_t s, int64_t c, const std::vector<int64_t>& row) const {
+  if (std::binary_search(row.begin(), row.end(), c)) return true;
+  const int64_t n = data_.graph->num_nodes();
+  if (std::binary_search(split_edges_.begin(), split_edges_.end(), PairKey(s, c, n))) return true;
+  return data_.undirected &&
+         std::binary_search(split_edges_.begin(), split_edges_.end(), PairKey(c, s, n));
+}
+
+// The scores of a split's evaluation, gathered over its batches.
+struct LinkTrainer::SplitScores {
+  std::vector<float> positives, non_edges;  // AUC / AP
+  RankingAccumulator ranks;
+};
+
+Status LinkTrainer::ScoreEvalBatch(const PreparedBatch& prepared, const EvalEdgeBatch& batch,
+                                   SplitScores* scores) {
+  const EdgeBatch& e = batch.edges;
+  SKIFF_CHECK(prepared.batch.seeds == e.seeds);
+  SKIFF_RETURN_IF_ERROR(model_->Forward(prepared.batch, prepared.features.data(),
+                                        /*training=*/false, 0, &step_out_));
+  const auto rows = static_cast<int64_t>(e.seeds.size());
+  std::vector<float> pos, other;
+  SKIFF_RETURN_IF_ERROR(decoder_->ScorePairs(step_out_.data(), rows, e.pos_src, e.pos_dst, &pos));
+  scores->positives.insert(scores->positives.end(), pos.begin(), pos.end());
+  if (!batch.non_src.empty()) {
+    SKIFF_RETURN_IF_ERROR(
+        decoder_->ScorePairs(step_out_.data(), rows, batch.non_src, batch.non_dst, &other));
+    scores->non_edges.insert(scores->non_edges.end(), other.begin(), other.end());
+  }
+  if (e.neg_dst.empty()) return Status::Ok();
+  SKIFF_RETURN_IF_ERROR(decoder_->ScoreCross(step_out_.data(), rows, e.pos_src, e.neg_dst, &other));
+  const size_t k = e.neg_dst.size();
+  const bool filtered = options_.link.ranking == Ranking::kFiltered;
+  std::vector<int64_t> row;
+  std::vector<float> kept;
+  for (size_t i = 0; i < e.pos_src.size(); ++i) {
+    std::span<const float> candidates(other.data() + i * k, k);
+    if (filtered) {
+      const int64_t s = e.seeds[static_cast<size_t>(e.pos_src[i])];
+      SKIFF_RETURN_IF_ERROR(data_.graph->Neighbors(s, &row));
+      kept.clear();
+      for (size_t j = 0; j < k; ++j) {
+        if (!KnownEdge(s, e.seeds[static_cast<size_t>(e.neg_dst[j])], row)) {
+          kept.push_back(candidates[j]);
+        }
+      }
+      candidates = kept;
+    }
+    scores->ranks.Add(pos[i], candidates);
+  }
+  return Status::Ok();
+}
+
+Result<LinkEvaluation> LinkTrainer::Evaluate(const std::vector<int64_t>& pairs,
+                                             const std::vector<int64_t>& non_edges,
+                                             uint64_t stream) {
+  LinkEvaluation out;
+  int64_t count = static_cast<int64_t>(pairs.size() / 2);
+  if (options_.link.eval_edges > 0) count = std::min(count, options_.link.eval_edges);
+  const int64_t non_count =
+      std::min(static_cast<int64_t>(non_edges.size() / 2),
+               options_.link.eval_edges > 0 ? options_.link.eval_edges : INT64_MAX);
+  out.edges = count;
+  if (count == 0) return out;
+  // Batches of batch_size positives; the non-edges spread over the same number of batches.
+  const int64_t size = eval_batch_edges_ > 0 ? eval_batch_edges_ : options_.batch_size;
+  const int64_t num_batches = (count + size - 1) / size;
+  const int64_t non_size = (non_count + num_batches - 1) / num_batches;
+  LinkPassSpec pass{.training = false, .stream = stream, .epoch = 0, .seeds = {}};
+  std::vector<EvalEdgeBatch> batches;
+  for (int64_t b = 0; b < num_batches; ++b) {
+    const auto candidates = DrawCandidates(options_.link.eval_negatives, data_.graph->num_nodes(),
+                                           options_.seed, stream, static_cast<uint64_t>(b));
+    const int64_t non_begin = std::min(non_count, b * non_size);
+    batches.push_back(MakeEvalBatch(pairs, b * size, std::min(count, (b + 1) * size), non_edges,
+                                    non_begin, std::min(non_count, non_begin + non_size),
+                                    candidates));
+    pass.seeds.push_back(batches.back().edges.seeds);
+  }
+  SplitScores scores;
+  auto consume = [&](PreparedBatch& next) {
+    return ScoreEvalBatch(next, batches[static_cast<size_t>(next.index)], &scores);
+  };
+  std::string report;
+  SKIFF_RETURN_IF_ERROR(RunPass(pass, consume, &report));
+  if (!scores.non_edges.empty()) {
+    out.has_non_edges = true;
+    out.auc = RocAuc(scores.positives, scores.non_edges);
+    out.ap = AveragePrecision(scores.positives, scores.non_edges);
+  }
+  out.ranking = scores.ranks.Result();
+  return out;
+}
+
+Result<LinkSummary> LinkTrainer::Run() {
+  LinkSummary summary;
+  std::ofstream metrics;
+  if (!options_.metrics_path.empty()) {
+    metrics.open(options_.metrics_path, std::ios::trunc);
+    if (!metrics) return Status::IOError("cannot open metrics file " + options_.metrics_path);
+  }
+  double best = -1;
+  for (int64_t epoch = 0; epoch < options_.epochs; ++epoch) {
+    SKIFF_ASSIGN_OR_RETURN(LinkEpochMetrics m, TrainEpoch(epoch));
+    const auto eval_start = Clock::now();
+    SKIFF_ASSIGN_OR_RETURN(m.valid, Evaluate(data_.valid, data_.valid_neg, kValidStream));
+    SKIFF_ASSIGN_OR_RETURN(m.test, Evaluate(data_.test, data_.test_neg, kTestStream));
+    m.eval_seconds = SecondsSince(eval_start);
+    const double key = m.valid.ranking.count > 0 ? m.valid.ranking.mrr : m.valid.auc;
+    const bool improved = key > best;
+    if (improved) {
+      best = key;
+      summary.best_epoch = epoch;
+      summary.best_valid = m.valid;
+      summary.best_test = m.test;
+    }
+    if (metrics.is_open()) {
+      metrics << m.ToJson() << "\n";
+      metrics.flush();
+      if (!metrics) return Status::IOError("writing metrics file " + options_.metrics_path);
+    }
+    if (options_.show_progress) LogEpoch(m, improved);
+    summary.epochs.push_back(std::move(m));
+  }
+  return summary;
+}
+
+}  // namespace skiff::train
