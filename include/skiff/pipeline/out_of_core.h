@@ -58,6 +58,9 @@ struct OutOfCoreOptions {
   int sample_threads = 2;
   int gather_threads = 1;
   bool direct_io = true;        // O_DIRECT
+  // Further int64 IDs the run holds in memory besides the node splits (link prediction's edge
+  // split and epoch plan), counted in the budget's resident metadata.
+  int64_t extra_ids = 0;
   bool normalize_rows = false;  // `--feature-norm row`: feature rows scaled to sum 1 at gather
   // The compute step takes the first layer's input aggregated (a kMean model on the CPU): when not
   // every partition fits, passes that ask for it (PassOptions::aggregation) gather aggregated.

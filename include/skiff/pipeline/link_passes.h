@@ -1,0 +1,57 @@
+// The out-of-core pipeline as the LinkTrainer's pass runner (`skiff train --task link`, with or
+// without --memory).
+//
+// OpenOutOfCoreLink opens the dataset's partitions and plans the memory budget for link batches:
+// a training batch is up to 2 x batch_size + negatives seeds (its edges' endpoints and the shared
+// negatives), an evaluation batch up to 4 x its edges + eval_negatives (the held-out edges', as
+// many non-edges', and the shared candidates); the edge split and one epoch's plan are counted as
+// resident metadata. The budget may make evaluation batches smaller (eval_batch_edges).
+//
+// MakeOutOfCoreLinkRunner runs each pass as one buffer state in the pass's own batch order
+// (PassOptions::resident_order): the resident partitions serve what they hold, and exact sampling
+// reads the rest fine-grained, so the batches -- each the seeds LinkTrainer planned, sampled with
+// sampler seed BatchSampleSeed(seed, LinkPartStream(stream, b), epoch, 0) -- are the same with and
+// without a budget. (Decision: one state in the trainer's order rather than buffer states chosen
+// by partition pairs, as MariusGNN does. It keeps training's batches and negatives independent of
+// the budget, which is what lets an out-of-core run match the in-memory one; the price is fine
+// reads for the endpoints outside the buffer.) Training passes print the pipeline's report.
+//
+// Thread safety: the runner is called by one thread, one pass at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "skiff/pipeline/disk_sources.h"
+#include "skiff/pipeline/out_of_core.h"
+#include "skiff/sampler/csr_source.h"
+#include "skiff/train/link_trainer.h"
+#include "skiff/train/train_options.h"
+
+namespace skiff::pipeline {
+
+struct OutOfCoreLink {
+  std::unique_ptr<OutOfCore> ooc;
+  std::unique_ptr<DiskGraphSource> graph;
+  std::unique_ptr<DiskFeatureSource> features;
+  std::unique_ptr<sampler::DatasetCsr> csr;
+  train::LinkData data;          // sources above, the edge split in memory
+  int64_t eval_batch_edges = 0;  // held-out edges per evaluation batch (LinkTrainer)
+};
+
+// `dataset` must outlive the result. InvalidArgument when the dataset has no features or no edge
+// split; ResourceExhausted (naming the least budget) when the budget cannot hold a batch.
+Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* dataset,
+                                                         const train::TrainOptions& options,
+                                                         uint64_t memory_bytes,
+                                                         SamplingMode sampling, int threads);
+
+// The sampler stream of batch `batch` of a link pass with stream `stream`.
+uint64_t LinkPartStream(uint64_t stream, uint64_t batch);
+
+// `link` must outlive the runner.
+train::LinkPassRunner MakeOutOfCoreLinkRunner(OutOfCoreLink* link,
+                                              const train::TrainOptions& options,
+                                              bool print_reports);
+
+}  // namespace skiff::pipeline

@@ -1,0 +1,169 @@
+#include "skiff/pipeline/link_passes.h"
+
+#include <malloc.h>
+
+#include <algorithm>
+
+#include "skiff/log.h"
+#include "skiff/pipeline/trainer_passes.h"
+#include "skiff/random.h"
+#include "skiff/units.h"
+
+namespace skiff::pipeline {
+namespace {
+
+// Seeds of the largest training and evaluation batches (see the header).
+int64_t TrainingBatchSeeds(const train::TrainOptions& o) {
+  return 2 * o.batch_size + o.link.negatives;
+}
+int64_t EvalBatchSeeds(const train::TrainOptions& o, int64_t edges) {
+  return 4 * edges + o.link.eval_negatives;
+}
+
+// IDs held besides the node splits: the edge split's pairs, and one training epoch's plan (each
+// positive's two seeds, kept by the trainer and concatenated by the runner, and its two rows).
+int64_t LinkIds(const format::LinkSplitInfo& split) {
+  const int64_t pairs = split.train + split.valid + split.test + split.valid_neg + split.test_neg;
+  return 2 * pairs + 5 * split.train;
+}
+
+// Hands a pipeline batch to the trainer's step (train::PreparedBatch), its buffer back after.
+Status HandOverLink(PreparedBatch& prepared,
+                    const std::function<Status(train::PreparedBatch&)>& consume) {
+  train::PreparedBatch batch;
+  batch.index = prepared.index;
+  batch.batch = std::move(prepared.batch);
+  batch.features = std::move(prepared.features);
+  batch.sample_seed = prepared.sample_seed;
+  const Status status = consume(batch);
+  prepared.features = std::move(batch.features);
+  return status;
+}
+
+struct LinkRunnerState {
+  OutOfCore* ooc = nullptr;
+  std::vector<int> fanouts, eval_fanouts;
+  bool record_degrees = false;
+  uint64_t seed = 0;
+  bool print_reports = false;
+};
+
+Status RunLinkPass(const LinkRunnerState& state, const train::LinkPassSpec& pass,
+                   const std::function<Status(train::PreparedBatch&)>& consume,
+                   std::string* report_json) {
+  PassOptions options;
+  options.seed = state.seed;
+  options.stream = pass.stream;
+  options.epoch = static_cast<uint64_t>(pass.epoch);
+  // One part per batch: each is cut whole (batch_size >= every batch) and sampled with its own
+  // stream, so batch b's sampler seed depends on (seed, stream, epoch, b) alone.
+  int64_t largest = 1;
+  size_t total = 0;
+  for (const auto& seeds : pass.seeds) {
+    largest = std::max(largest, static_cast<int64_t>(seeds.size()));
+    total += seeds.size();
+  }
+  options.batch_size = largest;
+  options.resident_order.reserve(total);
+  options.parts.reserve(pass.seeds.size());
+  for (size_t b = 0; b < pass.seeds.size(); ++b) {
+    const auto& seeds = pass.seeds[b];
+    if (seeds.empty()) return Status::InvalidArgument("a link batch without nodes");
+    options.resident_order.insert(options.resident_order.end(), seeds.begin(), seeds.end());
+    options.parts.push_back({static_cast<int64_t>(seeds.size()), LinkPartStream(pass.stream, b)});
+  }
+  const SampleGroupFn sample = LabelledSampleFn(pass.training ? state.fanouts : state.eval_fanouts,
+                                                state.record_degrees, nullptr);
+  auto compute = [&](PreparedBatch& prepared) { return HandOverLink(prepared, consume); };
+  Result<EpochReport> ran = state.ooc->RunPass(options.resident_order, options, sample, compute);
+  ::malloc_trim(0);  // one pass's freed heap does not raise the next one's peak
+  SKIFF_ASSIGN_OR_RETURN(const EpochReport report, std::move(ran));
+  if (report_json != nullptr) *report_json = report.ToJson().dump();
+  if (state.print_reports) {
+    if (pass.training) {
+      LogInfo(report.Describe());
+    } else {
+      LogDebug("evaluation " + report.Describe());
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+uint64_t LinkPartStream(uint64_t stream, uint64_t batch) {
+  return HashKey(stream, 0x4c494e4b, batch);
+}
+
+Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* dataset,
+                                                         const train::TrainOptions& options,
+                                                         uint64_t memory_bytes,
+                                                         SamplingMode sampling, int threads) {
+  const format::Manifest& m = dataset->manifest();
+  if (m.feature_dim <= 0) {
+    return Status::InvalidArgument("dataset " + dataset->dir() +
+                                   " has no node features (feature_dim 0): training needs them "
+                                   "(skiff convert --features)");
+  }
+  auto out = std::make_unique<OutOfCoreLink>();
+  SKIFF_RETURN_IF_ERROR(train::LoadEdgeSplit(*dataset, &out->data));
+  model::ModelConfig config = options.model;
+  config.in_dim = m.feature_dim;
+  config.num_classes = options.link.out_dim;
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> sizing, model::Model::CreateCpu(config));
+
+  OutOfCoreOptions o;
+  o.memory_bytes = memory_bytes;
+  o.sampling = sampling;
+  o.batch_size = TrainingBatchSeeds(options);
+  o.fanouts = options.fanouts;
+  o.eval_batch_size = EvalBatchSeeds(options, options.batch_size);
+  o.eval_fanouts = EffectiveEvalFanouts(options);
+  o.model = {.in_dim = m.feature_dim,
+             .hidden = config.hidden_dim,
+             .num_classes = options.link.out_dim,
+             .heads = config.kind == model::ModelKind::kGat ? std::max(config.heads, 1) : 1,
+             .attention = config.kind == model::ModelKind::kGat,
+             .num_parameters = sizing->NumParameters()};
+  o.extra_ids = LinkIds(*m.link_split);
+  o.normalize_rows = options.feature_norm == train::FeatureNorm::kRow;
+  o.sample_threads = std::max(1, threads);
+  o.record_degrees = model::NeedsNodeDegrees(config.kind);
+  SKIFF_ASSIGN_OR_RETURN(out->ooc, OutOfCore::Create(dataset, o));
+  // Evaluation batches within what the budget allows a batch.
+  const int64_t allowed = out->ooc->eval_batch_size();
+  out->eval_batch_edges = std::min(options.batch_size, (allowed - options.link.eval_negatives) / 4);
+  if (out->eval_batch_edges < 1) {
+    return Status::ResourceExhausted(
+        "--memory " + FormatBytes(memory_bytes) + " leaves room for evaluation batches of " +
+        std::to_string(allowed) + " nodes, fewer than --eval-negatives " +
+        std::to_string(options.link.eval_negatives) +
+        " candidates and one held-out edge: "
+        "lower --eval-negatives or raise --memory");
+  }
+  out->graph = std::make_unique<DiskGraphSource>(out->ooc->exact_graph());
+  out->features = std::make_unique<DiskFeatureSource>(out->ooc->exact_graph());
+  out->csr = std::make_unique<sampler::DatasetCsr>(*dataset);
+  out->data.graph = out->graph.get();
+  out->data.features = out->features.get();
+  out->data.csr = out->csr.get();
+  return out;
+}
+
+train::LinkPassRunner MakeOutOfCoreLinkRunner(OutOfCoreLink* link,
+                                              const train::TrainOptions& options,
+                                              bool print_reports) {
+  LinkRunnerState state{.ooc = link->ooc.get(),
+                        .fanouts = options.fanouts,
+                        .eval_fanouts = EffectiveEvalFanouts(options),
+                        .record_degrees = model::NeedsNodeDegrees(options.model.kind),
+                        .seed = options.seed,
+                        .print_reports = print_reports};
+  return [state = std::move(state)](const train::LinkPassSpec& pass,
+                                    const std::function<Status(train::PreparedBatch&)>& consume,
+                                    std::string* report_json) {
+    return RunLinkPass(state, pass, consume, report_json);
+  };
+}
+
+}  // namespace skiff::pipeline
