@@ -12,10 +12,12 @@
 #include "skiff/enum_names.h"
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
+#include "skiff/pipeline/link_passes.h"
 #include "skiff/pipeline/trainer_passes.h"
 #include "skiff/process.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/train/export.h"
+#include "skiff/train/link_trainer.h"
 #include "skiff/train/trainer.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
@@ -231,6 +233,75 @@ void PrintPeakRss(uint64_t memory_bytes, const CudaRuntimeShare& cuda, const Rss
               FormatBytes(pipeline::kFixedOverheadBytes).c_str(), runtime.c_str());
 }
 
+// What link prediction does not take yet, refused before any work.
+Status CheckLinkOptions(const TrainCliOptions& o, const train::TrainOptions& t) {
+  auto refuse = [](const std::string& option) {
+    return Status::InvalidArgument(option +
+                                   " is not supported with --task link yet (docs/training.md, "
+                                   "\"Link prediction\")");
+  };
+  if (!o.resume.empty()) return refuse("--resume");
+  if (!o.export_dir.empty()) return refuse("--export");
+  if (!t.checkpoint_path.empty()) return refuse("--checkpoint");
+  return Status::Ok();
+}
+
+void PrintLinkSummary(const train::LinkSummary& summary) {
+  double seconds = 0;
+  for (const auto& e : summary.epochs) seconds += e.epoch_seconds;
+  std::printf("trained %zu epochs in %s; best epoch %lld\n", summary.epochs.size(),
+              FormatSeconds(seconds).c_str(), static_cast<long long>(summary.best_epoch));
+  for (const auto& [name, e] :
+       {std::pair<const char*, const train::LinkEvaluation&>{"valid", summary.best_valid},
+        {"test", summary.best_test}}) {
+    std::printf("%s (%lld edges):", name, static_cast<long long>(e.edges));
+    if (e.has_non_edges) std::printf(" AUC %.2f%%  AP %.2f%%", 100 * e.auc, 100 * e.ap);
+    if (e.ranking.count > 0) {
+      std::printf("  MRR %.4f", e.ranking.mrr);
+      for (size_t k = 0; k < train::kHitsAt.size(); ++k) {
+        std::printf("  Hits@%d %.2f%%", train::kHitsAt[k], 100 * e.ranking.hits[k]);
+      }
+    }
+    std::printf("\n");
+  }
+}
+
+// `skiff train --task link`: link prediction (train/link_trainer.h) through the pipeline, with
+// every partition resident or within --memory (pipeline/link_passes.h).
+Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device device) {
+  SKIFF_RETURN_IF_ERROR(CheckLinkOptions(o, t));
+  SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
+  SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
+  SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
+  SKIFF_ASSIGN_OR_RETURN(const pipeline::SamplingMode sampling,
+                         pipeline::ParseSamplingMode(o.sampling));
+  SKIFF_ASSIGN_OR_RETURN(
+      std::unique_ptr<pipeline::OutOfCoreLink> engine,
+      pipeline::OpenOutOfCoreLink(ds.get(), t, memory_bytes, sampling, t.sampler_threads));
+  LogInfo((memory_bytes > 0 ? "out of core: " : "in memory: ") + engine->ooc->Describe());
+  if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::LinkTrainer> trainer,
+                         train::LinkTrainer::Create(engine->data, t, ModelFactoryFor(device)));
+  trainer->SetPassRunner(pipeline::MakeOutOfCoreLinkRunner(engine.get(), t, t.show_progress));
+  trainer->SetEvalBatchEdges(engine->eval_batch_edges);
+  const RssParts resident_when_loaded = CurrentRssParts();
+  LogInfo(
+      std::string("training ") + model::ModelKindName(t.model.kind) + " + " +
+      NameOf(model::kDecoderKindNames, t.link.decoder) + " decoder for link prediction on " +
+      o.dataset + ": " + std::to_string(engine->data.train.size() / 2) + " training edges, " +
+      std::to_string(t.link.negatives) + " " +
+      NameOf(train::kNegativeSamplerNames, t.link.negative_sampler) +
+      " negatives per batch, fanouts " + sampler::FanoutsToString(t.fanouts) + ", " +
+      std::to_string(trainer->model().NumParameters()) + " encoder parameters, " +
+      (device == Device::kCuda ? trainer->model().DeviceDescription() : cpu::BlasDescription()));
+  SKIFF_ASSIGN_OR_RETURN(const train::LinkSummary summary, trainer->Run());
+  PrintLinkSummary(summary);
+  PrintPeakRss(memory_bytes, CudaRuntimeShare{.used = device == Device::kCuda},
+               resident_when_loaded);
+  return Status::Ok();
+}
+
 Status Train(const TrainCliOptions& o) {
   SKIFF_ASSIGN_OR_RETURN(const Device device, ParseName(kDeviceNames, "device", o.device));
   std::optional<train::Checkpoint> resume;
@@ -238,6 +309,7 @@ Status Train(const TrainCliOptions& o) {
     SKIFF_ASSIGN_OR_RETURN(resume, ReadResumeCheckpoint(o.resume));
   }
   SKIFF_ASSIGN_OR_RETURN(const train::TrainOptions t, OptionsOf(o, resume));
+  if (t.task == train::Task::kLink) return TrainLink(o, t, device);
   SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
@@ -282,7 +354,9 @@ int RunTrain(const TrainCliOptions& o) { return ReportStatus("train", Train(o));
 
 RunFn Setup(CLI::App& app) {
   auto o = std::make_shared<TrainCliOptions>();
-  app.description("Train a GNN (GraphSAGE, GCN or GAT) for node classification");
+  app.description(
+      "Train a GNN (GraphSAGE, GCN or GAT) for node classification, or with --task link for link "
+      "prediction");
   app.add_option("--config", o->config, "Read options from a TOML file (keys: long option names)")
       ->check(NonEmpty());
   app.add_option("dataset", o->dataset, "Dataset directory")->required();
