@@ -34,6 +34,7 @@ Status HandOverLink(PreparedBatch& prepared,
   batch.index = prepared.index;
   batch.batch = std::move(prepared.batch);
   batch.features = std::move(prepared.features);
+  batch.aggregated = prepared.aggregated;
   batch.sample_seed = prepared.sample_seed;
   const Status status = consume(batch);
   prepared.features = std::move(batch.features);
@@ -72,6 +73,11 @@ Status RunLinkPass(const LinkRunnerState& state, const train::LinkPassSpec& pass
     options.resident_order.insert(options.resident_order.end(), seeds.begin(), seeds.end());
     options.parts.push_back({static_cast<int64_t>(seeds.size()), LinkPartStream(pass.stream, b)});
   }
+  if (state.ooc->aggregated_input() && pass.aggregation != model::InputAggregation::kNone) {
+    options.aggregation = AggregationOptions{
+        .kind = pass.aggregation, .dropout = pass.input_dropout, .training = pass.training};
+    if (pass.training) options.dropout_seed = pass.dropout_seed;
+  }
   const SampleGroupFn sample = LabelledSampleFn(pass.training ? state.fanouts : state.eval_fanouts,
                                                 state.record_degrees, nullptr);
   auto compute = [&](PreparedBatch& prepared) { return HandOverLink(prepared, consume); };
@@ -98,7 +104,8 @@ uint64_t LinkPartStream(uint64_t stream, uint64_t batch) {
 Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* dataset,
                                                          const train::TrainOptions& options,
                                                          uint64_t memory_bytes,
-                                                         SamplingMode sampling, int threads) {
+                                                         SamplingMode sampling, int threads,
+                                                         bool cpu_model) {
   const format::Manifest& m = dataset->manifest();
   if (m.feature_dim <= 0) {
     return Status::InvalidArgument("dataset " + dataset->dir() +
@@ -127,6 +134,9 @@ Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* 
              .num_parameters = sizing->NumParameters()};
   o.extra_ids = LinkIds(*m.link_split);
   o.normalize_rows = options.feature_norm == train::FeatureNorm::kRow;
+  // GraphSAGE on the CPU takes its first layer's input aggregated as it is read (docs/pipeline.md).
+  o.aggregated_input = cpu_model && sampling == SamplingMode::kExact &&
+                       model::InputAggregationOf(config) != model::InputAggregation::kNone;
   o.sample_threads = std::max(1, threads);
   o.record_degrees = model::NeedsNodeDegrees(config.kind);
   SKIFF_ASSIGN_OR_RETURN(out->ooc, OutOfCore::Create(dataset, o));

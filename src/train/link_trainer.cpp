@@ -205,13 +205,41 @@ Status LinkTrainer::RunPass(const LinkPassSpec& pass,
   return Status::Ok();
 }
 
+LinkPassSpec LinkTrainer::MakePass(bool training, uint64_t stream, int64_t epoch) const {
+  LinkPassSpec pass{.training = training, .stream = stream, .epoch = epoch, .seeds = {}};
+  if (model_->accepts_aggregated_input()) {
+    pass.aggregation = model::InputAggregationOf(model_->config());
+    if (training) {
+      pass.input_dropout = model::FirstLayerDropout(model_->config());
+      const uint64_t seed = options_.seed;
+      pass.dropout_seed = [seed, epoch](int64_t b) {
+        return sampler::BatchSeed(seed, kDropoutStream, static_cast<uint64_t>(epoch),
+                                  static_cast<uint64_t>(b));
+      };
+    }
+  }
+  return pass;
+}
+
+Status LinkTrainer::ForwardPrepared(const PreparedBatch& prepared, bool training,
+                                    uint64_t dropout_seed) {
+  model::BatchInput input{.batch = &prepared.batch, .x = prepared.features.data()};
+  if (prepared.aggregated) {
+    SKIFF_CHECK(!prepared.batch.blocks.empty());
+    const auto rows =
+        static_cast<size_t>(prepared.batch.blocks[0].num_dst * model_->config().in_dim);
+    SKIFF_CHECK(prepared.features.size() == 2 * rows);
+    input.aggregated = prepared.features.data() + rows;
+  }
+  return model_->ForwardInput(input, training, dropout_seed, &step_out_);
+}
+
 Result<double> LinkTrainer::Step(const PreparedBatch& prepared, const EdgeBatch& edges,
                                  const std::vector<int64_t>& seeds, uint64_t dropout_seed) {
   const auto rows = static_cast<int64_t>(seeds.size());
   SKIFF_CHECK(prepared.batch.seeds == seeds);
   model_->ZeroGrad();
-  SKIFF_RETURN_IF_ERROR(model_->Forward(prepared.batch, prepared.features.data(),
-                                        /*training=*/true, dropout_seed, &step_out_));
+  SKIFF_RETURN_IF_ERROR(ForwardPrepared(prepared, /*training=*/true, dropout_seed));
   SKIFF_CHECK(static_cast<int64_t>(step_out_.size()) == rows * options_.link.out_dim);
   step_grad_.resize(step_out_.size());
   decoder_->ZeroGrad();
@@ -233,7 +261,7 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
   const NegativeOptions negatives{options_.link.negatives, options_.link.negative_sampler,
                                   data_.graph->num_nodes(), data_.csr};
   std::vector<EdgeBatch> batches;
-  LinkPassSpec pass{.training = true, .stream = kTrainStream, .epoch = epoch, .seeds = {}};
+  LinkPassSpec pass = MakePass(/*training=*/true, kTrainStream, epoch);
   batches.reserve(plan.size());
   pass.seeds.reserve(plan.size());
   for (size_t b = 0; b < plan.size(); ++b) {
@@ -254,7 +282,9 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
     SKIFF_ASSIGN_OR_RETURN(
         const double loss,
         Step(next, batches[b], pass.seeds[b],
-             sampler::BatchSeed(options_.seed, kDropoutStream, static_cast<uint64_t>(epoch), b)));
+             pass.dropout_seed ? pass.dropout_seed(next.index)
+                               : sampler::BatchSeed(options_.seed, kDropoutStream,
+                                                    static_cast<uint64_t>(epoch), b)));
     m.compute_seconds += SecondsSince(compute_start);
     if (!std::isfinite(loss)) {
       return Status::InvalidArgument(
@@ -291,8 +321,7 @@ Status LinkTrainer::ScoreEvalBatch(const PreparedBatch& prepared, const EvalEdge
                                    SplitScores* scores) {
   const EdgeBatch& e = batch.edges;
   SKIFF_CHECK(prepared.batch.seeds == e.seeds);
-  SKIFF_RETURN_IF_ERROR(model_->Forward(prepared.batch, prepared.features.data(),
-                                        /*training=*/false, 0, &step_out_));
+  SKIFF_RETURN_IF_ERROR(ForwardPrepared(prepared, /*training=*/false, 0));
   const auto rows = static_cast<int64_t>(e.seeds.size());
   std::vector<float> pos, other;
   SKIFF_RETURN_IF_ERROR(decoder_->ScorePairs(step_out_.data(), rows, e.pos_src, e.pos_dst, &pos));
@@ -337,20 +366,24 @@ Result<LinkEvaluation> LinkTrainer::Evaluate(const std::vector<int64_t>& pairs,
                options_.link.eval_edges > 0 ? options_.link.eval_edges : INT64_MAX);
   out.edges = count;
   if (count == 0) return out;
-  // Batches of batch_size positives; the non-edges spread over the same number of batches.
-  const int64_t size = eval_batch_edges_ > 0 ? eval_batch_edges_ : options_.batch_size;
-  const int64_t num_batches = (count + size - 1) / size;
-  const int64_t non_size = (non_count + num_batches - 1) / num_batches;
-  LinkPassSpec pass{.training = false, .stream = stream, .epoch = 0, .seeds = {}};
+  // Groups of kCandidateGroupEdges positives share their candidates, whatever the batches: a
+  // batch never spans two groups, so a budget that cuts smaller batches ranks against the same
+  // candidates. Non-edge j goes with the batch of positive j * count / non_count.
+  const int64_t size = std::min(eval_batch_edges_ > 0 ? eval_batch_edges_ : options_.batch_size,
+                                kCandidateGroupEdges);
+  LinkPassSpec pass = MakePass(/*training=*/false, stream, 0);
   std::vector<EvalEdgeBatch> batches;
-  for (int64_t b = 0; b < num_batches; ++b) {
+  auto non_index = [&](int64_t positive) { return positive * non_count / count; };
+  for (int64_t group = 0; group * kCandidateGroupEdges < count; ++group) {
     const auto candidates = DrawCandidates(options_.link.eval_negatives, data_.graph->num_nodes(),
-                                           options_.seed, stream, static_cast<uint64_t>(b));
-    const int64_t non_begin = std::min(non_count, b * non_size);
-    batches.push_back(MakeEvalBatch(pairs, b * size, std::min(count, (b + 1) * size), non_edges,
-                                    non_begin, std::min(non_count, non_begin + non_size),
-                                    candidates));
-    pass.seeds.push_back(batches.back().edges.seeds);
+                                           options_.seed, stream, static_cast<uint64_t>(group));
+    const int64_t group_end = std::min(count, (group + 1) * kCandidateGroupEdges);
+    for (int64_t begin = group * kCandidateGroupEdges; begin < group_end; begin += size) {
+      const int64_t end = std::min(group_end, begin + size);
+      batches.push_back(MakeEvalBatch(pairs, begin, end, non_edges, non_index(begin),
+                                      non_index(end), candidates));
+      pass.seeds.push_back(batches.back().edges.seeds);
+    }
   }
   SplitScores scores;
   auto consume = [&](PreparedBatch& next) {

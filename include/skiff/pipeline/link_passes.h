@@ -5,7 +5,9 @@
 // a training batch is up to 2 x batch_size + negatives seeds (its edges' endpoints and the shared
 // negatives), an evaluation batch up to 4 x its edges + eval_negatives (the held-out edges', as
 // many non-edges', and the shared candidates); the edge split and one epoch's plan are counted as
-// resident metadata. The budget may make evaluation batches smaller (eval_batch_edges).
+// resident metadata. The budget may make evaluation batches smaller (eval_batch_edges). A
+// GraphSAGE model on the CPU (`cpu_model`) takes its first layer's input aggregated as it is read,
+// as `skiff train` does for node classification, when the plan chooses it (out of core).
 //
 // MakeOutOfCoreLinkRunner runs each pass as one buffer state in the pass's own batch order
 // (PassOptions::resident_order): the resident partitions serve what they hold, and exact sampling
@@ -44,7 +46,8 @@ struct OutOfCoreLink {
 Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* dataset,
                                                          const train::TrainOptions& options,
                                                          uint64_t memory_bytes,
-                                                         SamplingMode sampling, int threads);
+                                                         SamplingMode sampling, int threads,
+                                                         bool cpu_model);
 
 // The sampler stream of batch `batch` of a link pass with stream `stream`.
 uint64_t LinkPartStream(uint64_t stream, uint64_t batch);

@@ -74,6 +74,10 @@ EvalEdgeBatch MakeEvalBatch(std::span<const int64_t> pairs, int64_t pair_begin, 
                             std::span<const int64_t> non_edges, int64_t non_begin, int64_t non_end,
                             std::span<const int64_t> candidates);
 
+// Held-out edges that share one draw of evaluation candidates (DrawCandidates' `batch` is the
+// group's index), however evaluation is cut into batches.
+inline constexpr int64_t kCandidateGroupEdges = 1024;
+
 // `count` candidate destinations of evaluation batch `batch` of the split whose stream is
 // `stream`, uniform over [0, num_nodes): the same every epoch (Rng(BatchSeed(seed,
 // kLinkCandidateStream, stream, batch))).

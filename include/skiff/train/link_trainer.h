@@ -13,15 +13,16 @@
 // node representations, the encoder's Backward, and one optimiser step for both (the decoder's
 // parameters on the host with the same optimiser settings).
 //
-// Evaluation after each epoch, in batches of `batch_size` held-out edges (SetEvalBatchEdges) (the
-// first eval_edges of each split, or all) with the evaluation fanouts and no dropout: AUC and AP of
-// the positives against as many of the split's stored non-edges (the GAE protocol, when the dataset
-// has them), and with eval_negatives > 0 MRR and Hits@K of each positive among eval_negatives
-// candidate destinations the batch shares, drawn uniformly from the seed (DrawCandidates: the same
-// every epoch), raw or filtered (LinkOptions::ranking). Sharing the candidates within a batch keeps
-// evaluation's node set bounded by the batch (out of core, the whole graph's representations would
-// not fit a budget); each positive is still ranked among eval_negatives uniform candidates, as in
-// OGB's protocol. The best epoch has the highest validation MRR (AUC without ranking).
+// Evaluation after each epoch, in batches of at most `batch_size` held-out edges
+// (SetEvalBatchEdges; the first eval_edges of each split, or all) with the evaluation fanouts and
+// no dropout: AUC and AP of the positives against the split's stored non-edges (the GAE protocol,
+// when the dataset has them), and with eval_negatives > 0 MRR and Hits@K of each positive among
+// eval_negatives candidate destinations drawn uniformly from the seed and shared by each group of
+// kCandidateGroupEdges positives (DrawCandidates: the same every epoch, whatever the batches),
+// raw or filtered (LinkOptions::ranking). Sharing keeps an evaluation batch's node set bounded by
+// the batch (out of core, the whole graph's representations would not fit a budget); each positive
+// is still ranked among eval_negatives uniform candidates, as in OGB's protocol. The best epoch has
+// the highest validation MRR (AUC without ranking).
 //
 // Thread safety: driven by one thread; runners may use their own threads.
 #pragma once
@@ -68,15 +69,22 @@ Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* data);
 // One pass as the runner sees it: batch b's seeds are seeds[b] (distinct node IDs), sampled with
 // the training fanouts when `training`, else the evaluation fanouts, with sampler seed
 // BatchSeed(seed, stream, epoch, b) (the default runner) or the out-of-core pipeline's.
+// The model takes its first layer's input aggregated (`aggregation`, kMean for GraphSAGE on the
+// CPU): a runner may hand batches over in that form (PreparedBatch::aggregated), the first layer's
+// input dropout (`input_dropout`, training) masked from `dropout_seed(b)`, the seed the batch's
+// Forward gets -- as train::PassSpec says for node classification.
 struct LinkPassSpec {
   bool training = false;
   uint64_t stream = 0;
   int64_t epoch = 0;
   std::vector<std::vector<int64_t>> seeds;
+  model::InputAggregation aggregation = model::InputAggregation::kNone;
+  float input_dropout = 0;
+  std::function<uint64_t(int64_t batch)> dropout_seed = nullptr;
 };
 // Hands every batch of `pass`, sampled and gathered (PreparedBatch::features: one float row per
-// batch.input_nodes), to `consume` in batch order (PreparedBatch::index = b); returns the first
-// error. May describe the pass as a JSON object in *report_json.
+// batch.input_nodes, or aggregated), to `consume` in batch order (PreparedBatch::index = b);
+// returns the first error. May describe the pass as a JSON object in *report_json.
 using LinkPassRunner = std::function<Status(const LinkPassSpec& pass,
                                             const std::function<Status(PreparedBatch&)>& consume,
                                             std::string* report_json)>;
@@ -141,6 +149,10 @@ class LinkTrainer {
  private:
   LinkTrainer(const LinkData& data, TrainOptions options)
       : data_(data), options_(std::move(options)) {}
+  // A pass over `seeds`, offering aggregated input when the model takes it.
+  LinkPassSpec MakePass(bool training, uint64_t stream, int64_t epoch) const;
+  // Forward over a prepared batch (rows or aggregated rows) into step_out_.
+  Status ForwardPrepared(const PreparedBatch& prepared, bool training, uint64_t dropout_seed);
   Status RunPass(const LinkPassSpec& pass, const std::function<Status(PreparedBatch&)>& consume,
                  std::string* report_json);
   // One optimisation step over a prepared batch whose seeds are `edges.seeds`.
