@@ -276,9 +276,9 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
   SKIFF_ASSIGN_OR_RETURN(const pipeline::SamplingMode sampling,
                          pipeline::ParseSamplingMode(o.sampling));
-  SKIFF_ASSIGN_OR_RETURN(
-      std::unique_ptr<pipeline::OutOfCoreLink> engine,
-      pipeline::OpenOutOfCoreLink(ds.get(), t, memory_bytes, sampling, t.sampler_threads));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::OutOfCoreLink> engine,
+                         pipeline::OpenOutOfCoreLink(ds.get(), t, memory_bytes, sampling,
+                                                     t.sampler_threads, device == Device::kCpu));
   LogInfo((memory_bytes > 0 ? "out of core: " : "in memory: ") + engine->ooc->Describe());
   if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::LinkTrainer> trainer,
