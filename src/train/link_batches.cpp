@@ -51,14 +51,24 @@ class SeedRows {
 
 }  // namespace
 
+bool ReversedInEpoch(uint64_t seed, uint64_t epoch, int64_t pair) {
+  return (HashKey(seed, HashKey(kLinkNegativeStream, epoch, 0), static_cast<uint64_t>(pair)) & 1) !=
+         0;
+}
+
 EdgeBatch MakeEdgeBatch(std::span<const int64_t> pairs, std::span<const int64_t> pair_ids,
-                        std::span<const int64_t> negatives) {
+                        std::span<const int64_t> negatives,
+                        const std::function<bool(int64_t pair)>& reversed) {
   EdgeBatch b;
   SeedRows row(&b.seeds, pair_ids.size() * 2 + negatives.size());
   b.pos_src.reserve(pair_ids.size());
   b.pos_dst.reserve(pair_ids.size());
-  for (int64_t p : pair_ids) b.pos_src.push_back(row(pairs[static_cast<size_t>(2 * p)]));
-  for (int64_t p : pair_ids) b.pos_dst.push_back(row(pairs[static_cast<size_t>(2 * p + 1)]));
+  auto end = [&](int64_t p, int side) {
+    const int flip = reversed && reversed(p) ? 1 : 0;
+    return pairs[static_cast<size_t>(2 * p + (side ^ flip))];
+  };
+  for (int64_t p : pair_ids) b.pos_src.push_back(row(end(p, 0)));
+  for (int64_t p : pair_ids) b.pos_dst.push_back(row(end(p, 1)));
   b.neg_dst.reserve(negatives.size());
   for (int64_t v : negatives) b.neg_dst.push_back(row(v));
   return b;

@@ -262,13 +262,19 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
                                   data_.graph->num_nodes(), data_.csr};
   std::vector<EdgeBatch> batches;
   LinkPassSpec pass = MakePass(/*training=*/true, kTrainStream, epoch);
+  std::function<bool(int64_t)> reversed = nullptr;
+  if (data_.undirected) {
+    reversed = [seed = options_.seed, epoch](int64_t p) {
+      return ReversedInEpoch(seed, static_cast<uint64_t>(epoch), p);
+    };
+  }
   batches.reserve(plan.size());
   pass.seeds.reserve(plan.size());
   for (size_t b = 0; b < plan.size(); ++b) {
     SKIFF_ASSIGN_OR_RETURN(
         const std::vector<int64_t> neg,
         DrawNegatives(negatives, options_.seed, static_cast<uint64_t>(epoch), b));
-    batches.push_back(MakeEdgeBatch(data_.train, plan[b], neg));
+    batches.push_back(MakeEdgeBatch(data_.train, plan[b], neg, reversed));
     pass.seeds.push_back(std::move(batches.back().seeds));  // one copy of the epoch's plan
   }
   OptionalProgress progress(options_.show_progress, "epoch " + std::to_string(epoch),

@@ -97,6 +97,20 @@ TEST_CASE("edge batches: distinct seeds, rows that map back, every pair once per
   REQUIRE(b.neg_dst.size() == 3);
   for (size_t j = 0; j < 3; ++j) CHECK(b.seeds[static_cast<size_t>(b.neg_dst[j])] == negatives[j]);
   CHECK(b.neg_dst[0] == b.neg_dst[2]);  // a repeated negative is one row
+
+  // Undirected pairs are taken either way round, drawn per epoch.
+  auto reversed = [](int64_t p) { return ReversedInEpoch(11, 2, p); };
+  const EdgeBatch r = MakeEdgeBatch(pairs, plan[0], negatives, reversed);
+  for (size_t i = 0; i < plan[0].size(); ++i) {
+    const int64_t p = plan[0][i];
+    const bool rev = ReversedInEpoch(11, 2, p);
+    CHECK(r.seeds[static_cast<size_t>(r.pos_src[i])] == pairs[2 * p + (rev ? 1 : 0)]);
+    CHECK(r.seeds[static_cast<size_t>(r.pos_dst[i])] == pairs[2 * p + (rev ? 0 : 1)]);
+  }
+  int over_epochs = 0;
+  for (uint64_t e = 0; e < 1000; ++e) over_epochs += ReversedInEpoch(11, e, 3) ? 1 : 0;
+  CHECK(over_epochs > 400);
+  CHECK(over_epochs < 600);
 }
 
 TEST_CASE("edge batches: negatives are seeded, in range, and by degree follow the edges") {

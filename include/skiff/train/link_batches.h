@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -55,10 +56,17 @@ struct NegativeOptions {
 Result<std::vector<int64_t>> DrawNegatives(const NegativeOptions& options, uint64_t seed,
                                            uint64_t epoch, uint64_t batch);
 
+// Whether an undirected training pair is taken reversed in `epoch`: each pair's orientation is
+// drawn from (seed, epoch, pair), so that destination corruption corrupts either endpoint (an
+// undirected split stores its pairs as (min, max): without it the negatives would always keep
+// the smaller endpoint).
+bool ReversedInEpoch(uint64_t seed, uint64_t epoch, int64_t pair);
+
 // The batch of positive pairs `pair_ids` (indices into `pairs`, interleaved (src, dst)) with
-// `negatives` as its shared negatives.
+// `negatives` as its shared negatives; with `orient`, pair p is taken reversed when orient(p).
 EdgeBatch MakeEdgeBatch(std::span<const int64_t> pairs, std::span<const int64_t> pair_ids,
-                        std::span<const int64_t> negatives);
+                        std::span<const int64_t> negatives,
+                        const std::function<bool(int64_t pair)>& reversed = nullptr);
 
 // An evaluation batch: held-out positives ranked against `candidates` shared by the batch
 // (edges.neg_dst) and non-edges scored for AUC/AP, their endpoints all among edges.seeds
