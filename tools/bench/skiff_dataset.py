@@ -61,3 +61,10 @@ class SkiffDataset:
     def split(self, name):
         """int64 node IDs of 'train', 'valid' or 'test'."""
         return self._file(f"{name}.idx", np.int64, int(self.manifest["splits"][name]))
+
+    def edge_pairs(self, name):
+        """int64 [count, 2] (src, dst) of the edge split's 'train', 'valid', 'test', 'valid_neg'
+        or 'test_neg' pairs (link_<name>.edges)."""
+        count = int(self.manifest["link_split"][name])
+        return self._file(f"link_{name}.edges", np.int64, 2 * count).reshape(count, 2)
+
