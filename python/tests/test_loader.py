@@ -177,6 +177,9 @@ def test_ctrl_c_interrupts_a_waiting_loop(small):
         import skiff
         loader = skiff.NodeLoader(skiff.open({small!r}), num_neighbors=[-1, -1, -1],
                                   batch_size=1, threads=1, as_torch=False)
+        # Python's own handler, whatever this process inherited: a shell's background job starts
+        # with SIGINT ignored, and Python then leaves it ignored.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
         try:
             for epoch in range(1000):
