@@ -71,7 +71,9 @@ Status RunLinkPass(const LinkRunnerState& state, const train::LinkPassSpec& pass
     const auto& seeds = pass.seeds[b];
     if (seeds.empty()) return Status::InvalidArgument("a link batch without nodes");
     options.resident_order.insert(options.resident_order.end(), seeds.begin(), seeds.end());
-    options.parts.push_back({static_cast<int64_t>(seeds.size()), LinkPartStream(pass.stream, b)});
+    const uint64_t number = pass.batch_numbers.empty() ? b : pass.batch_numbers[b];
+    options.parts.push_back(
+        {static_cast<int64_t>(seeds.size()), LinkPartStream(pass.stream, number)});
   }
   if (state.ooc->aggregated_input() && pass.aggregation != model::InputAggregation::kNone) {
     options.aggregation = AggregationOptions{

@@ -76,8 +76,10 @@ bool BatchStream::Claim(PreparedBatch* prepared) {
       free_features_.pop_back();
     }
   }
+  const auto b = static_cast<size_t>(prepared->index);
+  const uint64_t number = options_.batch_numbers.empty() ? b : options_.batch_numbers[b];
   prepared->sample_seed =
-      sampler::BatchSeed(options_.seed, options_.stream, options_.epoch, prepared->index);
+      sampler::BatchSeed(options_.seed, options_.stream, options_.epoch, number);
   prepared->unsampled = !options_.sample;
   return true;
 }

@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -96,6 +97,7 @@ Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
   w.Put<int64_t>(c.optimizer_steps);
   w.Put<uint64_t>(c.optimizer_state.size());
   for (const auto& s : c.optimizer_state) w.PutFloats(s);
+  w.PutString(c.best_metrics_json);
   const std::string& payload = w.buf();
   Writer h;
   h.buf().append(kMagic, sizeof(kMagic));
@@ -108,20 +110,22 @@ Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
 
 namespace {
 
-// The payload of checkpoint file `path` (contents `data`) once its header and checksum check out.
-Result<std::string_view> CheckedPayload(const std::string& path, const std::string& data) {
+// The payload of checkpoint file `path` (contents `data`) once its header and checksum check out,
+// and the file's version in *version.
+Result<std::string_view> CheckedPayload(const std::string& path, const std::string& data,
+                                        uint32_t* version) {
   if (data.size() < kHeaderBytes || std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return Status::Corruption(path + ": not a Skiff checkpoint (bad magic or shorter than the " +
                               std::to_string(kHeaderBytes) + "-byte header)");
   }
-  uint32_t version = 0;
   uint64_t payload_bytes = 0, checksum = 0;
-  std::memcpy(&version, data.data() + 8, 4);
+  std::memcpy(version, data.data() + 8, 4);
   std::memcpy(&payload_bytes, data.data() + 16, 8);
   std::memcpy(&checksum, data.data() + 24, 8);
-  if (version != kCheckpointVersion) {
-    return Status::Corruption(path + ": checkpoint version " + std::to_string(version) +
-                              ", expected " + std::to_string(kCheckpointVersion));
+  if (*version < kOldestCheckpointVersion || *version > kCheckpointVersion) {
+    return Status::Corruption(path + ": checkpoint version " + std::to_string(*version) +
+                              ", expected " + std::to_string(kOldestCheckpointVersion) + " to " +
+                              std::to_string(kCheckpointVersion));
   }
   if (payload_bytes != data.size() - kHeaderBytes) {
     return Status::Corruption(path + ": header says " + std::to_string(payload_bytes) +
@@ -156,7 +160,8 @@ Result<Checkpoint> ReadCheckpoint(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string data = ss.str();
-  SKIFF_ASSIGN_OR_RETURN(const std::string_view payload, CheckedPayload(path, data));
+  uint32_t version = 0;
+  SKIFF_ASSIGN_OR_RETURN(const std::string_view payload, CheckedPayload(path, data, &version));
   Reader r(path, payload);
   Checkpoint c;
   SKIFF_RETURN_IF_ERROR(r.GetString(&c.config_json, "config"));
@@ -180,10 +185,53 @@ Result<Checkpoint> ReadCheckpoint(const std::string& path) {
     SKIFF_RETURN_IF_ERROR(r.GetFloats(&s, "optimizer state"));
     c.optimizer_state.push_back(std::move(s));
   }
+  if (version >= 3) SKIFF_RETURN_IF_ERROR(r.GetString(&c.best_metrics_json, "best metrics"));
   if (!r.at_end()) {
     return Status::Corruption(path + ": trailing bytes after the checkpoint payload");
   }
   return c;
+}
+
+void AppendParameters(const std::vector<model::Parameter>& params, Checkpoint* checkpoint) {
+  for (const auto& p : params) {
+    checkpoint->parameters.push_back(
+        {p.name, p.shape, std::vector<float>(p.data, p.data + p.size())});
+  }
+}
+
+Status MatchParameters(const std::vector<model::Parameter>& params,
+                       std::span<const CheckpointTensor> saved) {
+  if (params.size() != saved.size()) {
+    return Status::InvalidArgument("checkpoint has " + std::to_string(saved.size()) +
+                                   " parameters, the model " + std::to_string(params.size()));
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& t = saved[i];
+    if (t.name != params[i].name || t.shape != params[i].shape ||
+        static_cast<int64_t>(t.values.size()) != params[i].size()) {
+      return Status::InvalidArgument("checkpoint parameter " + t.name +
+                                     " does not match the model's " + params[i].name);
+    }
+  }
+  return Status::Ok();
+}
+
+void CopyParameters(std::span<const CheckpointTensor> saved,
+                    const std::vector<model::Parameter>& params) {
+  SKIFF_CHECK(saved.size() == params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    SKIFF_CHECK(static_cast<int64_t>(saved[i].values.size()) == params[i].size());
+    std::copy(saved[i].values.begin(), saved[i].values.end(), params[i].data);
+  }
+}
+
+Status MatchState(const std::vector<std::vector<float>>& state,
+                  std::span<const std::vector<float>> saved) {
+  bool same = state.size() == saved.size();
+  for (size_t i = 0; same && i < state.size(); ++i) same = state[i].size() == saved[i].size();
+  if (!same)
+    return Status::InvalidArgument("checkpoint optimiser state does not match the optimiser");
+  return Status::Ok();
 }
 
 }  // namespace skiff::train

@@ -156,30 +156,90 @@ Status ExportReplaceable(const std::string& out_dir) {
   return Status::Ok();
 }
 
-Status ExportPredictions(const format::Dataset& dataset, const Predictor& predict,
-                         const std::string& out_dir) {
-  const int64_t n = dataset.manifest().num_nodes;
+namespace {
+
+// Writes an export of every node into `out_dir`, published whole: `write` gets the nodes in
+// raw-ID order (the ID map's, or the node numbers before partitioning) and the staging directory,
+// and the raw IDs go beside its files.
+Status StageExport(
+    const format::Dataset& dataset, const std::string& out_dir,
+    const std::function<Status(const std::vector<int64_t>& order, const std::string& dir)>& write) {
   std::error_code ec;
   const std::filesystem::path parent = std::filesystem::absolute(out_dir, ec).parent_path();
   std::filesystem::create_directories(parent, ec);
   if (ec) return Status::IOError("create " + parent.string() + ": " + ec.message());
   SKIFF_ASSIGN_OR_RETURN(auto staged, io::StagedDirectory::Create(out_dir, ExportReplaceable));
-  // Rows are in raw-ID order: the ID map's, or the node numbers before partitioning.
   SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> old_ids, OldIds(dataset));
   std::optional<RawIds> raw;
   if (dataset.manifest().has_id_map) {
     SKIFF_ASSIGN_OR_RETURN(raw, LoadRawIds(dataset, old_ids));
   }
   const std::vector<int64_t> order = ExportOrder(old_ids, raw);
-  std::vector<int32_t> classes;
-  std::vector<float> embeddings;
-  SKIFF_RETURN_IF_ERROR(predict(order, &classes, &embeddings));
-  const int64_t h = n > 0 ? static_cast<int64_t>(embeddings.size()) / n : 0;
   const std::string& dir = staged->staging();
-  SKIFF_RETURN_IF_ERROR(io::WriteNpy(dir + "/predictions.npy", classes.data(), {n}));
-  SKIFF_RETURN_IF_ERROR(io::WriteNpy(dir + "/embeddings.npy", embeddings.data(), {n, h}));
+  SKIFF_RETURN_IF_ERROR(write(order, dir));
   if (raw.has_value()) SKIFF_RETURN_IF_ERROR(WriteRawIds(*raw, order, dir));
   return staged->Publish().WithContext("publishing the export " + out_dir);
+}
+
+}  // namespace
+
+Status ExportPredictions(const format::Dataset& dataset, const Predictor& predict,
+                         const std::string& out_dir) {
+  const int64_t n = dataset.manifest().num_nodes;
+  return StageExport(
+      dataset, out_dir, [&](const std::vector<int64_t>& order, const std::string& dir) -> Status {
+        std::vector<int32_t> classes;
+        std::vector<float> embeddings;
+        SKIFF_RETURN_IF_ERROR(predict(order, &classes, &embeddings));
+        const int64_t h = n > 0 ? static_cast<int64_t>(embeddings.size()) / n : 0;
+        SKIFF_RETURN_IF_ERROR(io::WriteNpy(dir + "/predictions.npy", classes.data(), {n}));
+        return io::WriteNpy(dir + "/embeddings.npy", embeddings.data(), {n, h});
+      });
+}
+
+Status ExportEmbeddings(const format::Dataset& dataset, const Embedder& embed,
+                        const std::string& out_dir) {
+  const int64_t n = dataset.manifest().num_nodes;
+  return StageExport(dataset, out_dir,
+                     [&](const std::vector<int64_t>& order, const std::string& dir) -> Status {
+                       std::vector<float> embeddings;
+                       SKIFF_RETURN_IF_ERROR(embed(order, &embeddings));
+                       const int64_t h = n > 0 ? static_cast<int64_t>(embeddings.size()) / n : 0;
+                       return io::WriteNpy(dir + "/embeddings.npy", embeddings.data(), {n, h});
+                     });
+}
+
+Result<std::vector<int64_t>> DenseIdsOf(const format::Dataset& dataset,
+                                        std::span<const std::string> raw,
+                                        const std::function<std::string(size_t)>& what) {
+  const int64_t n = dataset.manifest().num_nodes;
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> old_ids, OldIds(dataset));
+  std::vector<int64_t> dense_of_old(static_cast<size_t>(n), -1);
+  for (int64_t v = 0; v < n; ++v) dense_of_old[old_ids[v]] = v;
+  std::unique_ptr<convert::IdMap> map;
+  if (dataset.manifest().has_id_map) {
+    SKIFF_ASSIGN_OR_RETURN(map,
+                           convert::IdMap::OpenReadOnly(dataset.dir() + "/" + format::kIdMapDir));
+  }
+  std::vector<int64_t> out(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    int64_t old = -1;
+    if (map != nullptr) {
+      SKIFF_ASSIGN_OR_RETURN(const std::optional<int64_t> found, map->Find(raw[i]));
+      old = found.value_or(-1);
+    } else {
+      const std::string& s = raw[i];
+      auto [ptr, err] = std::from_chars(s.data(), s.data() + s.size(), old);
+      if (err != std::errc() || ptr != s.data() + s.size()) old = -1;
+    }
+    if (old < 0 || old >= n || dense_of_old[old] < 0) {
+      return Status::InvalidArgument(
+          what(i) + ": node \"" + raw[i] + "\" is not in " + dataset.dir() +
+          (map != nullptr ? " (its ID map)" : " (nodes 0 to " + std::to_string(n - 1) + ")"));
+    }
+    out[i] = dense_of_old[old];
+  }
+  return out;
 }
 
 }  // namespace skiff::train

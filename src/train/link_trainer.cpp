@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "skiff/log.h"
 #include "skiff/progress.h"
 #include "skiff/random.h"
 #include "skiff/train/batch_plan.h"
 #include "skiff/train/batch_stream.h"
+#include "skiff/train/metrics_file.h"
 
 namespace skiff::train {
 namespace {
@@ -194,6 +196,7 @@ Status LinkTrainer::RunPass(const LinkPassSpec& pass,
   so.seed = options_.seed;
   so.stream = pass.stream;
   so.epoch = static_cast<uint64_t>(pass.epoch);
+  so.batch_numbers = pass.batch_numbers;
   BatchStream stream(pass.training ? *train_sampler_ : *eval_sampler_, *data_.features, nullptr,
                      pass.seeds, so);
   while (true) {
@@ -406,37 +409,171 @@ Result<LinkEvaluation> LinkTrainer::Evaluate(const std::vector<int64_t>& pairs,
   return out;
 }
 
+bool LinkTrainer::RecordBest(int64_t epoch, const LinkEpochMetrics& m) {
+  const double key = m.valid.ranking.count > 0 ? m.valid.ranking.mrr : m.valid.auc;
+  if (key <= best_key_) return false;
+  best_key_ = key;
+  best_epoch_ = epoch;
+  best_valid_ = m.valid;
+  best_test_ = m.test;
+  return true;
+}
+
+Status LinkTrainer::SaveCheckpoints(int64_t epoch, bool improved) {
+  if (options_.checkpoint_path.empty()) return Status::Ok();
+  // The best model for predict/export; the last epoch's state for --resume.
+  SKIFF_ASSIGN_OR_RETURN(const Checkpoint checkpoint, MakeCheckpoint(epoch));
+  if (improved) SKIFF_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint));
+  return WriteCheckpoint(LastCheckpointPath(options_.checkpoint_path), checkpoint);
+}
+
 Result<LinkSummary> LinkTrainer::Run() {
   LinkSummary summary;
   std::ofstream metrics;
-  if (!options_.metrics_path.empty()) {
-    metrics.open(options_.metrics_path, std::ios::trunc);
-    if (!metrics) return Status::IOError("cannot open metrics file " + options_.metrics_path);
-  }
-  double best = -1;
-  for (int64_t epoch = 0; epoch < options_.epochs; ++epoch) {
+  SKIFF_RETURN_IF_ERROR(OpenMetrics(options_.metrics_path, next_epoch_, &metrics));
+  for (int64_t epoch = next_epoch_; epoch < options_.epochs; ++epoch) {
     SKIFF_ASSIGN_OR_RETURN(LinkEpochMetrics m, TrainEpoch(epoch));
     const auto eval_start = Clock::now();
     SKIFF_ASSIGN_OR_RETURN(m.valid, Evaluate(data_.valid, data_.valid_neg, kValidStream));
     SKIFF_ASSIGN_OR_RETURN(m.test, Evaluate(data_.test, data_.test_neg, kTestStream));
     m.eval_seconds = SecondsSince(eval_start);
-    const double key = m.valid.ranking.count > 0 ? m.valid.ranking.mrr : m.valid.auc;
-    const bool improved = key > best;
-    if (improved) {
-      best = key;
-      summary.best_epoch = epoch;
-      summary.best_valid = m.valid;
-      summary.best_test = m.test;
-    }
-    if (metrics.is_open()) {
-      metrics << m.ToJson() << "\n";
-      metrics.flush();
-      if (!metrics) return Status::IOError("writing metrics file " + options_.metrics_path);
-    }
+    const bool improved = RecordBest(epoch, m);
+    next_epoch_ = epoch + 1;
+    SKIFF_RETURN_IF_ERROR(SaveCheckpoints(epoch, improved));
+    SKIFF_RETURN_IF_ERROR(WriteMetricsLine(options_.metrics_path, m.ToJson(), &metrics));
     if (options_.show_progress) LogEpoch(m, improved);
     summary.epochs.push_back(std::move(m));
   }
+  summary.best_epoch = best_epoch_;
+  summary.best_valid = best_valid_;
+  summary.best_test = best_test_;
   return summary;
+}
+
+Result<Checkpoint> LinkTrainer::MakeCheckpoint(int64_t epoch) {
+  SKIFF_ASSIGN_OR_RETURN(std::vector<std::vector<float>> * state, optimizer_->state());
+  Checkpoint c;
+  c.config_json = options_.ToJson();
+  c.epoch = epoch;
+  c.seed = options_.seed;
+  c.best_epoch = best_epoch_;
+  c.best_valid_acc = best_key_;
+  c.best_test_acc = best_test_.ranking.count > 0 ? best_test_.ranking.mrr : best_test_.auc;
+  if (best_epoch_ >= 0) c.best_metrics_json = BestMetricsJson(best_valid_, best_test_);
+  AppendParameters(model_->Parameters(), &c);
+  AppendParameters(decoder_->Parameters(), &c);
+  // The decoder steps with the encoder (Step), so one count serves both.
+  SKIFF_CHECK(decoder_steps_ == optimizer_->steps());
+  c.optimizer_steps = optimizer_->steps();
+  c.optimizer_state = *state;
+  c.optimizer_state.insert(c.optimizer_state.end(), decoder_state_.begin(), decoder_state_.end());
+  return c;
+}
+
+Status LinkTrainer::Restore(const Checkpoint& c) {
+  const std::vector<model::Parameter> encoder = model_->Parameters();
+  const std::vector<model::Parameter> decoder = decoder_->Parameters();
+  if (c.parameters.size() != encoder.size() + decoder.size()) {
+    return Status::InvalidArgument("checkpoint has " + std::to_string(c.parameters.size()) +
+                                   " parameters, the encoder and decoder " +
+                                   std::to_string(encoder.size() + decoder.size()));
+  }
+  const std::span<const CheckpointTensor> saved(c.parameters);
+  SKIFF_RETURN_IF_ERROR(MatchParameters(encoder, saved.first(encoder.size())));
+  SKIFF_RETURN_IF_ERROR(MatchParameters(decoder, saved.subspan(encoder.size())));
+  SKIFF_ASSIGN_OR_RETURN(std::vector<std::vector<float>> * state, optimizer_->state());
+  if (c.optimizer_state.size() != state->size() + decoder_state_.size()) {
+    return Status::InvalidArgument("checkpoint optimiser state does not match the optimiser");
+  }
+  const std::span<const std::vector<float>> saved_state(c.optimizer_state);
+  SKIFF_RETURN_IF_ERROR(MatchState(*state, saved_state.first(state->size())));
+  SKIFF_RETURN_IF_ERROR(MatchState(decoder_state_, saved_state.subspan(state->size())));
+  LinkEvaluation valid, test;
+  if (c.best_epoch >= 0)
+    SKIFF_RETURN_IF_ERROR(ParseBestMetrics(c.best_metrics_json, &valid, &test));
+  CopyParameters(saved.first(encoder.size()), encoder);
+  CopyParameters(saved.subspan(encoder.size()), decoder);
+  const size_t encoder_slots = state->size();
+  state->assign(c.optimizer_state.begin(), c.optimizer_state.begin() + encoder_slots);
+  decoder_state_.assign(c.optimizer_state.begin() + encoder_slots, c.optimizer_state.end());
+  optimizer_->set_steps(c.optimizer_steps);
+  decoder_steps_ = c.optimizer_steps;
+  next_epoch_ = c.epoch + 1;
+  best_epoch_ = c.best_epoch;
+  best_key_ = c.best_epoch >= 0 ? c.best_valid_acc : -1;
+  best_valid_ = valid;
+  best_test_ = test;
+  return Status::Ok();
+}
+
+Status LinkTrainer::EncodeBatches(std::span<const int64_t> batches, int64_t batch_nodes,
+                                  const EmbeddingSink& sink) {
+  SKIFF_CHECK(batch_nodes > 0);
+  const int64_t n = data_.graph->num_nodes();
+  LinkPassSpec pass = MakePass(/*training=*/false, kPredictStream, 0);
+  for (const int64_t c : batches) {
+    if (c < 0 || c * batch_nodes >= n) {
+      return Status::InvalidArgument("batch " + std::to_string(c) + " of " +
+                                     std::to_string(batch_nodes) + " nodes is past the graph's " +
+                                     std::to_string(n) + " nodes");
+    }
+    std::vector<int64_t> seeds(
+        static_cast<size_t>(std::min(n, (c + 1) * batch_nodes) - c * batch_nodes));
+    for (size_t i = 0; i < seeds.size(); ++i) seeds[i] = c * batch_nodes + static_cast<int64_t>(i);
+    pass.seeds.push_back(std::move(seeds));
+    pass.batch_numbers.push_back(static_cast<uint64_t>(c));
+  }
+  const auto out_dim = static_cast<size_t>(options_.link.out_dim);
+  auto consume = [&](PreparedBatch& next) -> Status {
+    SKIFF_RETURN_IF_ERROR(ForwardPrepared(next, /*training=*/false, 0));
+    const std::vector<int64_t>& seeds = next.batch.seeds;
+    SKIFF_CHECK(step_out_.size() == seeds.size() * out_dim);
+    return sink(seeds, step_out_.data());
+  };
+  std::string report;
+  return RunPass(pass, consume, &report);
+}
+
+std::string BestMetricsJson(const LinkEvaluation& valid, const LinkEvaluation& test) {
+  return "{" + valid.JsonMembers("valid_") + ", " + test.JsonMembers("test_") + "}";
+}
+
+namespace {
+
+// One split's evaluation from the members JsonMembers(prefix) wrote.
+Status ParseEvaluation(const nlohmann::json& j, const std::string& prefix, LinkEvaluation* e) {
+  auto number = [&](const std::string& key, double* out) -> Status {
+    const auto it = j.find(prefix + key);
+    if (it == j.end() || !it->is_number()) {
+      return Status::Corruption("best metrics: no number \"" + prefix + key + "\"");
+    }
+    *out = it->get<double>();
+    return Status::Ok();
+  };
+  double edges = 0;
+  SKIFF_RETURN_IF_ERROR(number("edges", &edges));
+  e->edges = static_cast<int64_t>(edges);
+  e->has_non_edges = j.contains(prefix + "auc");
+  if (e->has_non_edges) {
+    SKIFF_RETURN_IF_ERROR(number("auc", &e->auc));
+    SKIFF_RETURN_IF_ERROR(number("ap", &e->ap));
+  }
+  if (!j.contains(prefix + "mrr")) return Status::Ok();
+  e->ranking.count = e->edges;
+  SKIFF_RETURN_IF_ERROR(number("mrr", &e->ranking.mrr));
+  for (size_t k = 0; k < kHitsAt.size(); ++k) {
+    SKIFF_RETURN_IF_ERROR(number("hits@" + std::to_string(kHitsAt[k]), &e->ranking.hits[k]));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseBestMetrics(const std::string& json, LinkEvaluation* valid, LinkEvaluation* test) {
+  const nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return Status::Corruption("best metrics: not a JSON object");
+  SKIFF_RETURN_IF_ERROR(ParseEvaluation(j, "valid_", valid));
+  return ParseEvaluation(j, "test_", test);
 }
 
 }  // namespace skiff::train

@@ -9,12 +9,12 @@
 #include <optional>
 
 #include "kernels/cpu/cross_entropy.h"
-#include "skiff/io/atomic_file.h"
 #include "skiff/log.h"
 #include "skiff/progress.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/train/batch_plan.h"
 #include "skiff/train/batch_stream.h"
+#include "skiff/train/metrics_file.h"
 
 namespace skiff::train {
 namespace {
@@ -24,26 +24,6 @@ using nlohmann::json;
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-// Rewrites the metrics file at `path` (one JSON object per line, with "epoch") without the lines
-// of epochs >= `epoch`. A missing file is fine; a line that is not such an object is kept.
-Status DropMetricsFrom(const std::string& path, int64_t epoch) {
-  std::ifstream in(path);
-  if (!in) return Status::Ok();
-  std::string kept, line;
-  bool dropped = false;
-  while (std::getline(in, line)) {
-    const json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("epoch") && j["epoch"].is_number_integer() &&
-        j["epoch"].get<int64_t>() >= epoch) {
-      dropped = true;
-      continue;
-    }
-    kept += line + "\n";
-  }
-  if (!dropped) return Status::Ok();
-  return io::WriteFileAtomic(path, {kept});
 }
 
 }  // namespace
@@ -131,42 +111,19 @@ Result<Checkpoint> Trainer::MakeCheckpoint(int64_t epoch) {
   c.best_valid_acc = best_valid_acc_;
   c.best_valid_loss = best_valid_loss_;
   c.best_test_acc = best_test_acc_;
-  for (const auto& p : model_->Parameters()) {
-    c.parameters.push_back({p.name, p.shape, std::vector<float>(p.data, p.data + p.size())});
-  }
+  AppendParameters(model_->Parameters(), &c);
   c.optimizer_steps = optimizer_->steps();
   c.optimizer_state = *state;
   return c;
 }
 
 Status Trainer::Restore(const Checkpoint& c) {
-  auto params = model_->Parameters();
-  if (params.size() != c.parameters.size()) {
-    return Status::InvalidArgument("checkpoint has " + std::to_string(c.parameters.size()) +
-                                   " parameters, the model " + std::to_string(params.size()));
-  }
-  for (size_t i = 0; i < params.size(); ++i) {
-    const auto& t = c.parameters[i];
-    if (t.name != params[i].name || t.shape != params[i].shape ||
-        static_cast<int64_t>(t.values.size()) != params[i].size()) {
-      return Status::InvalidArgument("checkpoint parameter " + t.name +
-                                     " does not match the model's " + params[i].name);
-    }
-  }
-  SKIFF_ASSIGN_OR_RETURN(std::vector<std::vector<float>> * state_ptr, optimizer_->state());
-  auto& state = *state_ptr;
-  if (state.size() != c.optimizer_state.size()) {
-    return Status::InvalidArgument("checkpoint optimiser state does not match the optimiser");
-  }
-  for (size_t i = 0; i < state.size(); ++i) {
-    if (state[i].size() != c.optimizer_state[i].size()) {
-      return Status::InvalidArgument("checkpoint optimiser state does not match the optimiser");
-    }
-  }
-  for (size_t i = 0; i < params.size(); ++i) {
-    std::copy(c.parameters[i].values.begin(), c.parameters[i].values.end(), params[i].data);
-  }
-  state = c.optimizer_state;
+  const std::vector<model::Parameter> params = model_->Parameters();
+  SKIFF_RETURN_IF_ERROR(MatchParameters(params, c.parameters));
+  SKIFF_ASSIGN_OR_RETURN(std::vector<std::vector<float>> * state, optimizer_->state());
+  SKIFF_RETURN_IF_ERROR(MatchState(*state, c.optimizer_state));
+  CopyParameters(c.parameters, params);
+  *state = c.optimizer_state;
   optimizer_->set_steps(c.optimizer_steps);
   next_epoch_ = c.epoch + 1;
   best_epoch_ = c.best_epoch;
@@ -526,17 +483,6 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
 
 namespace {
 
-// The metrics file, opened for the epochs from `next_epoch` on (closed when there is none). A
-// resumed run continues the file: lines of epochs it will run again (written after its checkpoint
-// by a run that then stopped) are dropped, so that each epoch appears once.
-Status OpenMetrics(const std::string& path, int64_t next_epoch, std::ofstream* metrics) {
-  if (path.empty()) return Status::Ok();
-  if (next_epoch > 0) SKIFF_RETURN_IF_ERROR(DropMetricsFrom(path, next_epoch));
-  metrics->open(path, next_epoch > 0 ? std::ios::app : std::ios::trunc);
-  if (!*metrics) return Status::IOError("cannot open metrics file " + path);
-  return Status::Ok();
-}
-
 // Diverged (a learning rate too high) or non-finite input: nothing after this is a model.
 Status CheckFinite(int64_t epoch, const EpochMetrics& m) {
   if (std::isfinite(m.loss) && std::isfinite(m.valid_loss)) return Status::Ok();
@@ -592,11 +538,7 @@ Result<TrainSummary> Trainer::Run() {
     const bool improved = RecordBest(epoch, m);
     next_epoch_ = epoch + 1;
     SKIFF_RETURN_IF_ERROR(SaveCheckpoints(epoch, improved));
-    if (metrics.is_open()) {
-      metrics << m.ToJson() << "\n";
-      metrics.flush();
-      if (!metrics) return Status::IOError("writing metrics file " + options_.metrics_path);
-    }
+    SKIFF_RETURN_IF_ERROR(WriteMetricsLine(options_.metrics_path, m.ToJson(), &metrics));
     if (options_.show_progress) LogEpoch(epoch, m, improved);
     summary.epochs.push_back(m);
   }

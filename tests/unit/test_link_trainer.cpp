@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <set>
@@ -12,6 +13,7 @@
 #include "skiff/sampler/feature_source.h"
 #include "skiff/sampler/graph_source.h"
 #include "skiff/train/link_trainer.h"
+#include "test_util.h"
 
 using namespace skiff;
 using namespace skiff::train;
@@ -201,4 +203,134 @@ TEST_CASE("link trainer: refuses malformed input") {
   bad = f->data;
   bad.train.clear();
   CHECK(!LinkTrainer::Create(bad, Options()).ok());
+}
+
+TEST_CASE("link trainer: a checkpoint continues the run exactly; a mismatched one is refused") {
+  const auto f = MakeFixture();
+  const skiff::testing::TempDir dir;
+  TrainOptions o = Options();
+  o.epochs = 3;
+  o.link.decoder = model::DecoderKind::kMlp;  // decoder parameters with Adam state of their own
+  auto whole = LinkTrainer::Create(f->data, o);
+  REQUIRE(whole.ok());
+  auto all = (*whole)->Run();
+  REQUIRE(all.ok());
+
+  o.epochs = 1;
+  o.checkpoint_path = dir / "model.ckpt";
+  auto first = LinkTrainer::Create(f->data, o);
+  REQUIRE(first.ok());
+  REQUIRE((*first)->Run().ok());
+  auto saved = ReadCheckpoint(LastCheckpointPath(o.checkpoint_path));
+  REQUIRE(saved.ok());
+  CHECK(saved->epoch == 0);
+  CHECK(saved->best_epoch == 0);
+  CHECK(!saved->best_metrics_json.empty());
+
+  o.epochs = 3;
+  auto rest = LinkTrainer::Create(f->data, o);
+  REQUIRE(rest.ok());
+  REQUIRE((*rest)->Restore(*saved).ok());
+  CHECK((*rest)->next_epoch() == 1);
+  auto resumed = (*rest)->Run();
+  REQUIRE(resumed.ok());
+  REQUIRE(resumed->epochs.size() == 2);
+  for (size_t e = 0; e < 2; ++e) {
+    CHECK(resumed->epochs[e].epoch == all->epochs[e + 1].epoch);
+    CHECK(resumed->epochs[e].loss == all->epochs[e + 1].loss);
+    CHECK(resumed->epochs[e].valid.auc == all->epochs[e + 1].valid.auc);
+    CHECK(resumed->epochs[e].test.ranking.mrr == all->epochs[e + 1].test.ranking.mrr);
+  }
+  // The best over every epoch, the restored one included (kept to 6 decimals).
+  CHECK(resumed->best_epoch == all->best_epoch);
+  CHECK(resumed->best_valid.auc == doctest::Approx(all->best_valid.auc).epsilon(1e-5));
+  CHECK(resumed->best_test.ranking.hits[1] ==
+        doctest::Approx(all->best_test.ranking.hits[1]).epsilon(1e-5));
+  auto p = (*rest)->model().Parameters();
+  auto q = (*whole)->model().Parameters();
+  REQUIRE(p.size() == q.size());
+  for (size_t i = 0; i < p.size(); ++i) {
+    CHECK(std::equal(p[i].data, p[i].data + p[i].size(), q[i].data));
+  }
+
+  o.link.decoder = model::DecoderKind::kDot;  // no decoder parameters: the counts differ
+  auto other = LinkTrainer::Create(f->data, o);
+  REQUIRE(other.ok());
+  const Status refused = (*other)->Restore(*saved);
+  CHECK(refused.code() == StatusCode::kInvalidArgument);
+  CHECK((*other)->next_epoch() == 0);  // nothing changed
+  Checkpoint broken = *saved;
+  broken.best_metrics_json = "{\"valid_edges\": 3}";
+  o.link.decoder = model::DecoderKind::kMlp;
+  auto again = LinkTrainer::Create(f->data, o);
+  REQUIRE(again.ok());
+  CHECK((*again)->Restore(broken).code() == StatusCode::kCorruption);
+}
+
+TEST_CASE("link trainer: EncodeBatches -- a node's output whatever batches are asked for") {
+  const auto f = MakeFixture();
+  TrainOptions o = Options();
+  o.epochs = 2;
+  o.eval_fanouts = {3, 3};  // sampled: a node's neighbourhood depends on its batch
+  auto t = LinkTrainer::Create(f->data, o);
+  REQUIRE(t.ok());
+  REQUIRE((*t)->Run().ok());
+  const auto dim = static_cast<size_t>(o.link.out_dim);
+  // Rows by node of the batches asked for.
+  auto encode = [&](LinkTrainer& trainer, const std::vector<int64_t>& batches, int64_t size) {
+    std::vector<float> rows(static_cast<size_t>(kNodes) * dim, NAN);
+    const Status st =
+        trainer.EncodeBatches(batches, size, [&](std::span<const int64_t> nodes, const float* x) {
+          for (size_t i = 0; i < nodes.size(); ++i) {
+            std::copy(x + i * dim, x + (i + 1) * dim,
+                      rows.begin() + static_cast<size_t>(nodes[i]) * dim);
+          }
+          return Status::Ok();
+        });
+    REQUIRE(st.ok());
+    return rows;
+  };
+  std::vector<int64_t> every(35);  // ceil(240 / 7)
+  for (size_t c = 0; c < every.size(); ++c) every[c] = static_cast<int64_t>(c);
+  const std::vector<float> all = encode(**t, every, 7), some = encode(**t, {5, 2}, 7);
+  for (int64_t v = 0; v < kNodes; ++v) {
+    const bool asked = (v >= 14 && v < 21) || (v >= 35 && v < 42);
+    for (size_t j = 0; j < dim; ++j) {
+      const size_t i = static_cast<size_t>(v) * dim + j;
+      if (asked) {
+        CHECK(some[i] == all[i]);
+      } else {
+        CHECK(std::isnan(some[i]));
+      }
+    }
+  }
+  CHECK((*t)->EncodeBatches(std::vector<int64_t>{35}, 7, nullptr).code() ==
+        StatusCode::kInvalidArgument);
+
+  // With every neighbour the batch size does not matter, and the dot decoder over these rows
+  // scores the validation split as Evaluate does.
+  auto saved = (*t)->MakeCheckpoint(1);
+  REQUIRE(saved.ok());
+  o.eval_fanouts = {-1, -1};
+  auto full = LinkTrainer::Create(f->data, o);
+  REQUIRE(full.ok());
+  REQUIRE((*full)->Restore(*saved).ok());
+  const std::vector<float> small = encode(**full, every, 7), large = encode(**full, {0}, 1000);
+  for (size_t i = 0; i < small.size(); ++i) {
+    CHECK(small[i] == doctest::Approx(large[i]).epsilon(1e-5));
+  }
+  auto scores = [&](const std::vector<int64_t>& pairs) {
+    std::vector<int32_t> src, dst;
+    for (size_t i = 0; i < pairs.size(); i += 2) {
+      src.push_back(static_cast<int32_t>(pairs[i]));
+      dst.push_back(static_cast<int32_t>(pairs[i + 1]));
+    }
+    std::vector<float> out;
+    REQUIRE((*full)->decoder().ScorePairs(large.data(), kNodes, src, dst, &out).ok());
+    return out;
+  };
+  auto eval = (*full)->Evaluate(f->data.valid, f->data.valid_neg, kValidStream);
+  REQUIRE(eval.ok());
+  CHECK(RocAuc(scores(f->data.valid), scores(f->data.valid_neg)) ==
+        doctest::Approx(eval->auc).epsilon(1e-6));
 }

@@ -1,17 +1,23 @@
 // `skiff predict DATASET --checkpoint PATH --out DIR [--device cuda]`: predictions and embeddings
 // of every node, computed on the CPU or (with --device cuda) on the GPU as skiff train computes.
+// With a link-prediction checkpoint (`--task link`, or read from the checkpoint): the encoder's
+// output for every node, the scores of --pairs, or the --top-k candidates of --nodes
+// (tools/skiff/link_predict.h).
 #include <algorithm>
 #include <cstdio>
 
 #include "kernels/cpu/parallel.h"
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
+#include "skiff/pipeline/link_passes.h"
 #include "skiff/pipeline/trainer_passes.h"
 #include "skiff/train/export.h"
+#include "skiff/train/link_trainer.h"
 #include "skiff/train/trainer.h"
 #include "tools/skiff/command.h"
 #include "tools/skiff/compute_device.h"
 #include "tools/skiff/inference.h"
+#include "tools/skiff/link_predict.h"
 #include "tools/skiff/output_paths.h"
 #include "tools/skiff/train_flags.h"
 
@@ -24,6 +30,8 @@ struct PredictOptions {
   int threads = 0;
   std::string device = "cpu";
   std::string inference = "auto";
+  std::string task;  // empty: the checkpoint's
+  LinkPredictRequest link;
   TrainFlags flags;  // the device's session options (DeviceOptionNames)
   std::function<bool(const std::string&)> given;  // GivenIn(the command's app), once parsed
 };
@@ -48,6 +56,54 @@ Status PredictByBatch(const PredictOptions& o, const format::Dataset& ds,
   return train::ExportPredictions(ds, *trainer, o.out);
 }
 
+// Link prediction: in batches through the pipeline (every partition resident, or within --memory).
+Status PredictLink(const PredictOptions& o, const format::Dataset& ds,
+                   const train::Checkpoint& ckpt, const train::TrainOptions& t, Device device,
+                   uint64_t memory_bytes) {
+  if (o.given("--inference") && o.inference == "layers") {
+    return Status::InvalidArgument(
+        "--inference layers: a link-prediction model predicts in batches (--inference batches)");
+  }
+  if (o.link.top_k > 0 && o.link.nodes_path.empty()) {
+    return Status::InvalidArgument(
+        "--top-k needs --nodes FILE (the query nodes, one raw ID per line)");
+  }
+  if (!o.link.nodes_path.empty() && o.link.top_k == 0) {
+    return Status::InvalidArgument("--nodes needs --top-k K");
+  }
+  if (!o.link.pairs_path.empty() && o.link.top_k > 0) {
+    return Status::InvalidArgument("--pairs and --top-k are separate predictions: give one");
+  }
+  SKIFF_ASSIGN_OR_RETURN(
+      std::unique_ptr<pipeline::OutOfCoreLink> engine,
+      pipeline::OpenOutOfCoreLink(&ds, t, memory_bytes, pipeline::SamplingMode::kExact,
+                                  t.sampler_threads, device == Device::kCpu));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::LinkTrainer> trainer,
+                         train::LinkTrainer::Create(engine->data, t, ModelFactoryFor(device)));
+  trainer->SetPassRunner(pipeline::MakeOutOfCoreLinkRunner(engine.get(), t, false));
+  SKIFF_RETURN_IF_ERROR(trainer->Restore(ckpt).WithContext(o.checkpoint));
+  SKIFF_RETURN_IF_ERROR(PredictLinks(ds, *trainer, *engine->data.graph,
+                                     engine->ooc->eval_batch_size(), o.link, o.out));
+  std::printf("wrote %s to %s\n",
+              !o.link.pairs_path.empty() ? "scores.npy"
+              : o.link.top_k > 0         ? "top_k_ids and top_k_scores.npy"
+                                         : "embeddings.npy",
+              o.out.c_str());
+  return Status::Ok();
+}
+
+// The checkpoint's task, checked against --task when given.
+Result<train::Task> TaskOf(const PredictOptions& o, const train::TrainOptions& t) {
+  if (o.task.empty()) return t.task;
+  SKIFF_ASSIGN_OR_RETURN(const train::Task asked, ParseName(train::kTaskNames, "task", o.task));
+  if (asked != t.task) {
+    return Status::InvalidArgument("--task " + o.task + ": checkpoint " + o.checkpoint +
+                                   " is a model for --task " +
+                                   std::string(NameOf(train::kTaskNames, t.task)));
+  }
+  return asked;
+}
+
 int RunPredict(const PredictOptions& o) {
   if (Status st = CheckNotInside("--out", o.out, o.dataset); !st.ok()) {
     return ReportStatus("predict", st);
@@ -67,6 +123,19 @@ int RunPredict(const PredictOptions& o) {
   if (Status st = CheckDeviceOptions(*device, *t); !st.ok()) return ReportStatus("predict", st);
   cpu::SetNumThreads(o.threads);
   t->sampler_threads = std::max(1, cpu::NumThreads());
+  const Result<train::Task> task = TaskOf(o, *t);
+  if (!task.ok()) return ReportStatus("predict", task.status());
+  const Result<uint64_t> memory_bytes = ParseMemoryOption(o.memory);
+  if (!memory_bytes.ok()) return ReportStatus("predict", memory_bytes.status());
+  if (*task == train::Task::kLink) {
+    return ReportStatus("predict", PredictLink(o, **ds, *ckpt, *t, *device, *memory_bytes));
+  }
+  if (!o.link.pairs_path.empty() || o.link.top_k > 0 || !o.link.nodes_path.empty()) {
+    return ReportStatus(
+        "predict", Status::InvalidArgument("--pairs, --top-k and --nodes take a link-prediction "
+                                           "checkpoint (skiff train --task link); " +
+                                           o.checkpoint + " classifies nodes"));
+  }
   if ((*ds)->manifest().feature_dim != t->model.in_dim ||
       (*ds)->manifest().num_classes != t->model.num_classes) {
     return ReportStatus("predict",
@@ -74,8 +143,6 @@ int RunPredict(const PredictOptions& o) {
                             "checkpoint " + o.checkpoint +
                             " was trained on features/classes of another shape than " + o.dataset));
   }
-  const Result<uint64_t> memory_bytes = ParseMemoryOption(o.memory);
-  if (!memory_bytes.ok()) return ReportStatus("predict", memory_bytes.status());
   const Result<Inference> inference = ResolveInference(
       *ParseName(kInferenceNames, "inference mode", o.inference), *device, *memory_bytes);
   if (!inference.ok()) return ReportStatus("predict", inference.status());
@@ -90,7 +157,9 @@ int RunPredict(const PredictOptions& o) {
 
 RunFn Setup(CLI::App& app) {
   auto o = std::make_shared<PredictOptions>();
-  app.description("Write predictions and final-layer embeddings (.npy) of every node");
+  app.description(
+      "Write predictions and final-layer embeddings (.npy) of every node; with a link-prediction "
+      "model, embeddings, scores of given pairs, or top-k candidates");
   app.add_option("dataset", o->dataset, "Dataset directory")->required();
   app.add_option("--checkpoint", o->checkpoint, "Checkpoint written by skiff train")
       ->required()
@@ -115,6 +184,27 @@ RunFn Setup(CLI::App& app) {
             return ParseName(kInferenceNames, "inference mode", text).status();
           },
           "NAME"));
+  app.add_option("--task", o->task,
+                 "The checkpoint's task, checked: node (classes and embeddings) or link "
+                 "(embeddings, --pairs scores or --top-k candidates); default: the checkpoint's")
+      ->check(StatusCheck(
+          [](const std::string& text) {
+            return ParseName(train::kTaskNames, "task", text).status();
+          },
+          "NAME"));
+  app.add_option("--pairs", o->link.pairs_path,
+                 "--task link: score the pairs of this file (two raw node IDs per line) into "
+                 "scores.npy")
+      ->check(NonEmpty());
+  app.add_option("--top-k", o->link.top_k,
+                 "--task link: the K best new destinations of each node of --nodes "
+                 "(top_k_ids, top_k_scores.npy)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--nodes", o->link.nodes_path,
+                 "--task link, with --top-k: the query nodes (one raw node ID per line)")
+      ->check(NonEmpty());
+  app.add_flag("--keep-known", o->link.keep_known,
+               "--task link, with --top-k: keep candidates the node already links to in the graph");
   AddTrainFlags(app, &o->flags, DeviceOptionNames());
   CLI::App* app_ptr = &app;
   return [o, app_ptr] {

@@ -24,6 +24,7 @@
 #include "tools/skiff/compute_device.h"
 #include "tools/skiff/config_file.h"
 #include "tools/skiff/inference.h"
+#include "tools/skiff/link_predict.h"
 #include "tools/skiff/output_paths.h"
 #include "tools/skiff/train_flags.h"
 
@@ -233,20 +234,7 @@ void PrintPeakRss(uint64_t memory_bytes, const CudaRuntimeShare& cuda, const Rss
               FormatBytes(pipeline::kFixedOverheadBytes).c_str(), runtime.c_str());
 }
 
-// What link prediction does not take yet, refused before any work.
-Status CheckLinkOptions(const TrainCliOptions& o, const train::TrainOptions& t) {
-  auto refuse = [](const std::string& option) {
-    return Status::InvalidArgument(option +
-                                   " is not supported with --task link yet (docs/training.md, "
-                                   "\"Link prediction\")");
-  };
-  if (!o.resume.empty()) return refuse("--resume");
-  if (!o.export_dir.empty()) return refuse("--export");
-  if (!t.checkpoint_path.empty()) return refuse("--checkpoint");
-  return Status::Ok();
-}
-
-void PrintLinkSummary(const train::LinkSummary& summary) {
+void PrintLinkSummary(const train::LinkSummary& summary, const train::TrainOptions& t) {
   double seconds = 0;
   for (const auto& e : summary.epochs) seconds += e.epoch_seconds;
   std::printf("trained %zu epochs in %s; best epoch %lld\n", summary.epochs.size(),
@@ -264,12 +252,30 @@ void PrintLinkSummary(const train::LinkSummary& summary) {
     }
     std::printf("\n");
   }
+  if (!t.checkpoint_path.empty() && summary.best_epoch >= 0) {
+    std::printf("best model: %s\n", t.checkpoint_path.c_str());
+  }
+}
+
+// With --export, the encoder's output for every node (tools/skiff/link_predict.h) from the best
+// model when --checkpoint kept it, else from the last epoch's.
+Status ExportLink(const TrainCliOptions& o, const format::Dataset& ds, const train::TrainOptions& t,
+                  const pipeline::OutOfCoreLink& engine, train::LinkTrainer* trainer) {
+  if (o.export_dir.empty()) return Status::Ok();
+  SKIFF_ASSIGN_OR_RETURN(std::optional<train::Checkpoint> best, BestCheckpoint(t));
+  if (best.has_value())
+    SKIFF_RETURN_IF_ERROR(trainer->Restore(*best).WithContext(t.checkpoint_path));
+  SKIFF_RETURN_IF_ERROR(
+      ExportLinkEmbeddings(ds, *trainer, engine.ooc->eval_batch_size(), o.export_dir));
+  std::printf("embeddings: %s\n", o.export_dir.c_str());
+  return Status::Ok();
 }
 
 // `skiff train --task link`: link prediction (train/link_trainer.h) through the pipeline, with
-// every partition resident or within --memory (pipeline/link_passes.h).
-Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device device) {
-  SKIFF_RETURN_IF_ERROR(CheckLinkOptions(o, t));
+// every partition resident or within --memory (pipeline/link_passes.h); checkpoints, --resume and
+// --export as for node classification (the export: embeddings, no classes).
+Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device device,
+                 const std::optional<train::Checkpoint>& resume) {
   SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
@@ -285,6 +291,10 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
                          train::LinkTrainer::Create(engine->data, t, ModelFactoryFor(device)));
   trainer->SetPassRunner(pipeline::MakeOutOfCoreLinkRunner(engine.get(), t, t.show_progress));
   trainer->SetEvalBatchEdges(engine->eval_batch_edges);
+  if (resume.has_value()) {
+    SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));
+    LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);
+  }
   const RssParts resident_when_loaded = CurrentRssParts();
   LogInfo(
       std::string("training ") + model::ModelKindName(t.model.kind) + " + " +
@@ -296,7 +306,8 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
       std::to_string(trainer->model().NumParameters()) + " encoder parameters, " +
       (device == Device::kCuda ? trainer->model().DeviceDescription() : cpu::BlasDescription()));
   SKIFF_ASSIGN_OR_RETURN(const train::LinkSummary summary, trainer->Run());
-  PrintLinkSummary(summary);
+  PrintLinkSummary(summary, t);
+  SKIFF_RETURN_IF_ERROR(ExportLink(o, *ds, t, *engine, trainer.get()));
   PrintPeakRss(memory_bytes, CudaRuntimeShare{.used = device == Device::kCuda},
                resident_when_loaded);
   return Status::Ok();
@@ -309,7 +320,7 @@ Status Train(const TrainCliOptions& o) {
     SKIFF_ASSIGN_OR_RETURN(resume, ReadResumeCheckpoint(o.resume));
   }
   SKIFF_ASSIGN_OR_RETURN(const train::TrainOptions t, OptionsOf(o, resume));
-  if (t.task == train::Task::kLink) return TrainLink(o, t, device);
+  if (t.task == train::Task::kLink) return TrainLink(o, t, device, resume);
   SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
@@ -372,7 +383,8 @@ RunFn Setup(CLI::App& app) {
   app.add_option("--sampler-threads", o->sampler_threads, "Sampler threads (0 = --threads)")
       ->check(ThreadCount());
   app.add_option("--resume", o->resume, "Continue from a checkpoint")->check(NonEmpty());
-  app.add_option("--export", o->export_dir, "Write predictions and embeddings (.npy) here")
+  app.add_option("--export", o->export_dir,
+                 "Write predictions and embeddings (.npy) here (--task link: embeddings)")
       ->check(NonEmpty());
   app.add_option("--memory", o->memory,
                  "Train out of core within this memory budget (e.g. 4GiB; see docs/pipeline.md)")

@@ -11,11 +11,13 @@ void AddTrainFlags(CLI::App& app, TrainFlags* flags, const std::vector<std::stri
   const train::TrainOptions defaults;
   const std::vector<train::TrainOption>& table = train::TrainOptionTable();
   flags->text.resize(table.size());
+  flags->added.assign(table.size(), false);
   size_t added = 0;
   for (size_t i = 0; i < table.size(); ++i) {
     const train::TrainOption& option = table[i];
     if (!only.empty() && std::find(only.begin(), only.end(), option.name) == only.end()) continue;
     ++added;
+    flags->added[i] = true;
     CLI::Option* opt = app.add_option("--" + option.name, flags->text[i], option.help);
     if (const std::string shown = option.text(defaults); !shown.empty()) opt->default_str(shown);
     opt->check(StatusCheck(
@@ -40,10 +42,10 @@ Status ApplyTrainFlags(const TrainFlags& flags,
                        const std::function<bool(const std::string&)>& given,
                        const std::string& resume_path, train::TrainOptions* options) {
   const std::vector<train::TrainOption>& table = train::TrainOptionTable();
-  SKIFF_CHECK(flags.text.size() == table.size());
+  SKIFF_CHECK(flags.text.size() == table.size() && flags.added.size() == table.size());
   for (size_t i = 0; i < table.size(); ++i) {
     const train::TrainOption& option = table[i];
-    if (!given("--" + option.name)) continue;
+    if (!flags.added[i] || !given("--" + option.name)) continue;
     if (!resume_path.empty() && option.scope == train::OptionScope::kRun) {
       LogWarning("--" + option.name +
                  " is ignored with --resume: the run continues with the value saved in " +

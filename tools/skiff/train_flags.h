@@ -19,6 +19,7 @@ namespace skiff::cli {
 
 struct TrainFlags {
   std::vector<std::string> text;  // per TrainOptionTable() entry, as given
+  std::vector<bool> added;        // per entry: whether AddTrainFlags put it on the command line
 };
 
 // Adds every table entry to `app` (or those named in `only`, when it is not empty), its text
@@ -29,7 +30,8 @@ void AddTrainFlags(CLI::App& app, TrainFlags* flags, const std::vector<std::stri
 // applied to it: the `given` of ApplyTrainFlags. `app` must outlive the result.
 std::function<bool(const std::string&)> GivenIn(const CLI::App& app);
 
-// Parses the entries `given` ("--batch-size" -> true when it was given) into *options. With a
+// Parses the entries `given` ("--batch-size" -> true when it was given) into *options, among
+// those AddTrainFlags added (a command's own option of the same name is its own). With a
 // non-empty `resume_path` (a resumed run), run-defining entries are not applied: each given one is
 // reported with a warning, since the run keeps the value saved in that checkpoint.
 Status ApplyTrainFlags(const TrainFlags& flags,

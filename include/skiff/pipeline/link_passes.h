@@ -12,7 +12,8 @@
 // MakeOutOfCoreLinkRunner runs each pass as one buffer state in the pass's own batch order
 // (PassOptions::resident_order): the resident partitions serve what they hold, and exact sampling
 // reads the rest fine-grained, so the batches -- each the seeds LinkTrainer planned, sampled with
-// sampler seed BatchSampleSeed(seed, LinkPartStream(stream, b), epoch, 0) -- are the same with and
+// sampler seed BatchSampleSeed(seed, LinkPartStream(stream, b), epoch, 0), b being the pass's
+// LinkPassSpec::batch_numbers[b] when it has them -- are the same with and
 // without a budget. (Decision: one state in the trainer's order rather than buffer states chosen
 // by partition pairs, as MariusGNN does. It keeps training's batches and negatives independent of
 // the budget, which is what lets an out-of-core run match the in-memory one; the price is fine

@@ -51,6 +51,8 @@ struct BatchStreamOptions {
   uint64_t epoch = 0;
   bool gather_features = true;  // false: batches come without features (the model gathers them)
   bool sample = true;           // false: seeds and labels only (PreparedBatch::unsampled)
+  // Batch i samples as batch number batch_numbers[i] of (seed, stream, epoch) (empty: as batch i).
+  std::vector<uint64_t> batch_numbers;
 };
 
 class BatchStream {

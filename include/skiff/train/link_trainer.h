@@ -24,12 +24,20 @@
 // is still ranked among eval_negatives uniform candidates, as in OGB's protocol. The best epoch has
 // the highest validation MRR (AUC without ranking).
 //
+// Checkpoints (options.checkpoint_path, train/checkpoint.h) hold the encoder's and the decoder's
+// parameters (the decoder's named "decoder.*") and optimiser state, the best key (validation MRR,
+// or AUC) as best_valid_acc and the best epoch's evaluation as best_metrics_json: the best model
+// at the path, the last finished epoch's state beside it (LastCheckpointPath). Every random stream
+// derives from (seed, epoch, batch), so Restore + Run continues the uninterrupted run exactly.
+// Encode computes the encoder's output for given nodes (embeddings for export and prediction).
+//
 // Thread safety: driven by one thread; runners may use their own threads.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +50,7 @@
 #include "skiff/status.h"
 #include "skiff/train/batch_plan.h"
 #include "skiff/train/batch_stream.h"
+#include "skiff/train/checkpoint.h"
 #include "skiff/train/link_batches.h"
 #include "skiff/train/link_metrics.h"
 #include "skiff/train/train_options.h"
@@ -81,6 +90,8 @@ struct LinkPassSpec {
   model::InputAggregation aggregation = model::InputAggregation::kNone;
   float input_dropout = 0;
   std::function<uint64_t(int64_t batch)> dropout_seed = nullptr;
+  // Batch b samples as batch number batch_numbers[b] of the pass's stream (empty: as batch b).
+  std::vector<uint64_t> batch_numbers;
 };
 // Hands every batch of `pass`, sampled and gathered (PreparedBatch::features: one float row per
 // batch.input_nodes, or aggregated), to `consume` in batch order (PreparedBatch::index = b);
@@ -109,6 +120,14 @@ struct LinkEpochMetrics {
   std::string ToJson() const;
 };
 
+// The best epoch's evaluation as the checkpoint keeps it (Checkpoint::best_metrics_json), and back.
+// Corruption naming the member when the JSON is not such an object.
+std::string BestMetricsJson(const LinkEvaluation& valid, const LinkEvaluation& test);
+Status ParseBestMetrics(const std::string& json, LinkEvaluation* valid, LinkEvaluation* test);
+
+// Receives the encoder's output for a batch of nodes: rows[i * out_dim ...] is nodes[i]'s.
+using EmbeddingSink = std::function<Status(std::span<const int64_t> nodes, const float* rows)>;
+
 struct LinkSummary {
   std::vector<LinkEpochMetrics> epochs;
   int64_t best_epoch = -1;
@@ -132,9 +151,28 @@ class LinkTrainer {
     eval_batch_edges_ = edges;
   }
 
-  // Trains options.epochs epochs, evaluating after each; writes the metrics lines
-  // (options.metrics_path). InvalidArgument, naming the epoch, when the loss is not finite.
+  // Trains the epochs from the next one (0, or after the restored checkpoint's) to
+  // options.epochs, evaluating after each; writes the metrics lines (options.metrics_path; a
+  // resumed run continues the file) and the checkpoints. InvalidArgument, naming the epoch, when
+  // the loss is not finite. The summary's best is over every epoch, restored ones included.
   Result<LinkSummary> Run();
+  // The state after `epoch` finished: parameters, optimiser state, the best result so far.
+  Result<Checkpoint> MakeCheckpoint(int64_t epoch);
+  // Restores a checkpoint of this model (MakeCheckpoint's); InvalidArgument when its parameters
+  // or optimiser state do not match, Corruption for malformed best metrics. Nothing changes on
+  // error.
+  Status Restore(const Checkpoint& checkpoint);
+  int64_t next_epoch() const { return next_epoch_; }
+  // The encoder's output for the nodes of `batches`, handed to `sink` batch by batch, in that
+  // order. Batch c is the nodes [c * batch_nodes, (c + 1) * batch_nodes) of the graph (fewer in
+  // the last), sampled with the evaluation fanouts as batch number c of stream kPredictStream, no
+  // dropout: a node's output depends on the model, the seed and batch_nodes, never on which
+  // batches are asked for -- so embeddings, pair scores and top-k candidates agree. (With sampled
+  // evaluation fanouts a node's neighbourhood depends on its batch, as in evaluation; with every
+  // neighbour (-1) it does not depend on batch_nodes either.) InvalidArgument for a batch past the
+  // last.
+  Status EncodeBatches(std::span<const int64_t> batches, int64_t batch_nodes,
+                       const EmbeddingSink& sink);
   // One training epoch (its metrics, evaluation not included).
   Result<LinkEpochMetrics> TrainEpoch(int64_t epoch);
   // The metrics of held-out `pairs` and `non_edges` with the current model, the evaluation batches
@@ -163,6 +201,9 @@ class LinkTrainer {
   struct SplitScores;
   Status ScoreEvalBatch(const PreparedBatch& prepared, const EvalEdgeBatch& batch,
                         SplitScores* scores);
+  // Records the epoch's evaluation when it is the best so far; whether it was.
+  bool RecordBest(int64_t epoch, const LinkEpochMetrics& m);
+  Status SaveCheckpoints(int64_t epoch, bool improved);
   // Whether c is a known destination of s: an edge of the graph (`row`: s's sorted row) or of a
   // split (filtered ranking).
   bool KnownEdge(int64_t s, int64_t c, const std::vector<int64_t>& row) const;
@@ -179,6 +220,10 @@ class LinkTrainer {
   LinkPassRunner runner_;                    // empty: a BatchStream over LinkData's sources
   std::vector<uint64_t> split_edges_;        // filtered ranking: every split pair's key, sorted
   std::vector<float> step_out_, step_grad_;  // reused across steps
+  int64_t next_epoch_ = 0;
+  double best_key_ = -1;  // validation MRR (AUC without ranking) of best_epoch_
+  int64_t best_epoch_ = -1;
+  LinkEvaluation best_valid_, best_test_;
 };
 
 }  // namespace skiff::train
