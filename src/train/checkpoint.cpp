@@ -78,6 +78,12 @@ class Reader {
 
 std::string LastCheckpointPath(const std::string& best_path) { return best_path + ".last"; }
 
+Status WriteEpochCheckpoints(const std::string& best_path, const Checkpoint& checkpoint,
+                             bool improved) {
+  if (improved) SKIFF_RETURN_IF_ERROR(WriteCheckpoint(best_path, checkpoint));
+  return WriteCheckpoint(LastCheckpointPath(best_path), checkpoint);
+}
+
 Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
   Writer w;
   w.PutString(c.config_json);

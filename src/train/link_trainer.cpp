@@ -421,10 +421,8 @@ bool LinkTrainer::RecordBest(int64_t epoch, const LinkEpochMetrics& m) {
 
 Status LinkTrainer::SaveCheckpoints(int64_t epoch, bool improved) {
   if (options_.checkpoint_path.empty()) return Status::Ok();
-  // The best model for predict/export; the last epoch's state for --resume.
   SKIFF_ASSIGN_OR_RETURN(const Checkpoint checkpoint, MakeCheckpoint(epoch));
-  if (improved) SKIFF_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint));
-  return WriteCheckpoint(LastCheckpointPath(options_.checkpoint_path), checkpoint);
+  return WriteEpochCheckpoints(options_.checkpoint_path, checkpoint, improved);
 }
 
 Result<LinkSummary> LinkTrainer::Run() {

@@ -521,11 +521,8 @@ bool Trainer::RecordBest(int64_t epoch, const EpochMetrics& m) {
 
 Status Trainer::SaveCheckpoints(int64_t epoch, bool improved) {
   if (options_.checkpoint_path.empty()) return Status::Ok();
-  // The best model for predict/export; the last epoch's state for --resume, so that a resumed run
-  // never redoes an epoch that finished.
   SKIFF_ASSIGN_OR_RETURN(const Checkpoint checkpoint, MakeCheckpoint(epoch));
-  if (improved) SKIFF_RETURN_IF_ERROR(WriteCheckpoint(options_.checkpoint_path, checkpoint));
-  return WriteCheckpoint(LastCheckpointPath(options_.checkpoint_path), checkpoint);
+  return WriteEpochCheckpoints(options_.checkpoint_path, checkpoint, improved);
 }
 
 Result<TrainSummary> Trainer::Run() {

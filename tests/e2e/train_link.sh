@@ -16,6 +16,33 @@ WORK=$3
 rm -rf "$WORK" && mkdir -p "$WORK"
 cd "$WORK"
 
+# .npy and edge-split readers for the checks below (no NumPy needed).
+cat > npy.py <<'PY'
+import ast, json
+from array import array
+
+def load(path):
+    data = open(path, "rb").read()
+    n = int.from_bytes(data[8:10], "little")
+    header = ast.literal_eval(data[10:10 + n].decode())
+    values = array({"<f4": "f", "<i8": "q"}[header["descr"]])
+    values.frombytes(data[10 + n:])
+    return values, header["shape"]
+
+def train_neighbors(ds):
+    """Each node's destinations over training edges (both ways when the dataset is undirected)."""
+    manifest = json.load(open(ds + "/manifest.json"))
+    size = manifest["files"]["link_train.edges"]["data_bytes"]
+    pairs = array("q")
+    pairs.frombytes(open(ds + "/link_train.edges", "rb").read()[:size])
+    known = {}
+    for i in range(0, len(pairs), 2):
+        known.setdefault(pairs[i], set()).add(pairs[i + 1])
+        if manifest.get("undirected"):
+            known.setdefault(pairs[i + 1], set()).add(pairs[i])
+    return known
+PY
+
 if [ -f "$DATASETS/cora.npz" ]; then
   "$SKIFF" convert "$DATASETS/cora.npz" cora --undirected --split-edges 0.85,0.05,0.1 \
     --split-seed 1 > /dev/null
@@ -41,31 +68,6 @@ PY
   # Known links left out: queries with several training edges see some of them ranked in their
   # top five with --keep-known and never without; the top five are the best of the nodes a query
   # has no training edge to (Cora is unpartitioned: dense IDs are raw IDs).
-  cat > npy.py <<'PY'
-import ast, json
-from array import array
-
-def load(path):
-    data = open(path, "rb").read()
-    n = int.from_bytes(data[8:10], "little")
-    header = ast.literal_eval(data[10:10 + n].decode())
-    values = array({"<f4": "f", "<i8": "q"}[header["descr"]])
-    values.frombytes(data[10 + n:])
-    return values, header["shape"]
-
-def train_neighbors(ds):
-    """Each node's destinations over training edges (both ways when the dataset is undirected)."""
-    manifest = json.load(open(ds + "/manifest.json"))
-    size = manifest["files"]["link_train.edges"]["data_bytes"]
-    pairs = array("q")
-    pairs.frombytes(open(ds + "/link_train.edges", "rb").read()[:size])
-    known = {}
-    for i in range(0, len(pairs), 2):
-        known.setdefault(pairs[i], set()).add(pairs[i + 1])
-        if manifest.get("undirected"):
-            known.setdefault(pairs[i + 1], set()).add(pairs[i])
-    return known
-PY
   python3 - cora > linked.txt <<'PY'
 import sys
 from npy import train_neighbors
@@ -175,16 +177,8 @@ printf '0\n123\n0\n' > queries.txt
 "$SKIFF" predict ds --checkpoint r.ckpt --out new --top-k 5 --nodes queries.txt --threads 2 \
   > p5.log 2>&1 || { cat p5.log; exit 1; }
 python3 - emb/embeddings.npy scores/scores.npy top new <<'PY'
-import ast, sys
-from array import array
-
-def load(path):
-    data = open(path, "rb").read()
-    n = int.from_bytes(data[8:10], "little")
-    header = ast.literal_eval(data[10:10 + n].decode())
-    values = array({"<f4": "f", "<i8": "q"}[header["descr"]])
-    values.frombytes(data[10 + n:])
-    return values, header["shape"]
+import sys
+from npy import load
 
 emb, (n, d) = load(sys.argv[1])
 row = lambda v: emb[v * d:(v + 1) * d]

@@ -57,6 +57,11 @@ Status WriteCheckpoint(const std::string& path, const Checkpoint& checkpoint);
 // Where a run that keeps its best model at `best_path` keeps the state after its last finished
 // epoch (what --resume continues from): `best_path` + ".last".
 std::string LastCheckpointPath(const std::string& best_path);
+// A run's checkpoints after an epoch: the best model at `best_path` when the epoch `improved` (for
+// predict and export), and always the state at LastCheckpointPath (for --resume, so that a resumed
+// run never redoes an epoch that finished).
+Status WriteEpochCheckpoints(const std::string& best_path, const Checkpoint& checkpoint,
+                             bool improved);
 // NotFound when missing; Corruption (naming the file and what is wrong: magic, version, size,
 // checksum, truncated field) when the file is not an intact checkpoint.
 Result<Checkpoint> ReadCheckpoint(const std::string& path);
