@@ -39,9 +39,9 @@ def communities(tmp_path_factory):
              adj_indices=dst.astype(np.int32), adj_indptr=indptr.astype(np.int64),
              adj_shape=np.array([n, n]), attr_matrix=x, labels=community.astype(np.int64))
     path = base / "communities"
-    run_skiff("convert", base / "communities.npz", base / "split", "--undirected",
-              "--split-edges", "0.85,0.05,0.1", "--split-seed", 1)
-    run_skiff("partition", base / "split", "-k", 8, "--out", path)
+    run_skiff("convert", base / "communities.npz", path, "--undirected", "--split-edges",
+              "0.85,0.05,0.1", "--split-seed", 1)
+    run_skiff("partition", path, "-k", 8)
     return str(path)
 
 
@@ -250,8 +250,10 @@ def test_ctrl_c_interrupts_a_waiting_loop(medium_link):
     script = textwrap.dedent(f"""
         import os, signal, sys, threading
         import skiff
+        pairs = [list(range(0, 200, 2)), list(range(1, 200, 2))]
         loader = skiff.LinkLoader(skiff.open({medium_link!r}), num_neighbors=[-1, -1, -1],
-                                  batch_size=1, threads=1, as_torch=False)
+                                  edge_label_index=pairs, batch_size=1, threads=1,
+                                  as_torch=False)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
         try:
@@ -326,7 +328,8 @@ def test_a_sage_encoder_with_a_dot_decoder_learns(communities):
             opt.step()
     after = valid_auc(model)
     print(f"valid AUC {before:.3f} untrained, {after:.3f} after 4 epochs")
-    assert after > 0.8 and after > before + 0.1, (before, after)
+    # Measured: 0.57 untrained, 0.81 trained (15% of the edges join random communities).
+    assert after > 0.7 and after > before + 0.15, (before, after)
 
 
 def test_peak_rss_within_the_budget_while_batches_are_held(large):
