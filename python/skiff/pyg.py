@@ -39,6 +39,26 @@ def to_pyg(batch):
                 n_id=tensor(batch.n_id), batch_size=batch.batch_size)
 
 
+def link_to_pyg(batch):
+    """A skiff.LinkBatch as PyG's LinkNeighborLoader gives it: x, edge_index, n_id, input_id and
+    edge_label_index / edge_label -- or, in triplet mode, src_index, dst_pos_index and
+    dst_neg_index. Shares the batch's memory."""
+
+    def tensor(a):
+        return a if isinstance(a, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(a))
+
+    data = Data(x=tensor(batch.x), edge_index=tensor(batch.edge_index), n_id=tensor(batch.n_id),
+                input_id=tensor(batch.input_id))
+    if batch.mode == "triplet":
+        data.src_index = tensor(batch.src_index)
+        data.dst_pos_index = tensor(batch.dst_pos_index)
+        data.dst_neg_index = tensor(batch.dst_neg_index)
+    else:
+        data.edge_label_index = tensor(batch.edge_label_index)
+        data.edge_label = tensor(batch.edge_label)
+    return data
+
+
 def _engine(dataset, num_neighbors, memory, threads, seed):
     """A Skiff engine (buffer pool, hot row cache) over `dataset` for synchronous calls."""
     if not isinstance(dataset, Dataset):
@@ -146,7 +166,8 @@ class SkiffSampler(BaseSampler):
                              metadata=(index.input_id, index.time))
 
     def sample_from_edges(self, index, neg_sampling=None):
-        raise NotImplementedError("link prediction batches are not in skiff.pyg yet")
+        raise NotImplementedError("link prediction batches come from skiff.LinkLoader "
+                                  "(docs/python.md, \"Link prediction\")")
 
     @property
     def edge_permutation(self):

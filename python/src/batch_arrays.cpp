@@ -60,4 +60,32 @@ std::vector<int64_t> BlockEdgeIndex(const sampler::Block& block) {
   return Join(std::move(src), dst);
 }
 
+uint64_t LinkLabelArrays::bytes() const {
+  return (edge_label_index.capacity() + input_id.capacity() + neg_index.capacity()) * 8 +
+         edge_label.capacity() * 4;
+}
+
+LinkLabelArrays MakeLinkLabels(const train::EdgeBatch& edges, std::span<const int64_t> pair_ids,
+                               std::span<const float> pair_labels, int64_t negative_pairs) {
+  const auto pairs = static_cast<int64_t>(edges.pos_src.size());
+  const int64_t total = pairs + negative_pairs;
+  LinkLabelArrays out;
+  out.edge_label_index.resize(static_cast<size_t>(2 * total));
+  out.edge_label.assign(static_cast<size_t>(total), 0.0f);
+  int64_t* src = out.edge_label_index.data();
+  int64_t* dst = src + total;
+  for (int64_t i = 0; i < pairs; ++i) {
+    src[i] = edges.pos_src[static_cast<size_t>(i)];
+    dst[i] = edges.pos_dst[static_cast<size_t>(i)];
+    out.edge_label[static_cast<size_t>(i)] = pair_labels[static_cast<size_t>(pair_ids[i])];
+  }
+  for (int64_t n = 0; n < negative_pairs; ++n) {
+    src[pairs + n] = edges.pos_src[static_cast<size_t>(n % pairs)];
+    dst[pairs + n] = edges.neg_dst[static_cast<size_t>(n / pairs)];
+  }
+  out.input_id.assign(pair_ids.begin(), pair_ids.end());
+  out.neg_index.assign(edges.neg_dst.begin(), edges.neg_dst.end());
+  return out;
+}
+
 }  // namespace skiff::python

@@ -1,4 +1,5 @@
-// skiff._skiff.Loader / Pass / Batch: pipeline::NodeLoader and its PassStreams for Python.
+// skiff._skiff.Loader / Pass / Batch: pipeline::NodeLoader and its PassStreams for Python (Pass and
+// Batch serve the LinkLoader's passes too: link_loader_binding.cpp).
 //
 // Every wait (opening, starting a pass, taking a batch, closing) runs with the GIL released.
 // Pass.next() waits in slices of `poll_ms` and checks for signals between them, so Ctrl-C
@@ -12,7 +13,9 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "arrays.h"
 #include "batch_arrays.h"
@@ -80,9 +83,34 @@ std::shared_ptr<PassHandle> Start(std::shared_ptr<LoaderHandle> loader, Ids node
   }
   auto handle = std::make_shared<PassHandle>();
   handle->stream = ValueOrThrow(std::move(started));
+  handle->feature_dim = loader->loader->feature_dim();
   handle->loader = std::move(loader);
   handle->pid = getpid();
   return handle;
+}
+
+// The arrays Python gets besides the batch's own, counted with it: PyG's edge_index, and the
+// labels of a node batch or the supervision of a link batch.
+void DeriveArrays(const PassHandle& pass, pipeline::PassStream& stream,
+                  pipeline::PreparedBatch* prepared, BatchHandle* batch) {
+  batch->edge_index = PygEdgeIndex(prepared->batch);
+  uint64_t bytes = batch->edge_index.capacity() * 8;
+  if (pass.link == nullptr) {
+    batch->y.assign(prepared->batch.labels.begin(), prepared->batch.labels.end());
+    bytes += batch->y.capacity() * 8;
+  } else {
+    const LinkPassData& link = *pass.link;
+    const auto b = static_cast<size_t>(prepared->index);
+    const train::EdgeBatch& edges = link.edges.batches[b];
+    const auto pairs = static_cast<int64_t>(edges.pos_src.size());
+    const auto wanted =
+        static_cast<int64_t>(std::ceil(static_cast<double>(pairs) * link.negative_ratio));
+    const int64_t negative_pairs =
+        std::min<int64_t>(wanted, pairs * static_cast<int64_t>(edges.neg_dst.size()));
+    batch->link = MakeLinkLabels(edges, link.edges.pair_ids[b], *link.labels, negative_pairs);
+    bytes += batch->link.bytes();
+  }
+  stream.Account(prepared, bytes);
 }
 
 // The next batch, or None after the last one; polls for signals every `poll_ms`.
@@ -96,13 +124,7 @@ std::unique_ptr<BatchHandle> Next(std::shared_ptr<PassHandle> pass, int poll_ms)
     {
       nb::gil_scoped_release released;
       next = stream.Next(std::chrono::milliseconds(std::max(poll_ms, 1)), &timed_out);
-      if (next.ok() && next->has_value()) {
-        // The arrays Python gets besides the batch's own, counted with it.
-        pipeline::PreparedBatch& prepared = **next;
-        batch->edge_index = PygEdgeIndex(prepared.batch);
-        batch->y.assign(prepared.batch.labels.begin(), prepared.batch.labels.end());
-        stream.Account(&prepared, (batch->edge_index.capacity() + batch->y.capacity()) * 8);
-      }
+      if (next.ok() && next->has_value()) DeriveArrays(*pass, stream, &**next, batch.get());
     }
     if (!timed_out) break;
     if (PyErr_CheckSignals() != 0) {
@@ -123,12 +145,21 @@ nb::dict Arrays(BatchHandle& b, bool torch) {
   nb::handle owner = nb::find(&b);
   const sampler::MiniBatch& mb = b.prepared.batch;
   const size_t n = mb.input_nodes.size();
-  const auto dim = static_cast<size_t>(b.pass->loader->loader->feature_dim());
+  const auto dim = static_cast<size_t>(b.pass->feature_dim);
   nb::dict out;
   out["x"] = View(b.prepared.features.data(), {n, dim}, owner, torch);
   out["n_id"] = View(const_cast<int64_t*>(mb.input_nodes.data()), {n}, owner, torch);
-  out["y"] = View(b.y.data(), {b.y.size()}, owner, torch);
   out["edge_index"] = View(b.edge_index.data(), {2, b.edge_index.size() / 2}, owner, torch);
+  if (b.pass->link == nullptr) {
+    out["y"] = View(b.y.data(), {b.y.size()}, owner, torch);
+    return out;
+  }
+  LinkLabelArrays& link = b.link;
+  out["edge_label_index"] =
+      View(link.edge_label_index.data(), {2, link.edge_label.size()}, owner, torch);
+  out["edge_label"] = View(link.edge_label.data(), {link.edge_label.size()}, owner, torch);
+  out["input_id"] = View(link.input_id.data(), {link.input_id.size()}, owner, torch);
+  out["neg_index"] = View(link.neg_index.data(), {link.neg_index.size()}, owner, torch);
   return out;
 }
 
@@ -191,16 +222,15 @@ std::pair<std::string, std::string> Report(PassHandle& pass) {
   return {report->ToJson().dump(), report->Describe()};
 }
 
-std::vector<std::pair<std::string, uint64_t>> MemoryPlanItems(const LoaderHandle& h) {
-  const pipeline::MemoryPlan& plan = h.loader->memory_plan();
+}  // namespace
+
+std::vector<std::pair<std::string, uint64_t>> MemoryPlanItems(const pipeline::MemoryPlan& plan) {
   std::vector<std::pair<std::string, uint64_t>> items;
   for (const pipeline::MemoryItem& item : plan.items) items.emplace_back(item.name, item.bytes);
   items.emplace_back("buffer pool (" + std::to_string(plan.pool_slots) + " partition slots)",
                      plan.pool_bytes);
   return items;
 }
-
-}  // namespace
 
 void BindLoader(nb::module_& m) {
   nb::class_<LoaderHandle>(m, "Loader")
@@ -212,7 +242,8 @@ void BindLoader(nb::module_& m) {
       .def("sample", &SampleNow, nb::arg("seeds"), nb::arg("rng_seed"), nb::arg("torch") = false)
       .def("read_rows", &ReadRows, nb::arg("nodes"), nb::arg("torch") = false)
       .def("describe", [](const LoaderHandle& h) { return h.loader->Describe(); })
-      .def("memory_plan", &MemoryPlanItems)
+      .def("memory_plan",
+           [](const LoaderHandle& h) { return MemoryPlanItems(h.loader->memory_plan()); })
       .def_prop_ro("model_bytes", [](const LoaderHandle& h) { return h.loader->model_bytes(); })
       .def_prop_ro("fully_resident",
                    [](const LoaderHandle& h) { return h.loader->memory_plan().fully_resident; });
@@ -235,6 +266,8 @@ void BindLoader(nb::module_& m) {
       .def_prop_ro("index", [](const BatchHandle& b) { return b.prepared.index; })
       .def_prop_ro("sample_seed", [](const BatchHandle& b) { return b.prepared.sample_seed; })
       .def_prop_ro("batch_size", [](const BatchHandle& b) { return b.prepared.batch.seeds.size(); })
+      .def_prop_ro("num_negatives", [](const BatchHandle& b) { return b.link.neg_index.size(); })
+      .def_prop_ro("num_pairs", [](const BatchHandle& b) { return b.link.input_id.size(); })
       .def_prop_ro("num_layers",
                    [](const BatchHandle& b) { return b.prepared.batch.blocks.size(); })
       .def_prop_ro("held_bytes", [](const BatchHandle& b) { return b.prepared.held_bytes; });

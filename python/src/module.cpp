@@ -68,4 +68,5 @@ NB_MODULE(_skiff, m) {
   m.def("format_bytes", &skiff::FormatBytes, nb::arg("bytes"));
   skiff::python::BindDataset(m);
   skiff::python::BindLoader(m);
+  skiff::python::BindLinkLoader(m);
 }

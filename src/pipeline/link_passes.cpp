@@ -14,7 +14,7 @@ namespace {
 
 // Seeds of the largest training and evaluation batches (see the header).
 int64_t TrainingBatchSeeds(const train::TrainOptions& o) {
-  return 2 * o.batch_size + o.link.negatives;
+  return LinkBatchSeeds(o.batch_size, o.link.negatives);
 }
 int64_t EvalBatchSeeds(const train::TrainOptions& o, int64_t edges) {
   return 4 * edges + o.link.eval_negatives;
@@ -52,29 +52,9 @@ struct LinkRunnerState {
 Status RunLinkPass(const LinkRunnerState& state, const train::LinkPassSpec& pass,
                    const std::function<Status(train::PreparedBatch&)>& consume,
                    std::string* report_json) {
-  PassOptions options;
-  options.seed = state.seed;
-  options.stream = pass.stream;
-  options.epoch = static_cast<uint64_t>(pass.epoch);
-  // One part per batch: each is cut whole (batch_size >= every batch) and sampled with its own
-  // stream, so batch b's sampler seed depends on (seed, stream, epoch, b) alone.
-  int64_t largest = 1;
-  size_t total = 0;
-  for (const auto& seeds : pass.seeds) {
-    largest = std::max(largest, static_cast<int64_t>(seeds.size()));
-    total += seeds.size();
-  }
-  options.batch_size = largest;
-  options.resident_order.reserve(total);
-  options.parts.reserve(pass.seeds.size());
-  for (size_t b = 0; b < pass.seeds.size(); ++b) {
-    const auto& seeds = pass.seeds[b];
-    if (seeds.empty()) return Status::InvalidArgument("a link batch without nodes");
-    options.resident_order.insert(options.resident_order.end(), seeds.begin(), seeds.end());
-    const uint64_t number = pass.batch_numbers.empty() ? b : pass.batch_numbers[b];
-    options.parts.push_back(
-        {static_cast<int64_t>(seeds.size()), LinkPartStream(pass.stream, number)});
-  }
+  SKIFF_ASSIGN_OR_RETURN(PassOptions options,
+                         LinkPassOptions(state.seed, pass.stream, static_cast<uint64_t>(pass.epoch),
+                                         pass.seeds, pass.batch_numbers));
   if (state.ooc->aggregated_input() && pass.aggregation != model::InputAggregation::kNone) {
     options.aggregation = AggregationOptions{
         .kind = pass.aggregation, .dropout = pass.input_dropout, .training = pass.training};
@@ -99,8 +79,39 @@ Status RunLinkPass(const LinkRunnerState& state, const train::LinkPassSpec& pass
 
 }  // namespace
 
+int64_t LinkBatchSeeds(int64_t batch_edges, int negatives) { return 2 * batch_edges + negatives; }
+
 uint64_t LinkPartStream(uint64_t stream, uint64_t batch) {
   return HashKey(stream, 0x4c494e4b, batch);
+}
+
+Result<PassOptions> LinkPassOptions(uint64_t seed, uint64_t stream, uint64_t epoch,
+                                    const std::vector<std::vector<int64_t>>& seeds,
+                                    std::span<const uint64_t> batch_numbers) {
+  SKIFF_CHECK(batch_numbers.empty() || batch_numbers.size() == seeds.size());
+  PassOptions options;
+  options.seed = seed;
+  options.stream = stream;
+  options.epoch = epoch;
+  // One part per batch: each is cut whole (batch_size >= every batch) and sampled with its own
+  // stream, so batch b's sampler seed depends on (seed, stream, epoch, b) alone (b: its number).
+  int64_t largest = 1;
+  size_t total = 0;
+  for (const auto& batch : seeds) {
+    largest = std::max(largest, static_cast<int64_t>(batch.size()));
+    total += batch.size();
+  }
+  options.batch_size = largest;
+  options.resident_order.reserve(total);
+  options.parts.reserve(seeds.size());
+  for (size_t b = 0; b < seeds.size(); ++b) {
+    if (seeds[b].empty()) return Status::InvalidArgument("a link batch without nodes");
+    options.resident_order.insert(options.resident_order.end(), seeds[b].begin(), seeds[b].end());
+    const uint64_t number = batch_numbers.empty() ? b : batch_numbers[b];
+    options.parts.push_back(
+        {static_cast<int64_t>(seeds[b].size()), LinkPartStream(stream, number)});
+  }
+  return options;
 }
 
 Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* dataset,

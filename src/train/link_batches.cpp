@@ -112,4 +112,24 @@ std::vector<std::vector<int64_t>> PlanEdgeBatches(int64_t pairs, int64_t batch_s
   return PlanBatches(ids, batch_size, shuffle, seed, epoch);
 }
 
+Result<EdgePass> PlanEdgePass(std::span<const int64_t> pairs, const EdgePassOptions& options) {
+  EdgePass pass;
+  pass.pair_ids = PlanEdgeBatches(static_cast<int64_t>(pairs.size() / 2), options.batch_size,
+                                  options.shuffle, options.seed, options.epoch);
+  std::function<bool(int64_t)> reversed = nullptr;
+  if (options.reorient) {
+    reversed = [seed = options.seed, epoch = options.epoch](int64_t p) {
+      return ReversedInEpoch(seed, epoch, p);
+    };
+  }
+  pass.batches.reserve(pass.pair_ids.size());
+  for (size_t b = 0; b < pass.pair_ids.size(); ++b) {
+    SKIFF_ASSIGN_OR_RETURN(
+        const std::vector<int64_t> negatives,
+        DrawNegatives(options.negatives, options.negative_seed, options.epoch, b));
+    pass.batches.push_back(MakeEdgeBatch(pairs, pass.pair_ids[b], negatives, reversed));
+  }
+  return pass;
+}
+
 }  // namespace skiff::train

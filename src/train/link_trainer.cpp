@@ -259,26 +259,21 @@ Result<double> LinkTrainer::Step(const PreparedBatch& prepared, const EdgeBatch&
 Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
   const auto start = Clock::now();
   const auto pairs = static_cast<int64_t>(data_.train.size() / 2);
-  const auto plan = PlanEdgeBatches(pairs, options_.batch_size, /*shuffle=*/true, options_.seed,
-                                    static_cast<uint64_t>(epoch));
-  const NegativeOptions negatives{options_.link.negatives, options_.link.negative_sampler,
-                                  data_.graph->num_nodes(), data_.csr};
-  std::vector<EdgeBatch> batches;
+  const EdgePassOptions plan_options{
+      .batch_size = options_.batch_size,
+      .shuffle = true,
+      .seed = options_.seed,
+      .negative_seed = options_.seed,
+      .epoch = static_cast<uint64_t>(epoch),
+      .reorient = data_.undirected,
+      .negatives = {options_.link.negatives, options_.link.negative_sampler,
+                    data_.graph->num_nodes(), data_.csr}};
+  SKIFF_ASSIGN_OR_RETURN(EdgePass plan, PlanEdgePass(data_.train, plan_options));
+  std::vector<EdgeBatch>& batches = plan.batches;
   LinkPassSpec pass = MakePass(/*training=*/true, kTrainStream, epoch);
-  std::function<bool(int64_t)> reversed = nullptr;
-  if (data_.undirected) {
-    reversed = [seed = options_.seed, epoch](int64_t p) {
-      return ReversedInEpoch(seed, static_cast<uint64_t>(epoch), p);
-    };
-  }
-  batches.reserve(plan.size());
-  pass.seeds.reserve(plan.size());
-  for (size_t b = 0; b < plan.size(); ++b) {
-    SKIFF_ASSIGN_OR_RETURN(
-        const std::vector<int64_t> neg,
-        DrawNegatives(negatives, options_.seed, static_cast<uint64_t>(epoch), b));
-    batches.push_back(MakeEdgeBatch(data_.train, plan[b], neg, reversed));
-    pass.seeds.push_back(std::move(batches.back().seeds));  // one copy of the epoch's plan
+  pass.seeds.reserve(batches.size());
+  for (EdgeBatch& batch : batches) {
+    pass.seeds.push_back(std::move(batch.seeds));  // one copy of the epoch's plan
   }
   OptionalProgress progress(options_.show_progress, "epoch " + std::to_string(epoch),
                             static_cast<uint64_t>(pairs), "edges");
@@ -306,7 +301,7 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
   };
   SKIFF_RETURN_IF_ERROR(RunPass(pass, consume, &m.pipeline_json));
   progress.Finish();
-  m.loss = plan.empty() ? 0 : loss_sum / static_cast<double>(plan.size());
+  m.loss = batches.empty() ? 0 : loss_sum / static_cast<double>(batches.size());
   m.epoch_seconds = SecondsSince(start);
   m.edges_per_second = m.epoch_seconds > 0 ? static_cast<double>(pairs) / m.epoch_seconds : 0;
   return m;

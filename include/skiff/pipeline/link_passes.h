@@ -24,6 +24,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <vector>
 
 #include "skiff/pipeline/disk_sources.h"
 #include "skiff/pipeline/out_of_core.h"
@@ -50,8 +52,19 @@ Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* 
                                                          SamplingMode sampling, int threads,
                                                          bool cpu_model);
 
+// The most seeds of a batch of `batch_edges` pairs and `negatives` shared negatives.
+int64_t LinkBatchSeeds(int64_t batch_edges, int negatives);
+
 // The sampler stream of batch `batch` of a link pass with stream `stream`.
 uint64_t LinkPartStream(uint64_t stream, uint64_t batch);
+
+// The pass options of a link pass whose batch b has the seeds seeds[b]: one buffer state in that
+// order, batch b a part of its own sampled with stream LinkPartStream(stream, number), its number
+// being batch_numbers[b] when given (one per batch), else b. InvalidArgument for a batch without
+// seeds.
+Result<PassOptions> LinkPassOptions(uint64_t seed, uint64_t stream, uint64_t epoch,
+                                    const std::vector<std::vector<int64_t>>& seeds,
+                                    std::span<const uint64_t> batch_numbers = {});
 
 // `link` must outlive the runner.
 train::LinkPassRunner MakeOutOfCoreLinkRunner(OutOfCoreLink* link,

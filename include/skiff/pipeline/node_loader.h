@@ -34,6 +34,7 @@
 #include "skiff/format/dataset.h"
 #include "skiff/pipeline/disk_sources.h"
 #include "skiff/pipeline/epoch_runner.h"
+#include "skiff/pipeline/loader_options.h"
 #include "skiff/pipeline/out_of_core.h"
 #include "skiff/sampler/minibatch.h"
 #include "skiff/status.h"
@@ -41,20 +42,8 @@
 
 namespace skiff::pipeline {
 
-struct NodeLoaderOptions {
-  std::vector<int> fanouts;  // per layer, input layer first (the sampler's order); -1: all
-  int64_t batch_size = 1024;
-  uint64_t memory_bytes = 0;  // 0: no budget, every partition resident
-  // Reserved for the caller's model and its working memory; 0: DefaultConsumerBytes of the
-  // expected batch (memory_budget.h).
-  uint64_t model_bytes = 0;
-  int kept_batches = 1;
-  int threads = 2;  // sampler threads (and gather threads: a quarter, at least one)
-  uint64_t seed = 0;
-  bool record_degrees = false;  // Block::src_degree (GCN-style normalisation)
-  bool direct_io = true;
-  storage::IoEngineKind io_engine = storage::IoEngineKind::kAuto;
-};
+// The loader options (loader_options.h): batch_size counts seed nodes.
+using NodeLoaderOptions = LoaderOptions;
 
 class NodeLoader {
  public:

@@ -97,4 +97,24 @@ std::vector<int64_t> DrawCandidates(int count, int64_t num_nodes, uint64_t seed,
 std::vector<std::vector<int64_t>> PlanEdgeBatches(int64_t pairs, int64_t batch_size, bool shuffle,
                                                   uint64_t seed, uint64_t epoch);
 
+// One pass over a set of pairs, as LinkTrainer trains on them: the pairs cut by PlanEdgeBatches
+// (seed, epoch), batch b with the negatives DrawNegatives(negatives, negative_seed, epoch, b)
+// (LinkTrainer: negative_seed = seed), undirected pairs taken either way round by
+// ReversedInEpoch(seed, epoch, pair) when `reorient`.
+struct EdgePassOptions {
+  int64_t batch_size = 1024;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  uint64_t negative_seed = 0;
+  uint64_t epoch = 0;
+  bool reorient = false;
+  NegativeOptions negatives;
+};
+struct EdgePass {
+  std::vector<std::vector<int64_t>> pair_ids;  // per batch: its positives, indices into the pairs
+  std::vector<EdgeBatch> batches;              // per batch: MakeEdgeBatch of those and negatives
+};
+// `pairs` interleaved (src, dst). Errors: DrawNegatives'.
+Result<EdgePass> PlanEdgePass(std::span<const int64_t> pairs, const EdgePassOptions& options);
+
 }  // namespace skiff::train
