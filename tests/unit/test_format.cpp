@@ -642,6 +642,22 @@ TEST_CASE("format: opening a dataset through a symbolic link loop gives the OS's
   CHECK(Has(missing.status().message(), "does not exist"));
 }
 
+TEST_CASE("log: a minimum printed with FormatBytesAtLeast is accepted back") {
+  for (const uint64_t bytes : {uint64_t{87545610}, uint64_t{1} << 20, uint64_t{1536} << 20,
+                               uint64_t{123456789012}, uint64_t{1025}}) {
+    CAPTURE(bytes);
+    std::string text = FormatBytesAtLeast(bytes);
+    text.erase(text.find(' '), 1);  // "83.49 MiB" -> "83.49MiB", as an option takes it
+    uint64_t parsed = 0;
+    REQUIRE(ParseBytes(text, &parsed));
+    CHECK(parsed >= bytes);
+  }
+  CHECK(FormatBytesAtLeast(87545610) == "83.49 MiB");  // 83.4898... rounds up
+  CHECK(FormatBytes(87545610) == "83.49 MiB");
+  CHECK(FormatBytesAtLeast(87540000) == "83.49 MiB");
+  CHECK(FormatBytes(87540000) == "83.48 MiB");  // to the nearest: a figure below the minimum
+}
+
 TEST_CASE("format: partition boundaries moved within an extent's padding fail VerifyAll") {
   testing::TempDir tmp;
   const std::string dir = tmp / "ds";
