@@ -2,7 +2,6 @@
 
 #include <xxhash.h>
 
-#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
