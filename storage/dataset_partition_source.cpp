@@ -4,6 +4,9 @@
 #include <bit>
 #include <cstring>
 
+#include "skiff/format/content_checks.h"
+#include "skiff/half.h"
+
 namespace skiff::storage {
 
 Result<std::unique_ptr<DatasetPartitionSource>> DatasetPartitionSource::Open(
@@ -62,7 +65,64 @@ std::vector<Extent> DatasetPartitionSource::Extents(uint32_t p) const {
 Status DatasetPartitionSource::Verify(uint32_t index, uint64_t offset, const std::byte* data,
                                       uint64_t bytes) const {
   SKIFF_CHECK(index < 2);
-  return readers_[index]->VerifyBlocks(offset, data, bytes);
+  SKIFF_RETURN_IF_ERROR(readers_[index]->VerifyBlocks(offset, data, bytes));
+  return index == kNeighborFile ? CheckNeighborIds(offset, data, bytes)
+                                : CheckFeatureValues(offset, data, bytes);
+}
+
+// Padding (zeros) is in range; a bad ID is reported with its node, found from the offsets.
+Status DatasetPartitionSource::CheckNeighborIds(uint64_t offset, const std::byte* data,
+                                                uint64_t bytes) const {
+  SKIFF_CHECK(offset % neighbor_bytes_ == 0);
+  const int64_t n = manifest().num_nodes;
+  const size_t count = bytes / neighbor_bytes_;
+  int64_t bad = -1, value = 0;
+  if (neighbor_bytes_ == 4) {
+    const std::span<const int32_t> ids(reinterpret_cast<const int32_t*>(data), count);
+    bad = format::FirstIdOutOfRange(ids, n);
+    if (bad >= 0) value = ids[static_cast<size_t>(bad)];
+  } else {
+    const std::span<const int64_t> ids(reinterpret_cast<const int64_t*>(data), count);
+    bad = format::FirstIdOutOfRange(ids, n);
+    if (bad >= 0) value = ids[static_cast<size_t>(bad)];
+  }
+  if (bad < 0) return Status::Ok();
+  const int64_t entry = static_cast<int64_t>(offset / neighbor_bytes_) + bad;
+  const int64_t node =
+      std::upper_bound(offsets_.begin(), offsets_.end(), entry) - offsets_.begin() - 1;
+  return format::NeighborOutOfRange(readers_[kNeighborFile]->path(), node, value, n);
+}
+
+// Padding (zeros) is finite; a bad value is reported with its node and column, found from the
+// feature extents.
+Status DatasetPartitionSource::CheckFeatureValues(uint64_t offset, const std::byte* data,
+                                                  uint64_t bytes) const {
+  const format::Manifest& m = manifest();
+  const bool half = m.feature_dtype == format::DType::kFloat16;
+  const size_t value_bytes = half ? 2 : 4;
+  SKIFF_CHECK(offset % value_bytes == 0);
+  const int64_t bad =
+      half ? format::FirstNonFiniteHalf({reinterpret_cast<const uint16_t*>(data), bytes / 2})
+           : format::FirstNonFinite({reinterpret_cast<const float*>(data), bytes / 4});
+  if (bad < 0) return Status::Ok();
+  const uint64_t at = offset + static_cast<uint64_t>(bad) * value_bytes;
+  const auto& extents = m.feature_extent_offsets;
+  const auto part = static_cast<size_t>(std::upper_bound(extents.begin(), extents.end(), at) -
+                                        extents.begin() - 1);
+  const int64_t first = m.partitions ? m.partitions->boundaries[part] : 0;
+  const uint64_t row_bytes = std::max<uint64_t>(m.feature_row_bytes(), 1);
+  const auto within = at - extents[part];
+  float value = 0;
+  if (half) {
+    uint16_t h;
+    std::memcpy(&h, data + bad * 2, 2);
+    value = HalfToFloat(h);
+  } else {
+    std::memcpy(&value, data + bad * 4, 4);
+  }
+  return format::NonFiniteFeature(readers_[kFeatureFile]->path(),
+                                  first + static_cast<int64_t>(within / row_bytes),
+                                  static_cast<int64_t>(within % row_bytes / value_bytes), value);
 }
 
 void DatasetPartitionSource::IndexBoundaries() {

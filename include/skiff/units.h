@@ -12,6 +12,9 @@ namespace skiff {
 
 // "1.50 GiB", "312.0 KiB"
 std::string FormatBytes(uint64_t bytes);
+// As FormatBytes, rounded up instead of to the nearest: for a minimum ("needs at least ..."), so
+// that the figure printed, given back as a size (ParseBytes), is never below it.
+std::string FormatBytesAtLeast(uint64_t bytes);
 // "1.2M", "34.5k"
 std::string FormatCount(double count);
 // "1m 03s", "2.5s"

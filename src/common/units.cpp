@@ -6,7 +6,8 @@
 
 namespace skiff {
 
-std::string FormatBytes(uint64_t bytes) {
+namespace {
+std::string FormatBytesRounded(uint64_t bytes, bool up) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(bytes);
   int u = 0;
@@ -15,12 +16,19 @@ std::string FormatBytes(uint64_t bytes) {
     ++u;
   }
   char buf[32];
-  if (u == 0)
+  if (u == 0) {
     std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(bytes));
-  else
-    std::snprintf(buf, sizeof(buf), "%.2f %s", v, kUnits[u]);
+  } else {
+    // Up: the next hundredth, so that the two decimals printed are never below the value.
+    std::snprintf(buf, sizeof(buf), "%.2f %s", up ? std::ceil(v * 100) / 100 : v, kUnits[u]);
+  }
   return buf;
 }
+}  // namespace
+
+std::string FormatBytes(uint64_t bytes) { return FormatBytesRounded(bytes, false); }
+
+std::string FormatBytesAtLeast(uint64_t bytes) { return FormatBytesRounded(bytes, true); }
 
 std::string FormatCount(double count) {
   char buf[32];

@@ -22,6 +22,7 @@
 #include "skiff/half.h"
 #include "skiff/io/free_space.h"
 #include "skiff/io/npy.h"
+#include "skiff/io/path_status.h"
 #include "skiff/log.h"
 #include "skiff/process.h"
 #include "skiff/progress.h"
@@ -59,7 +60,7 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 
 Result<InputFormat> DetectInputFormat(const std::string& input) {
   std::error_code ec;
-  if (!fs::exists(input, ec)) return Status::NotFound("input " + input + " does not exist");
+  SKIFF_RETURN_IF_ERROR(io::StatPath("input", input));
   if (fs::is_directory(input, ec)) {
     if (IsOgbDirectory(input)) return InputFormat::kOgb;
     return Status::InvalidArgument("input " + input +
@@ -178,14 +179,17 @@ class DenseIds {
 // not one: with `strict` an error naming the line; else false, after logging why IDs are mapped.
 Result<bool> ParseDenseId(const EdgeListReader& reader, std::string_view field, bool strict,
                           int64_t limit, int64_t* value) {
-  if (!ParseInt64(field, value) || *value < 0) {
+  if (!ParseCanonicalId(field, value)) {
     if (strict) {
       return reader.ErrorAtLine("node ID \"" + std::string(field.substr(0, 60)) +
-                                "\" is not a non-negative integer; --id-map=never needs "
-                                "integer IDs in [0, N) (use --id-map=auto for other IDs)");
+                                "\" is not a non-negative integer written without sign or "
+                                "leading zeros; --id-map=never needs such integer IDs in [0, N) "
+                                "(raw IDs are compared byte for byte; use --id-map=auto for "
+                                "other IDs)");
     }
     LogInfo(reader.Where() + ": node ID \"" + std::string(field.substr(0, 60)) +
-            "\" is not a non-negative integer; mapping IDs (idmap/)");
+            "\" is not a non-negative integer written without sign or leading zeros; mapping "
+            "IDs (idmap/)");
     return false;
   }
   if (*value >= limit) {
@@ -436,10 +440,11 @@ Result<std::vector<int32_t>> ReadNpyLabels(const std::string& path, int64_t num_
     SKIFF_RETURN_IF_ERROR(reader->ReadInt64(n, chunk.data()));
     for (int64_t i = 0; i < n; ++i) {
       const int64_t v = chunk[static_cast<size_t>(i)];
-      if (v < -1 || v >= (int64_t{1} << 31)) {
+      if (v < -1 || v >= format::kMaxClasses) {
         return Status::InvalidArgument(path + ": label of node " + std::to_string(done + i) +
                                        " is " + std::to_string(v) +
-                                       "; expected a class number >= 0, or -1 for unlabelled");
+                                       "; expected a class number in [0, 2^24), or -1 for "
+                                       "unlabelled");
       }
       labels[static_cast<size_t>(done + i)] = static_cast<int32_t>(v);
     }
@@ -560,6 +565,8 @@ Status ConvertOgb(Job& job) {
     SKIFF_ASSIGN_OR_RETURN(splits.train, ReadOgbIndexFile(layout.train_file, num_nodes));
     SKIFF_ASSIGN_OR_RETURN(splits.valid, ReadOgbIndexFile(layout.valid_file, num_nodes));
     SKIFF_ASSIGN_OR_RETURN(splits.test, ReadOgbIndexFile(layout.test_file, num_nodes));
+    SKIFF_RETURN_IF_ERROR(
+        CheckDisjoint(splits, layout.train_file, layout.valid_file, layout.test_file));
     job.splits = std::move(splits);
   }
   return Status::Ok();
@@ -580,8 +587,8 @@ Status FinishDataset(Job& job) {
   job.summary.splits_from_input = job.splits.has_value();
   if (job.labels) {
     const auto& labels = *job.labels;
-    int32_t max_label = -1;
-    for (int32_t l : labels) max_label = std::max(max_label, l);
+    int64_t max_label = -1;
+    for (const int32_t l : labels) max_label = std::max<int64_t>(max_label, l);
     m.num_classes = max_label + 1;
     WarnSparseClasses(labels, m.num_classes, job.opt.input);
     SKIFF_RETURN_IF_ERROR(
@@ -782,15 +789,13 @@ Result<ConvertSummary> ConvertGraph(const ConvertOptions& opt) {
   if (summary.format == InputFormat::kAuto) {
     SKIFF_ASSIGN_OR_RETURN(summary.format, DetectInputFormat(opt.input));
   } else {
-    std::error_code ec;
-    if (!fs::exists(opt.input, ec))
-      return Status::NotFound("input " + opt.input + " does not exist");
+    SKIFF_RETURN_IF_ERROR(io::StatPath("input", opt.input));
   }
   uint64_t memory = opt.memory_bytes != 0 ? opt.memory_bytes : PhysicalMemoryBytes() / 4;
   if (memory < kMinMemoryBytes) {
     return Status::InvalidArgument("--memory " + FormatBytes(memory) +
                                    " is too small; convert needs at least " +
-                                   FormatBytes(kMinMemoryBytes));
+                                   FormatBytesAtLeast(kMinMemoryBytes));
   }
   summary.memory_budget_bytes = memory;
   SKIFF_RETURN_IF_ERROR(CheckFormatOptions(opt, summary.format));

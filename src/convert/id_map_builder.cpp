@@ -498,8 +498,9 @@ Status IdMapBuilder::Finish(const std::string& map_dir) {
 
 namespace {
 
-// Dense-integer check over distinct raw IDs: Note() each, then dense() says whether the values are
-// exactly [0, max] (several raw IDs may share a value, as "7" and "07" do on the dense path).
+// Dense-integer check over distinct raw IDs: Note() each, then dense() says whether they are the
+// integers [0, max] in canonical form (ParseCanonicalId: "07" is not the integer 7 but an ID of
+// its own, so it makes the IDs not dense, and distinct raw IDs have distinct values).
 class DenseIntegerCheck {
  public:
   explicit DenseIntegerCheck(bool enabled, int64_t limit) : possible_(enabled), limit_(limit) {}
@@ -507,7 +508,7 @@ class DenseIntegerCheck {
   void Note(std::string_view raw, int64_t* value_out = nullptr) {
     if (!possible_) return;
     int64_t v = 0;
-    if (!ParseInt64(raw, &v) || v < 0 || v >= limit_) {
+    if (!ParseCanonicalId(raw, &v) || v >= limit_) {
       possible_ = false;
       seen_.clear();
       seen_.shrink_to_fit();

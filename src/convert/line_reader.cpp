@@ -189,6 +189,14 @@ bool ParseInt64(std::string_view text, int64_t* value) {
   return ec == std::errc() && ptr == last;
 }
 
+bool ParseCanonicalId(std::string_view text, int64_t* value) {
+  if (text.empty() || (text.size() > 1 && text[0] == '0')) return false;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  return ParseInt64(text, value);
+}
+
 bool ParseFloat(std::string_view text, float* value) {
   if (text.empty()) return false;
   const char* first = text.data();

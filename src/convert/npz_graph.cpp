@@ -340,10 +340,10 @@ Result<std::vector<int32_t>> ReadLabels(const Archive& a, int64_t n, int64_t* nu
   if (a.Has("labels")) {
     SKIFF_ASSIGN_OR_RETURN(auto raw, a.ReadInts("labels", n));
     for (size_t v = 0; v < raw.size(); ++v) {
-      if (raw[v] >= (int64_t{1} << 31) || raw[v] < -1) {
+      if (raw[v] >= format::kMaxClasses || raw[v] < -1) {
         return Status::InvalidArgument(a.path() + ":labels.npy: element " + std::to_string(v) +
                                        " is label " + std::to_string(raw[v]) +
-                                       ", expected a class index below 2^31 or -1 (unlabelled)");
+                                       ", expected a class index below 2^24 or -1 (unlabelled)");
       }
       labels[v] = static_cast<int32_t>(raw[v]);
       max_label = std::max<int64_t>(max_label, labels[v]);
@@ -356,6 +356,11 @@ Result<std::vector<int32_t>> ReadLabels(const Archive& a, int64_t n, int64_t* nu
       return Status::InvalidArgument(
           a.path() + ":labels_shape.npy: shape mismatch: " + std::to_string(shape.first) +
           " rows, expected " + std::to_string(n));
+    }
+    if (shape.second > format::kMaxClasses) {
+      return Status::InvalidArgument(a.path() +
+                                     ":labels_shape.npy: " + std::to_string(shape.second) +
+                                     " classes, above the limit of 2^24");
     }
     SKIFF_ASSIGN_OR_RETURN(auto cols, a.ReadInts("labels_indices", -1));
     SKIFF_ASSIGN_OR_RETURN(auto indptr,
@@ -401,26 +406,6 @@ Result<std::vector<int64_t>> ReadSplitArray(const Archive& a, const std::string&
   return ids;
 }
 
-// A node in two of the archive's splits would be trained on and evaluated on (ids sorted).
-Status CheckDisjoint(const Archive& a, const Splits& s) {
-  const std::pair<const std::vector<int64_t>*, const char*> named[] = {
-      {&s.train, "idx_train"}, {&s.valid, "idx_val"}, {&s.test, "idx_test"}};
-  for (size_t i = 0; i < 3; ++i) {
-    for (size_t j = i + 1; j < 3; ++j) {
-      std::vector<int64_t> both;
-      std::set_intersection(named[i].first->begin(), named[i].first->end(), named[j].first->begin(),
-                            named[j].first->end(), std::back_inserter(both));
-      if (!both.empty()) {
-        return Status::InvalidArgument(a.path() + ": " + named[i].second + " and " +
-                                       named[j].second + " share " + std::to_string(both.size()) +
-                                       " nodes (first: " + std::to_string(both.front()) +
-                                       "); splits must be disjoint");
-      }
-    }
-  }
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status ConvertNpzGraph(const NpzGraphOptions& opt) {
@@ -450,7 +435,8 @@ Status ConvertNpzGraph(const NpzGraphOptions& opt) {
       SKIFF_ASSIGN_OR_RETURN(splits.train, ReadSplitArray(a, "idx_train", n));
       SKIFF_ASSIGN_OR_RETURN(splits.valid, ReadSplitArray(a, "idx_val", n));
       SKIFF_ASSIGN_OR_RETURN(splits.test, ReadSplitArray(a, "idx_test", n));
-      SKIFF_RETURN_IF_ERROR(CheckDisjoint(a, splits));
+      SKIFF_RETURN_IF_ERROR(CheckDisjoint(splits, a.path() + ":idx_train.npy",
+                                          a.path() + ":idx_val.npy", a.path() + ":idx_test.npy"));
     } else {
       SKIFF_ASSIGN_OR_RETURN(splits, MakeSplits(opt.split, labels, num_classes));
     }

@@ -1,5 +1,7 @@
 #include "skiff/convert/ogb.h"
 
+#include "skiff/format/dataset.h"
+
 #include <algorithm>
 #include <filesystem>
 
@@ -161,14 +163,14 @@ Result<std::vector<int32_t>> ReadOgbLabels(const std::string& path, int64_t num_
     float fv = 0;
     if (f.empty() || f == "nan" || f == "NaN") {
       labels.push_back(-1);
-    } else if (ParseInt64(f, &v) && v >= -1 && v < (int64_t{1} << 31)) {
+    } else if (ParseInt64(f, &v) && v >= -1 && v < format::kMaxClasses) {
       labels.push_back(static_cast<int32_t>(v));
-    } else if (ParseFloat(f, &fv) && fv >= 0 &&
+    } else if (ParseFloat(f, &fv) && fv >= 0 && fv < static_cast<float>(format::kMaxClasses) &&
                fv == static_cast<float>(static_cast<int32_t>(fv))) {
       labels.push_back(static_cast<int32_t>(fv));
     } else {
       return Status::Corruption(lines->Where() + ": label \"" + std::string(f.substr(0, 40)) +
-                                "\" is not a class number (a non-negative integer, or nan for "
+                                "\" is not a class number (an integer in [0, 2^24), or nan for "
                                 "unlabelled)");
     }
   }

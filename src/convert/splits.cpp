@@ -4,6 +4,8 @@
 // whose sequence differs between standard libraries; a split is a function of (spec, labels) only.
 #include "skiff/convert/splits.h"
 
+#include <iterator>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -158,6 +160,25 @@ Result<Splits> MakeSplits(const SplitSpec& spec, const std::vector<int32_t>& lab
   std::sort(out.valid.begin(), out.valid.end());
   std::sort(out.test.begin(), out.test.end());
   return out;
+}
+
+Status CheckDisjoint(const Splits& s, const std::string& train_name, const std::string& valid_name,
+                     const std::string& test_name) {
+  const std::pair<const std::vector<int64_t>*, const std::string*> named[] = {
+      {&s.train, &train_name}, {&s.valid, &valid_name}, {&s.test, &test_name}};
+  for (size_t i = 0; i < 3; ++i) {
+    for (size_t j = i + 1; j < 3; ++j) {
+      std::vector<int64_t> both;
+      std::set_intersection(named[i].first->begin(), named[i].first->end(), named[j].first->begin(),
+                            named[j].first->end(), std::back_inserter(both));
+      if (!both.empty()) {
+        return Status::InvalidArgument(*named[i].second + " and " + *named[j].second + " share " +
+                                       std::to_string(both.size()) + " nodes (first: " +
+                                       std::to_string(both.front()) + "); splits must be disjoint");
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 Status WriteSplits(format::DatasetWriter& writer, const Splits& splits) {

@@ -1,7 +1,9 @@
 #include "skiff/format/dataset.h"
 
 #include "skiff/enum_names.h"
+#include "skiff/format/content_checks.h"
 #include "skiff/half.h"
+#include "skiff/io/path_status.h"
 #include "skiff/io/staged_dir.h"
 #include "skiff/io/write_path.h"
 #include "skiff/log.h"
@@ -18,6 +20,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <span>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -289,6 +293,10 @@ Status CheckManifest(const Manifest& m, const std::string& path) {
                                      {"num_classes", m.num_classes}}) {
     if (count < 0) return bad(std::string(field) + " is negative (" + std::to_string(count) + ")");
   }
+  if (m.num_classes > kMaxClasses) {
+    return bad("num_classes is " + std::to_string(m.num_classes) +
+               ", above the limit of 2^24 = " + std::to_string(kMaxClasses));
+  }
   if (m.link_split) {
     const LinkSplitInfo& l = *m.link_split;
     for (const auto& [field, count] : {std::pair<const char*, int64_t>{"train", l.train},
@@ -496,14 +504,18 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
   if (!fs::exists(dir, exists_ec)) RecoverInterruptedReplace(dir);
   std::ifstream in(path);
   if (!in) {
+    const int open_errno = errno;
+    SKIFF_RETURN_IF_ERROR(io::StatPath("dataset directory", dir));
     std::error_code ec;
-    if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) {
       return Status::InvalidArgument(dir + " is a file, not a dataset directory");
     }
-    if (!fs::is_directory(dir, ec)) {
-      return Status::NotFound("dataset directory " + dir + " does not exist");
+    const Status manifest = io::StatPath("manifest", path);
+    if (manifest.code() == StatusCode::kNotFound) {
+      return Status::NotFound(path + " is missing: " + dir + " is not a Skiff dataset");
     }
-    return Status::NotFound(path + " is missing: " + dir + " is not a Skiff dataset");
+    SKIFF_RETURN_IF_ERROR(manifest);
+    return Status::FromErrno(open_errno, "open " + path);
   }
   std::stringstream ss;
   ss << in.rdbuf();
@@ -542,16 +554,30 @@ Result<std::vector<T>> LoadArray(const Dataset& ds, const std::string& name) {
 
 Result<std::vector<int64_t>> Dataset::LoadOffsets() const {
   SKIFF_ASSIGN_OR_RETURN(auto v, LoadArray<int64_t>(*this, kOffsetsFile));
-  if (v.front() != 0 || v.back() != manifest_.num_edges) {
-    return Status::Corruption(dir_ + "/graph.offsets: first/last offset disagree with num_edges");
-  }
+  SKIFF_RETURN_IF_ERROR(
+      CheckOffsets(dir_ + "/" + kOffsetsFile, v, 0, 0, manifest_.num_nodes, manifest_.num_edges));
   return v;
 }
 
+Status Dataset::NeighborIdError(int64_t entry, int64_t value) const {
+  SKIFF_ASSIGN_OR_RETURN(const auto offsets, LoadOffsets());
+  const auto row = std::upper_bound(offsets.begin(), offsets.end(), entry) - offsets.begin() - 1;
+  return NeighborOutOfRange(dir_ + "/" + kNeighborsFile, row, value, manifest_.num_nodes);
+}
+
 Result<std::vector<int64_t>> Dataset::LoadNeighbors() const {
-  if (manifest_.neighbor_dtype == DType::kInt64) return LoadArray<int64_t>(*this, kNeighborsFile);
-  SKIFF_ASSIGN_OR_RETURN(auto v32, LoadArray<int32_t>(*this, kNeighborsFile));
-  return std::vector<int64_t>(v32.begin(), v32.end());
+  std::vector<int64_t> v;
+  int64_t bad = -1;
+  if (manifest_.neighbor_dtype == DType::kInt64) {
+    SKIFF_ASSIGN_OR_RETURN(v, LoadArray<int64_t>(*this, kNeighborsFile));
+    bad = FirstIdOutOfRange(std::span<const int64_t>(v), manifest_.num_nodes);
+  } else {
+    SKIFF_ASSIGN_OR_RETURN(auto v32, LoadArray<int32_t>(*this, kNeighborsFile));
+    bad = FirstIdOutOfRange(std::span<const int32_t>(v32), manifest_.num_nodes);
+    v.assign(v32.begin(), v32.end());
+  }
+  if (bad >= 0) return NeighborIdError(bad, v[static_cast<size_t>(bad)]);
+  return v;
 }
 
 Result<std::vector<int32_t>> Dataset::LoadLabels() const {
@@ -567,7 +593,7 @@ Result<std::vector<int32_t>> Dataset::LoadLabels() const {
   return labels;
 }
 
-Result<std::vector<int64_t>> Dataset::LoadSplit(const std::string& name) const {
+Result<std::vector<int64_t>> Dataset::LoadSplitFile(const std::string& name) const {
   SKIFF_ASSIGN_OR_RETURN(auto ids, LoadArray<int64_t>(*this, name));
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= manifest_.num_nodes || (i > 0 && ids[i] <= ids[i - 1])) {
@@ -577,6 +603,44 @@ Result<std::vector<int64_t>> Dataset::LoadSplit(const std::string& name) const {
     }
   }
   return ids;
+}
+
+Result<Dataset::NodeSplits> Dataset::LoadSplits() const {
+  NodeSplits s;
+  SKIFF_ASSIGN_OR_RETURN(s.train, LoadSplitFile(kTrainFile));
+  SKIFF_ASSIGN_OR_RETURN(s.valid, LoadSplitFile(kValidFile));
+  SKIFF_ASSIGN_OR_RETURN(s.test, LoadSplitFile(kTestFile));
+  const std::vector<int64_t>* splits[] = {&s.train, &s.valid, &s.test};
+  const char* names[] = {kTrainFile, kValidFile, kTestFile};
+  SKIFF_RETURN_IF_ERROR(CheckSplitsDisjoint(dir_, splits, names, manifest_.num_nodes));
+  return s;
+}
+
+Result<std::vector<int64_t>> Dataset::LoadSplit(const std::string& name) const {
+  if (name != kTrainFile && name != kValidFile && name != kTestFile) {
+    return Status::InvalidArgument(name + " is not a node split file (" + kTrainFile + ", " +
+                                   kValidFile + ", " + kTestFile + ")");
+  }
+  SKIFF_ASSIGN_OR_RETURN(NodeSplits s, LoadSplits());
+  if (name == kTrainFile) return std::move(s.train);
+  return std::move(name == kValidFile ? s.valid : s.test);
+}
+
+Result<std::vector<int64_t>> Dataset::LoadOldIds() const {
+  const int64_t n = manifest_.num_nodes;
+  std::vector<int64_t> old_ids(static_cast<size_t>(n));
+  if (!manifest_.files.count(kRelabelOldIdsFile)) {
+    std::iota(old_ids.begin(), old_ids.end(), int64_t{0});
+    return old_ids;
+  }
+  SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* r, File(kRelabelOldIdsFile));
+  if (r->info().data_bytes != static_cast<uint64_t>(n) * 8) {
+    return Status::Corruption(r->path() + ": holds " + std::to_string(r->info().data_bytes) +
+                              " bytes, expected 8 per node (" + std::to_string(n) + " nodes)");
+  }
+  SKIFF_RETURN_IF_ERROR(r->ReadAt(0, static_cast<uint64_t>(n) * 8, old_ids.data()));
+  SKIFF_RETURN_IF_ERROR(CheckPermutation(r->path(), old_ids));
+  return old_ids;
 }
 
 namespace {
@@ -649,6 +713,8 @@ Status Dataset::ReadFeatureRows(int64_t first, int64_t count, float* dst) const 
       const auto* h = reinterpret_cast<const uint16_t*>(buf.data());
       for (int64_t i = 0; i < rows * dim; ++i) out[i] = HalfToFloat(h[i]);
     }
+    const int64_t bad = FirstNonFinite({out, static_cast<size_t>(rows * dim)});
+    if (bad >= 0) return NonFiniteFeature(r->path(), node + bad / dim, bad % dim, out[bad]);
     node = run_end;
   }
   return Status::Ok();
@@ -677,18 +743,11 @@ Status ReadInts(const ChecksummedFileReader& r, DType dtype, int64_t first, int6
   return Status::Ok();
 }
 
-// A hash of the directed edge (u, v), summed over all edges: an undirected graph stores each edge
-// both ways, so its sum equals that of the reversed edges (a mismatch proves asymmetry; a random
-// 64-bit coincidence is the only way an asymmetric graph passes).
-uint64_t EdgeHash(int64_t u, int64_t v) {
-  return SplitMixFinalize(static_cast<uint64_t>(u) * kGoldenGamma ^ static_cast<uint64_t>(v));
-}
-
 constexpr int64_t kVerifyChunkNodes = 1 << 20;
 
 }  // namespace
 
-Status Dataset::VerifyGraph() const {
+Status Dataset::VerifyGraph(uint64_t* edge_sum) const {
   SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* offsets_file, File(kOffsetsFile));
   SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* neighbors_file, File(kNeighborsFile));
   const int64_t n = manifest_.num_nodes;
@@ -699,33 +758,30 @@ Status Dataset::VerifyGraph() const {
   std::vector<int64_t> neighbors;
   for (int64_t first = 0; first < n; first += kVerifyChunkNodes) {
     const int64_t count = std::min(kVerifyChunkNodes, n - first);
+    const int64_t previous = first == 0 ? 0 : offsets.back();
     SKIFF_RETURN_IF_ERROR(ReadInts(*offsets_file, DType::kInt64, first, count + 1, &offsets));
-    if ((first == 0 && offsets[0] != 0) || offsets.back() > manifest_.num_edges) {
-      return Status::Corruption(dir_ + "/" + kOffsetsFile + ": offsets outside [0, num_edges = " +
-                                std::to_string(manifest_.num_edges) + "]");
-    }
-    for (int64_t i = 0; i < count; ++i) {
-      if (offsets[i + 1] < offsets[i]) {
-        return Status::Corruption(dir_ + "/" + kOffsetsFile + ": offsets of node " +
-                                  std::to_string(first + i) + " decrease");
-      }
-    }
+    SKIFF_RETURN_IF_ERROR(
+        CheckOffsets(offsets_file->path(), offsets, first, previous, n, manifest_.num_edges));
     SKIFF_RETURN_IF_ERROR(ReadInts(*neighbors_file, manifest_.neighbor_dtype, offsets[0],
                                    offsets.back() - offsets[0], &neighbors));
     for (int64_t i = 0; i < count; ++i) {
       const int64_t u = first + i;
       for (int64_t e = offsets[i]; e < offsets[i + 1]; ++e) {
         const int64_t v = neighbors[static_cast<size_t>(e - offsets[0])];
-        if (v < 0 || v >= n) {
+        if (v < 0 || v >= n) return NeighborOutOfRange(where, u, v, n);
+        const int64_t before =
+            e > offsets[i] ? neighbors[static_cast<size_t>(e - 1 - offsets[0])] : v;
+        if (v < before) {
           return Status::Corruption(where + ": node " + std::to_string(u) + " has neighbour " +
-                                    std::to_string(v) +
-                                    ", outside [0, num_nodes = " + std::to_string(n) + ")");
+                                    std::to_string(v) + " after " + std::to_string(before) +
+                                    "; neighbours must be in ascending order within a row");
         }
         forward += EdgeHash(u, v);
         backward += EdgeHash(v, u);
       }
     }
   }
+  *edge_sum = forward;
   if (manifest_.undirected && forward != backward) {
     return Status::Corruption(where +
                               ": the manifest says undirected, but some edge (u, v) is "
@@ -787,19 +843,18 @@ Status Dataset::VerifyFeatureExtents() const {
   return Status::Ok();
 }
 
-Status Dataset::VerifySplits() const {
-  std::vector<int8_t> owner(static_cast<size_t>(manifest_.num_nodes), -1);
-  const std::string splits[] = {kTrainFile, kValidFile, kTestFile};
-  for (int8_t s = 0; s < 3; ++s) {
-    SKIFF_ASSIGN_OR_RETURN(const auto ids, LoadSplit(splits[s]));
-    for (const int64_t v : ids) {
-      int8_t& o = owner[static_cast<size_t>(v)];
-      if (o >= 0) {
-        return Status::Corruption(dir_ + ": node " + std::to_string(v) + " is in both " +
-                                  splits[o] + " and " + splits[s] + "; splits must be disjoint");
-      }
-      o = s;
-    }
+Status Dataset::VerifySplits() const { return LoadSplits().status(); }
+
+Status Dataset::VerifyFeatureValues() const {
+  const int64_t n = manifest_.num_nodes, dim = manifest_.feature_dim;
+  if (dim == 0) return Status::Ok();
+  constexpr int64_t kChunkValues = int64_t{1} << 24;
+  const int64_t rows = std::max<int64_t>(1, kChunkValues / dim);
+  std::vector<float> chunk;
+  for (int64_t first = 0; first < n; first += rows) {
+    const int64_t count = std::min(rows, n - first);
+    chunk.resize(static_cast<size_t>(count * dim));
+    SKIFF_RETURN_IF_ERROR(ReadFeatureRows(first, count, chunk.data()));
   }
   return Status::Ok();
 }
@@ -974,9 +1029,12 @@ Status Dataset::VerifyAll() const {
 Status Dataset::VerifyConsistency() const {
   SKIFF_RETURN_IF_ERROR(LoadLabels().status());
   SKIFF_RETURN_IF_ERROR(VerifySplits());
-  SKIFF_RETURN_IF_ERROR(VerifyGraph());
+  uint64_t edge_sum = 0;
+  SKIFF_RETURN_IF_ERROR(VerifyGraph(&edge_sum));
   SKIFF_RETURN_IF_ERROR(VerifyFeatureExtents());
+  SKIFF_RETURN_IF_ERROR(VerifyFeatureValues());
   SKIFF_RETURN_IF_ERROR(VerifyRelabelling());
+  SKIFF_RETURN_IF_ERROR(VerifyEdgeBuckets(edge_sum));
   return VerifyLinkSplit();
 }
 

@@ -405,6 +405,18 @@ class BufferedNpyReader : public NpyReader {
     return Status::Ok();
   }
 
+  // Reads past the last element: nothing may follow it, and reaching the end of a zip entry is
+  // what makes libzip compare the entry's CRC-32 (a mismatch is an error of Fill).
+  Status CheckEnd() override {
+    char probe[64];
+    SKIFF_ASSIGN_OR_RETURN(
+        const size_t n, begin_ < end_ ? Result<size_t>(end_ - begin_) : Fill(probe, sizeof(probe)));
+    if (n == 0) return Status::Ok();
+    return Status::Corruption(source_ + ": trailing data after the " +
+                              std::to_string(header_.num_elements()) +
+                              " elements its shape holds (byte " + std::to_string(offset_) + ")");
+  }
+
   uint64_t offset_;  // bytes of the file or entry consumed by the caller
 
  private:
@@ -489,6 +501,18 @@ Result<ZipPtr> OpenZip(const std::string& path) {
   return ZipPtr(z);
 }
 
+// The data after the header must be exactly what the shape says: fewer bytes is a truncated
+// array, more is an array whose header does not describe it (numpy refuses both).
+Status CheckDataSize(const std::string& source, const NpyHeader& h, uint64_t offset, uint64_t have,
+                     const char* what) {
+  const uint64_t need = static_cast<uint64_t>(h.num_elements()) * h.item_bytes;
+  if (have == need) return Status::Ok();
+  return Status::Corruption(source + (have < need ? ": truncated data" : ": trailing data") +
+                            ": shape needs " + std::to_string(need) +
+                            " bytes after the header (byte " + std::to_string(offset) + "), the " +
+                            what + " has " + std::to_string(have));
+}
+
 std::string StripNpy(const std::string& name) {
   if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) {
     return name.substr(0, name.size() - 4);
@@ -535,13 +559,10 @@ Result<std::unique_ptr<NpyReader>> NpyReader::OpenFile(const std::string& path) 
   // Check the size up front so truncation is reported before any data is consumed.
   struct stat st {};
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    const uint64_t need = static_cast<uint64_t>(header->num_elements()) * header->item_bytes;
     const uint64_t have = static_cast<uint64_t>(st.st_size) - offset;
-    if (have < need) {
+    if (Status size = CheckDataSize(path, *header, offset, have, "file"); !size.ok()) {
       ::close(fd);
-      return Status::Corruption(path + ": truncated data: shape needs " + std::to_string(need) +
-                                " bytes after the header (byte " + std::to_string(offset) +
-                                "), the file has " + std::to_string(have));
+      return size;
     }
   }
   return std::unique_ptr<NpyReader>(new FileNpyReader(path, std::move(*header), fd, offset));
@@ -584,13 +605,10 @@ Result<std::unique_ptr<NpyReader>> NpyReader::OpenNpzEntry(const std::string& np
     return header.status();
   }
   if ((zst.valid & ZIP_STAT_SIZE) != 0) {
-    const uint64_t need = static_cast<uint64_t>(header->num_elements()) * header->item_bytes;
     const uint64_t have = zst.size - std::min<uint64_t>(zst.size, offset);
-    if (have < need) {
+    if (Status size = CheckDataSize(source, *header, offset, have, "entry"); !size.ok()) {
       zip_fclose(file);
-      return Status::Corruption(source + ": truncated data: shape needs " + std::to_string(need) +
-                                " bytes after the header (byte " + std::to_string(offset) +
-                                "), the entry has " + std::to_string(have));
+      return size;
     }
   }
   return std::unique_ptr<NpyReader>(
@@ -614,7 +632,7 @@ Status NpyReader::ReadFloat(int64_t count, float* dst) {
     count -= n;
     elements_read_ += n;
   }
-  return Status::Ok();
+  return elements_read_ == header_.num_elements() ? CheckEnd() : Status::Ok();
 }
 
 Status NpyReader::ReadInt64(int64_t count, int64_t* dst) {
@@ -640,7 +658,7 @@ Status NpyReader::ReadInt64(int64_t count, int64_t* dst) {
     count -= n;
     elements_read_ += n;
   }
-  return Status::Ok();
+  return elements_read_ == header_.num_elements() ? CheckEnd() : Status::Ok();
 }
 
 Result<std::vector<std::string>> ListNpzEntries(const std::string& npz_path) {

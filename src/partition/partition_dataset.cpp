@@ -456,14 +456,7 @@ Status WriteRelabelMap(const format::Dataset& ds, Layout* layout, DatasetWriter&
   const int64_t n = ds.manifest().num_nodes;
   std::vector<int64_t>& old_ids = layout->old_id;
   if (ds.manifest().files.count(kRelabelOldIdsFile)) {
-    SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* prev, ds.File(kRelabelOldIdsFile));
-    if (prev->info().data_bytes != static_cast<uint64_t>(n) * 8) {
-      return Status::Corruption(prev->path() + ": holds " +
-                                std::to_string(prev->info().data_bytes) + " bytes, expected " +
-                                std::to_string(n * 8));
-    }
-    std::vector<int64_t> prev_ids(static_cast<size_t>(n));
-    SKIFF_RETURN_IF_ERROR(prev->ReadAt(0, static_cast<uint64_t>(n) * 8, prev_ids.data()));
+    SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> prev_ids, ds.LoadOldIds());
     for (int64_t v = 0; v < n; ++v) old_ids[v] = prev_ids[old_ids[v]];
   }
   return w.WriteFile(kRelabelOldIdsFile, old_ids.data(), old_ids.size() * 8);

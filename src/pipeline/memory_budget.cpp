@@ -336,7 +336,7 @@ Result<MemoryPlan> DevicePlan(const MemoryBudgetInputs& in) {
     return Status::ResourceExhausted("--memory " + FormatBytes(in.budget_bytes) +
                                      " is too small even with the graph and features on the "
                                      "device: it needs at least " +
-                                     FormatBytes(minimum) + "; raise --memory");
+                                     FormatBytesAtLeast(minimum) + "; raise --memory");
   }
   return plan;
 }
@@ -408,10 +408,11 @@ Status TooSmall(const MemoryBudgetInputs& in, const MemoryPlan& plan, uint64_t m
   return Status::ResourceExhausted(
       budget + FormatBytes(in.budget_bytes) +
       " is too small for one batch of this configuration: it needs at least " +
-      FormatBytes(minimum) + " (one batch of ~" + std::to_string(plan.train_batch.input_nodes) +
-      " sampled nodes " + FormatBytes(one_batch) + "; " + std::to_string(min_slots) +
-      " partition slots of " + FormatBytes(in.partition_slot_bytes) + " + pool scratch " +
-      FormatBytes(in.pool_fixed_bytes) + detail + advice);
+      FormatBytesAtLeast(minimum) + " (one batch of ~" +
+      std::to_string(plan.train_batch.input_nodes) + " sampled nodes " + FormatBytes(one_batch) +
+      "; " + std::to_string(min_slots) + " partition slots of " +
+      FormatBytes(in.partition_slot_bytes) + " + pool scratch " + FormatBytes(in.pool_fixed_bytes) +
+      detail + advice);
 }
 
 // Aggregated batches: out of `discretionary` bytes, the gather groups (training and evaluation),

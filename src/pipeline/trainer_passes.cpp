@@ -89,9 +89,10 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
   data.csr = out->csr.get();
   data.num_classes = m.num_classes;
   SKIFF_ASSIGN_OR_RETURN(data.labels, dataset->LoadLabels());
-  SKIFF_ASSIGN_OR_RETURN(data.train, dataset->LoadSplit(format::kTrainFile));
-  SKIFF_ASSIGN_OR_RETURN(data.valid, dataset->LoadSplit(format::kValidFile));
-  SKIFF_ASSIGN_OR_RETURN(data.test, dataset->LoadSplit(format::kTestFile));
+  SKIFF_ASSIGN_OR_RETURN(format::Dataset::NodeSplits splits, dataset->LoadSplits());
+  data.train = std::move(splits.train);
+  data.valid = std::move(splits.valid);
+  data.test = std::move(splits.test);
   return out;
 }
 

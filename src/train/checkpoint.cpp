@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "skiff/io/atomic_file.h"
+#include "skiff/io/path_status.h"
 
 namespace skiff::train {
 namespace {
@@ -162,7 +163,11 @@ Status ReadTensor(const std::string& path, Reader& r, CheckpointTensor* t) {
 
 Result<Checkpoint> ReadCheckpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound("checkpoint " + path + " does not exist or cannot be read");
+  if (!in) {
+    const int open_errno = errno;
+    SKIFF_RETURN_IF_ERROR(io::StatPath("checkpoint", path));  // missing, or the OS's reason
+    return Status::FromErrno(open_errno, "open checkpoint " + path);
+  }
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string data = ss.str();

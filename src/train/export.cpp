@@ -28,27 +28,9 @@ namespace {
 
 // Each node's number before partitioning: a partitioned dataset has renumbered its nodes (node v
 // was node old_ids[v] before), and raw IDs follow the old numbering. Others: v itself.
-Result<std::vector<int64_t>> OldIds(const format::Dataset& dataset) {
-  const int64_t n = dataset.manifest().num_nodes;
-  std::vector<int64_t> old_ids(n);
-  std::iota(old_ids.begin(), old_ids.end(), int64_t{0});
-  if (dataset.manifest().files.count(format::kRelabelOldIdsFile) == 0) return old_ids;
-  SKIFF_ASSIGN_OR_RETURN(const format::ChecksummedFileReader* file,
-                         dataset.File(format::kRelabelOldIdsFile));
-  if (file->info().data_bytes != static_cast<uint64_t>(n) * 8) {
-    return Status::Corruption(file->path() + ": holds " + std::to_string(file->info().data_bytes) +
-                              " bytes, expected " + std::to_string(n * 8));
-  }
-  SKIFF_RETURN_IF_ERROR(file->ReadAt(0, static_cast<uint64_t>(n) * 8, old_ids.data()));
-  for (int64_t v = 0; v < n; ++v) {
-    if (old_ids[v] < 0 || old_ids[v] >= n) {
-      return Status::Corruption(file->path() + ": entry " + std::to_string(v) + " (" +
-                                std::to_string(old_ids[v]) + ") is not a node ID below " +
-                                std::to_string(n));
-    }
-  }
-  return old_ids;
-}
+// A relabelling that is not a permutation would write rows under the wrong raw IDs: LoadOldIds
+// refuses it.
+Result<std::vector<int64_t>> OldIds(const format::Dataset& dataset) { return dataset.LoadOldIds(); }
 
 }  // namespace
 

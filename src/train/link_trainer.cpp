@@ -1,4 +1,5 @@
 #include "skiff/train/link_trainer.h"
+#include "skiff/format/content_checks.h"
 
 #include <algorithm>
 #include <chrono>
@@ -82,6 +83,11 @@ Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* d) {
   SKIFF_ASSIGN_OR_RETURN(d->train, dataset.LoadEdgePairs(format::kLinkTrainFile));
   SKIFF_ASSIGN_OR_RETURN(d->valid, dataset.LoadEdgePairs(format::kLinkValidFile));
   SKIFF_ASSIGN_OR_RETURN(d->test, dataset.LoadEdgePairs(format::kLinkTestFile));
+  // A pair in two splits would be trained on and scored as held out.
+  const std::vector<int64_t>* positives[] = {&d->train, &d->valid, &d->test};
+  const char* names[] = {format::kLinkTrainFile, format::kLinkValidFile, format::kLinkTestFile};
+  SKIFF_RETURN_IF_ERROR(
+      format::CheckEdgeSplitDisjoint(dataset.dir(), d->undirected, positives, names));
   d->valid_neg.clear();
   d->test_neg.clear();
   if (split->valid_neg > 0) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <type_traits>
 
@@ -51,18 +52,54 @@ struct IntCodec {
   }
 };
 
+// A finite number, within a range when one is given: [lo, hi), [lo, inf) or (0, inf) (`positive`);
+// `or_value` is one more value accepted outside it (input dropout's -1, "as --dropout").
 struct FloatCodec {
   static constexpr const char* kType = "NUMBER";
+  float lo = -std::numeric_limits<float>::infinity();
+  float hi = std::numeric_limits<float>::infinity();  // excluded when finite
+  bool positive = false;                              // excludes lo (0) itself
+  std::optional<float> or_value;
+  static FloatCodec Between(float lo, float hi) {
+    FloatCodec c;
+    c.lo = lo;
+    c.hi = hi;
+    return c;
+  }
+  static FloatCodec AtLeast(float lo) {
+    return Between(lo, std::numeric_limits<float>::infinity());
+  }
+  static FloatCodec Positive() {
+    FloatCodec c = AtLeast(0);
+    c.positive = true;
+    return c;
+  }
   std::string Text(float v) const {
     char buf[32];
     const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);  // shortest round trip
     return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
   }
+  bool InRange(float v) const {
+    if (or_value.has_value() && v == *or_value) return true;
+    return std::isfinite(v) && (positive ? v > lo : v >= lo) && v < hi;
+  }
+  std::string Range() const {
+    std::string r;
+    if (positive) {
+      r = "a number > " + Text(lo);
+    } else if (std::isinf(lo)) {
+      r = "a number";
+    } else {
+      r = "a number in [" + Text(lo) + ", " + (std::isinf(hi) ? "inf" : Text(hi)) + ")";
+    }
+    if (or_value.has_value()) r += " or " + Text(*or_value);
+    return r;
+  }
   Status Parse(std::string_view text, float* v) const {
     float parsed = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), parsed);
-    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(parsed)) {
-      return Status::InvalidArgument("expected a number (got '" + std::string(text) + "')");
+    if (ec != std::errc() || end != text.data() + text.size() || !InRange(parsed)) {
+      return Status::InvalidArgument("expected " + Range() + " (got '" + std::string(text) + "')");
     }
     *v = parsed;
     return Status::Ok();
@@ -70,7 +107,9 @@ struct FloatCodec {
   json Json(float v) const { return v; }
   float FromJson(const json& j) const {
     if (!j.is_number()) throw std::invalid_argument("not a number");
-    return j.get<float>();
+    const float v = j.get<float>();
+    if (!InRange(v)) throw std::invalid_argument("expected " + Range());
+    return v;
   }
 };
 
@@ -170,10 +209,15 @@ std::vector<TrainOption> ModelOptions() {
           IntCodec<int64_t>{1}),
       Entry(
           "dropout", kRun, "Dropout probability", [](auto& o) -> auto& { return o.model.dropout; },
-          FloatCodec{}),
+          FloatCodec::Between(0, 1)),
       Entry(
           "input-dropout", kRun, "Dropout on the input features (-1: same as --dropout)",
-          [](auto& o) -> auto& { return o.model.input_dropout; }, FloatCodec{}),
+          [](auto& o) -> auto& { return o.model.input_dropout; },
+          [] {
+            FloatCodec c = FloatCodec::Between(0, 1);
+            c.or_value = -1.0f;
+            return c;
+          }()),
       Entry(
           "heads", kRun, "GAT attention heads", [](auto& o) -> auto& { return o.model.heads; },
           IntCodec<int>{1}),
@@ -192,7 +236,9 @@ std::vector<TrainOption> ModelOptions() {
 std::vector<TrainOption> SamplingOptions() {
   return {
       Entry(
-          "fanouts", kRun, "Neighbours sampled per layer, input layer first; -1 = all",
+          "fanouts", kRun,
+          "Neighbours sampled per layer, input layer first; -1 = all, 0 = none (the node's own "
+          "features only)",
           [](auto& o) -> auto& { return o.fanouts; }, FanoutsCodec{}),
       Entry(
           "eval-fanouts", kRun,
@@ -222,16 +268,16 @@ std::vector<TrainOption> OptimizerOptions() {
           [](auto& o) -> auto& { return o.optimizer.kind; }),
       Entry(
           "lr", kRun, "Learning rate", [](auto& o) -> auto& { return o.optimizer.lr; },
-          FloatCodec{}),
+          FloatCodec::Positive()),
       Entry(
           "weight-decay", kRun, "L2 weight decay",
-          [](auto& o) -> auto& { return o.optimizer.weight_decay; }, FloatCodec{}),
+          [](auto& o) -> auto& { return o.optimizer.weight_decay; }, FloatCodec::AtLeast(0)),
       EnumEntry(
           "weight-decay-scope", kRun, "Parameters weight decay applies to", model::kDecayScopeNames,
           [](auto& o) -> auto& { return o.optimizer.decay_scope; }),
       Entry(
           "momentum", kRun, "SGD momentum", [](auto& o) -> auto& { return o.optimizer.momentum; },
-          FloatCodec{}),
+          FloatCodec::Between(0, 1)),
   };
 }
 

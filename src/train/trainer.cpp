@@ -38,9 +38,10 @@ Result<std::unique_ptr<InMemoryData>> LoadInMemory(const format::Dataset& datase
   d.csr = out->graph.get();
   SKIFF_ASSIGN_OR_RETURN(d.labels, dataset.LoadLabels());
   d.num_classes = dataset.manifest().num_classes;
-  SKIFF_ASSIGN_OR_RETURN(d.train, dataset.LoadSplit(format::kTrainFile));
-  SKIFF_ASSIGN_OR_RETURN(d.valid, dataset.LoadSplit(format::kValidFile));
-  SKIFF_ASSIGN_OR_RETURN(d.test, dataset.LoadSplit(format::kTestFile));
+  SKIFF_ASSIGN_OR_RETURN(format::Dataset::NodeSplits splits, dataset.LoadSplits());
+  d.train = std::move(splits.train);
+  d.valid = std::move(splits.valid);
+  d.test = std::move(splits.test);
   return out;
 }
 

@@ -2,8 +2,8 @@
 # Command-line misuse exits 2 (as documented) with a message naming the option; --help and
 # --version exit 0; negative counts and seeds are refused instead of wrapping around, and thread
 # counts above 1024 instead of failing part-way; empty paths are refused; a value a
-# training option cannot take (the GPU options too, of train and predict) exits 2 naming the
-# option, before any work.
+# training option cannot take (the GPU options too, of train and predict; a number outside its
+# range) exits 2 naming the option, before any work.
 #   bash cli_usage_errors.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -uo pipefail
 SKIFF=$1
@@ -48,8 +48,12 @@ printf '3 2\n2\n1 3\n2\n' > tiny.graph
 expect 1 "--ogb-split applies to the OGB layout, not to edgelist input" convert edges.tsv c --ogb-split x
 expect 1 "--header/--no-header apply to edge lists, not to metis input" convert tiny.graph c --header
 # Values no run can use are refused before any work.
-expect 1 "momentum must lie in \[0, 1)" train small --optimizer sgd --momentum 5
-expect 1 "input_dropout must lie in \[0, 1)" train small --input-dropout -2
+expect 2 "--momentum: expected a number in \[0, 1) (got '5')" train small --optimizer sgd --momentum 5
+expect 2 "--momentum: expected a number in \[0, 1) (got '1.0')" train small --optimizer sgd --momentum 1.0
+expect 2 "--input-dropout: expected a number in \[0, 1) or -1 (got '-2')" train small --input-dropout -2
+expect 2 "--lr: expected a number > 0 (got '-0.01')" train small --lr -0.01
+expect 2 "--weight-decay: expected a number in \[0, inf) (got '-1')" train small --weight-decay -1
+expect 2 "--dropout: expected a number in \[0, 1) (got '1.5')" train small --dropout 1.5
 expect 2 "--seed: expected an integer >= 0 (got '-1')" train small --seed -1
 expect 2 "--layers: expected an integer >= 1 (got 'two')" train small --layers two
 expect 2 "--activation: unknown value 'tanh' (expected relu or elu)" train small --activation tanh

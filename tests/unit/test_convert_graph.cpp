@@ -384,3 +384,69 @@ TEST_CASE("convert: piped and gzip-piped input, string or dense IDs, converts as
     }
   }
 }
+
+TEST_CASE("convert: OGB splits that share a node are refused, as readers would refuse them") {
+  testing::TempDir dir;
+  const std::string root = dir / "ogbn-toy";
+  testing::WriteOgb(root, {.edges = "0,1\n1,2\n2,3\n3,0\n",
+                           .num_nodes = "5\n",
+                           .features = "0\n1\n2\n3\n4\n",
+                           .labels = "0\n1\n2\n1\n0\n",
+                           .train = "0\n1\n",
+                           .valid = "2\n1\n",
+                           .test = "4\n"});
+  auto s = ConvertGraph(Options(root, dir / "ds"));
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.status().code() == StatusCode::kInvalidArgument);
+  CHECK_MESSAGE(s.status().message().find("train.csv.gz and ") != std::string::npos,
+                s.status().message());
+  CHECK(s.status().message().find("valid.csv.gz share 1 nodes (first: 1)") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "ds"));
+}
+
+TEST_CASE("convert: raw IDs are compared byte for byte in every ID-mapping mode") {
+  testing::TempDir dir;
+  // "2" and "02" are two IDs: four nodes whichever mode maps them.
+  WriteText(dir / "ids.txt", "0 1\n1 2\n2 02\n");
+  for (const IdMapMode mode : {IdMapMode::kAuto, IdMapMode::kAlways}) {
+    auto o = Options(dir / "ids.txt", dir / ("ds" + std::to_string(static_cast<int>(mode))));
+    o.id_map = mode;
+    auto s = ConvertGraph(o);
+    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+    CHECK(s->num_nodes == 4);
+    CHECK(s->id_map_used);
+  }
+  // Without a map "02" cannot be a node of its own: refused, naming the line.
+  auto o = Options(dir / "ids.txt", dir / "never");
+  o.id_map = IdMapMode::kNever;
+  auto never = ConvertGraph(o);
+  REQUIRE_FALSE(never.ok());
+  CHECK_MESSAGE(never.status().message().find("line 3") != std::string::npos,
+                never.status().message());
+  CHECK(never.status().message().find("\"02\"") != std::string::npos);
+  // Canonical integers stay the identity in every mode.
+  WriteText(dir / "dense.txt", "0 1\n1 2\n2 0\n");
+  for (const IdMapMode mode : {IdMapMode::kAuto, IdMapMode::kAlways, IdMapMode::kNever}) {
+    auto d = Options(dir / "dense.txt", dir / ("dense" + std::to_string(static_cast<int>(mode))));
+    d.id_map = mode;
+    auto s = ConvertGraph(d);
+    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+    CHECK(s->num_nodes == 3);
+    if (mode != IdMapMode::kAlways) CHECK_FALSE(s->id_map_used);
+  }
+}
+
+TEST_CASE("convert: a label too large for a class is refused naming the file, node and value") {
+  testing::TempDir dir;
+  WriteText(dir / "g.txt", "0 1\n1 2\n");
+  const std::vector<int64_t> labels{0, 2147483647, 1};
+  WriteNpy(dir / "labels.npy", "<i8", {3}, labels.data(), labels.size() * 8);
+  auto o = Options(dir / "g.txt", dir / "ds");
+  o.labels_npy = dir / "labels.npy";
+  auto s = ConvertGraph(o);
+  REQUIRE_FALSE(s.ok());
+  CHECK_MESSAGE(
+      s.status().message().find("labels.npy: label of node 1 is 2147483647") != std::string::npos,
+      s.status().message());
+  CHECK(s.status().message().find("-2147483648") == std::string::npos);
+}

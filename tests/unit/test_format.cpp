@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <numeric>
 
 #include <nlohmann/json.hpp>
@@ -528,6 +529,133 @@ TEST_CASE("format: VerifyAll checks the graph and the relabelling against the ma
     CHECK(VerifyMessage(dir).find("node 7 maps to ID 3, which is out of range or taken") !=
           std::string::npos);
   }
+}
+
+namespace {
+// The message of a failed result, "" when it succeeded.
+template <typename R>
+std::string MessageOf(const R& r) {
+  return r.ok() ? "" : r.status().ToString();
+}
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+}  // namespace
+
+TEST_CASE("format: every load checks what its readers rely on, as VerifyAll does") {
+  testing::TempDir tmp;
+  const std::string dir = tmp / "ds";
+  REQUIRE(WriteTinyDataset(dir, 10, 2).ok());  // the path 0-1-...-9, stored both ways
+  auto open = [&] {
+    auto ds = Dataset::Open(dir);
+    REQUIRE_MESSAGE(ds.ok(), ds.status().ToString());
+    return std::move(*ds);
+  };
+  SUBCASE("offsets that decrease: every graph load, and verify, the same message") {
+    std::vector<int64_t> offsets = {0, 1, 3, 2, 7, 9, 11, 13, 15, 17, 18};
+    ReplaceFile(dir, kOffsetsFile, offsets.data(), offsets.size() * 8);
+    const std::string want =
+        dir + "/graph.offsets: offsets of node 2 decrease (entry 2 = 3, " + "entry 3 = 2)";
+    CHECK(Has(MessageOf(open()->LoadOffsets()), want));
+    CHECK(Has(VerifyMessage(dir), want));
+  }
+  SUBCASE("offsets past num_edges") {
+    std::vector<int64_t> offsets = {0, 1, 3, 5, 7, 9, 11, 13, 15, 99, 18};
+    ReplaceFile(dir, kOffsetsFile, offsets.data(), offsets.size() * 8);
+    CHECK(Has(MessageOf(open()->LoadOffsets()),
+              "graph.offsets: entry 9 = 99 (a bound of node 9's "
+              "row), outside [0, num_edges = 18]"));
+  }
+  SUBCASE("a neighbour outside the graph names its node") {
+    std::vector<int32_t> nbrs = {1, 0, 2, 1, 3, 2, 4, 3, 5, 4, 6, 5, 7, 6, 8, 7, 9, 10};
+    ReplaceFile(dir, kNeighborsFile, nbrs.data(), nbrs.size() * 4);
+    const std::string want =
+        "graph.neighbors: node 9 has neighbour 10, outside [0, num_nodes = 10)";
+    CHECK(Has(MessageOf(open()->LoadNeighbors()), want));
+    CHECK(Has(VerifyMessage(dir), want));
+  }
+  SUBCASE("neighbours out of order within a row fail verify only") {
+    std::vector<int32_t> nbrs = {1, 2, 0, 1, 3, 2, 4, 3, 5, 4, 6, 5, 7, 6, 8, 7, 9, 8};
+    ReplaceFile(dir, kNeighborsFile, nbrs.data(), nbrs.size() * 4);
+    CHECK(open()->LoadNeighbors().ok());
+    CHECK(Has(VerifyMessage(dir),
+              "graph.neighbors: node 1 has neighbour 0 after 2; neighbours "
+              "must be in ascending order within a row"));
+  }
+  SUBCASE("a feature that is not finite names its node and column") {
+    std::vector<float> feats(20, 1.0f);
+    feats[7] = std::numeric_limits<float>::quiet_NaN();
+    ReplaceFile(dir, kFeaturesFile, feats.data(), feats.size() * 4);
+    const std::string want = "features.bin: node 3 has feature 1 = nan";
+    CHECK(Has(MessageOf(open()->LoadFeatures()), want));
+    std::vector<float> row(2);
+    CHECK(open()->ReadFeatureRows(2, 1, row.data()).ok());
+    CHECK(Has(open()->ReadFeatureRows(3, 1, row.data()).ToString(), want));
+    CHECK(Has(VerifyMessage(dir), want));
+    feats[7] = -std::numeric_limits<float>::infinity();
+    ReplaceFile(dir, kFeaturesFile, feats.data(), feats.size() * 4);
+    CHECK(Has(MessageOf(open()->LoadFeatures()), "node 3 has feature 1 = -inf"));
+  }
+  SUBCASE("overlapping splits: every split load") {
+    std::vector<int64_t> valid = {1};  // node 1 is also a training node
+    ReplaceFile(dir, kValidFile, valid.data(), 8);
+    const std::string want = "node 1 is in both train.idx and valid.idx; splits must be disjoint";
+    CHECK(Has(MessageOf(open()->LoadSplits()), want));
+    CHECK(Has(MessageOf(open()->LoadSplit(kTestFile)), want));
+    CHECK(Has(VerifyMessage(dir), want));
+  }
+  SUBCASE("a relabelling that is not a permutation: LoadOldIds") {
+    std::vector<int64_t> old_ids = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
+    ReplaceFile(dir, kRelabelOldIdsFile, old_ids.data(), old_ids.size() * 8);
+    auto ids = open()->LoadOldIds();
+    REQUIRE(ids.ok());
+    CHECK((*ids)[0] == 9);
+    old_ids[4] = 2;
+    ReplaceFile(dir, kRelabelOldIdsFile, old_ids.data(), old_ids.size() * 8);
+    const std::string want = "relabel.old_ids: node 7 maps to ID 2, which is out of range or taken";
+    CHECK(Has(MessageOf(open()->LoadOldIds()), want));
+    CHECK(Has(VerifyMessage(dir), want));
+  }
+  SUBCASE("the identity without a relabelling") {
+    auto ids = open()->LoadOldIds();
+    REQUIRE(ids.ok());
+    CHECK(*ids == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  }
+  SUBCASE("a class count past the limit is refused on open, without overflow") {
+    EditManifest(dir, [](nlohmann::json& j) { j["num_classes"] = int64_t{1} << 31; });
+    auto ds = Dataset::Open(dir);
+    REQUIRE_FALSE(ds.ok());
+    CHECK(Has(ds.status().message(), "num_classes is 2147483648, above the limit of 2^24"));
+  }
+}
+
+TEST_CASE("format: opening a dataset through a symbolic link loop gives the OS's reason") {
+  testing::TempDir tmp;
+  const std::string loop = tmp / "loop";
+  std::filesystem::create_symlink(loop, loop);
+  auto ds = Dataset::Open(loop);
+  REQUIRE_FALSE(ds.ok());
+  CHECK(Has(ds.status().message(), "Too many levels of symbolic links"));
+  CHECK_FALSE(Has(ds.status().message(), "does not exist"));
+  auto missing = Dataset::Open(tmp / "nothing");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(Has(missing.status().message(), "does not exist"));
+}
+
+TEST_CASE("log: a minimum printed with FormatBytesAtLeast is accepted back") {
+  for (const uint64_t bytes : {uint64_t{87545610}, uint64_t{1} << 20, uint64_t{1536} << 20,
+                               uint64_t{123456789012}, uint64_t{1025}}) {
+    CAPTURE(bytes);
+    std::string text = FormatBytesAtLeast(bytes);
+    text.erase(text.find(' '), 1);  // "83.49 MiB" -> "83.49MiB", as an option takes it
+    uint64_t parsed = 0;
+    REQUIRE(ParseBytes(text, &parsed));
+    CHECK(parsed >= bytes);
+  }
+  CHECK(FormatBytesAtLeast(87545610) == "83.49 MiB");  // 83.4898... rounds up
+  CHECK(FormatBytes(87545610) == "83.49 MiB");
+  CHECK(FormatBytesAtLeast(87540000) == "83.49 MiB");
+  CHECK(FormatBytes(87540000) == "83.48 MiB");  // to the nearest: a figure below the minimum
 }
 
 TEST_CASE("format: partition boundaries moved within an extent's padding fail VerifyAll") {

@@ -376,3 +376,43 @@ TEST_CASE("npy: files written by numpy itself read back exactly, when numpy is a
   auto fortran = NpyReader::OpenFile(dir / "fortran.npy");
   CHECK(fortran.status().message().find("Fortran") != std::string::npos);
 }
+
+TEST_CASE("npy: bytes after the data the shape describes are refused, as numpy refuses them") {
+  TempDir dir;
+  const std::string path = dir / "long.npy";
+  WriteBytes(path, NpyBytes("<i4", "(3,)", Raw<int32_t>({1, 2, 3, 4})));
+  auto r = NpyReader::OpenFile(path);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kCorruption);
+  CHECK_MESSAGE(r.status().message().find(path + ": trailing data: shape needs 12 bytes") !=
+                    std::string::npos,
+                r.status().message());
+  const std::map<std::string, std::string> entries = {
+      {"labels", NpyBytes("<i4", "(3,)", Raw<int32_t>({1, 2, 3, 4}))}};
+  WriteNpz(dir / "t.npz", entries, true);
+  auto z = NpyReader::OpenNpzEntry(dir / "t.npz", "labels");
+  REQUIRE_FALSE(z.ok());
+  CHECK(z.status().message().find("t.npz:labels.npy: trailing data") != std::string::npos);
+}
+
+TEST_CASE("npz: an entry whose CRC-32 does not match is refused once it is read") {
+  TempDir dir;
+  const std::string path = dir / "t.npz";
+  const std::string data = Raw<int32_t>({1, 2, 3, 4, 5, 6, 7, 8});
+  WriteNpz(path, {{"labels", NpyBytes("<i4", "(8,)", data)}}, /*deflate=*/false);
+  // Stored uncompressed: change one value in place, under the archive's CRC.
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const size_t at = bytes.find(data);
+  REQUIRE(at != std::string::npos);
+  f.seekp(static_cast<std::streamoff>(at + 4));
+  f.put('\x63');
+  f.close();
+  auto r = NpyReader::OpenNpzEntry(path, "labels");
+  REQUIRE_MESSAGE(r.ok(), r.status().ToString());
+  std::vector<int64_t> out(8);
+  const Status st = (*r)->ReadInt64(8, out.data());
+  CHECK(st.code() == StatusCode::kCorruption);
+  CHECK_MESSAGE(st.message().find("t.npz:labels.npy") != std::string::npos, st.message());
+  CHECK_MESSAGE(st.message().find("CRC") != std::string::npos, st.message());
+}

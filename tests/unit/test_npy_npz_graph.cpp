@@ -165,7 +165,14 @@ TEST_CASE("npz graph: malformed archives fail with a clear error and leave no da
          e["idx_val"] = NpyBytes("<i8", "(2,)", Raw<int64_t>({1, 2}));
          e["idx_test"] = NpyBytes("<i8", "(1,)", Raw<int64_t>({3}));
        },
-       "idx_train and idx_val share 1 nodes (first: 1)"},
+       "idx_train.npy and "},
+      {"overlapping given splits, named",
+       [](auto& e) {
+         e["idx_train"] = NpyBytes("<i8", "(2,)", Raw<int64_t>({0, 1}));
+         e["idx_val"] = NpyBytes("<i8", "(2,)", Raw<int64_t>({1, 2}));
+         e["idx_test"] = NpyBytes("<i8", "(1,)", Raw<int64_t>({3}));
+       },
+       "idx_val.npy share 1 nodes (first: 1); splits must be disjoint"},
       {"attribute column out of range",
        [](auto& e) {
          e["attr_indices"] = NpyBytes("<i4", "(4,)", Raw<int32_t>({0, 7, 1, 2}));

@@ -59,6 +59,12 @@ TEST_CASE(
         Bad{"epochs", "", "--epochs: expected an integer"},
         Bad{"lr", "fast", "--lr: expected a number"},
         Bad{"dropout", "nan", "--dropout: expected a number"},
+        Bad{"dropout", "1.5", "--dropout: expected a number in [0, 1) (got '1.5')"},
+        Bad{"input-dropout", "-0.5", "--input-dropout: expected a number in [0, 1) or -1"},
+        Bad{"lr", "-0.01", "--lr: expected a number > 0 (got '-0.01')"},
+        Bad{"lr", "0", "--lr: expected a number > 0"},
+        Bad{"weight-decay", "-1", "--weight-decay: expected a number in [0, inf) (got '-1')"},
+        Bad{"momentum", "1.0", "--momentum: expected a number in [0, 1) (got '1.0')"},
         Bad{"activation", "tanh",
             "--activation: unknown value 'tanh' (expected "
             "relu or elu)"},

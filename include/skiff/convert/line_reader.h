@@ -76,6 +76,11 @@ void SplitFields(std::string_view line, std::vector<std::string_view>* fields);
 
 // Parses the whole of `text` as a base-10 int64. False if empty, not a number or out of range.
 bool ParseInt64(std::string_view text, int64_t* value);
+// Parses `text` as a node ID that is an integer in canonical form: "0", or a digit 1-9 and more
+// digits (no sign, no leading zero), below 2^63. Raw node IDs are compared byte for byte
+// (docs/convert.md, "Node IDs"), so only this text can stand for the integer itself: "07" and
+// "+7" are IDs of their own, other than "7". False otherwise.
+bool ParseCanonicalId(std::string_view text, int64_t* value);
 // Parses the whole of `text` as a float (also "nan", "inf"). False if malformed.
 bool ParseFloat(std::string_view text, float* value);
 

@@ -34,6 +34,13 @@ struct Splits {
 Result<Splits> MakeSplits(const SplitSpec& spec, const std::vector<int32_t>& labels,
                           int64_t num_classes);
 
+// Splits read from an input (each ascending, without repeats): InvalidArgument when two of them
+// share a node, naming both (`names`: where each came from, e.g. the input's files) and the first
+// shared node; a dataset with such splits would train on nodes it evaluates on, and readers refuse
+// it.
+Status CheckDisjoint(const Splits& splits, const std::string& train_name,
+                     const std::string& valid_name, const std::string& test_name);
+
 // Writes train.idx / valid.idx / test.idx and the manifest's split counts.
 Status WriteSplits(format::DatasetWriter& writer, const Splits& splits);
 

@@ -37,6 +37,11 @@ namespace skiff::format {
 inline constexpr int kFormatVersion = 3;
 inline constexpr int kOldestReadableFormatVersion = 1;
 
+// Classes a dataset may have (labels are below it). A model has an output per class, so a class
+// number this large is a misread or corrupt label rather than a task: writers refuse such labels
+// and readers such a manifest, instead of allocating an output layer that cannot fit.
+inline constexpr int64_t kMaxClasses = int64_t{1} << 24;
+
 enum class DType : uint8_t { kFloat32, kFloat16, kInt32, kInt64 };
 const char* DTypeName(DType t);
 size_t DTypeBytes(DType t);
@@ -176,18 +181,36 @@ class Dataset {
   // Reader for a file recorded in the manifest; NotFound if absent.
   Result<const ChecksummedFileReader*> File(const std::string& name) const;
 
-  // Whole-array loads (verified). For in-memory paths and tests; out-of-core code reads extents.
+  // Whole-array loads, verified (checksums) and checked for what their readers rely on
+  // (format/content_checks.h), each a Corruption naming the file, the node and the value. For
+  // in-memory paths and tests; out-of-core code reads extents (storage::DatasetPartitionSource
+  // makes the same checks per block).
+  // Offsets start at 0, never decrease and end at num_edges.
   Result<std::vector<int64_t>> LoadOffsets() const;
-  Result<std::vector<int64_t>> LoadNeighbors() const;  // widened to int64
-  Result<std::vector<float>> LoadFeatures() const;     // converted to float32, N*D
+  // Widened to int64; every ID in [0, num_nodes).
+  Result<std::vector<int64_t>> LoadNeighbors() const;
+  // Converted to float32, N*D; every value finite.
+  Result<std::vector<float>> LoadFeatures() const;
+  // Every label in [-1, num_classes).
   Result<std::vector<int32_t>> LoadLabels() const;
+  // The three node splits: each ascending node IDs in [0, N), no node in two of them.
+  struct NodeSplits {
+    std::vector<int64_t> train, valid, test;
+  };
+  Result<NodeSplits> LoadSplits() const;
+  // One of them (kTrainFile, kValidFile, kTestFile), checked as LoadSplits checks it (the other two
+  // are read to check that they are disjoint).
   Result<std::vector<int64_t>> LoadSplit(const std::string& file_name) const;
+  // Each node's ID before partitioning (relabel.old_ids, checked to be a permutation of [0, N));
+  // the identity on a dataset that was never partitioned.
+  Result<std::vector<int64_t>> LoadOldIds() const;
   // The pairs of an edge-split file (kLink*File): 2*count int64, (src, dst) interleaved, verified
   // (checksums; endpoints in [0, N), else Corruption naming the file and the pair). Empty for a
   // non-edge file whose count is 0 and that is absent. NotFound when the dataset has no edge
   // split; InvalidArgument for a name that is not an edge-split file.
   Result<std::vector<int64_t>> LoadEdgePairs(const std::string& file_name) const;
-  // Feature rows [first, first+count) as float32 (handles partition extents and fp16).
+  // Feature rows [first, first+count) as float32 (handles partition extents and fp16); every
+  // value finite, else Corruption naming the node, the column and the value.
   Status ReadFeatureRows(int64_t first, int64_t count, float* dst) const;
   // Byte offset in features.bin of node v's row.
   uint64_t FeatureRowOffset(int64_t node) const;
@@ -196,20 +219,28 @@ class Dataset {
   // VerifyConsistency.
   Status VerifyAll() const;
   // What checksums cannot see, a manifest edited out of step with its data or data written
-  // inconsistent: labels within num_classes, splits disjoint and in range, CSR offsets ascending
-  // and neighbours in range, every edge stored both ways when the manifest says undirected,
-  // partition boundaries that match the feature extents' rows (padding is zeros), and
-  // relabel.old_ids a permutation; with an edge split, its files against its counts, endpoints in
-  // range, no pair in two of train/valid/test, valid/test pairs and non-edges absent from the graph
-  // (neither direction when undirected), train pairs present, non-edges not among the valid/test
-  // pairs nor repeated. Memory: one byte per node and ~1M nodes' adjacency at a time, plus a hash
-  // set of the valid, test and non-edge pairs.
+  // inconsistent (docs/FORMAT.md lists each check): labels within num_classes, splits ascending,
+  // disjoint and in range, CSR offsets from 0 to num_edges and never decreasing, neighbours in
+  // range and ascending within each row, every edge stored both ways when the manifest says
+  // undirected, feature values finite, partition boundaries that match the feature extents' rows
+  // (padding is zeros), relabel.old_ids a permutation, and the edge buckets of a partitioned
+  // dataset (index from 0 to num_edges, never decreasing, each bucket's edges in its pair of parts,
+  // ordered, and together the graph's edges); with an edge split, its files against its counts,
+  // endpoints in range, no pair in two of train/valid/test, valid/test pairs and non-edges absent
+  // from the graph (neither direction when undirected), train pairs present, non-edges not among
+  // the valid/test pairs nor repeated. Memory: one byte per node and ~1M nodes' adjacency at a
+  // time, plus a hash set of the valid, test and non-edge pairs.
   Status VerifyConsistency() const;
 
  private:
+  Result<std::vector<int64_t>> LoadSplitFile(const std::string& name) const;
+  // The error for graph.neighbors entry `entry` = `value` outside [0, N), naming its node.
+  Status NeighborIdError(int64_t entry, int64_t value) const;
   Status VerifySplits() const;
+  Status VerifyFeatureValues() const;
+  Status VerifyEdgeBuckets(uint64_t graph_edge_sum) const;
   Status VerifyLinkSplit() const;
-  Status VerifyGraph() const;
+  Status VerifyGraph(uint64_t* edge_sum) const;  // edge_sum: the sum of EdgeHash over the edges
   Status VerifyFeatureExtents() const;
   Status VerifyRelabelling() const;
   Dataset(std::string dir, Manifest manifest)

@@ -44,8 +44,10 @@ class NpyReader {
   const std::string& source() const { return source_; }  // "file.npz:labels.npy", for errors
   int64_t elements_read() const { return elements_read_; }
 
-  // Reads the next `count` elements (in C order), converted. Corruption if the data ends early;
-  // InvalidArgument if integers are requested from a float array with non-integral values.
+  // Reads the next `count` elements (in C order), converted. Corruption if the data ends early,
+  // or, once the last element is read, if bytes follow it or a .npz entry's CRC-32 does not
+  // match; InvalidArgument if integers are requested from a float array with non-integral values.
+  // (Opening refuses a file or entry whose size differs from what its header's shape needs.)
   Status ReadFloat(int64_t count, float* dst);
   Status ReadInt64(int64_t count, int64_t* dst);
 
@@ -53,6 +55,9 @@ class NpyReader {
   NpyReader(std::string source, NpyHeader header) : source_(std::move(source)), header_(std::move(header)) {}
   // Reads exactly `bytes` raw bytes of the data section.
   virtual Status ReadRaw(void* dst, size_t bytes) = 0;
+  // Called once the last element is read: Corruption when data follows it, or when the source's
+  // own check fails (a .npz entry's CRC-32).
+  virtual Status CheckEnd() { return Status::Ok(); }
 
   std::string source_;
   NpyHeader header_;

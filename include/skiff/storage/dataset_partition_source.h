@@ -9,9 +9,11 @@
 //   kNeighborExtent   the CSR neighbour lists of its nodes in graph.neighbors
 //                     (neighbors[offsets[first] .. offsets[last+1]) ).
 // Files are opened with O_DIRECT (buffered, with a warning, where the file system refuses).
-// Verify() checks the dataset's per-block XXH3 checksums, so every byte the pool hands out has been
-// verified. The CSR offsets (8 bytes per node) are loaded into memory at Open, which lets the
-// source find any node's adjacency list for fine-grained reads.
+// Verify() checks the dataset's per-block XXH3 checksums, and then what sampling and gathering rely
+// on (format/content_checks.h): every neighbour ID in [0, N) and every feature value finite, so
+// every byte the pool hands out has been verified and checked. The CSR offsets (8 bytes per node)
+// are loaded into memory at Open (checked by Dataset::LoadOffsets: from 0 to E, never
+// decreasing), which lets the source find any node's adjacency list for fine-grained reads.
 //
 // Thread safety: immutable after Open; const methods may be called from many threads. The dataset
 // must outlive the source.
@@ -79,6 +81,9 @@ class DatasetPartitionSource final : public PartitionSource {
 
  private:
   DatasetPartitionSource() = default;
+  // Verify's content checks of `bytes` bytes read at `offset` of graph.neighbors / features.bin.
+  Status CheckNeighborIds(uint64_t offset, const std::byte* data, uint64_t bytes) const;
+  Status CheckFeatureValues(uint64_t offset, const std::byte* data, uint64_t bytes) const;
   // Builds block_partition_ from boundaries_.
   void IndexBoundaries();
   const format::Dataset* dataset_ = nullptr;
