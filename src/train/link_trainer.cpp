@@ -428,8 +428,8 @@ Status LinkTrainer::SaveCheckpoints(int64_t epoch, bool improved) {
 
 Result<LinkSummary> LinkTrainer::Run() {
   LinkSummary summary;
-  std::ofstream metrics;
-  SKIFF_RETURN_IF_ERROR(OpenMetrics(options_.metrics_path, next_epoch_, &metrics));
+  MetricsFile metrics;
+  SKIFF_RETURN_IF_ERROR(metrics.Open(options_.metrics_path, next_epoch_));
   for (int64_t epoch = next_epoch_; epoch < options_.epochs; ++epoch) {
     SKIFF_ASSIGN_OR_RETURN(LinkEpochMetrics m, TrainEpoch(epoch));
     const auto eval_start = Clock::now();
@@ -439,7 +439,7 @@ Result<LinkSummary> LinkTrainer::Run() {
     const bool improved = RecordBest(epoch, m);
     next_epoch_ = epoch + 1;
     SKIFF_RETURN_IF_ERROR(SaveCheckpoints(epoch, improved));
-    SKIFF_RETURN_IF_ERROR(WriteMetricsLine(options_.metrics_path, m.ToJson(), &metrics));
+    SKIFF_RETURN_IF_ERROR(metrics.Append(m.ToJson()));
     if (options_.show_progress) LogEpoch(m, improved);
     summary.epochs.push_back(std::move(m));
   }

@@ -1,8 +1,14 @@
 #include "skiff/train/metrics_file.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "skiff/io/atomic_file.h"
+#include "skiff/io/write_path.h"
 
 namespace skiff::train {
 
@@ -26,21 +32,25 @@ Status DropMetricsFrom(const std::string& path, int64_t epoch) {
   return io::WriteFileAtomic(path, {kept});
 }
 
-Status OpenMetrics(const std::string& path, int64_t next_epoch, std::ofstream* metrics) {
+MetricsFile::~MetricsFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status MetricsFile::Open(const std::string& path, int64_t next_epoch) {
+  SKIFF_CHECK(fd_ < 0);
   if (path.empty()) return Status::Ok();
   if (next_epoch > 0) SKIFF_RETURN_IF_ERROR(DropMetricsFrom(path, next_epoch));
-  metrics->open(path, next_epoch > 0 ? std::ios::app : std::ios::trunc);
-  if (!*metrics) return Status::IOError("cannot open metrics file " + path);
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (next_epoch > 0 ? O_APPEND : O_TRUNC);
+  fd_ = ::open(path.c_str(), flags, 0644);
+  if (fd_ < 0) return Status::FromErrno(errno, "open metrics file " + path);
+  path_ = path;
   return Status::Ok();
 }
 
-Status WriteMetricsLine(const std::string& path, const std::string& json_line,
-                        std::ofstream* metrics) {
-  if (!metrics->is_open()) return Status::Ok();
-  *metrics << json_line << "\n";
-  metrics->flush();
-  if (!*metrics) return Status::IOError("writing metrics file " + path);
-  return Status::Ok();
+Status MetricsFile::Append(const std::string& json_line) {
+  if (fd_ < 0) return Status::Ok();
+  const std::string line = json_line + "\n";
+  return io::WriteAll(fd_, line.data(), line.size(), "metrics file " + path_);
 }
 
 }  // namespace skiff::train

@@ -528,15 +528,15 @@ Status Trainer::SaveCheckpoints(int64_t epoch, bool improved) {
 
 Result<TrainSummary> Trainer::Run() {
   TrainSummary summary;
-  std::ofstream metrics;
-  SKIFF_RETURN_IF_ERROR(OpenMetrics(options_.metrics_path, next_epoch_, &metrics));
+  MetricsFile metrics;
+  SKIFF_RETURN_IF_ERROR(metrics.Open(options_.metrics_path, next_epoch_));
   for (int64_t epoch = next_epoch_; epoch < options_.epochs; ++epoch) {
     SKIFF_ASSIGN_OR_RETURN(EpochMetrics m, TrainEpoch(epoch));
     SKIFF_RETURN_IF_ERROR(CheckFinite(epoch, m));
     const bool improved = RecordBest(epoch, m);
     next_epoch_ = epoch + 1;
     SKIFF_RETURN_IF_ERROR(SaveCheckpoints(epoch, improved));
-    SKIFF_RETURN_IF_ERROR(WriteMetricsLine(options_.metrics_path, m.ToJson(), &metrics));
+    SKIFF_RETURN_IF_ERROR(metrics.Append(m.ToJson()));
     if (options_.show_progress) LogEpoch(epoch, m, improved);
     summary.epochs.push_back(m);
   }

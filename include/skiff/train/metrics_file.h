@@ -1,11 +1,10 @@
 // The metrics file of a training run (--metrics): one JSON object per line, each with an integer
 // "epoch". A resumed run continues the file of the run it resumes.
 //
-// Thread safety: plain functions.
+// Thread safety: a MetricsFile is used by one thread.
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <string>
 
 #include "skiff/status.h"
@@ -17,12 +16,25 @@ namespace skiff::train {
 // such an object is kept.
 Status DropMetricsFrom(const std::string& path, int64_t epoch);
 
-// Opens `path` for the epochs from `next_epoch` on: truncated for a new run (next_epoch 0),
-// continued without the lines of epochs >= next_epoch for a resumed one, so that each epoch
-// appears once. Leaves *metrics closed when `path` is empty. IOError naming the file.
-Status OpenMetrics(const std::string& path, int64_t next_epoch, std::ofstream* metrics);
+class MetricsFile {
+ public:
+  MetricsFile() = default;
+  ~MetricsFile();  // closes the file
+  MetricsFile(const MetricsFile&) = delete;
+  MetricsFile& operator=(const MetricsFile&) = delete;
 
-// Appends one line and flushes it. IOError naming the file.
-Status WriteMetricsLine(const std::string& path, const std::string& json, std::ofstream* metrics);
+  // Opens `path` for the epochs from `next_epoch` on: truncated for a new run (next_epoch 0),
+  // continued without the lines of epochs >= next_epoch for a resumed one, so that each epoch
+  // appears once. An empty `path`: no file, and Append does nothing. Errors name the file and the
+  // OS's reason.
+  Status Open(const std::string& path, int64_t next_epoch);
+  // Appends one line (write(2) of the whole line). IOError, or ResourceExhausted on a full disk,
+  // naming the file and the OS's reason.
+  Status Append(const std::string& json_line);
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
 
 }  // namespace skiff::train
