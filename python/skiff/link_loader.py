@@ -1,7 +1,6 @@
 """skiff.LinkLoader: link-prediction batches (pairs, negatives, their sampled neighbourhoods)
 streamed from disk within a memory budget, in the conventions of PyG's LinkNeighborLoader."""
 
-import json
 import math
 
 import numpy as np
@@ -9,7 +8,7 @@ import numpy as np
 from . import _skiff
 from ._arrays import want_torch
 from .dataset import Dataset
-from .loader import _memory_bytes, _pin
+from .loader import _PassLoader, _memory_bytes, _pin
 
 _SPLITS = ("train", "valid", "test")
 _MODES = ("binary", "triplet")
@@ -143,7 +142,7 @@ class LinkBatch:
                 f"edges={self.edge_index.shape[1]})")
 
 
-class LinkLoader:
+class LinkLoader(_PassLoader):
     """An iterable of link-prediction batches from Skiff's engine, prepared ahead on C++ threads.
     See docs/python.md, "Link prediction".
 
@@ -240,35 +239,8 @@ class LinkLoader:
         self._pass = self._loader.start(self.shuffle, epoch, self._negative_ratio)
         return self._batches(self._pass)
 
-    def _batches(self, pass_):
-        try:
-            while True:
-                handle = pass_.next(self._poll_ms)
-                if handle is None:
-                    break
-                yield LinkBatch(handle, self.neg_mode, self._torch, self.pin_memory)
-            report_json, report_text = pass_.report()
-            self._report = json.loads(report_json)
-            self._report["text"] = report_text
-        finally:
-            pass_.close()  # an abandoned iteration stops its threads
-
-    def close(self) -> None:
-        """Stops the current epoch's threads (batches handed out stay valid)."""
-        if self._pass is not None:
-            self._pass.close()
-            self._pass = None
-
-    def report(self) -> dict:
-        """The last complete epoch's per-stage report (as skiff.NodeLoader's); None before."""
-        return self._report
-
-    def memory_plan(self) -> list:
-        """How the budget is split: (what, bytes) pairs."""
-        return self._loader.memory_plan()
-
-    def describe(self) -> str:
-        return self._loader.describe()
+    def _make_batch(self, handle):
+        return LinkBatch(handle, self.neg_mode, self._torch, self.pin_memory)
 
     def __repr__(self):
         return f"skiff.LinkLoader({self.describe()})"

@@ -101,7 +101,47 @@ class Batch:
                 f"nodes={len(self.n_id)}, edges={self.edge_index.shape[1]})")
 
 
-class NodeLoader:
+class _PassLoader:
+    """What NodeLoader and LinkLoader share: one pass of the engine's batches at a time (self._pass,
+    started by __iter__), pulled with the GIL released, and the last complete pass's report.
+    Subclasses set self._loader, self._poll_ms, self._pass = self._report = None, and
+    _make_batch(handle)."""
+
+    def _batches(self, pass_):
+        try:
+            while True:
+                handle = pass_.next(self._poll_ms)
+                if handle is None:
+                    break
+                yield self._make_batch(handle)
+            report_json, report_text = pass_.report()
+            self._report = json.loads(report_json)
+            self._report["text"] = report_text
+        finally:
+            pass_.close()  # an abandoned iteration stops its threads
+
+    def close(self) -> None:
+        """Stops the current epoch's threads (batches handed out stay valid)."""
+        if self._pass is not None:
+            self._pass.close()
+            self._pass = None
+
+    def report(self) -> dict:
+        """The last complete epoch's per-stage report, as ``skiff train`` prints it: busy and
+        stall seconds per stage (io, plan, sample, gather, and compute -- the time your loop spent
+        between batches), bytes read, read amplification; ``report()["text"]`` is the printed
+        form. None before an epoch has ended."""
+        return self._report
+
+    def memory_plan(self) -> list:
+        """How the budget is split: (what, bytes) pairs."""
+        return self._loader.memory_plan()
+
+    def describe(self) -> str:
+        return self._loader.describe()
+
+
+class NodeLoader(_PassLoader):
     """An iterable of batches from Skiff's engine (buffer pool, exact sampling, the epoch plan of
     ``skiff train``), prepared ahead on C++ threads while your model trains.
 
@@ -201,38 +241,8 @@ class NodeLoader:
                                         epoch)
         return self._batches(self._pass)
 
-    def _batches(self, pass_):
-        try:
-            while True:
-                handle = pass_.next(self._poll_ms)
-                if handle is None:
-                    break
-                yield Batch(handle, self._torch, self.pin_memory)
-            report_json, report_text = pass_.report()
-            self._report = json.loads(report_json)
-            self._report["text"] = report_text
-        finally:
-            pass_.close()  # an abandoned iteration stops its threads
-
-    def close(self) -> None:
-        """Stops the current epoch's threads (batches handed out stay valid)."""
-        if self._pass is not None:
-            self._pass.close()
-            self._pass = None
-
-    def report(self) -> dict:
-        """The last complete epoch's per-stage report, as ``skiff train`` prints it: busy and
-        stall seconds per stage (io, plan, sample, gather, and compute -- the time your loop spent
-        between batches), bytes read, read amplification; ``report()["text"]`` is the printed
-        form. None before an epoch has ended."""
-        return self._report
-
-    def memory_plan(self) -> list:
-        """How the budget is split: (what, bytes) pairs."""
-        return self._loader.memory_plan()
-
-    def describe(self) -> str:
-        return self._loader.describe()
+    def _make_batch(self, handle):
+        return Batch(handle, self._torch, self.pin_memory)
 
     def __repr__(self):
         return f"skiff.NodeLoader({self.describe()})"
