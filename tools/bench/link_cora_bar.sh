@@ -6,24 +6,41 @@
 # epoch and their mean and standard deviation.
 #
 #   tools/bench/link_cora_bar.sh [SKIFF] [WORK_DIR] [extra skiff train options...]
+#
+# Environment: CORA (default ../shared/datasets/cora.npz beside the checkout), JOBS (seeds run at
+# once, default 1; each with --threads THREADS, default 2: on a machine with many cores, JOBS=10
+# THREADS=1 runs the ten seeds side by side; the results do not depend on either).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-SKIFF=${1:-build/skiff}
+read -ra SKIFF <<<"${1:-build/skiff}"
 WORK=${2:-/tmp/skiff-link-cora}
 shift $(( $# < 2 ? $# : 2 ))
-CORA=../shared/datasets/cora.npz
+CORA=${CORA:-../shared/datasets/cora.npz}
+JOBS=${JOBS:-1}
+THREADS=${THREADS:-2}
 mkdir -p "$WORK"
 results="$WORK/results.txt"
 : >"$results"
-for seed in 0 1 2 3 4 5 6 7 8 9; do
-  ds="$WORK/cora-$seed"
-  "$SKIFF" convert "$CORA" "$ds" --undirected --split-edges 0.85,0.05,0.1 --split-seed "$seed" \
+
+one_seed() {
+  local seed=$1
+  shift
+  local ds="$WORK/cora-$seed"
+  "${SKIFF[@]}" convert "$CORA" "$ds" --undirected --split-edges 0.85,0.05,0.1 --split-seed "$seed" \
     --overwrite >/dev/null
-  out=$("$SKIFF" train "$ds" --task link --model gcn --layers 2 --hidden 32 --out-dim 16 \
+  "${SKIFF[@]}" train "$ds" --task link --model gcn --layers 2 --hidden 32 --out-dim 16 \
     --fanouts -1,-1 --eval-fanouts -1,-1 --dropout 0 --weight-decay 0 --lr 0.01 \
     --batch-size 100000 --negatives 1024 --epochs 200 --eval-negatives 0 --seed "$seed" \
-    --threads 2 "$@" 2>/dev/null)
-  line=$(grep '^test' <<<"$out")
+    --threads "$THREADS" "$@" >"$WORK/seed-$seed.log" 2>/dev/null
+}
+
+for seed in 0 1 2 3 4 5 6 7 8 9; do
+  one_seed "$seed" "$@" &
+  while (($(jobs -rp | wc -l) >= JOBS)); do wait -n; done
+done
+wait
+for seed in 0 1 2 3 4 5 6 7 8 9; do
+  line=$(grep '^test' "$WORK/seed-$seed.log")
   auc=$(sed -E 's/.*AUC ([0-9.]+)%.*/\1/' <<<"$line")
   ap=$(sed -E 's/.*AP ([0-9.]+)%.*/\1/' <<<"$line")
   echo "seed $seed: test AUC $auc  AP $ap" | tee -a "$results"
