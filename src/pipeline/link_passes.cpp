@@ -55,6 +55,7 @@ Status RunLinkPass(const LinkRunnerState& state, const train::LinkPassSpec& pass
   SKIFF_ASSIGN_OR_RETURN(PassOptions options,
                          LinkPassOptions(state.seed, pass.stream, static_cast<uint64_t>(pass.epoch),
                                          pass.seeds, pass.batch_numbers));
+  options.gather_features = pass.gather_features;
   if (state.ooc->aggregated_input() && pass.aggregation != model::InputAggregation::kNone) {
     options.aggregation = AggregationOptions{
         .kind = pass.aggregation, .dropout = pass.input_dropout, .training = pass.training};

@@ -192,6 +192,13 @@ Result<std::unique_ptr<LinkTrainer>> LinkTrainer::Create(const LinkData& data, T
   return t;
 }
 
+Result<bool> LinkTrainer::OfferFeatures(uint64_t device_bytes) {
+  if (model_->holds_features()) return true;
+  SKIFF_ASSIGN_OR_RETURN(const bool held, model_->HoldFeatures(*data_.features, device_bytes));
+  if (held) LogInfo("features held in device memory: batches carry node IDs only");
+  return held;
+}
+
 Status LinkTrainer::RunPass(const LinkPassSpec& pass,
                             const std::function<Status(PreparedBatch&)>& consume,
                             std::string* report_json) {
@@ -203,6 +210,7 @@ Status LinkTrainer::RunPass(const LinkPassSpec& pass,
   so.stream = pass.stream;
   so.epoch = static_cast<uint64_t>(pass.epoch);
   so.batch_numbers = pass.batch_numbers;
+  so.gather_features = pass.gather_features;
   BatchStream stream(pass.training ? *train_sampler_ : *eval_sampler_, *data_.features, nullptr,
                      pass.seeds, so);
   while (true) {
@@ -216,7 +224,8 @@ Status LinkTrainer::RunPass(const LinkPassSpec& pass,
 
 LinkPassSpec LinkTrainer::MakePass(bool training, uint64_t stream, int64_t epoch) const {
   LinkPassSpec pass{.training = training, .stream = stream, .epoch = epoch, .seeds = {}};
-  if (model_->accepts_aggregated_input()) {
+  pass.gather_features = !model_->holds_features();
+  if (pass.gather_features && model_->accepts_aggregated_input()) {
     pass.aggregation = model::InputAggregationOf(model_->config());
     if (training) {
       pass.input_dropout = model::FirstLayerDropout(model_->config());
@@ -233,6 +242,10 @@ LinkPassSpec LinkTrainer::MakePass(bool training, uint64_t stream, int64_t epoch
 Status LinkTrainer::ForwardPrepared(const PreparedBatch& prepared, bool training,
                                     uint64_t dropout_seed) {
   model::BatchInput input{.batch = &prepared.batch, .x = prepared.features.data()};
+  if (prepared.features.empty() && model_->holds_features()) {
+    input.x = nullptr;  // the model gathers the rows from its device
+    return model_->ForwardInput(input, training, dropout_seed, &step_out_);
+  }
   if (prepared.aggregated) {
     SKIFF_CHECK(!prepared.batch.blocks.empty());
     const auto rows =

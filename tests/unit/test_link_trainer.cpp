@@ -109,6 +109,39 @@ TrainOptions Options() {
   return o;
 }
 
+// A model that takes the features as a device model does (HoldFeatures) and then gathers each
+// batch's rows itself: trained in place of the CPU model it wraps, it must give that model's run.
+class FeatureHoldingStandIn final : public model::Model {
+ public:
+  explicit FeatureHoldingStandIn(std::unique_ptr<model::Model> inner)
+      : Model(inner->config()), inner_(std::move(inner)) {}
+
+  Result<bool> HoldFeatures(const sampler::FeatureSource& features, uint64_t) override {
+    features_ = &features;
+    return true;
+  }
+  bool holds_features() const override { return features_ != nullptr; }
+  Status Forward(const sampler::MiniBatch& batch, const float* x, bool training,
+                 uint64_t dropout_seed, std::vector<float>* logits,
+                 std::vector<float>* embeddings) override {
+    REQUIRE(features_ != nullptr);
+    REQUIRE(x == nullptr);  // the batches come without rows
+    rows_.resize(batch.input_nodes.size() * static_cast<size_t>(features_->dim()));
+    SKIFF_RETURN_IF_ERROR(features_->Gather(batch.input_nodes, rows_.data()));
+    ++gathered_batches;
+    return inner_->Forward(batch, rows_.data(), training, dropout_seed, logits, embeddings);
+  }
+  Status Backward(const float* grad_logits) override { return inner_->Backward(grad_logits); }
+  std::vector<model::Parameter> Parameters() override { return inner_->Parameters(); }
+
+  int64_t gathered_batches = 0;
+
+ private:
+  std::unique_ptr<model::Model> inner_;
+  const sampler::FeatureSource* features_ = nullptr;
+  std::vector<float> rows_;
+};
+
 }  // namespace
 
 TEST_CASE("link trainer: learns held-out edges, beyond the untrained model") {
@@ -333,4 +366,35 @@ TEST_CASE("link trainer: EncodeBatches -- a node's output whatever batches are a
   REQUIRE(eval.ok());
   CHECK(RocAuc(scores(f->data.valid), scores(f->data.valid_neg)) ==
         doctest::Approx(eval->auc).epsilon(1e-6));
+}
+
+TEST_CASE("link trainer: a model holding the features gathers every batch's rows itself") {
+  const auto f = MakeFixture();
+  TrainOptions o = Options();
+  o.epochs = 2;
+  auto plain = LinkTrainer::Create(f->data, o);
+  FeatureHoldingStandIn* holder = nullptr;
+  auto held = LinkTrainer::Create(
+      f->data, o, [&holder](const model::ModelConfig& c) -> Result<std::unique_ptr<model::Model>> {
+        SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> cpu, model::Model::CreateCpu(c));
+        auto m = std::make_unique<FeatureHoldingStandIn>(std::move(cpu));
+        holder = m.get();
+        return std::unique_ptr<model::Model>(std::move(m));
+      });
+  REQUIRE((plain.ok() && held.ok()));
+  auto cpu_offer = (*plain)->OfferFeatures(0);
+  REQUIRE(cpu_offer.ok());
+  CHECK_FALSE(*cpu_offer);  // a CPU model keeps taking rows from the host
+  auto offer = (*held)->OfferFeatures(0);
+  REQUIRE(offer.ok());
+  CHECK(*offer);
+  auto a = (*plain)->Run();
+  auto b = (*held)->Run();
+  REQUIRE((a.ok() && b.ok()));
+  CHECK(holder->gathered_batches > 0);
+  for (size_t e = 0; e < 2; ++e) {
+    CHECK(a->epochs[e].loss == b->epochs[e].loss);
+    CHECK(a->epochs[e].valid.auc == b->epochs[e].valid.auc);
+    CHECK(a->epochs[e].test.ranking.mrr == b->epochs[e].test.ranking.mrr);
+  }
 }

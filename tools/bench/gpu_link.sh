@@ -5,8 +5,9 @@
 #   e2e      tests/e2e/cuda_link.sh: --task link --device cuda against the CPU, export = predict,
 #            out of core = in memory
 #   speed    one epoch of --task link on a generated graph (NODES, default 500000; the 2M-node
-#            bar graph's generator settings otherwise), in memory: --device cuda, then the CPU
-#            with every core, edges/s and the compute stage's busy seconds from the metrics
+#            bar graph's generator settings otherwise), in memory, for each of SPEED_RUNS (default
+#            "cuda cuda-host cpu": the features in device memory, the rows uploaded from the host
+#            (--device-memory 1MiB), the CPU with every core): edges/s and each stage's busy seconds
 #   cora     tools/bench/link_cora_bar.sh with --device cuda, ten seeds side by side
 #            (JOBS=10 THREADS=1); CORA_DEVICES (default "cuda"; "cuda cpu" adds the CPU), extra
 #            options in CORA_OPTS
@@ -51,14 +52,18 @@ speed() {
     --homophily 0.85 --split 0.05,0.01,0.01 --split-edges 0.05,0.01,0.01 --seed 3 \
     --out "$work/speed" --overwrite >/dev/null || return 1
   local common=(--task link --epochs 1 --eval-edges 2000 --eval-fanouts 15,10)
-  for device in cuda cpu; do
+  for run in ${SPEED_RUNS:-cuda cuda-host cpu}; do
     local extra=()
-    [[ $device == cuda ]] && extra=(--threads 4) || extra=(--threads "$(nproc)")
-    echo "== --device $device ${extra[*]}"
-    "${skiff_cmd[@]}" train "$work/speed" "${common[@]}" --device "$device" "${extra[@]}" \
-      --metrics "$work/speed-$device.jsonl" 2>&1 | grep -v '^\s*$' | tail -6
-    python3 -c "import json,sys; m=json.loads(open(sys.argv[1]).readline()); print({k: m[k] for k in ('loss','epoch_seconds','edges_per_second','compute_busy_seconds','eval_seconds','test_auc','test_mrr')})" \
-      "$work/speed-$device.jsonl"
+    case $run in
+      cuda) extra=(--device cuda --threads 4) ;;
+      cuda-host) extra=(--device cuda --threads 4 --device-memory 1MiB) ;; # rows from the host
+      cpu) extra=(--device cpu --threads "$(nproc)") ;;
+    esac
+    echo "== $run: ${extra[*]}"
+    "${skiff_cmd[@]}" train "$work/speed" "${common[@]}" "${extra[@]}" \
+      --metrics "$work/speed-$run.jsonl" 2>&1 | grep -v '^\s*$' | grep -v "%)" | tail -8
+    python3 -c "import json,sys; m=json.loads(open(sys.argv[1]).readline()); print({k: m[k] for k in ('loss','epoch_seconds','edges_per_second','compute_busy_seconds','eval_seconds','test_auc','test_mrr')}); print({s: round(v['busy_seconds'], 2) for s, v in m['pipeline']['stages'].items()})" \
+      "$work/speed-$run.jsonl"
   done
 }
 

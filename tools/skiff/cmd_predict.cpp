@@ -81,6 +81,8 @@ Status PredictLink(const PredictOptions& o, const format::Dataset& ds,
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::LinkTrainer> trainer,
                          train::LinkTrainer::Create(engine->data, t, ModelFactoryFor(device)));
   trainer->SetPassRunner(pipeline::MakeOutOfCoreLinkRunner(engine.get(), t, false));
+  SKIFF_RETURN_IF_ERROR(
+      OfferLinkFeaturesToDevice(device, memory_bytes, t.device_memory_bytes, trainer.get()));
   SKIFF_RETURN_IF_ERROR(trainer->Restore(ckpt).WithContext(o.checkpoint));
   SKIFF_RETURN_IF_ERROR(PredictLinks(ds, *trainer, *engine->data.graph,
                                      engine->ooc->eval_batch_size(), o.link, o.out));

@@ -291,6 +291,8 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
                          train::LinkTrainer::Create(engine->data, t, ModelFactoryFor(device)));
   trainer->SetPassRunner(pipeline::MakeOutOfCoreLinkRunner(engine.get(), t, t.show_progress));
   trainer->SetEvalBatchEdges(engine->eval_batch_edges);
+  SKIFF_RETURN_IF_ERROR(
+      OfferLinkFeaturesToDevice(device, memory_bytes, t.device_memory_bytes, trainer.get()));
   if (resume.has_value()) {
     SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));
     LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);

@@ -81,4 +81,12 @@ Status OfferFeaturesToDevice(const pipeline::ComputeSite& site, uint64_t memory_
   return Status::Ok();
 }
 
+Status OfferLinkFeaturesToDevice(Device device, uint64_t memory_bytes, uint64_t device_bytes,
+                                 train::LinkTrainer* trainer) {
+  if (device != Device::kCuda || memory_bytes > 0) return Status::Ok();
+  SKIFF_ASSIGN_OR_RETURN(const bool held, trainer->OfferFeatures(device_bytes));
+  if (!held) LogInfo("the features stay on the host: every batch uploads its rows");
+  return Status::Ok();
+}
+
 }  // namespace skiff::cli

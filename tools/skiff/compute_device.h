@@ -14,6 +14,7 @@
 #include "skiff/format/dataset.h"
 #include "skiff/pipeline/trainer_passes.h"
 #include "skiff/status.h"
+#include "skiff/train/link_trainer.h"
 #include "skiff/train/trainer.h"
 
 namespace skiff::cli {
@@ -56,5 +57,12 @@ train::ModelFactory ModelFactoryFor(Device device);
 // holds no rows, so the model declining them (its device filled up since it was asked) is an error.
 Status OfferFeaturesToDevice(const pipeline::ComputeSite& site, uint64_t memory_bytes,
                              train::Trainer* trainer);
+
+// Link prediction on `device`: in memory (memory_bytes 0) on the GPU, offers the features to the
+// device (LinkTrainer::OfferFeatures within `device_bytes`), so that batches carry node IDs and the
+// model gathers their rows there; when they do not fit, the host gathers them as before. Within
+// --memory the host always gathers (the budget's plan counts the rows on the host).
+Status OfferLinkFeaturesToDevice(Device device, uint64_t memory_bytes, uint64_t device_bytes,
+                                 train::LinkTrainer* trainer);
 
 }  // namespace skiff::cli

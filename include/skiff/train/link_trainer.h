@@ -92,10 +92,13 @@ struct LinkPassSpec {
   std::function<uint64_t(int64_t batch)> dropout_seed = nullptr;
   // Batch b samples as batch number batch_numbers[b] of the pass's stream (empty: as batch b).
   std::vector<uint64_t> batch_numbers;
+  // False: batches come without feature rows (the model holds them on its device).
+  bool gather_features = true;
 };
 // Hands every batch of `pass`, sampled and gathered (PreparedBatch::features: one float row per
-// batch.input_nodes, or aggregated), to `consume` in batch order (PreparedBatch::index = b);
-// returns the first error. May describe the pass as a JSON object in *report_json.
+// batch.input_nodes, or aggregated; none without pass.gather_features), to `consume` in batch order
+// (PreparedBatch::index = b); returns the first error. May describe the pass as a JSON object in
+// *report_json.
 using LinkPassRunner = std::function<Status(const LinkPassSpec& pass,
                                             const std::function<Status(PreparedBatch&)>& consume,
                                             std::string* report_json)>;
@@ -144,6 +147,11 @@ class LinkTrainer {
 
   // Replaces the default BatchStream runner (see LinkPassRunner).
   void SetPassRunner(LinkPassRunner runner) { runner_ = std::move(runner); }
+  // Offers every feature row to the model's device (Model::HoldFeatures within `device_bytes`; 0:
+  // what the device has free less a margin). When it takes them, later passes hand over node IDs
+  // only and the model gathers the rows itself. Returns whether the model holds them (false, at
+  // no cost, for a CPU model). Errors: reading the features.
+  Result<bool> OfferFeatures(uint64_t device_bytes);
   // Held-out edges per evaluation batch (default: options.batch_size), e.g. what a memory budget
   // allows an evaluation batch (pipeline/link_passes.h). > 0.
   void SetEvalBatchEdges(int64_t edges) {
