@@ -9,7 +9,8 @@
 #
 # Environment: CORA (default ../shared/datasets/cora.npz beside the checkout), JOBS (seeds run at
 # once, default 1; each with --threads THREADS, default 2: on a machine with many cores, JOBS=10
-# THREADS=1 runs the ten seeds side by side; the results do not depend on either).
+# THREADS=1 runs the ten seeds side by side; the results do not depend on either), and the
+# protocol's training settings EPOCHS (200), LR (0.01), NEGATIVES (1024) to vary them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 read -ra SKIFF <<<"${1:-build/skiff}"
@@ -29,8 +30,9 @@ one_seed() {
   "${SKIFF[@]}" convert "$CORA" "$ds" --undirected --split-edges 0.85,0.05,0.1 --split-seed "$seed" \
     --overwrite >/dev/null
   "${SKIFF[@]}" train "$ds" --task link --model gcn --layers 2 --hidden 32 --out-dim 16 \
-    --fanouts -1,-1 --eval-fanouts -1,-1 --dropout 0 --weight-decay 0 --lr 0.01 \
-    --batch-size 100000 --negatives 1024 --epochs 200 --eval-negatives 0 --seed "$seed" \
+    --fanouts -1,-1 --eval-fanouts -1,-1 --dropout 0 --weight-decay 0 \
+    --batch-size 100000 --negatives "${NEGATIVES:-1024}" --epochs "${EPOCHS:-200}" \
+    --lr "${LR:-0.01}" --eval-negatives 0 --seed "$seed" \
     --threads "$THREADS" "$@" >"$WORK/seed-$seed.log" 2>/dev/null
 }
 
