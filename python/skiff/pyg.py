@@ -11,9 +11,17 @@ remote-backend API trains from disk without the graph or the features in memory:
                         input_nodes=torch.from_numpy(ds.split("train")), batch_size=1024,
                         shuffle=True)
 
+PyG's LinkNeighborLoader (or LinkLoader) takes the same stores and sampler for link prediction,
+with edge_label_index=(None, pairs) -- the remote backend's one edge type is None:
+
+    loader = LinkNeighborLoader((feature_store, graph_store), num_neighbors=[10, 15],
+                                edge_label_index=(None, pairs), neighbor_sampler=sampler,
+                                neg_sampling=NegativeSampling("binary", amount=2),
+                                batch_size=512, shuffle=True)
+
 PyG's loader then asks the sampler for each batch on its own thread (or workers) and fetches x and
-y from the feature store; skiff.NodeLoader, which prepares batches ahead on Skiff's threads within a
-budget, is the faster path for the same model.
+y from the feature store; skiff.NodeLoader and skiff.LinkLoader, which prepare batches ahead on
+Skiff's threads within a budget, are the faster paths for the same model.
 """
 
 import itertools
