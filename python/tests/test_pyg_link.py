@@ -39,7 +39,7 @@ def undirected_keys(src, dst, n):
 
 def check_sampled_graph(data, offsets, neighbors, fanouts):
     """Every sampled edge is a graph edge; hop h's nodes each have min(fanout, degree) sampled
-    neighbours; the last hop's nodes none (num_sampled_nodes lists the hops' nodes in n_id order)."""
+    neighbours; the last hop's nodes none (num_sampled_nodes: the hops' nodes, in n_id order)."""
     n_id, ei = data.n_id.numpy(), data.edge_index.numpy()
     src, dst = n_id[ei[0]], n_id[ei[1]]
     for s, d in zip(src, dst):
