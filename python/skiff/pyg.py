@@ -11,17 +11,26 @@ remote-backend API trains from disk without the graph or the features in memory:
                         input_nodes=torch.from_numpy(ds.split("train")), batch_size=1024,
                         shuffle=True)
 
+PyG's LinkNeighborLoader (or LinkLoader) takes the same stores and sampler for link prediction,
+with edge_label_index=(None, pairs) -- the remote backend's one edge type is None:
+
+    loader = LinkNeighborLoader((feature_store, graph_store), num_neighbors=[10, 15],
+                                edge_label_index=(None, pairs), neighbor_sampler=sampler,
+                                neg_sampling=NegativeSampling("binary", amount=2),
+                                batch_size=512, shuffle=True)
+
 PyG's loader then asks the sampler for each batch on its own thread (or workers) and fetches x and
-y from the feature store; skiff.NodeLoader, which prepares batches ahead on Skiff's threads within a
-budget, is the faster path for the same model.
+y from the feature store; skiff.NodeLoader and skiff.LinkLoader, which prepare batches ahead on
+Skiff's threads within a budget, are the faster paths for the same model.
 """
 
 import itertools
+import math
 
 import numpy as np
 import torch
 from torch_geometric.data import Data, EdgeAttr, FeatureStore, GraphStore, TensorAttr
-from torch_geometric.sampler import BaseSampler, SamplerOutput
+from torch_geometric.sampler import BaseSampler, NegativeSampling, SamplerOutput
 
 from . import _skiff
 from .dataset import Dataset
@@ -142,11 +151,13 @@ class SkiffGraphStore(GraphStore):
 
 
 class SkiffSampler(BaseSampler):
-    """PyG's BaseSampler over Skiff's exact neighbour sampler: sample_from_nodes samples the seeds
-    of one batch with num_neighbors (seed hop first, as PyG) and returns PyG's SamplerOutput
-    (n_id, edge_index as row = source and col = target, per-hop counts). Neighbour lists come
-    through the buffer pool within `memory` (None: no budget). Each call draws from its own
-    random stream, numbered from `seed` in call order."""
+    """PyG's BaseSampler over Skiff's exact neighbour sampler, for PyG's NodeLoader
+    (sample_from_nodes) and LinkNeighborLoader / LinkLoader (sample_from_edges). Both sample the
+    seeds of one batch with num_neighbors (seed hop first, as PyG) and return PyG's SamplerOutput
+    (n_id with the seeds first, edge_index as row = source and col = target, per-hop counts) with
+    the metadata PyG's NeighborSampler gives. Neighbour lists come through the buffer pool within
+    `memory` (None: no budget). Each call draws from its own random stream, numbered from `seed`
+    in call order: the neighbourhoods and, for edges, the negatives."""
 
     def __init__(self, dataset, num_neighbors, seed=0, memory=None, threads=1):
         super().__init__()
@@ -155,23 +166,87 @@ class SkiffSampler(BaseSampler):
         self._calls = itertools.count()
         self._seed = int(seed)
 
-    def sample_from_nodes(self, index, **kwargs):
-        seeds = _index(index.node)
-        rng_seed = (self._seed * 0x9E3779B97F4A7C15 + next(self._calls)) % (1 << 64)
-        out = self._engine.sample(seeds, rng_seed, True)
+    def _next_stream(self):
+        return (self._seed * 0x9E3779B97F4A7C15 + next(self._calls)) % (1 << 64)
+
+    def _sample(self, seeds, rng_seed, metadata):
+        out = self._engine.sample(_index(seeds), rng_seed, True)
         return SamplerOutput(node=out["n_id"], row=out["edge_index"][0],
                              col=out["edge_index"][1], edge=None,
                              num_sampled_nodes=out["num_sampled_nodes"],
-                             num_sampled_edges=out["num_sampled_edges"],
-                             metadata=(index.input_id, index.time))
+                             num_sampled_edges=out["num_sampled_edges"], metadata=metadata)
+
+    def sample_from_nodes(self, index, **kwargs):
+        return self._sample(index.node, self._next_stream(), (index.input_id, index.time))
 
     def sample_from_edges(self, index, neg_sampling=None):
-        raise NotImplementedError("link prediction batches come from skiff.LinkLoader "
-                                  "(docs/python.md, \"Link prediction\")")
+        """One batch of node pairs (PyG's EdgeSamplerInput: row, col, input_id, label), as
+        torch_geometric.sampler.neighbor_sampler.edge_sample lays it out (disjoint=False):
+        negatives drawn by `neg_sampling` (binary: ceil(amount x pairs) random pairs, labelled 0,
+        given labels first; triplet: `amount` random destinations per pair), uniform or by
+        src_weight / dst_weight; the pairs' endpoints and the negatives, each once and in
+        ascending order, are the seeds (n_id's first num_sampled_nodes[0] nodes); metadata
+        (input_id, edge_label_index, edge_label, None) in binary mode or without negatives,
+        (input_id, src_index, dst_pos_index, dst_neg_index, None) in triplet mode, every index
+        a position in n_id."""
+        if index.input_type is not None:
+            raise ValueError(f"a Skiff dataset has one edge type (None), not {index.input_type}: "
+                             "give LinkNeighborLoader edge_label_index=(None, pairs)")
+        if index.time is not None:
+            raise ValueError("SkiffSampler does not sample by time: leave edge_label_time out")
+        neg_sampling = NegativeSampling.cast(neg_sampling)
+        rng_seed = self._next_stream()
+        src, dst = index.row.to(torch.long), index.col.to(torch.long)
+        edge_label = index.label
+        num_pos = src.numel()
+        if neg_sampling is not None:
+            num_neg = math.ceil(num_pos * neg_sampling.amount)
+            src_neg, dst_neg = self._negatives(neg_sampling, num_neg, rng_seed)
+            dst = torch.cat([dst, dst_neg])
+            if neg_sampling.is_binary():
+                src = torch.cat([src, src_neg])
+                if edge_label is None:
+                    edge_label = torch.ones(num_pos)
+                edge_label = torch.cat(
+                    [edge_label, edge_label.new_zeros((num_neg,) + edge_label.size()[1:])])
+        seeds, inverse = torch.cat([src, dst]).unique(return_inverse=True)
+        if neg_sampling is not None and neg_sampling.is_triplet():
+            dst_neg_index = inverse[2 * num_pos:].view(num_pos, -1).squeeze(-1)
+            metadata = (index.input_id, inverse[:num_pos], inverse[num_pos:2 * num_pos],
+                        dst_neg_index, None)
+        else:
+            metadata = (index.input_id, inverse.view(2, -1), edge_label, None)
+        return self._sample(seeds, rng_seed, metadata)
+
+    def _negatives(self, neg_sampling, num_neg, rng_seed):
+        """(source, destination) negatives of one batch, drawn by PyG's own
+        NegativeSampling.sample (uniform over the nodes, or multinomial by src_weight /
+        dst_weight) from torch's CPU generator seeded for this call; the generator's state is
+        put back afterwards, so the caller's random draws (PyG's shuffle) are not disturbed.
+        Binary mode draws sources then destinations, as PyG; triplet mode destinations only."""
+        num_nodes = self.dataset.num_nodes
+        state = torch.get_rng_state()
+        try:
+            torch.default_generator.manual_seed(_splitmix64(rng_seed))
+            src_neg = (neg_sampling.sample(num_neg, "src", num_nodes)
+                       if neg_sampling.is_binary() else None)
+            dst_neg = neg_sampling.sample(num_neg, "dst", num_nodes)
+        finally:
+            torch.set_rng_state(state)
+        return src_neg, dst_neg
 
     @property
     def edge_permutation(self):
         return None
+
+
+def _splitmix64(x):
+    """A 64-bit mix of x (SplitMix64's finaliser): the negatives' seed, apart from the
+    neighbourhoods' stream of the same call."""
+    x = (x + 0x9E3779B97F4A7C15) % (1 << 64)
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) % (1 << 64)
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) % (1 << 64)
+    return x ^ (x >> 31)
 
 
 def remote_backend(dataset, memory=None):

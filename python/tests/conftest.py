@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -66,4 +67,43 @@ def unpartitioned(tmp_path_factory):
     path = tmp_path_factory.mktemp("data") / "plain"
     run_skiff("generate", "--nodes", 1500, "--avg-degree", 6, "--feature-dim", 8, "--classes", 3,
               "--split", "0.6,0.2,0.2", "--seed", 3, "--out", path)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def communities(tmp_path_factory):
+    """An undirected graph of 2,000 nodes in 10 communities (85% of the edges inside one), 16
+    features (the community's one-hot plus noise), converted from an .npz with an edge split
+    0.85/0.05/0.1 and partitioned into 8."""
+    rng = np.random.default_rng(5)
+    n, c, dim = 2000, 10, 16
+    community = np.arange(n) % c
+    src = rng.integers(0, n, 5 * n)
+    inside = rng.integers(0, n // c, len(src)) * c + community[src]
+    dst = np.where(rng.random(len(src)) < 0.85, inside, rng.integers(0, n, len(src)))
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    order = np.lexsort((dst, src))
+    src, dst = src[order], dst[order]
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=n))])
+    x = np.eye(c, dim, dtype=np.float32)[community] + rng.normal(0, 0.6, (n, dim)).astype(
+        np.float32)
+    base = tmp_path_factory.mktemp("link")
+    np.savez(base / "communities.npz", adj_data=np.ones(len(src), np.float32),
+             adj_indices=dst.astype(np.int32), adj_indptr=indptr.astype(np.int64),
+             adj_shape=np.array([n, n]), attr_matrix=x, labels=community.astype(np.int64))
+    path = base / "communities"
+    run_skiff("convert", base / "communities.npz", path, "--undirected", "--split-edges",
+              "0.85,0.05,0.1", "--split-seed", 1)
+    run_skiff("partition", path, "-k", 8)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def medium_link(tmp_path_factory):
+    """100,000 nodes, 64 features, an edge split, 32 partitions: larger than MEDIUM_BUDGET."""
+    path = tmp_path_factory.mktemp("link") / "medium"
+    run_skiff("generate", "--nodes", 100000, "--avg-degree", 8, "--feature-dim", 64, "--classes",
+              6, "--split-edges", "0.85,0.05,0.1", "--seed", 5, "--out", path)
+    run_skiff("partition", path, "-k", 32)
     return str(path)

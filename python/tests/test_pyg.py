@@ -79,3 +79,12 @@ def test_a_model_trains_through_pyg_s_loader(small):
             total += loss.item()
         losses.append(total)
     assert losses[-1] < 0.8 * losses[0], losses
+
+
+def test_a_seed_outside_the_graph_is_a_value_error(small):
+    from torch_geometric.sampler import NodeSamplerInput
+    sampler = skiff.pyg.SkiffSampler(skiff.open(small), num_neighbors=[2])
+    with pytest.raises(ValueError, match="seed node 3000 .*is not in"):
+        sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=torch.tensor([5, 3000])))
+    with pytest.raises(ValueError, match="repeated"):
+        sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=torch.tensor([5, 5])))

@@ -25,6 +25,16 @@ Result<std::unique_ptr<NodeLoader>> NodeLoader::Create(const format::Dataset* da
 
 Status NodeLoader::SampleNow(std::span<const int64_t> seeds, uint64_t rng_seed,
                              sampler::MiniBatch* batch) const {
+  // Checked here, before the hop's lists are looked up: the sampler checks its seeds only once
+  // the source that reads them ahead is built.
+  const int64_t n = dataset_->manifest().num_nodes;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    if (seeds[i] < 0 || seeds[i] >= n) {
+      return Status::InvalidArgument("seed node " + std::to_string(seeds[i]) + " (at " +
+                                     std::to_string(i) + ") is not in [0, " + std::to_string(n) +
+                                     ")");
+    }
+  }
   // Exact sampling reads what is not resident, a hop's lists together (ResidentGraphSource).
   const ResidentSet nothing(
       std::vector<std::shared_ptr<const storage::PartitionPin>>(ooc_->num_partitions()));
