@@ -367,7 +367,8 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
   SKIFF_RETURN_IF_ERROR(CheckStepOptions(t, comm.size(), device, memory_bytes));
   if (t.task == train::Task::kLink) return TrainLink(o, t, device, resume);
-  SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
+  // The outputs are rank 0's, on its machine: the other ranks write nothing.
+  if (comm.rank() == 0) SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
   if (comm.size() > 1 || t.accumulate > 1) return TrainInSteps(o, t, ds.get(), resume, comm);
