@@ -12,7 +12,8 @@
 //   - Aborted when the collective did not complete within the deadline
 //     (CommOptions::timeout_seconds): a rank died, stopped or took another path. The message names
 //     the operation, its sequence number and, as far as this rank can tell, the ranks it heard
-//     nothing from ("allreduce #12 (gradients): no message from rank 1 within 60 s");
+//     nothing from or that did not receive its part ("allreduce #12 (gradients) did not complete
+//     within 60 s (--dist-timeout): no message from rank 1 ...");
 //   - Internal for an error MPI returned (the communicator uses MPI_ERRORS_RETURN), with MPI's
 //     error string.
 // MPI offers no timeouts, so the MPI communicator runs each collective as nonblocking point-to-
