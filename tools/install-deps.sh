@@ -7,6 +7,7 @@ packages=(build-essential cmake ninja-build pkg-config git
           liburing-dev librocksdb-dev libcli11-dev doctest-dev nlohmann-json3-dev
           libopenblas-dev libxxhash-dev zlib1g-dev libzip-dev libtomlplusplus-dev python3
           python3-dev python3-venv python3-pip  # the Python package (pip install .)
+          openmpi-bin libopenmpi-dev  # skiff train --distributed (optional: built when found)
           clang libclang-rt-14-dev)  # the last two: libFuzzer targets (tools/fuzz.sh)
 missing=()
 for p in "${packages[@]}"; do

@@ -96,11 +96,15 @@ void AddLoss(const std::vector<float>& logits, const std::vector<int32_t>& label
 }  // namespace
 
 Status Model::TrainStep(const BatchInput& input, uint64_t dropout_seed, Optimizer& optimizer) {
+  SKIFF_RETURN_IF_ERROR(ComputeGradients(input, dropout_seed));
+  return optimizer.Step();
+}
+
+Status Model::ComputeGradients(const BatchInput& input, uint64_t dropout_seed) {
   SKIFF_RETURN_IF_ERROR(ForwardInput(input, /*training=*/true, dropout_seed, &step_logits_));
   AddLoss(step_logits_, input.batch->labels, config_.num_classes, &step_grad_, &totals_);
   ZeroGrad();
-  SKIFF_RETURN_IF_ERROR(Backward(step_grad_.data()));
-  return optimizer.Step();
+  return Backward(step_grad_.data());
 }
 
 Status Model::EvalStep(const BatchInput& input) {

@@ -28,4 +28,16 @@ std::vector<std::vector<int64_t>> PlanBatches(std::span<const int64_t> nodes, in
   return batches;
 }
 
+std::vector<std::vector<int64_t>> ShardBatches(std::vector<std::vector<int64_t>> batches, int rank,
+                                               int ranks, std::vector<uint64_t>* numbers) {
+  SKIFF_CHECK(ranks >= 1 && rank >= 0 && rank < ranks);
+  std::vector<std::vector<int64_t>> mine;
+  numbers->clear();
+  for (size_t b = static_cast<size_t>(rank); b < batches.size(); b += static_cast<size_t>(ranks)) {
+    mine.push_back(std::move(batches[b]));
+    numbers->push_back(b);
+  }
+  return mine;
+}
+
 }  // namespace skiff::train

@@ -253,6 +253,11 @@ std::vector<TrainOption> SamplingOptions() {
           "Seeds per evaluation mini-batch (link: nodes per embedding batch)",
           [](auto& o) -> auto& { return o.eval_batch_size; }, IntCodec<int64_t>{1}),
       Entry(
+          "accumulate", kRun,
+          "Batches per optimiser step: their gradients are summed in batch order and averaged "
+          "(with --distributed, each step takes one batch from every rank instead)",
+          [](auto& o) -> auto& { return o.accumulate; }, IntCodec<int>{1}),
+      Entry(
           "epochs", OptionScope::kExtendable, "Epochs", [](auto& o) -> auto& { return o.epochs; },
           IntCodec<int>{0}),
       Entry(
@@ -384,6 +389,7 @@ std::string TrainOptions::ToJson() const {
   json j;
   j["in_dim"] = model.in_dim;
   j["num_classes"] = model.num_classes;
+  j["world_size"] = world_size;
   for (const TrainOption& e : TrainOptionTable()) {
     if (e.saved()) j[e.json_key()] = e.to_json(*this);
   }
@@ -400,6 +406,9 @@ Result<TrainOptions> TrainOptions::FromJson(const std::string& text) {
     o.model.in_dim = j.at(key).get<int64_t>();
     key = "num_classes";
     o.model.num_classes = j.at(key).get<int64_t>();
+    key = "world_size";
+    o.world_size = j.contains(key) ? j[key].get<int>() : 1;
+    if (o.world_size < 1) throw std::invalid_argument("not a number of ranks");
     for (const TrainOption& e : TrainOptionTable()) {
       key = e.json_key();
       if (e.saved() && j.contains(key)) e.from_json(j[key], &o);

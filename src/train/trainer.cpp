@@ -26,6 +26,21 @@ double Seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
+// Hands every batch of `stream` to `consume` in order, each with its number in the pass
+// (numbers[i] for the stream's batch i).
+Status DrainStream(BatchStream& stream, const std::vector<uint64_t>& numbers,
+                   const std::function<Status(PreparedBatch&)>& consume) {
+  while (true) {
+    SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
+    if (!next.has_value()) return Status::Ok();
+    next->index = static_cast<int64_t>(numbers[static_cast<size_t>(next->index)]);
+    SKIFF_RETURN_IF_ERROR(consume(*next));
+    stream.Recycle(std::move(*next));
+  }
+}
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 }  // namespace
 
 Result<std::unique_ptr<InMemoryData>> LoadInMemory(const format::Dataset& dataset) {
@@ -94,6 +109,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainData& data, TrainOpt
   if (!factory) factory = model::Model::CreateCpu;
   SKIFF_ASSIGN_OR_RETURN(t->model_, factory(t->options_.model));
   t->optimizer_ = std::make_unique<model::Optimizer>(*t->model_, t->options_.optimizer);
+  if (t->options_.accumulate < 1) return Status::InvalidArgument("--accumulate must be >= 1");
   const bool degrees = model::NeedsNodeDegrees(t->options_.model.kind);
   t->train_sampler_ =
       std::make_unique<sampler::NeighborSampler>(*data.graph, t->options_.fanouts, degrees);
@@ -225,16 +241,12 @@ Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(Prepar
   so.epoch = static_cast<uint64_t>(epoch);
   so.gather_features = !model_->holds_features();
   so.sample = !model_->samples_on_device();
-  BatchStream stream(*train_sampler_, *data_.features, &data_.labels,
-                     PlanBatches(data_.train, options_.batch_size, true, options_.seed,
-                                 static_cast<uint64_t>(epoch)),
-                     so);
-  while (true) {
-    SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
-    if (!next.has_value()) break;
-    SKIFF_RETURN_IF_ERROR(consume(*next));
-    stream.Recycle(std::move(*next));
-  }
+  std::vector<uint64_t> numbers;
+  std::vector<std::vector<int64_t>> batches =
+      OwnBatches(data_.train, options_.batch_size, true, static_cast<uint64_t>(epoch), &numbers);
+  so.batch_numbers = numbers;
+  BatchStream stream(*train_sampler_, *data_.features, &data_.labels, std::move(batches), so);
+  SKIFF_RETURN_IF_ERROR(DrainStream(stream, numbers, consume));
   m->sample_seconds = stream.sample_busy_seconds();
   m->gather_seconds = stream.gather_busy_seconds();
   m->compute_wait_seconds = stream.consumer_wait_seconds();
@@ -300,7 +312,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   if (options_.show_progress) {
     // Counted in seeds, whose total is known however a pass runner cuts the batches (the
     // out-of-core plan never spans buffer states), so the line always has an ETA.
-    progress.emplace("epoch " + std::to_string(epoch), data_.train.size(), "nodes");
+    progress.emplace("epoch " + std::to_string(epoch), OwnSeeds(), "nodes");
   }
   double compute_seconds = 0;
   // The dropout seed of batch `index`: the compute step's, and the one a runner that gathers
@@ -308,18 +320,44 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   const std::function<uint64_t(int64_t)> dropout_seed = [this, epoch](int64_t index) {
     return sampler::BatchSeed(options_.seed, kDropoutStream, epoch, static_cast<uint64_t>(index));
   };
+  // Steps over several batches: each batch's gradients into the sum, one update per step (every
+  // rank ends every step, with or without a batch of its own in it).
+  const int64_t step_batches = StepBatches();
+  const int64_t num_batches =
+      CeilDiv(static_cast<int64_t>(data_.train.size()), options_.batch_size);
+  int64_t steps_done = 0;
+  if (step_batches > 1 && gradients_ == nullptr) {
+    gradients_ = std::make_unique<GradientSum>(model_->NumParameters());
+  }
   auto consume = [&](PreparedBatch& next) -> Status {
     const auto c0 = Clock::now();
-    SKIFF_RETURN_IF_ERROR(
-        model_->TrainStep(InputOf(next, options_.fanouts), dropout_seed(next.index), *optimizer_));
+    const model::BatchInput input = InputOf(next, options_.fanouts);
+    if (step_batches == 1) {
+      SKIFF_RETURN_IF_ERROR(model_->TrainStep(input, dropout_seed(next.index), *optimizer_));
+    } else {
+      SKIFF_RETURN_IF_ERROR(model_->ComputeGradients(input, dropout_seed(next.index)));
+      gradients_->Add(model_->Parameters());
+      const int64_t step = next.index / step_batches;
+      const bool step_ends =
+          Distributed() || (next.index + 1) % step_batches == 0 || next.index + 1 == num_batches;
+      if (step_ends) {
+        SKIFF_CHECK(step == steps_done);
+        SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
+      }
+    }
     compute_seconds += Seconds(c0, Clock::now());
     if (progress) progress->Add(next.batch.seeds.size());
     return Status::Ok();
   };
   SKIFF_RETURN_IF_ERROR(RunTrainingPass(epoch, consume, dropout_seed, &m));
+  // A rank without a batch in the last step still takes part in it.
+  while (step_batches > 1 && steps_done < CeilDiv(num_batches, step_batches)) {
+    SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
+  }
   // A device model may still be computing: its totals wait for the last step.
   const auto f0 = Clock::now();
-  SKIFF_ASSIGN_OR_RETURN(const model::LossTotals totals, model_->TakeLossTotals());
+  SKIFF_ASSIGN_OR_RETURN(model::LossTotals totals, model_->TakeLossTotals());
+  SKIFF_RETURN_IF_ERROR(ReduceTotals(&totals));
   compute_seconds += Seconds(f0, Clock::now());
   if (progress) progress->Finish();
   m.loss = totals.mean_loss();
@@ -340,7 +378,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
 }
 
 Status Trainer::RunEvalBatches(const std::vector<int64_t>& nodes, uint64_t stream_id, bool repeats,
-                               const std::vector<int32_t>* labels,
+                               bool shard, const std::vector<int32_t>* labels,
                                const std::function<Status(PreparedBatch&)>& consume) {
   if (RunsPasses()) {
     // Epoch 0 for every evaluation, as the BatchStream below: evaluation draws the same
@@ -356,14 +394,17 @@ Status Trainer::RunEvalBatches(const std::vector<int64_t>& nodes, uint64_t strea
   so.stream = stream_id;
   so.gather_features = !model_->holds_features();
   so.sample = !model_->samples_on_device();
-  BatchStream stream(*eval_sampler_, *data_.features, labels,
-                     PlanBatches(nodes, options_.eval_batch_size, false, 0, 0), so);
-  while (true) {
-    SKIFF_ASSIGN_OR_RETURN(auto next, stream.Next());
-    if (!next.has_value()) return Status::Ok();
-    SKIFF_RETURN_IF_ERROR(consume(*next));
-    stream.Recycle(std::move(*next));
+  std::vector<uint64_t> numbers;
+  std::vector<std::vector<int64_t>> batches;
+  if (shard) {
+    batches = OwnBatches(nodes, options_.eval_batch_size, false, 0, &numbers);
+  } else {
+    batches = PlanBatches(nodes, options_.eval_batch_size, false, 0, 0);
+    for (size_t b = 0; b < batches.size(); ++b) numbers.push_back(b);
   }
+  so.batch_numbers = numbers;
+  BatchStream stream(*eval_sampler_, *data_.features, labels, std::move(batches), so);
+  return DrainStream(stream, numbers, consume);
 }
 
 Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes, uint64_t stream_id,
@@ -374,8 +415,10 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
     if (progress != nullptr) progress->Add(next.batch.seeds.size());
     return model_->EvalStep(InputOf(next, options_.eval_fanouts));
   };
-  SKIFF_RETURN_IF_ERROR(RunEvalBatches(nodes, stream_id, repeats, &data_.labels, consume));
-  SKIFF_ASSIGN_OR_RETURN(const model::LossTotals totals, model_->TakeLossTotals());
+  SKIFF_RETURN_IF_ERROR(
+      RunEvalBatches(nodes, stream_id, repeats, /*shard=*/true, &data_.labels, consume));
+  SKIFF_ASSIGN_OR_RETURN(model::LossTotals totals, model_->TakeLossTotals());
+  SKIFF_RETURN_IF_ERROR(ReduceTotals(&totals));
   return Evaluation{.accuracy = totals.accuracy(), .loss = totals.mean_loss()};
 }
 
@@ -391,7 +434,67 @@ PassSpec Trainer::EvaluateBothPass(const std::vector<int64_t>& first, uint64_t f
 bool Trainer::RunsPasses() const {
   // A model that samples on its device holds the graph and the features there: its batches are
   // seeds and labels, which the BatchStream hands over without the runner's reads or plan.
-  return pass_runner_ && !model_->samples_on_device();
+  return pass_runner_ && !model_->samples_on_device() && StepBatches() == 1;
+}
+
+uint64_t Trainer::OwnSeeds() const {
+  const auto n = static_cast<int64_t>(data_.train.size());
+  if (!Distributed()) return static_cast<uint64_t>(n);
+  uint64_t seeds = 0;
+  for (int64_t b = comm_->rank(); b * options_.batch_size < n; b += comm_->size()) {
+    seeds += static_cast<uint64_t>(std::min(options_.batch_size, n - b * options_.batch_size));
+  }
+  return seeds;
+}
+
+int64_t Trainer::StepBatches() const { return Distributed() ? comm_->size() : options_.accumulate; }
+
+Status Trainer::SetCommunicator(dist::Communicator* comm) {
+  const int ranks = comm == nullptr ? 1 : comm->size();
+  if (options_.world_size != ranks) {
+    return Status::InvalidArgument("the run's options are for " +
+                                   std::to_string(options_.world_size) + " rank(s), the job has " +
+                                   std::to_string(ranks));
+  }
+  if (ranks > 1 && options_.accumulate > 1) {
+    return Status::InvalidArgument(
+        "--accumulate with --distributed is not built yet: a data-parallel step takes one batch "
+        "per rank (--accumulate " +
+        std::to_string(ranks) + " in one process is the same step)");
+  }
+  comm_ = comm;
+  return Status::Ok();
+}
+
+std::vector<std::vector<int64_t>> Trainer::OwnBatches(const std::vector<int64_t>& nodes,
+                                                      int64_t batch_size, bool shuffle,
+                                                      uint64_t epoch,
+                                                      std::vector<uint64_t>* numbers) const {
+  std::vector<std::vector<int64_t>> all =
+      PlanBatches(nodes, batch_size, shuffle, shuffle ? options_.seed : 0, epoch);
+  const int rank = comm_ == nullptr ? 0 : comm_->rank();
+  return ShardBatches(std::move(all), rank, comm_ == nullptr ? 1 : comm_->size(), numbers);
+}
+
+Status Trainer::FinishStep(int64_t step, int64_t num_batches) {
+  const int64_t step_batches = std::min(StepBatches(), num_batches - step * StepBatches());
+  SKIFF_CHECK(step_batches >= 1);
+  if (Distributed()) {
+    SKIFF_RETURN_IF_ERROR(comm_->AllReduceSum(gradients_->values(), "gradients"));
+  }
+  gradients_->Store(model_->Parameters(), step_batches);
+  gradients_->Clear();
+  return optimizer_->Step();
+}
+
+Status Trainer::ReduceTotals(model::LossTotals* totals) {
+  if (!Distributed()) return Status::Ok();
+  double loss = totals->loss_sum;
+  int64_t counts[2] = {totals->labelled, totals->correct};
+  SKIFF_RETURN_IF_ERROR(comm_->AllReduceSum(std::span<double>(&loss, 1), "loss totals"));
+  SKIFF_RETURN_IF_ERROR(comm_->AllReduceSum(std::span<int64_t>(counts, 2), "label counts"));
+  *totals = {.loss_sum = loss, .labelled = counts[0], .correct = counts[1]};
+  return Status::Ok();
 }
 
 bool Trainer::EvaluatesSplitsTogether() const {
@@ -477,7 +580,8 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
     progress.Add(static_cast<uint64_t>(rows));
     return Status::Ok();
   };
-  SKIFF_RETURN_IF_ERROR(RunEvalBatches(nodes, kPredictStream, /*repeats=*/false, nullptr, consume));
+  SKIFF_RETURN_IF_ERROR(
+      RunEvalBatches(nodes, kPredictStream, /*repeats=*/false, /*shard=*/false, nullptr, consume));
   progress.Finish();
   return Status::Ok();
 }
@@ -528,15 +632,19 @@ Status Trainer::SaveCheckpoints(int64_t epoch, bool improved) {
 
 Result<TrainSummary> Trainer::Run() {
   TrainSummary summary;
+  // In a data-parallel run every rank computes the same metrics and model; rank 0 writes them.
+  const bool writes = comm_ == nullptr || comm_->rank() == 0;
   MetricsFile metrics;
-  SKIFF_RETURN_IF_ERROR(metrics.Open(options_.metrics_path, next_epoch_));
+  if (writes) SKIFF_RETURN_IF_ERROR(metrics.Open(options_.metrics_path, next_epoch_));
   for (int64_t epoch = next_epoch_; epoch < options_.epochs; ++epoch) {
     SKIFF_ASSIGN_OR_RETURN(EpochMetrics m, TrainEpoch(epoch));
     SKIFF_RETURN_IF_ERROR(CheckFinite(epoch, m));
     const bool improved = RecordBest(epoch, m);
     next_epoch_ = epoch + 1;
-    SKIFF_RETURN_IF_ERROR(SaveCheckpoints(epoch, improved));
-    SKIFF_RETURN_IF_ERROR(metrics.Append(m.ToJson()));
+    if (writes) {
+      SKIFF_RETURN_IF_ERROR(SaveCheckpoints(epoch, improved));
+      SKIFF_RETURN_IF_ERROR(metrics.Append(m.ToJson()));
+    }
     if (options_.show_progress) LogEpoch(epoch, m, improved);
     summary.epochs.push_back(m);
   }

@@ -127,3 +127,23 @@ TEST_CASE("train options: a damaged checkpoint configuration is Corruption namin
   j.erase("in_dim");
   CHECK(TrainOptions::FromJson(j.dump()).status().message().find("in_dim") != std::string::npos);
 }
+
+TEST_CASE("train options: checkpoints record the job's ranks; older ones read as one rank") {
+  TrainOptions o;
+  o.world_size = 4;
+  o.accumulate = 1;
+  auto back = TrainOptions::FromJson(o.ToJson());
+  REQUIRE(back.ok());
+  CHECK(back->world_size == 4);
+  nlohmann::json j = nlohmann::json::parse(o.ToJson());
+  j.erase("world_size");
+  j.erase("accumulate");  // written before either existed
+  back = TrainOptions::FromJson(j.dump());
+  REQUIRE(back.ok());
+  CHECK(back->world_size == 1);
+  CHECK(back->accumulate == 1);
+  j["world_size"] = 0;
+  const auto bad = TrainOptions::FromJson(j.dump());
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().find("world_size") != std::string::npos);
+}

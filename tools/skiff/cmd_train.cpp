@@ -23,6 +23,7 @@
 #include "tools/skiff/command.h"
 #include "tools/skiff/compute_device.h"
 #include "tools/skiff/config_file.h"
+#include "tools/skiff/distributed.h"
 #include "tools/skiff/inference.h"
 #include "tools/skiff/link_predict.h"
 #include "tools/skiff/output_paths.h"
@@ -43,6 +44,8 @@ struct TrainCliOptions {
   std::string memory;              // out of core when set (docs/pipeline.md)
   std::string sampling = "exact";  // out of core: exact or in-buffer
   std::string scratch_dir;         // out of core: where evaluation keeps its batches ("none")
+  bool distributed = false;        // one rank of an mpirun job (docs/distributed.md)
+  double dist_timeout = 60;        // seconds a collective waits for the other ranks
   std::function<bool(const std::string&)> given;  // GivenIn(the command's app), once parsed
 };
 
@@ -315,19 +318,63 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
   return Status::Ok();
 }
 
-Status Train(const TrainCliOptions& o) {
+// A run whose steps take several batches (--accumulate, or --distributed over several ranks):
+// the dataset in memory, batches from the trainer's batch stream (train/trainer.h), rank 0 alone
+// printing and writing. Every rank checks first that all hold the same dataset and options.
+Status TrainInSteps(const TrainCliOptions& o, train::TrainOptions t, format::Dataset* ds,
+                    const std::optional<train::Checkpoint>& resume, dist::Communicator& comm) {
+  const bool lead = comm.rank() == 0;
+  t.show_progress = t.show_progress && lead;
+  // The ranks run the same steps: their progress and log lines would repeat rank 0's.
+  if (!lead && GetLogLevel() < LogLevel::kWarning) SetLogLevel(LogLevel::kWarning);
+  SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::InMemoryData> data, train::LoadInMemory(*ds));
+  if (t.feature_norm == train::FeatureNorm::kRow) data->features->NormalizeRows();
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
+                         train::Trainer::Create(data->data, t, ModelFactoryFor(Device::kCpu)));
+  SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
+  if (resume.has_value()) {
+    SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));
+    if (lead)
+      LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);
+  }
+  if (lead) {
+    LogTraining(o.dataset, t, data->data.train.size(), trainer->model(), Device::kCpu);
+    LogInfo(comm.size() > 1 ? std::to_string(comm.size()) +
+                                  " ranks: each step sums one batch "
+                                  "from every rank"
+                            : std::to_string(t.accumulate) + " batches per optimiser step");
+  }
+  const RssParts resident_when_loaded = CurrentRssParts();
+  SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
+  if (!lead) return Status::Ok();
+  PrintSummary(summary, t);
+  SKIFF_RETURN_IF_ERROR(Export(o, *ds, t, static_cast<int64_t>(summary.epochs.size()) - 1,
+                               Inference::kLayers, std::move(trainer), nullptr));
+  PrintPeakRss(0, CudaRuntimeShare{}, resident_when_loaded);
+  return Status::Ok();
+}
+
+Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   SKIFF_ASSIGN_OR_RETURN(const Device device, ParseName(kDeviceNames, "device", o.device));
   std::optional<train::Checkpoint> resume;
   if (!o.resume.empty()) {
     SKIFF_ASSIGN_OR_RETURN(resume, ReadResumeCheckpoint(o.resume));
   }
-  SKIFF_ASSIGN_OR_RETURN(const train::TrainOptions t, OptionsOf(o, resume));
+  SKIFF_ASSIGN_OR_RETURN(train::TrainOptions t, OptionsOf(o, resume));
+  if (resume.has_value()) {
+    SKIFF_RETURN_IF_ERROR(CheckResumeWorldSize(t.world_size, comm.size(), o.resume));
+  }
+  t.world_size = comm.size();
+  SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
+  SKIFF_RETURN_IF_ERROR(CheckStepOptions(t, comm.size(), device, memory_bytes));
   if (t.task == train::Task::kLink) return TrainLink(o, t, device, resume);
-  SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
+  // The outputs are rank 0's, on its machine: the other ranks write nothing.
+  if (comm.rank() == 0) SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
+  if (comm.size() > 1 || t.accumulate > 1) return TrainInSteps(o, t, ds.get(), resume, comm);
 
-  SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
   // The CUDA runtime's resident pages are outside the budget (docs/pipeline.md): measured as it
   // loads (here, and as the model creates its context), then its libraries' pages to exit, and
   // reported with the peak.
@@ -363,7 +410,16 @@ Status Train(const TrainCliOptions& o) {
   return Status::Ok();
 }
 
-int RunTrain(const TrainCliOptions& o) { return ReportStatus("train", Train(o)); }
+// One process, or (--distributed) one rank of an mpirun job: a rank whose run fails ends the
+// whole job (Communicator::Abort), so that no rank waits for it.
+int RunTrain(const TrainCliOptions& o) {
+  if (!o.distributed) return ReportStatus("train", Train(o, *dist::CreateLocalCommunicator()));
+  auto comm = dist::CreateMpiCommunicator({.timeout_seconds = o.dist_timeout});
+  if (!comm.ok()) return ReportStatus("train", comm.status().WithContext("--distributed"));
+  const Status status = Train(o, **comm);
+  if (!status.ok() && (*comm)->size() > 1) (*comm)->Abort(status.WithContext("skiff train"));
+  return ReportStatus("train", status);
+}
 
 RunFn Setup(CLI::App& app) {
   auto o = std::make_shared<TrainCliOptions>();
@@ -403,6 +459,14 @@ RunFn Setup(CLI::App& app) {
                  "(an unnamed file, gone when the run ends; default: the dataset's directory; "
                  "none: sample and gather them again every epoch)")
       ->check(NonEmpty());
+  app.add_flag("--distributed", o->distributed,
+               "Train data-parallel as one rank of an mpirun job: mpirun -np W skiff train DS "
+               "--distributed ... (docs/distributed.md)");
+  app.add_option("--dist-timeout", o->dist_timeout,
+                 "--distributed: seconds a rank waits for the others in one exchange before the "
+                 "job ends with an error naming the silent ranks")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   CLI::App* app_ptr = &app;
   return [o, app_ptr] {
     if (!o->config.empty()) {

@@ -256,6 +256,11 @@ class Model {
   // against batch->labels (mean over labelled seeds), the gradients of this batch alone, and
   // optimizer.Step(); adds the batch's loss statistics to the totals.
   virtual Status TrainStep(const BatchInput& input, uint64_t dropout_seed, Optimizer& optimizer);
+  // TrainStep without the update, for a step over several batches (gradient accumulation, or a
+  // data-parallel step): Forward, the loss (mean over the batch's labelled seeds), and this
+  // batch's gradients alone in every Parameters() grad (zeroed first); adds the batch's loss
+  // statistics to the totals. For a model on the host (its grads are the host tensors).
+  Status ComputeGradients(const BatchInput& input, uint64_t dropout_seed);
   // Forward without dropout and the batch's loss statistics added to the totals.
   virtual Status EvalStep(const BatchInput& input);
   // The totals of the steps since the last call, which resets them.

@@ -21,4 +21,12 @@ inline constexpr uint64_t kTrainStream = 1, kDropoutStream = 2, kValidStream = 3
 std::vector<std::vector<int64_t>> PlanBatches(std::span<const int64_t> nodes, int64_t batch_size,
                                               bool shuffle, uint64_t seed, uint64_t epoch);
 
+// The batches of a pass that rank `rank` of `ranks` takes in a data-parallel run: numbers rank,
+// rank + ranks, rank + 2 ranks, ... of `batches` (the one-process plan), so that every batch --
+// and every seed -- of the pass is taken by exactly one rank, and step s of a training pass is
+// batches s * ranks .. s * ranks + ranks - 1, batch s * ranks + r on rank r. *numbers gets each
+// taken batch's number in the pass (what its random streams are drawn from).
+std::vector<std::vector<int64_t>> ShardBatches(std::vector<std::vector<int64_t>> batches, int rank,
+                                               int ranks, std::vector<uint64_t>* numbers);
+
 }  // namespace skiff::train

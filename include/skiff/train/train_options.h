@@ -77,6 +77,9 @@ struct TrainOptions {
   std::vector<int> eval_fanouts;     // empty: kDefaultEvalFanoutCap per layer
   int64_t batch_size = 1024;
   int64_t eval_batch_size = 4096;
+  // Batches whose gradients make one optimiser step (their sum, in batch order, times
+  // 1/batches): docs/distributed.md. 1: a step per batch.
+  int accumulate = 1;
   int epochs = 10;
   FeatureNorm feature_norm = FeatureNorm::kNone;
   uint64_t seed = 0;
@@ -88,6 +91,9 @@ struct TrainOptions {
   SamplerPlace sampler = SamplerPlace::kAuto;
 
   // Set by the program, not by users (no table entry).
+  // The ranks of a data-parallel run (dist::Communicator::size()); saved in checkpoints under
+  // "world_size" (absent: 1), since --resume needs the same number.
+  int world_size = 1;
   int sampler_threads = 2;
   size_t prefetch_batches = 4;
   bool show_progress = true;

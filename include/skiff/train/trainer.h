@@ -12,6 +12,20 @@
 // improves. Every random stream is derived from (seed, epoch, batch), so a run resumed from a
 // checkpoint of epoch e reproduces epochs e+1.. of the uninterrupted run.
 //
+// Steps over several batches (TrainOptions::accumulate > 1, or a data-parallel run): each batch's
+// gradients are computed alone and summed in batch order (GradientSum), then one optimiser step
+// takes their mean. Such runs draw their batches from a BatchStream (a pass runner is not used),
+// and need a model on the host.
+//
+// Data-parallel (SetCommunicator with size() W > 1; docs/distributed.md): every rank holds the
+// same data and model. Each training pass, rank r takes batches r, r + W, ... of the one-process
+// plan (ShardBatches), with their one-process batch numbers for every random stream; each step,
+// the ranks' gradients are all-reduced (summed in rank order) and every rank takes the same
+// optimiser step, so a W-rank run computes what one process computes with accumulate = W.
+// Evaluation passes are sharded the same way and their loss totals summed. Rank 0 alone writes
+// metrics and checkpoints. A failed collective ends Run() with its Status (the caller aborts the
+// job).
+//
 // Thread safety: a Trainer is driven by one thread; it starts its own sampler threads.
 #pragma once
 
@@ -23,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "skiff/dist/communicator.h"
 #include "skiff/format/dataset.h"
 #include "skiff/model/model.h"
 #include "skiff/progress.h"
@@ -32,6 +47,7 @@
 #include "skiff/status.h"
 #include "skiff/train/batch_stream.h"
 #include "skiff/train/checkpoint.h"
+#include "skiff/train/gradient_sum.h"
 #include "skiff/train/train_options.h"
 
 namespace skiff::train {
@@ -167,6 +183,10 @@ class Trainer {
   // that samples on its device (Model::samples_on_device) needs seeds and labels only, and takes
   // them from a BatchStream whatever the runner (nothing for the runner to read or plan).
   void SetPassRunner(PassRunner runner) { pass_runner_ = std::move(runner); }
+  // Makes the run data-parallel over `comm`'s ranks (which must outlive the Trainer; null: one
+  // process). InvalidArgument when TrainOptions::world_size is not comm->size(), or when a
+  // data-parallel run also asks for accumulate > 1 (not built yet).
+  Status SetCommunicator(dist::Communicator* comm);
 
   // The model's and optimiser's state after `epoch` (copied back from the model's device).
   Result<Checkpoint> MakeCheckpoint(int64_t epoch);
@@ -185,8 +205,10 @@ class Trainer {
   // The evaluation batches of `nodes` (epoch 0, eval batch size) through `consume`: by the pass
   // runner when there is one (PassSpec::repeats = `repeats`), else by a BatchStream whose batches
   // carry `labels` (null: -1).
+  // Without a pass runner, a data-parallel run takes the rank's share of the batches when
+  // `shard` (evaluation), every batch otherwise (prediction).
   Status RunEvalBatches(const std::vector<int64_t>& nodes, uint64_t stream_id, bool repeats,
-                        const std::vector<int32_t>* labels,
+                        bool shard, const std::vector<int32_t>* labels,
                         const std::function<Status(PreparedBatch&)>& consume);
   // The training batches of `epoch` through `consume`: by the pass runner when there is one (its
   // report into m->pipeline_json), else by a BatchStream (its stage times into *m).
@@ -205,8 +227,24 @@ class Trainer {
   PassSpec EvaluateBothPass(const std::vector<int64_t>& first, uint64_t first_stream,
                             const std::vector<int64_t>& second, uint64_t second_stream,
                             bool repeats) const;
-  // Whether passes go through the pass runner (one is set, and the model samples on the host).
+  // Whether passes go through the pass runner (one is set, the model samples on the host, and a
+  // step is one batch of one process).
   bool RunsPasses() const;
+  // Batches per optimiser step: the ranks of a data-parallel run, else TrainOptions::accumulate.
+  int64_t StepBatches() const;
+  bool Distributed() const { return comm_ != nullptr && comm_->size() > 1; }
+  // The batches this process runs of a pass over `nodes` and their numbers in the pass: all of
+  // them in one process, the rank's share (ShardBatches) in a data-parallel run.
+  std::vector<std::vector<int64_t>> OwnBatches(const std::vector<int64_t>& nodes,
+                                               int64_t batch_size, bool shuffle, uint64_t epoch,
+                                               std::vector<uint64_t>* numbers) const;
+  // Ends step `step` of a pass of `num_batches` batches: the summed gradients (all-reduced over
+  // the ranks), their mean into the model, one optimiser update.
+  Status FinishStep(int64_t step, int64_t num_batches);
+  // The training seeds this process trains on per epoch (its batches' in a data-parallel run).
+  uint64_t OwnSeeds() const;
+  // Loss totals summed over the ranks (as they are in one process).
+  Status ReduceTotals(model::LossTotals* totals);
   // Whether EvaluateSplits evaluates validation and test in one pass (EvaluateBoth).
   bool EvaluatesSplitsTogether() const;
   // OfferFeatures' second half: the graph, as TrainOptions::sampler asks.
@@ -223,7 +261,9 @@ class Trainer {
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<model::Optimizer> optimizer_;
   std::unique_ptr<sampler::NeighborSampler> train_sampler_, eval_sampler_;
-  PassRunner pass_runner_;  // empty: BatchStream
+  PassRunner pass_runner_;                  // empty: BatchStream
+  dist::Communicator* comm_ = nullptr;      // null: one process
+  std::unique_ptr<GradientSum> gradients_;  // steps over several batches only
   bool features_offered_ = false;
   model::DeviceSampling device_sampling_;  // InputOf's, for the batch being computed
   int64_t next_epoch_ = 0;

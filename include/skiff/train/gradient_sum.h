@@ -1,0 +1,45 @@
+// GradientSum: the gradients of the batches of one optimiser step, added in batch order.
+//
+// A step over several batches (TrainOptions::accumulate in one process, or one batch per rank of
+// a data-parallel run) computes each batch's gradients alone (Model::ComputeGradients) and adds
+// them here: the first batch's are copied, each later batch's added element by element
+// (sum = g0; sum += g1; ...). A data-parallel run adds its ranks' sums in rank order
+// (dist::Communicator::AllReduceSum), which is the same arithmetic when rank r holds batch r of
+// the step: the two give bitwise the same step. Store() writes sum * (1 / batches) into the
+// model's gradients, so a step's gradient is the mean of its batches' (each a mean over that
+// batch's labelled seeds) -- with one batch, the batch's own gradient, unscaled.
+//
+// Thread safety: one thread.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "skiff/model/model.h"
+
+namespace skiff::train {
+
+class GradientSum {
+ public:
+  // `num_values`: the parameters' total size (Model::NumParameters()).
+  explicit GradientSum(int64_t num_values) : sum_(static_cast<size_t>(num_values), 0.0f) {}
+
+  // Adds the gradients now in `params` (Parameters() order, num_values in all).
+  void Add(const std::vector<model::Parameter>& params);
+  // The sum, in Parameters() order: what a data-parallel step all-reduces.
+  std::span<float> values() { return sum_; }
+  // Batches added since Clear().
+  int64_t batches() const { return batches_; }
+  // Writes the sum times 1 / `step_batches` (>= 1; exactly the sum when 1) into the gradients
+  // of `params`.
+  void Store(const std::vector<model::Parameter>& params, int64_t step_batches) const;
+  // Zero, and no batches: ready for the next step.
+  void Clear();
+
+ private:
+  std::vector<float> sum_;
+  int64_t batches_ = 0;
+};
+
+}  // namespace skiff::train

@@ -1,0 +1,49 @@
+#include "skiff/train/gradient_sum.h"
+
+#include <algorithm>
+
+#include "skiff/status.h"
+
+namespace skiff::train {
+
+void GradientSum::Add(const std::vector<model::Parameter>& params) {
+  size_t offset = 0;
+  for (const model::Parameter& p : params) {
+    const auto n = static_cast<size_t>(p.size());
+    SKIFF_CHECK(offset + n <= sum_.size());
+    float* out = sum_.data() + offset;
+    if (batches_ == 0) {
+      std::copy(p.grad, p.grad + n, out);
+    } else {
+      for (size_t i = 0; i < n; ++i) out[i] += p.grad[i];
+    }
+    offset += n;
+  }
+  SKIFF_CHECK(offset == sum_.size());
+  ++batches_;
+}
+
+void GradientSum::Store(const std::vector<model::Parameter>& params, int64_t step_batches) const {
+  SKIFF_CHECK(step_batches >= 1);
+  const float scale = 1.0f / static_cast<float>(step_batches);
+  size_t offset = 0;
+  for (const model::Parameter& p : params) {
+    const auto n = static_cast<size_t>(p.size());
+    SKIFF_CHECK(offset + n <= sum_.size());
+    const float* in = sum_.data() + offset;
+    if (step_batches == 1) {
+      std::copy(in, in + n, p.grad);
+    } else {
+      for (size_t i = 0; i < n; ++i) p.grad[i] = in[i] * scale;
+    }
+    offset += n;
+  }
+  SKIFF_CHECK(offset == sum_.size());
+}
+
+void GradientSum::Clear() {
+  std::fill(sum_.begin(), sum_.end(), 0.0f);
+  batches_ = 0;
+}
+
+}  // namespace skiff::train

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# `mpirun -np W skiff train --distributed`: a W-rank run computes what one process computes with
+# --accumulate W (the same batches, gradients summed in batch order, one step): the same metrics
+# every epoch (accuracies exactly, losses to 1e-9: the ranks add their loss totals in another
+# order) and bitwise the same model (predictions and embeddings of the last epoch's checkpoint).
+# Ranks started with different options refuse to train, naming the option; --resume needs the
+# job size the checkpoint was written by.
+#   bash dist_train.sh SKIFF_EXE DATASETS_DIR WORK_DIR
+set -euo pipefail
+SKIFF=$1
+WORK=$3
+command -v mpirun > /dev/null || { echo "SKIP: mpirun not found (Debian: openmpi-bin)"; exit 77; }
+rm -rf "$WORK" && mkdir -p "$WORK"
+cd "$WORK"
+MPI=(timeout 600 mpirun --oversubscribe --allow-run-as-root)
+"$SKIFF" generate --preset small --out small > /dev/null 2>&1
+RUN=(train small --hidden 16 --fanouts 5,5 --eval-fanouts 5,5 --batch-size 512 --epochs 3 --seed 5
+     --threads 1)
+
+if ! "${MPI[@]}" -np 1 "$SKIFF" train small --epochs 0 --distributed > probe.log 2>&1; then
+  if grep -q "has no MPI" probe.log; then echo "SKIP: skiff was built without MPI"; exit 77; fi
+  echo "FAIL: a one-rank job did not run"; cat probe.log; exit 1
+fi
+
+# The metrics of two runs agree epoch by epoch; their last models predict bitwise alike.
+same_run() {
+  python3 - "$1.jsonl" "$2.jsonl" <<'PY'
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+assert len(a) == len(b) == 3, (len(a), len(b))
+for x, y in zip(a, b):
+    for k in ("train_acc", "valid_acc", "test_acc"):
+        assert x[k] == y[k], (x["epoch"], k, x[k], y[k])
+    for k in ("loss", "valid_loss"):
+        assert abs(x[k] - y[k]) <= 1e-9 * abs(x[k]), (x["epoch"], k, x[k], y[k])
+PY
+  "$SKIFF" predict small --checkpoint "$1.ckpt.last" --out "$1.pred" --threads 1 > /dev/null 2>&1
+  "$SKIFF" predict small --checkpoint "$2.ckpt.last" --out "$2.pred" --threads 1 > /dev/null 2>&1
+  cmp "$1.pred/embeddings.npy" "$2.pred/embeddings.npy"
+  cmp "$1.pred/predictions.npy" "$2.pred/predictions.npy"
+}
+
+for W in 2 4; do
+  "$SKIFF" "${RUN[@]}" --accumulate $W --checkpoint acc$W.ckpt --metrics acc$W.jsonl \
+    > acc$W.log 2>&1 || { echo "FAIL: --accumulate $W"; cat acc$W.log; exit 1; }
+  "${MPI[@]}" -np $W "$SKIFF" "${RUN[@]}" --distributed --checkpoint dist$W.ckpt \
+    --metrics dist$W.jsonl > dist$W.log 2>&1 || { echo "FAIL: $W ranks"; cat dist$W.log; exit 1; }
+  same_run acc$W dist$W || { echo "FAIL: $W ranks differ from --accumulate $W"; exit 1; }
+  # Rank 0 alone prints the epochs.
+  [ "$(grep -c '^.*epoch 2: loss' dist$W.log)" -eq 1 ] || { echo "FAIL: epoch lines"; cat dist$W.log; exit 1; }
+  echo "$W ranks = --accumulate $W: OK"
+done
+
+# One rank with --distributed is the plain run.
+"$SKIFF" "${RUN[@]}" --metrics plain.jsonl --checkpoint plain.ckpt > plain.log 2>&1
+"${MPI[@]}" -np 1 "$SKIFF" "${RUN[@]}" --distributed --metrics one.jsonl --checkpoint one.ckpt \
+  > one.log 2>&1
+same_run plain one || { echo "FAIL: one rank differs from the plain run"; exit 1; }
+echo "one rank = the plain run: OK"
+
+# Ranks with different options refuse to start, naming the option.
+if "${MPI[@]}" -np 1 "$SKIFF" "${RUN[@]}" --distributed --lr 0.01 : \
+    -np 1 "$SKIFF" "${RUN[@]}" --distributed --lr 0.02 > differ.log 2>&1; then
+  echo "FAIL: ranks with different --lr trained"; exit 1
+fi
+grep -q -- "--lr is 0.02 on rank 1 but 0.01 on rank 0" differ.log ||
+  { echo "FAIL: the difference is not named"; cat differ.log; exit 1; }
+[ ! -e differ.ckpt ] || { echo "FAIL: a checkpoint was written"; exit 1; }
+echo "different options refused: OK"
+
+# --resume with the job size the checkpoint was written by, and not with another.
+"${MPI[@]}" -np 2 "$SKIFF" train small --resume dist2.ckpt --epochs 4 --distributed --threads 1 \
+  > resume.log 2>&1 || { echo "FAIL: resume"; cat resume.log; exit 1; }
+grep -q "resuming after epoch 2" resume.log || { echo "FAIL: resume"; cat resume.log; exit 1; }
+if "$SKIFF" train small --resume dist2.ckpt --epochs 5 --threads 1 > resume1.log 2>&1; then
+  echo "FAIL: a 2-rank checkpoint resumed in one process"; exit 1
+fi
+grep -q "written by a job of 2 rank(s), this job has 1" resume1.log ||
+  { echo "FAIL: the sizes are not named"; cat resume1.log; exit 1; }
+echo "train --distributed: OK"

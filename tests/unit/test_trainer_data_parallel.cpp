@@ -1,0 +1,240 @@
+// The Trainer's data-parallel path without MPI: W trainers on W threads, joined by a communicator
+// that exchanges through memory (the MPI one's arithmetic: every rank's data, summed in rank
+// order), compute what one trainer computes with accumulate = W -- the same parameters bitwise,
+// the same accuracies, losses to rounding -- and every training seed is used once per epoch.
+#include <doctest/doctest.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "skiff/dist/communicator.h"
+#include "skiff/train/trainer.h"
+
+using namespace skiff;
+using namespace skiff::train;
+
+namespace {
+
+// Where the ranks of one process meet: each exchange returns every rank's bytes.
+class Hub {
+ public:
+  explicit Hub(int ranks) : ranks_(ranks), slots_(static_cast<size_t>(ranks)) {}
+  std::vector<std::string> Exchange(int rank, std::string mine) {
+    std::unique_lock<std::mutex> lock(mu_);
+    const int64_t generation = generation_;
+    slots_[static_cast<size_t>(rank)] = std::move(mine);
+    if (++arrived_ == ranks_) {
+      result_ = slots_;
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return generation_ != generation; });
+    }
+    return result_;  // stable until every rank has arrived again
+  }
+
+ private:
+  const int ranks_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  int64_t generation_ = 0;
+  std::vector<std::string> slots_, result_;
+};
+
+class ThreadCommunicator final : public dist::Communicator {
+ public:
+  ThreadCommunicator(Hub* hub, int rank, int size) : hub_(hub), rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Status AllReduceSum(std::span<float> v, std::string_view) override { return Sum(v); }
+  Status AllReduceSum(std::span<double> v, std::string_view) override { return Sum(v); }
+  Status AllReduceSum(std::span<int64_t> v, std::string_view) override { return Sum(v); }
+  Status Broadcast(std::string* bytes, int root, std::string_view) override {
+    *bytes = hub_->Exchange(rank_, *bytes)[static_cast<size_t>(root)];
+    return Status::Ok();
+  }
+  Result<std::vector<std::string>> AllGather(std::string_view bytes, std::string_view) override {
+    return hub_->Exchange(rank_, std::string(bytes));
+  }
+  Status Barrier(std::string_view) override {
+    hub_->Exchange(rank_, "");
+    return Status::Ok();
+  }
+  [[noreturn]] void Abort(const Status& why) override {
+    FAIL(why.ToString());
+    std::abort();
+  }
+
+ private:
+  template <typename T>
+  Status Sum(std::span<T> v) {
+    const auto all =
+        hub_->Exchange(rank_, std::string(reinterpret_cast<const char*>(v.data()), v.size_bytes()));
+    std::vector<T> sum(v.size());
+    std::memcpy(sum.data(), all[0].data(), v.size_bytes());
+    for (size_t r = 1; r < all.size(); ++r) {
+      const T* other = reinterpret_cast<const T*>(all[r].data());
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += other[i];
+    }
+    std::memcpy(v.data(), sum.data(), v.size_bytes());
+    return Status::Ok();
+  }
+  Hub* hub_;
+  const int rank_, size_;
+};
+
+// Three classes on a random graph where neighbours mostly share a class.
+struct Data {
+  std::unique_ptr<sampler::InMemoryGraph> graph;
+  std::unique_ptr<sampler::InMemoryFeatures> features;
+  TrainData data;
+};
+
+std::unique_ptr<Data> MakeData(int64_t n, int64_t dim) {
+  auto d = std::make_unique<Data>();
+  std::mt19937_64 rng(11);
+  std::vector<int32_t> labels(n);
+  for (auto& l : labels) l = static_cast<int32_t>(rng() % 3);
+  std::vector<int64_t> offsets{0}, neighbours;
+  for (int64_t v = 0; v < n; ++v) {
+    std::set<int64_t> row;
+    while (row.size() < 5) {
+      const int64_t w = static_cast<int64_t>(rng() % n);
+      if (w != v && (labels[w] == labels[v] || rng() % 4 == 0)) row.insert(w);
+    }
+    neighbours.insert(neighbours.end(), row.begin(), row.end());
+    offsets.push_back(static_cast<int64_t>(neighbours.size()));
+  }
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * dim));
+  for (int64_t v = 0; v < n; ++v) {
+    for (int64_t k = 0; k < dim; ++k) x[v * dim + k] = noise(rng) + (k == labels[v] ? 0.8f : 0.0f);
+  }
+  d->graph = std::move(sampler::InMemoryGraph::FromCsr(offsets, neighbours)).value();
+  d->features = std::move(sampler::InMemoryFeatures::FromMatrix(x, dim)).value();
+  d->data.graph = d->graph.get();
+  d->data.features = d->features.get();
+  d->data.labels = labels;
+  d->data.num_classes = 3;
+  for (int64_t v = 0; v < n; ++v) {
+    (v % 5 == 0 ? d->data.valid : v % 5 == 1 ? d->data.test : d->data.train).push_back(v);
+  }
+  return d;
+}
+
+TrainOptions Options() {
+  TrainOptions o;
+  o.model.kind = model::ModelKind::kSage;
+  o.model.num_layers = 2;
+  o.model.hidden_dim = 8;
+  o.model.dropout = 0.3f;
+  o.fanouts = {3, 3};
+  o.batch_size = 37;  // 600 training nodes: 17 batches, the last one partial
+  o.eval_batch_size = 45;
+  o.epochs = 2;
+  o.seed = 9;
+  o.sampler_threads = 1;
+  o.show_progress = false;
+  return o;
+}
+
+struct Outcome {
+  std::vector<EpochMetrics> epochs;
+  std::vector<std::vector<float>> parameters;
+};
+
+Outcome Finish(Trainer& trainer, const Result<TrainSummary>& summary) {
+  REQUIRE(summary.ok());
+  Outcome out{.epochs = summary->epochs, .parameters = {}};
+  for (const model::Parameter& p : trainer.model().Parameters()) {
+    out.parameters.emplace_back(p.data, p.data + p.size());
+  }
+  return out;
+}
+
+Outcome RunAccumulating(const TrainData& data, int accumulate) {
+  TrainOptions o = Options();
+  o.accumulate = accumulate;
+  auto trainer = Trainer::Create(data, o);
+  REQUIRE(trainer.ok());
+  auto summary = (*trainer)->Run();
+  return Finish(**trainer, summary);
+}
+
+std::vector<Outcome> RunRanks(const TrainData& data, int ranks) {
+  Hub hub(ranks);
+  std::vector<Outcome> outcomes(static_cast<size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < ranks; ++rank) {
+    threads.emplace_back([&, rank] {
+      ThreadCommunicator comm(&hub, rank, ranks);
+      TrainOptions o = Options();
+      o.world_size = ranks;
+      auto trainer = Trainer::Create(data, o);
+      SKIFF_CHECK(trainer.ok());
+      SKIFF_CHECK((*trainer)->SetCommunicator(&comm).ok());
+      auto summary = (*trainer)->Run();
+      SKIFF_CHECK(summary.ok());
+      Outcome& out = outcomes[static_cast<size_t>(rank)];
+      out.epochs = summary->epochs;
+      for (const model::Parameter& p : (*trainer)->model().Parameters()) {
+        out.parameters.emplace_back(p.data, p.data + p.size());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return outcomes;
+}
+
+void CheckSame(const Outcome& a, const Outcome& b) {
+  REQUIRE(a.epochs.size() == b.epochs.size());
+  for (size_t e = 0; e < a.epochs.size(); ++e) {
+    CAPTURE(e);
+    CHECK(a.epochs[e].train_acc == b.epochs[e].train_acc);
+    CHECK(a.epochs[e].valid_acc == b.epochs[e].valid_acc);
+    CHECK(a.epochs[e].test_acc == b.epochs[e].test_acc);
+    CHECK(a.epochs[e].loss == doctest::Approx(b.epochs[e].loss).epsilon(1e-9));
+    CHECK(a.epochs[e].valid_loss == doctest::Approx(b.epochs[e].valid_loss).epsilon(1e-9));
+  }
+  CHECK(a.parameters == b.parameters);  // bitwise
+}
+
+}  // namespace
+
+TEST_CASE("data-parallel trainer: W ranks compute what one process computes with accumulate W") {
+  const auto data = MakeData(1000, 12);
+  for (int ranks : {2, 3, 4}) {
+    CAPTURE(ranks);
+    const Outcome one = RunAccumulating(data->data, ranks);
+    const std::vector<Outcome> all = RunRanks(data->data, ranks);
+    for (const Outcome& rank : all) CheckSame(one, rank);
+  }
+}
+
+TEST_CASE("data-parallel trainer: accumulate 1 is the plain step, and accumulate changes it") {
+  const auto data = MakeData(600, 8);
+  TrainOptions o = Options();
+  auto plain = Trainer::Create(data->data, o);
+  REQUIRE(plain.ok());
+  auto plain_summary = (*plain)->Run();
+  const Outcome a = Finish(**plain, plain_summary);
+  CheckSame(a, RunAccumulating(data->data, 1));
+  CHECK(a.parameters != RunAccumulating(data->data, 2).parameters);
+}
+
+TEST_CASE("data-parallel trainer: refuses a communicator of another size than the options'") {
+  const auto data = MakeData(300, 8);
+  auto trainer = Trainer::Create(data->data, Options());
+  REQUIRE(trainer.ok());
+  Hub hub(2);
+  ThreadCommunicator comm(&hub, 0, 2);
+  const Status st = (*trainer)->SetCommunicator(&comm);
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(st.message().find("for 1 rank(s), the job has 2") != std::string::npos);
+}

@@ -1,0 +1,113 @@
+#include "tools/skiff/distributed.h"
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace skiff::cli {
+namespace {
+
+using nlohmann::json;
+
+// The run as the ranks compare it: {"dataset": the manifest's checksum, "options": {...}}.
+std::string Fingerprint(const format::Dataset& dataset, const train::TrainOptions& t) {
+  const json manifest = json::parse(dataset.manifest().ToJson(), nullptr, false);
+  json f;
+  f["dataset"] = manifest.is_object() && manifest.contains("manifest_xxh3")
+                     ? manifest["manifest_xxh3"]
+                     : json(dataset.manifest().ToJson());
+  f["options"] = json::parse(t.ToJson());
+  return f.dump();
+}
+
+// A value as a user typed it: floats (saved from float options) in their shortest form.
+std::string Show(const json& value) {
+  if (!value.is_number_float()) return value.is_null() ? "unset" : value.dump();
+  char text[32];
+  const auto [end, ec] = std::to_chars(text, text + sizeof(text), value.get<float>());
+  return ec == std::errc() ? std::string(text, end) : value.dump();
+}
+
+// "--batch-size" for the options' JSON key "batch_size".
+std::string OptionName(std::string key) {
+  for (char& c : key) c = c == '_' ? '-' : c;
+  return "--" + key;
+}
+
+// The first field in which `other` (rank `rank`'s) differs from `first` (rank 0's), as
+// "--lr is 0.02 on rank 1 but 0.01 on rank 0", or "".
+std::string Difference(const json& first, const json& other, int rank) {
+  const std::string where = " on rank " + std::to_string(rank) + " but ";
+  if (first["dataset"] != other["dataset"]) {
+    return "the dataset differs: manifest checksum " + other["dataset"].dump() + where +
+           first["dataset"].dump() + " on rank 0 (each rank must open the same dataset)";
+  }
+  const json& a = first["options"];
+  const json& b = other["options"];
+  for (const auto& [key, value] : a.items()) {
+    const json theirs = b.contains(key) ? b[key] : json();
+    if (theirs != value) {
+      return OptionName(key) + " is " + Show(theirs) + where + Show(value) + " on rank 0";
+    }
+  }
+  for (const auto& [key, value] : b.items()) {
+    if (!a.contains(key)) return OptionName(key) + " is " + Show(value) + where + "unset on rank 0";
+  }
+  return "";
+}
+
+}  // namespace
+
+Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
+                        uint64_t memory_bytes) {
+  if (ranks == 1 && t.accumulate == 1) return Status::Ok();
+  const std::string what =
+      ranks > 1 ? "--distributed (" + std::to_string(ranks) + " ranks)" : "--accumulate";
+  if (device != Device::kCpu) {
+    return Status::InvalidArgument(what +
+                                   " runs on --device cpu: device gradients are not built yet");
+  }
+  if (memory_bytes > 0) {
+    return Status::InvalidArgument(what + " trains in memory: --memory is not built yet with it");
+  }
+  if (t.task != train::Task::kNode) {
+    return Status::InvalidArgument(what +
+                                   " trains node classification: --task link is not built "
+                                   "yet with it");
+  }
+  return Status::Ok();
+}
+
+Status CheckResumeWorldSize(int saved_world_size, int ranks, const std::string& checkpoint) {
+  if (saved_world_size == ranks) return Status::Ok();
+  return Status::InvalidArgument("--resume " + checkpoint + " was written by a job of " +
+                                 std::to_string(saved_world_size) + " rank(s), this job has " +
+                                 std::to_string(ranks) +
+                                 ": resume with the same number of ranks (mpirun -np " +
+                                 std::to_string(saved_world_size) + ")");
+}
+
+Status CheckSameRun(dist::Communicator& comm, const format::Dataset& dataset,
+                    const train::TrainOptions& t) {
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<std::string> all,
+                         comm.AllGather(Fingerprint(dataset, t), "dataset and options"));
+  const json first = json::parse(all[0]);
+  std::string difference;
+  std::vector<int> ranks;
+  for (size_t r = 1; r < all.size(); ++r) {
+    const std::string d = Difference(first, json::parse(all[r]), static_cast<int>(r));
+    if (d.empty()) continue;
+    if (difference.empty()) difference = d;
+    ranks.push_back(static_cast<int>(r));
+  }
+  if (ranks.empty()) return Status::Ok();
+  std::string list;
+  for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+  return Status::InvalidArgument("the ranks were started with different runs (rank" +
+                                 std::string(ranks.size() > 1 ? "s " : " ") + list +
+                                 (ranks.size() > 1 ? " differ" : " differs") +
+                                 " from rank 0): " + difference);
+}
+
+}  // namespace skiff::cli

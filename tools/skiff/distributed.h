@@ -1,0 +1,31 @@
+// What `skiff train --distributed` adds to a training run (docs/distributed.md): the checks every
+// rank makes before the first step, so that a job whose ranks disagree never trains.
+//
+// Thread safety: plain functions, called from the command's thread.
+#pragma once
+
+#include <cstdint>
+
+#include "skiff/dist/communicator.h"
+#include "skiff/format/dataset.h"
+#include "skiff/status.h"
+#include "skiff/train/train_options.h"
+#include "tools/skiff/compute_device.h"
+
+namespace skiff::cli {
+
+// InvalidArgument, naming the option, for what a step over several batches (`ranks` > 1, or
+// --accumulate > 1) does not do yet: --device cuda, --memory, --task link.
+Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
+                        uint64_t memory_bytes);
+
+// InvalidArgument when --resume's checkpoint was written by a job of another size, naming both.
+Status CheckResumeWorldSize(int saved_world_size, int ranks, const std::string& checkpoint);
+
+// Every rank's dataset fingerprint (its manifest's checksum) and run options (those a checkpoint
+// saves), gathered on every rank; InvalidArgument naming the first field that differs from rank
+// 0's and the ranks that differ, on every rank alike. A failed collective's Status otherwise.
+Status CheckSameRun(dist::Communicator& comm, const format::Dataset& dataset,
+                    const train::TrainOptions& t);
+
+}  // namespace skiff::cli
