@@ -146,6 +146,11 @@ Result<std::unique_ptr<LinkTrainer>> LinkTrainer::Create(const LinkData& data, T
   if (options.eval_fanouts.size() != options.fanouts.size()) {
     return Status::InvalidArgument("--eval-fanouts needs one entry per layer");
   }
+  if (options.epoch_fraction < 1) {
+    return Status::InvalidArgument(
+        "--epoch-fraction trains node classification on subsets of its training nodes; link "
+        "prediction trains on every training edge each epoch");
+  }
   if (options.batch_size <= 0 || options.epochs < 0) {
     return Status::InvalidArgument("the batch size must be positive and epochs non-negative");
   }

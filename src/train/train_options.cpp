@@ -59,6 +59,7 @@ struct FloatCodec {
   float lo = -std::numeric_limits<float>::infinity();
   float hi = std::numeric_limits<float>::infinity();  // excluded when finite
   bool positive = false;                              // excludes lo (0) itself
+  bool hi_included = false;                           // includes a finite hi
   std::optional<float> or_value;
   static FloatCodec Between(float lo, float hi) {
     FloatCodec c;
@@ -74,6 +75,13 @@ struct FloatCodec {
     c.positive = true;
     return c;
   }
+  // (0, 1]: a fraction of a whole.
+  static FloatCodec Fraction() {
+    FloatCodec c = Positive();
+    c.hi = 1;
+    c.hi_included = true;
+    return c;
+  }
   std::string Text(float v) const {
     char buf[32];
     const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);  // shortest round trip
@@ -81,11 +89,13 @@ struct FloatCodec {
   }
   bool InRange(float v) const {
     if (or_value.has_value() && v == *or_value) return true;
-    return std::isfinite(v) && (positive ? v > lo : v >= lo) && v < hi;
+    return std::isfinite(v) && (positive ? v > lo : v >= lo) && (hi_included ? v <= hi : v < hi);
   }
   std::string Range() const {
     std::string r;
-    if (positive) {
+    if (positive && hi_included) {
+      r = "a number in (" + Text(lo) + ", " + Text(hi) + "]";
+    } else if (positive) {
       r = "a number > " + Text(lo);
     } else if (std::isinf(lo)) {
       r = "a number";
@@ -260,6 +270,11 @@ std::vector<TrainOption> SamplingOptions() {
       Entry(
           "epochs", OptionScope::kExtendable, "Epochs", [](auto& o) -> auto& { return o.epochs; },
           IntCodec<int>{0}),
+      Entry(
+          "epoch-fraction", kRun,
+          "Train each epoch on this fraction of the training nodes, a fresh random subset each "
+          "epoch; every training node once per ceil(1/F) epochs (node classification)",
+          [](auto& o) -> auto& { return o.epoch_fraction; }, FloatCodec::Fraction()),
       Entry(
           "seed", kRun, "Seed of every random stream", [](auto& o) -> auto& { return o.seed; },
           IntCodec<uint64_t>{0}),

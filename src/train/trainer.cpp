@@ -224,7 +224,7 @@ Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(Prepar
                                 const std::function<uint64_t(int64_t)>& dropout_seed,
                                 EpochMetrics* m) {
   if (RunsPasses()) {
-    PassSpec pass = MakePassSpec(&data_.train, true, kTrainStream, epoch, options_.batch_size);
+    PassSpec pass = MakePassSpec(&TrainNodes(), true, kTrainStream, epoch, options_.batch_size);
     pass.dropout_seed = dropout_seed;
     if (EvaluatesSplitsTogether()) {
       // The evaluation EvaluateSplits runs next: the runner may start on it as this pass ends.
@@ -243,7 +243,7 @@ Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(Prepar
   so.sample = !model_->samples_on_device();
   std::vector<uint64_t> numbers;
   std::vector<std::vector<int64_t>> batches =
-      OwnBatches(data_.train, options_.batch_size, true, static_cast<uint64_t>(epoch), &numbers);
+      OwnBatches(TrainNodes(), options_.batch_size, true, static_cast<uint64_t>(epoch), &numbers);
   so.batch_numbers = numbers;
   BatchStream stream(*train_sampler_, *data_.features, &data_.labels, std::move(batches), so);
   SKIFF_RETURN_IF_ERROR(DrainStream(stream, numbers, consume));
@@ -305,6 +305,10 @@ std::string StreamPassReport(const EpochMetrics& m, double pass_seconds, int thr
 
 Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   SKIFF_RETURN_IF_ERROR(OfferFeatures().status());  // once per run, before the first epoch's clock
+  if (options_.epoch_fraction < 1) {
+    epoch_train_ = EpochSubset(data_.train, options_.epoch_fraction, options_.seed,
+                               static_cast<uint64_t>(epoch));
+  }
   EpochMetrics m;
   m.epoch = epoch;
   const auto start = Clock::now();
@@ -324,7 +328,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   // rank ends every step, with or without a batch of its own in it).
   const int64_t step_batches = StepBatches();
   const int64_t num_batches =
-      CeilDiv(static_cast<int64_t>(data_.train.size()), options_.batch_size);
+      CeilDiv(static_cast<int64_t>(TrainNodes().size()), options_.batch_size);
   int64_t steps_done = 0;
   if (step_batches > 1 && gradients_ == nullptr) {
     gradients_ = std::make_unique<GradientSum>(model_->NumParameters());
@@ -364,7 +368,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   m.train_acc = totals.accuracy();
   m.compute_seconds = compute_seconds;
   const double train_seconds = Seconds(start, Clock::now());
-  m.samples_per_second = train_seconds > 0 ? data_.train.size() / train_seconds : 0;
+  m.samples_per_second = train_seconds > 0 ? TrainNodes().size() / train_seconds : 0;
   // A pass runner prints its own stage report; the batch stream's is this line.
   if (options_.show_progress && !RunsPasses()) {
     LogInfo(
@@ -438,7 +442,7 @@ bool Trainer::RunsPasses() const {
 }
 
 uint64_t Trainer::OwnSeeds() const {
-  const auto n = static_cast<int64_t>(data_.train.size());
+  const auto n = static_cast<int64_t>(TrainNodes().size());
   if (!Distributed()) return static_cast<uint64_t>(n);
   uint64_t seeds = 0;
   for (int64_t b = comm_->rank(); b * options_.batch_size < n; b += comm_->size()) {

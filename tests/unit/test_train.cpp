@@ -16,6 +16,7 @@
 #include "skiff/convert/npz_graph.h"
 #include "skiff/io/npy.h"
 #include "skiff/io/npy_writer.h"
+#include "skiff/train/batch_plan.h"
 #include "skiff/train/checkpoint.h"
 #include "skiff/train/trainer.h"
 #include "tests/unit/test_util.h"
@@ -154,6 +155,66 @@ TEST_CASE("trainer: every training node is visited exactly once per epoch") {
   // Different epochs see different orders.
   CHECK(
       !std::equal(recorder->seen.begin(), recorder->seen.begin() + n, recorder->seen.begin() + n));
+}
+
+TEST_CASE(
+    "trainer: --epoch-fraction trains each epoch on a fresh subset, every node once a cycle") {
+  auto s = MakeSynthetic(400, 4, 1);
+  RecordingModel* recorder = nullptr;
+  auto factory = [&](const model::ModelConfig& c) -> Result<std::unique_ptr<model::Model>> {
+    auto m = std::make_unique<RecordingModel>(c);
+    recorder = m.get();
+    return std::unique_ptr<model::Model>(std::move(m));
+  };
+  TrainOptions o = SmallOptions();
+  o.epochs = 6;
+  o.epoch_fraction = 0.34f;  // cycles of 3 epochs: 66 + 67 + 67 of the 200 training nodes
+  auto t = Trainer::Create(s->data, o, factory);
+  REQUIRE(t.ok());
+  auto summary = (*t)->Run();
+  REQUIRE(summary.ok());
+  const std::vector<int64_t>& train = s->data.train;
+  REQUIRE(train.size() == 200);
+  REQUIRE(recorder->seen.size() == 2 * train.size());
+  size_t at = 0;
+  std::vector<std::vector<int64_t>> cycles(2);
+  for (int e = 0; e < 6; ++e) {
+    const size_t size = e % 3 == 0 ? 66 : 67;
+    std::vector<int64_t> epoch(recorder->seen.begin() + static_cast<ptrdiff_t>(at),
+                               recorder->seen.begin() + static_cast<ptrdiff_t>(at + size));
+    at += size;
+    std::sort(epoch.begin(), epoch.end());
+    CHECK(epoch == EpochSubset(train, o.epoch_fraction, o.seed, static_cast<uint64_t>(e)));
+    cycles[static_cast<size_t>(e / 3)].insert(cycles[static_cast<size_t>(e / 3)].end(),
+                                              epoch.begin(), epoch.end());
+  }
+  for (auto& cycle : cycles) {
+    std::sort(cycle.begin(), cycle.end());
+    CHECK(cycle == train);  // every training node once per cycle, none twice
+  }
+  CHECK(EpochSubset(train, o.epoch_fraction, o.seed, 0) !=
+        EpochSubset(train, o.epoch_fraction, o.seed, 3));  // cycles reshuffle
+}
+
+TEST_CASE("EpochSubset: slices of a per-cycle shuffle; the whole set at 1; seeded") {
+  std::vector<int64_t> nodes;
+  for (int64_t v = 0; v < 1000; v += 3) nodes.push_back(v);  // 334 nodes
+  CHECK(EpochSubset(nodes, 1.0, 7, 5) == nodes);
+  CHECK(EpochsPerSubsetCycle(0.1f) == 10);  // 1 / 0.1f is 9.99999985
+  CHECK(EpochsPerSubsetCycle(0.3) == 3);
+  const auto a = EpochSubset(nodes, 0.1, 7, 4);
+  CHECK(a.size() == 34);  // [133, 167) of the cycle's order: 334 nodes in 10 slices of 33 or 34
+  CHECK(EpochSubset(nodes, 0.1, 7, 1).size() == 33);
+  CHECK(std::is_sorted(a.begin(), a.end()));
+  CHECK(a == EpochSubset(nodes, 0.1, 7, 4));
+  CHECK(a != EpochSubset(nodes, 0.1, 8, 4));
+  std::set<int64_t> cycle;
+  for (uint64_t e = 10; e < 20; ++e) {
+    for (int64_t v : EpochSubset(nodes, 0.1, 7, e)) CHECK(cycle.insert(v).second);
+  }
+  CHECK(cycle.size() == nodes.size());
+  CHECK(EpochSubset(nodes, 1e-6, 7, 0).size() == 1);  // at least one node an epoch
+  CHECK(EpochSubset(std::vector<int64_t>{}, 0.5, 7, 0).empty());
 }
 
 TEST_CASE("trainer: a non-finite loss stops training with an error, never a 'best' epoch") {

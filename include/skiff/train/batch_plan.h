@@ -15,6 +15,20 @@ namespace skiff::train {
 // loader that draws the Trainer's batches uses the same).
 inline constexpr uint64_t kTrainStream = 1, kDropoutStream = 2, kValidStream = 3, kTestStream = 4,
                           kPredictStream = 5;
+// The random stream of the epochs' training subsets (EpochSubset; 6-8 are taken).
+inline constexpr uint64_t kEpochSubsetStream = 9;
+
+// Repeated random subsets without replacement (RS2; Okanovic et al. 2023): the training nodes of
+// `epoch` when each epoch trains on `fraction` (in (0, 1]) of `nodes`. Epochs come in cycles of
+// m = EpochsPerSubsetCycle(fraction) (at most |nodes|): a cycle shuffles `nodes` once (seeded by
+// (seed, cycle)) and its epochs take the m consecutive slices [i |nodes| / m, (i + 1) |nodes| / m)
+// of that order, so a cycle trains on every node exactly once and no node twice (the fraction
+// taken is 1 / m, the nearest such to `fraction`). fraction 1: `nodes` itself. The subset is in
+// ascending order (PlanBatches shuffles it for the epoch).
+std::vector<int64_t> EpochSubset(std::span<const int64_t> nodes, double fraction, uint64_t seed,
+                                 uint64_t epoch);
+// round(1 / fraction), at least 1: the epochs of one cycle of EpochSubset.
+uint64_t EpochsPerSubsetCycle(double fraction);
 
 // Batches of at most `batch_size` (> 0) nodes, the last one possibly smaller. With shuffle false
 // the nodes keep their given order (evaluation and prediction).

@@ -81,6 +81,9 @@ struct TrainOptions {
   // 1/batches): docs/distributed.md. 1: a step per batch.
   int accumulate = 1;
   int epochs = 10;
+  // Each epoch trains on this fraction of the training nodes, a fresh subset each epoch
+  // (EpochSubset in train/batch_plan.h: repeated random subsets without replacement); 1: all.
+  float epoch_fraction = 1.0f;
   FeatureNorm feature_norm = FeatureNorm::kNone;
   uint64_t seed = 0;
   std::string checkpoint_path;  // best model by validation accuracy ("" = none)

@@ -243,6 +243,10 @@ class Trainer {
   Status FinishStep(int64_t step, int64_t num_batches);
   // The training seeds this process trains on per epoch (its batches' in a data-parallel run).
   uint64_t OwnSeeds() const;
+  // The current epoch's training nodes: all of them, or the epoch's subset (--epoch-fraction).
+  const std::vector<int64_t>& TrainNodes() const {
+    return options_.epoch_fraction < 1 ? epoch_train_ : data_.train;
+  }
   // Loss totals summed over the ranks (as they are in one process).
   Status ReduceTotals(model::LossTotals* totals);
   // Whether EvaluateSplits evaluates validation and test in one pass (EvaluateBoth).
@@ -257,6 +261,7 @@ class Trainer {
   model::BatchInput InputOf(const PreparedBatch& next, const std::vector<int>& fanouts);
 
   const TrainData& data_;
+  std::vector<int64_t> epoch_train_;  // with --epoch-fraction: TrainEpoch's subset
   TrainOptions options_;
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<model::Optimizer> optimizer_;
