@@ -157,6 +157,14 @@ Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* 
   // Evaluation batches within what the budget allows a batch.
   const int64_t allowed = out->ooc->eval_batch_size();
   out->eval_batch_edges = std::min(options.batch_size, (allowed - options.link.eval_negatives) / 4);
+  if (out->eval_batch_edges < 1 && memory_bytes == 0) {
+    // In memory no budget binds, but evaluation batches are cut to a training batch's memory,
+    // which with wide evaluation fanouts leaves no room beside the candidates: take as many seeds
+    // as a training batch has instead (at least one held-out edge).
+    const int64_t seeds = LinkBatchSeeds(options.batch_size, options.link.negatives);
+    out->eval_batch_edges =
+        std::clamp<int64_t>((seeds - options.link.eval_negatives) / 4, 1, options.batch_size);
+  }
   if (out->eval_batch_edges < 1) {
     return Status::ResourceExhausted(
         "--memory " + FormatBytes(memory_bytes) + " leaves room for evaluation batches of " +

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Link prediction end to end: `skiff train --task link`.
 #   bash train_link.sh SKIFF_EXE DATASETS_DIR WORK_DIR
-# Checks: Cora split 85/5/10 learns (GCN + inner product: test AUC and AP well above chance, the
+# Checks: the default settings train; Cora split 85/5/10 learns (GCN + inner product: test AUC and AP well above chance, the
 # metrics lines carry AUC/AP and MRR/Hits@K); a generated, GREM-partitioned dataset trains out of
 # core within a budget far below its size and draws exactly the in-memory run's batches (the
 # same losses and metrics epoch by epoch); a dataset without an edge split is refused with a
@@ -111,6 +111,10 @@ fi
   --split-edges 0.2,0.02,0.02 --seed 3 --out raw > /dev/null 2>&1
 "$SKIFF" partition raw -k 12 --algo grem -o ds > /dev/null 2>&1
 "$SKIFF" info ds --verify > info.log 2>&1 || { echo "FAIL: verify"; cat info.log; exit 1; }
+# The default settings train in memory: evaluation's wide fanouts cut its batches to a training
+# batch's memory, which once left no room beside the 1000 candidates.
+"$SKIFF" train ds --task link --epochs 1 --eval-edges 200 --threads 2 > defaults.log 2>&1 ||
+  { echo "FAIL: the default link settings did not train in memory"; cat defaults.log; exit 1; }
 
 COMMON=(--task link --model sage --hidden 32 --out-dim 16 --fanouts 5,5 --eval-fanouts 5,5
         --batch-size 256 --negatives 32 --eval-negatives 50 --eval-edges 500 --epochs 2 --seed 7
