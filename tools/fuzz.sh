@@ -20,7 +20,7 @@ if ! command -v clang++ > /dev/null; then
 fi
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DSKIFF_FUZZ=ON -DSKIFF_CUDA=OFF \
-  -DBUILD_TESTING=OFF > build-fuzz.log 2>&1 || { cat build-fuzz.log; exit 1; }
+  -DSKIFF_MPI=OFF -DBUILD_TESTING=OFF > build-fuzz.log 2>&1 || { cat build-fuzz.log; exit 1; }
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}" >> build-fuzz.log 2>&1 ||
   { tail -50 build-fuzz.log; exit 1; }
 
