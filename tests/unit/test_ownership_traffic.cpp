@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <vector>
 
 #include "skiff/random.h"
 #include "skiff/sampler/graph_source.h"
+#include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/train/batch_plan.h"
 #include "skiff/train/ownership_traffic.h"
 
 namespace skiff::train {
@@ -130,6 +133,42 @@ TEST_CASE("MeasureOwnershipTraffic: one rank fetches nothing, and every seed is 
       for (const RankTraffic& r : *t) seeds += r.seeds;
       CHECK(seeds == static_cast<int64_t>(train.size()));
     }
+  }
+}
+
+TEST_CASE("A rank's part of a plan batch draws the neighbours the whole batch draws") {
+  // What the owned-seeds rule relies on: with the batch's number (its rng seed) kept, a node's
+  // sampled neighbours do not depend on the other seeds of its batch.
+  auto graph = RandomGraph(300, 25, 4);
+  std::vector<int64_t> nodes(300);
+  std::iota(nodes.begin(), nodes.end(), 0);
+  const auto plan = PlanBatches(nodes, 64, true, 0, 0);
+  const sampler::NeighborSampler sampler(*graph, {15, 10});
+  const uint64_t rng_seed = sampler::BatchSeed(0, kTrainStream, 0, 1);
+  sampler::MiniBatch whole, part;
+  REQUIRE(sampler.Sample(plan[1], rng_seed, &whole).ok());
+  std::vector<int64_t> mine;
+  for (int64_t seed : plan[1]) {
+    if (seed % 3 == 0) mine.push_back(seed);
+  }
+  REQUIRE(sampler.Sample(mine, rng_seed, &part).ok());
+  // Each node's row of the input block, as global IDs.
+  const auto rows = [](const sampler::MiniBatch& mb) {
+    std::map<int64_t, std::vector<int64_t>> out;
+    const sampler::Block& block = mb.blocks.front();
+    for (int64_t dst = 0; dst < block.num_dst; ++dst) {
+      auto& row = out[mb.input_nodes[dst]];
+      for (int64_t e = block.indptr[dst]; e < block.indptr[dst + 1]; ++e) {
+        row.push_back(mb.input_nodes[block.indices[e]]);
+      }
+    }
+    return out;
+  };
+  const auto whole_rows = rows(whole), part_rows = rows(part);
+  REQUIRE(part_rows.size() > mine.size());
+  for (const auto& [node, row] : part_rows) {
+    REQUIRE(whole_rows.count(node) == 1);
+    CHECK(row == whole_rows.at(node));
   }
 }
 
