@@ -68,8 +68,8 @@ wait $JOB || status=$?
 kill -KILL "$RANK1" 2> /dev/null || true  # should MPI have left it stopped
 [ $status -ne 0 ] || { echo "FAIL: the job succeeded with a stopped rank"; exit 1; }
 [ $status -ne 124 ] || { echo "FAIL: the job hung"; cat job.log; exit 1; }
-# Rank 0 names the exchange and rank 1: it heard nothing from it, or rank 1 stopped before
-# receiving rank 0's part.
-grep -q "rank 0 of 2: .*allreduce #[0-9]* (gradients) did not complete within 5 s (--dist-timeout): .*rank 1 " \
+# Rank 0 names the exchange (whichever the stop caught: gradients in training, counts in
+# evaluation) and rank 1: it heard nothing from it, or rank 1 stopped before receiving rank 0's part.
+grep -q "rank 0 of 2: .*[a-z]* #[0-9]* ([a-z ]*) did not complete within 5 s (--dist-timeout): .*rank 1 " \
   job.log || { echo "FAIL: the timeout does not name the rank"; cat job.log; exit 1; }
 echo "SIGSTOP of rank 1: caught by --dist-timeout: OK"
