@@ -101,6 +101,15 @@ class RecordingModel final : public model::Model {
   int64_t rows_ = 0;
 };
 
+// A model factory that makes a RecordingModel and points *recorder at it.
+ModelFactory RecordingFactory(RecordingModel** recorder) {
+  return [recorder](const model::ModelConfig& c) -> Result<std::unique_ptr<model::Model>> {
+    auto m = std::make_unique<RecordingModel>(c);
+    *recorder = m.get();
+    return std::unique_ptr<model::Model>(std::move(m));
+  };
+}
+
 TrainOptions SmallOptions() {
   TrainOptions o;
   o.model.kind = model::ModelKind::kSage;
@@ -132,11 +141,7 @@ void FlipByte(const std::string& path, uint64_t offset) {
 TEST_CASE("trainer: every training node is visited exactly once per epoch") {
   auto s = MakeSynthetic(400, 4, 1);
   RecordingModel* recorder = nullptr;
-  auto factory = [&](const model::ModelConfig& c) -> Result<std::unique_ptr<model::Model>> {
-    auto m = std::make_unique<RecordingModel>(c);
-    recorder = m.get();
-    return std::unique_ptr<model::Model>(std::move(m));
-  };
+  const ModelFactory factory = RecordingFactory(&recorder);
   TrainOptions o = SmallOptions();
   o.epochs = 3;
   auto t = Trainer::Create(s->data, o, factory);
@@ -161,11 +166,7 @@ TEST_CASE(
     "trainer: --epoch-fraction trains each epoch on a fresh subset, every node once a cycle") {
   auto s = MakeSynthetic(400, 4, 1);
   RecordingModel* recorder = nullptr;
-  auto factory = [&](const model::ModelConfig& c) -> Result<std::unique_ptr<model::Model>> {
-    auto m = std::make_unique<RecordingModel>(c);
-    recorder = m.get();
-    return std::unique_ptr<model::Model>(std::move(m));
-  };
+  const ModelFactory factory = RecordingFactory(&recorder);
   TrainOptions o = SmallOptions();
   o.epochs = 6;
   o.epoch_fraction = 0.34f;  // cycles of 3 epochs: 66 + 67 + 67 of the 200 training nodes
