@@ -2,6 +2,10 @@
 
 #include <cstring>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace skiff {
 
 uint16_t FloatToHalf(float f) {
@@ -54,6 +58,40 @@ float HalfToFloat(uint16_t h) {
   float f;
   std::memcpy(&f, &x, 4);
   return f;
+}
+
+namespace {
+
+void HalfToFloatScalar(const uint16_t* src, float* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = HalfToFloat(src[i]);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx,f16c"))) void HalfToFloatF16c(const uint16_t* src, float* dst,
+                                                         size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+  HalfToFloatScalar(src + i, dst + i, n - i);
+}
+#endif
+
+using RowFn = void (*)(const uint16_t*, float*, size_t);
+
+RowFn PickHalfToFloatRow() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) return HalfToFloatF16c;
+#endif
+  return HalfToFloatScalar;
+}
+
+}  // namespace
+
+void HalfToFloatRow(const uint16_t* src, float* dst, size_t n) {
+  static const RowFn fn = PickHalfToFloatRow();
+  fn(src, dst, n);
 }
 
 }  // namespace skiff

@@ -711,7 +711,7 @@ Status Dataset::ReadFeatureRows(int64_t first, int64_t count, float* dst) const 
       buf.resize(rows * row_bytes);
       SKIFF_RETURN_IF_ERROR(r->ReadAt(FeatureRowOffset(node), buf.size(), buf.data()));
       const auto* h = reinterpret_cast<const uint16_t*>(buf.data());
-      for (int64_t i = 0; i < rows * dim; ++i) out[i] = HalfToFloat(h[i]);
+      HalfToFloatRow(h, out, static_cast<size_t>(rows * dim));
     }
     const int64_t bad = FirstNonFinite({out, static_cast<size_t>(rows * dim)});
     if (bad >= 0) return NonFiniteFeature(r->path(), node + bad / dim, bad % dim, out[bad]);

@@ -46,11 +46,8 @@ void BufferedGraph::CopyRow(const std::byte* row, float* dst) const {
     std::memcpy(dst, row, row_bytes_);
     return;
   }
-  for (int64_t d = 0; d < feature_dim_; ++d) {
-    uint16_t h;
-    std::memcpy(&h, row + 2 * d, 2);
-    dst[d] = HalfToFloat(h);
-  }
+  // Rows in the pool's buffers and the stream's scratch are at least 2-byte aligned.
+  HalfToFloatRow(reinterpret_cast<const uint16_t*>(row), dst, static_cast<size_t>(feature_dim_));
 }
 
 Status BufferedGraph::Neighbors(const ResidentSet& resident, std::span<const int64_t> nodes,

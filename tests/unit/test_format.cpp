@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -699,6 +700,33 @@ TEST_CASE("format: half precision conversion") {
   }
   CHECK(FloatToHalf(1.0f) == 0x3c00);
   CHECK(FloatToHalf(-2.0f) == 0xc000);
+}
+
+TEST_CASE("format: HalfToFloatRow gives HalfToFloat's value for every half, at any length") {
+  std::vector<uint16_t> all(65536 + 7);  // every bit pattern, then a tail shorter than a vector
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
+  for (size_t i = 0; i < 65536; ++i) all[i] = static_cast<uint16_t>(i);
+  for (const size_t offset : {size_t{0}, size_t{1}, size_t{3}}) {
+    CAPTURE(offset);
+    std::vector<float> out(all.size() - offset, -7.0f);
+    HalfToFloatRow(all.data() + offset, out.data(), out.size());
+    size_t differ = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const float want = HalfToFloat(all[i + offset]);
+      if (std::isnan(want)) {
+        differ += std::isnan(out[i]) ? 0 : 1;  // F16C quietens signalling NaNs
+        continue;
+      }
+      uint32_t a, b;
+      std::memcpy(&a, &want, 4);
+      std::memcpy(&b, &out[i], 4);
+      differ += a == b ? 0 : 1;
+    }
+    CHECK(differ == 0);
+  }
+  float untouched = 5.0f;
+  HalfToFloatRow(all.data(), &untouched, 0);
+  CHECK(untouched == 5.0f);
 }
 
 TEST_CASE("log: ParseBytes") {
