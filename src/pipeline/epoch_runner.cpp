@@ -1105,7 +1105,44 @@ std::string EpochReport::Describe() const {
                   first_group, last_group);
     out += line;
   }
-  return out;
+  return out + DescribePhysicalLimit();
+}
+
+namespace {
+
+double ComputeBusySeconds(const std::vector<StageStats>& stages) {
+  for (const StageStats& stage : stages) {
+    if (stage.name == "compute") return stage.busy_seconds;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string EpochReport::DescribePhysicalLimit() const {
+  if (io.bytes_read == 0) return "";
+  const double compute = ComputeBusySeconds(stages);
+  char line[512];
+  if (disk_bytes_per_second <= 0) {
+    std::snprintf(line, sizeof(line),
+                  "  physical limit: unknown (the disk's sequential read rate was not given); "
+                  "compute busy %.3fs, reads averaged %s/s over the pass\n",
+                  compute,
+                  FormatBytes(static_cast<uint64_t>(static_cast<double>(io.bytes_read) /
+                                                    std::max(wall_seconds, 1e-9)))
+                      .c_str());
+    return line;
+  }
+  const double reading = static_cast<double>(io.bytes_read) / disk_bytes_per_second;
+  const double limit = std::max(reading, compute);
+  std::snprintf(line, sizeof(line),
+                "  physical limit: %s at %s/s is %.3fs of reading, compute busy %.3fs: the pass "
+                "took %.2fx the larger (bound by %s)\n",
+                FormatBytes(io.bytes_read).c_str(),
+                FormatBytes(static_cast<uint64_t>(disk_bytes_per_second)).c_str(), reading, compute,
+                limit > 0 ? wall_seconds / limit : 0.0,
+                reading >= compute ? "the disk" : "compute");
+  return line;
 }
 
 nlohmann::json EpochReport::ToJson() const {
@@ -1138,7 +1175,11 @@ nlohmann::json EpochReport::ToJson() const {
           {"read_amplification", io.read_amplification},
           {"pool_stall_seconds", io.pool_stall_seconds},
           {"peak_batches_in_flight", peak_batches_in_flight},
-          {"peak_batch_bytes", peak_batch_bytes}};
+          {"peak_batch_bytes", peak_batch_bytes},
+          {"disk_bytes_per_second", disk_bytes_per_second},
+          {"read_seconds_at_disk_rate",
+           disk_bytes_per_second > 0 ? static_cast<double>(io.bytes_read) / disk_bytes_per_second
+                                     : 0.0}};
 }
 
 }  // namespace skiff::pipeline

@@ -296,6 +296,7 @@ struct RunnerState {
   bool record_degrees = false;
   uint64_t seed = 0;
   bool print_reports = false;
+  double disk_bytes_per_second = 0;
   std::shared_ptr<KeptPasses> kept;
   std::shared_ptr<SampledAhead> ahead;
 };
@@ -540,7 +541,8 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
   Result<EpochReport> ran = ooc->RunPass(layout.nodes(), options, sample, compute);
   if (!pass.training || !ran.ok()) ahead.Clear();  // what this pass did not take is stale now
   ReleaseFreedMemory();
-  SKIFF_ASSIGN_OR_RETURN(const EpochReport report, std::move(ran));
+  SKIFF_ASSIGN_OR_RETURN(EpochReport report, std::move(ran));
+  report.disk_bytes_per_second = state.disk_bytes_per_second;
   if (recording != nullptr) SealRecording(recording, state.print_reports);
   ReportPass(report, pass, sampled_ahead, state.print_reports, report_json);
   return Status::Ok();
@@ -551,7 +553,7 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
 train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int32_t>* labels,
                                           std::vector<int> fanouts, std::vector<int> eval_fanouts,
                                           bool record_degrees, uint64_t seed, bool print_reports,
-                                          std::string replay_dir) {
+                                          std::string replay_dir, double disk_bytes_per_second) {
   RunnerState state{.ooc = ooc,
                     .labels = labels,
                     .fanouts = std::move(fanouts),
@@ -559,6 +561,7 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
                     .record_degrees = record_degrees,
                     .seed = seed,
                     .print_reports = print_reports,
+                    .disk_bytes_per_second = disk_bytes_per_second,
                     .kept = std::make_shared<KeptPasses>(std::move(replay_dir)),
                     .ahead = std::make_shared<SampledAhead>()};
   return [state = std::move(state)](const train::PassSpec& pass,
@@ -570,10 +573,10 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int3
 
 train::PassRunner MakeOutOfCorePassRunner(OutOfCoreTraining* training,
                                           const train::TrainOptions& options, bool print_reports) {
-  return MakeOutOfCorePassRunner(training->ooc.get(), &training->data.labels, options.fanouts,
-                                 EffectiveEvalFanouts(options),
-                                 model::NeedsNodeDegrees(options.model.kind), options.seed,
-                                 print_reports, training->replay_dir);
+  return MakeOutOfCorePassRunner(
+      training->ooc.get(), &training->data.labels, options.fanouts, EffectiveEvalFanouts(options),
+      model::NeedsNodeDegrees(options.model.kind), options.seed, print_reports,
+      training->replay_dir, training->disk_bytes_per_second);
 }
 
 }  // namespace skiff::pipeline

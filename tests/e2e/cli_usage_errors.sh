@@ -65,6 +65,8 @@ expect 2 "--device: unknown device 'tpu' (expected cpu or cuda)" train small --d
 expect 2 "--sampling: unknown sampling mode 'fuzzy' (expected exact or in-buffer)" train small --sampling fuzzy
 expect 2 "--device-memory: expected a size such as 8GiB (got 'lots')" train small --device-memory lots
 expect 2 "--device-memory: expected a size such as 8GiB (got '0')" train small --device-memory 0
+expect 2 "--disk-bandwidth: 'fast' is not a read rate above zero (e.g. 1.4GiB/s)" train small --disk-bandwidth fast
+expect 2 "--disk-bandwidth: '0/s' is not a read rate above zero (e.g. 1.4GiB/s)" train small --disk-bandwidth 0/s
 expect 2 "--sampler: unknown value 'gpu' (expected host, device or auto)" train small --sampler gpu
 expect 1 "--sampler device samples on the GPU: it needs --device cuda" train small --sampler device
 # Without a usable GPU, --device cuda stops before any planning or I/O, naming the way out.

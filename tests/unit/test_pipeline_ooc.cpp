@@ -957,3 +957,26 @@ TEST_CASE("node loader: a pass's batches in the Trainer's order, and SampleNow d
   const int64_t outside[] = {0, kNodes};
   CHECK((*loader)->ReadRows(outside, nullptr).code() == StatusCode::kInvalidArgument);
 }
+
+TEST_CASE("epoch report: the physical limit is the larger of reading at the disk's rate and compute") {
+  EpochReport report;
+  report.wall_seconds = 6;
+  report.stages = {{.name = "gather", .busy_seconds = 5.5},
+                   {.name = "compute", .busy_seconds = 2}};
+  CHECK(report.DescribePhysicalLimit().empty());  // nothing read: no line
+  report.io.bytes_read = 10ull << 30;
+  const std::string unknown = report.DescribePhysicalLimit();
+  CHECK(unknown.find("physical limit: unknown") != std::string::npos);
+  CHECK(unknown.find("compute busy 2.000s") != std::string::npos);
+  report.disk_bytes_per_second = 2.0 * (1ull << 30);
+  const std::string disk = report.DescribePhysicalLimit();
+  CAPTURE(disk);
+  CHECK(disk.find("5.000s of reading, compute busy 2.000s") != std::string::npos);
+  CHECK(disk.find("took 1.20x the larger (bound by the disk)") != std::string::npos);
+  CHECK(report.Describe().find(disk) != std::string::npos);
+  CHECK(report.ToJson()["read_seconds_at_disk_rate"].get<double>() == doctest::Approx(5.0));
+  report.stages[1].busy_seconds = 8;
+  report.wall_seconds = 10;
+  CHECK(report.DescribePhysicalLimit().find("took 1.25x the larger (bound by compute)") !=
+        std::string::npos);
+}

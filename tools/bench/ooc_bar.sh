@@ -9,7 +9,10 @@
 # (GraphSAGE, fanouts 15,10, hidden 256, batch 1024), 2 threads, one epoch (training + evaluation;
 # EPOCHS=3 for more: out of core, epochs after the first replay their evaluation batches).
 # Settings alternate (in memory, 25%, 10%, then again with REPEATS=2; SETTINGS="memory 25pct" for
-# fewer). Each run keeps its metrics
+# fewer; 5pct too). FEATURE_DTYPE=float16 generates the same graph with float16 features (its own
+# directory); BASIS_BYTES=N takes the percentages of N bytes instead of the dataset's own (e.g. the
+# float32 dataset's, to give both the same memory); DISK_BANDWIDTH=RATE passes --disk-bandwidth, so
+# each pass's report gives its physical limit. Each run keeps its metrics
 # JSON line and `time -v` output under WORK_DIR/runs/; a summary table is printed at the end.
 set -euo pipefail
 SKIFF=${1:?usage: ooc_bar.sh SKIFF_EXE WORK_DIR}
@@ -18,24 +21,32 @@ REPEATS=${REPEATS:-1}
 EPOCHS=${EPOCHS:-1}
 SETTINGS=${SETTINGS:-memory 25pct 10pct}
 mkdir -p "$WORK/runs"
-RAW="$WORK/g2m_raw"
-DS="$WORK/g2m"
+DTYPE=${FEATURE_DTYPE:-float32}
+SUFFIX=$([ "$DTYPE" = float32 ] && echo "" || echo "-$DTYPE")
+RAW="$WORK/g2m_raw$SUFFIX"
+DS="$WORK/g2m$SUFFIX"
 if [ ! -d "$DS" ]; then
   [ -d "$RAW" ] || "$SKIFF" generate --nodes 2000000 --avg-degree 15 --feature-dim 128 \
-    --classes 128 --homophily 0.85 --split 0.05,0.01,0.01 --seed 3 --out "$RAW"
+    --classes 128 --homophily 0.85 --split 0.05,0.01,0.01 --seed 3 --feature-dtype "$DTYPE" \
+    --out "$RAW"
   "$SKIFF" partition "$RAW" -k 64 -o "$DS"
 fi
-BYTES=$(du -sb "$DS" | cut -f1)
-declare -A BUDGET=([memory]="" [25pct]=$((BYTES / 4)) [10pct]=$((BYTES / 10)))
+BYTES=${BASIS_BYTES:-$(du -sb "$DS" | cut -f1)}
+declare -A BUDGET=([memory]="" [25pct]=$((BYTES / 4)) [10pct]=$((BYTES / 10))
+  [5pct]=$((BYTES / 20)))
+EXTRA=()
+[ -n "${DISK_BANDWIDTH:-}" ] && EXTRA=(--disk-bandwidth "$DISK_BANDWIDTH")
 for r in $(seq 1 "$REPEATS"); do
   for setting in $SETTINGS; do
-    name="$setting-$r"
-    args=()
-    [ -n "${BUDGET[$setting]}" ] && args=(--memory "${BUDGET[$setting]}")
+    name="$setting$SUFFIX-$r"
+    args=("${EXTRA[@]}")
+    [ -n "${BUDGET[$setting]}" ] && args+=(--memory "${BUDGET[$setting]}")
     echo "== $name ${args[*]}"
     /usr/bin/time -v "$SKIFF" train "$DS" --epochs "$EPOCHS" --threads 2 "${args[@]}" \
-      --metrics "$WORK/runs/$name.jsonl" > "$WORK/runs/$name.log" 2>&1
-    grep -E "^skiff: info: epoch [0-9]+:|^peak RSS|Maximum resident" "$WORK/runs/$name.log"
+      --metrics "$WORK/runs/$name.jsonl" > "$WORK/runs/$name.log" 2>&1 ||
+      { echo "refused or failed: $(grep -m1 '^skiff train' "$WORK/runs/$name.log")"; continue; }
+    grep -E "^skiff: info: epoch [0-9]+:|^peak RSS|Maximum resident|physical limit" \
+      "$WORK/runs/$name.log"
   done
 done
 python3 - "$WORK/runs" "$BYTES" <<'PY'

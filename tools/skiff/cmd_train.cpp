@@ -44,6 +44,7 @@ struct TrainCliOptions {
   std::string memory;              // out of core when set (docs/pipeline.md)
   std::string sampling = "exact";  // out of core: exact or in-buffer
   std::string scratch_dir;         // out of core: where evaluation keeps its batches ("none")
+  std::string disk_bandwidth;      // out of core: the disk's sequential read rate, for the report
   bool distributed = false;        // one rank of an mpirun job (docs/distributed.md)
   double dist_timeout = 60;        // seconds a collective waits for the other ranks
   std::function<bool(const std::string&)> given;  // GivenIn(the command's app), once parsed
@@ -170,6 +171,19 @@ Status Export(const TrainCliOptions& o, const format::Dataset& ds, const train::
   return Status::Ok();
 }
 
+// --disk-bandwidth: bytes per second ("1.4GiB/s", "1.4GiB" or a plain number), > 0.
+Result<double> ParseDiskBandwidth(const std::string& text) {
+  std::string bytes = text;
+  if (bytes.size() > 2 && (bytes.ends_with("/s") || bytes.ends_with("/S")))
+    bytes.resize(bytes.size() - 2);
+  uint64_t rate = 0;
+  if (!ParseBytes(bytes, &rate) || rate == 0) {
+    return Status::InvalidArgument("--disk-bandwidth: '" + text +
+                                   "' is not a read rate above zero (e.g. 1.4GiB/s)");
+  }
+  return static_cast<double>(rate);
+}
+
 // The batch engine of the run: the pipeline (docs/pipeline.md). Without a budget every partition
 // is resident (the in-memory run); with one, a partition buffer within the budget and fine-grained
 // reads for the rest. Logs what it opened, and the memory plan with a budget.
@@ -185,6 +199,9 @@ Result<std::unique_ptr<pipeline::OutOfCoreTraining>> OpenEngine(const TrainCliOp
       pipeline::OpenOutOfCoreTraining(ds, t, memory_bytes, sampling, t.sampler_threads, site));
   if (memory_bytes > 0 && o.scratch_dir != "none") {
     engine->replay_dir = o.scratch_dir.empty() ? o.dataset : o.scratch_dir;
+  }
+  if (!o.disk_bandwidth.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(engine->disk_bytes_per_second, ParseDiskBandwidth(o.disk_bandwidth));
   }
   LogInfo((memory_bytes > 0 ? "out of core: " : "in memory: ") + engine->ooc->Describe());
   if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
@@ -459,6 +476,13 @@ RunFn Setup(CLI::App& app) {
                  "(an unnamed file, gone when the run ends; default: the dataset's directory; "
                  "none: sample and gather them again every epoch)")
       ->check(NonEmpty());
+  app.add_option(
+         "--disk-bandwidth", o->disk_bandwidth,
+         "Out of core: the disk's sequential read rate (e.g. 1.4GiB/s, as skiff iobench raw "
+         "FILE --pattern seq --bs 1MiB measures it), for the physical-limit line of each "
+         "pass's report")
+      ->check(StatusCheck([](const std::string& text) { return ParseDiskBandwidth(text).status(); },
+                          "RATE"));
   app.add_flag("--distributed", o->distributed,
                "Train data-parallel as one rank of an mpirun job: mpirun -np W skiff train DS "
                "--distributed ... (docs/distributed.md)");

@@ -229,8 +229,15 @@ struct EpochReport {
   // that takes it, so this errs high by at most one staging buffer.
   uint64_t peak_batch_bytes = 0;
   EpochIoStats io;
+  // The disk's sequential read rate, for the physical-limit line (set by the caller that knows it:
+  // skiff train --disk-bandwidth); 0: unknown.
+  double disk_bytes_per_second = 0;
 
   std::string Describe() const;  // multi-line summary for the end of an epoch
+  // The "physical limit" line of Describe (empty when the pass read nothing): how long the pass's
+  // reads take at disk_bytes_per_second, beside the compute stage's busy time; the larger of the
+  // two bounds the pass whatever the pipeline overlaps.
+  std::string DescribePhysicalLimit() const;
   nlohmann::json ToJson() const;
 };
 

@@ -57,7 +57,7 @@ struct OutOfCoreOptions {
   uint32_t plan_rounds = 4;
   int sample_threads = 2;
   int gather_threads = 1;
-  bool direct_io = true;        // O_DIRECT
+  bool direct_io = true;  // O_DIRECT
   // Further int64 IDs the run holds in memory besides the node splits (link prediction's edge
   // split and epoch plan), counted in the budget's resident metadata.
   int64_t extra_ids = 0;

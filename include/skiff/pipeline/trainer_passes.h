@@ -49,6 +49,9 @@ struct OutOfCoreTraining {
   // the run ends); empty: nowhere, every evaluation samples and gathers again. Only out of core
   // with aggregated input, where an evaluation pass otherwise reads the feature file several times.
   std::string replay_dir;
+  // The disk's sequential read rate for the passes' physical-limit line (EpochReport; skiff train
+  // --disk-bandwidth); 0: unknown.
+  double disk_bytes_per_second = 0;
 };
 
 // Where the model that will compute runs and what it keeps there (skiff train's --device,
@@ -98,10 +101,11 @@ std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options);
 train::PassRunner MakeOutOfCorePassRunner(OutOfCoreTraining* training,
                                           const train::TrainOptions& options, bool print_reports);
 
-// `replay_dir`: OutOfCoreTraining::replay_dir.
+// `replay_dir`, `disk_bytes_per_second`: OutOfCoreTraining's.
 train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int32_t>* labels,
                                           std::vector<int> fanouts, std::vector<int> eval_fanouts,
                                           bool record_degrees, uint64_t seed, bool print_reports,
-                                          std::string replay_dir = "");
+                                          std::string replay_dir = "",
+                                          double disk_bytes_per_second = 0);
 
 }  // namespace skiff::pipeline
