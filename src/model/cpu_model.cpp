@@ -172,7 +172,7 @@ class CpuModel final : public Model {
             prev.gamma != nullptr ? prev.normed.data() : prev.pre_activation.data();
         cpu::EluBackward(n, kEluAlpha, act_in, grad_in, grad_in);
       } else {
-        cpu::ReluBackward(n, prev.activated.data(), grad_in, grad_in);
+        cpu::ReluBackward(n, prev.act, grad_in, grad_in);
       }
       if (prev.gamma != nullptr) {
         float* grad_pre = EnsureSize(prev.grad_pre_activation, n);
@@ -261,7 +261,11 @@ class CpuModel final : public Model {
       const float p = InputDropout(l);
       const bool aggregated = l == 0 && input.aggregated != nullptr;  // dropout already applied
       if (training && p > 0.0f && !aggregated) {
-        float* dropped = EnsureSize(st.input_dropped, block.num_src * h_dim);
+        // Above the input layer, h is the previous layer's activation, which nothing reads again
+        // but the ReLU's backward, and that gives the same gradient from the dropped-out values
+        // (the kept ones keep their sign, the dropped ones get no gradient): in place.
+        float* dropped = l > 0 ? states_[static_cast<size_t>(l - 1)].act
+                               : EnsureSize(st.input_dropped, block.num_src * h_dim);
         cpu::DropoutForward(block.num_src * h_dim, p, LayerSeed(dropout_seed, l, 0), h, dropped);
         layer_in = dropped;
       }
@@ -279,9 +283,12 @@ class CpuModel final : public Model {
         layer.Forward(block, layer_in, training, LayerSeed(dropout_seed, l, 1), out);
       }
       if (last) break;
-      float* act = EnsureSize(st.activated, block.num_dst * out_dim);
-      Activate(l, block.num_dst, out, act);
-      h = act;
+      // A ReLU without a norm before it overwrites its input (ActivatesInPlace).
+      SKIFF_CHECK(ActivatesInPlace(config_) ==
+                  (config_.activation == Activation::kRelu && st.gamma == nullptr));
+      st.act = ActivatesInPlace(config_) ? out : EnsureSize(st.activated, block.num_dst * out_dim);
+      Activate(l, block.num_dst, out, st.act);
+      h = st.act;
       h_dim = out_dim;
     }
     ready_for_backward_ = true;
@@ -315,7 +322,8 @@ class CpuModel final : public Model {
     std::vector<float> input_dropped;     // dropout(h_l), num_src x in_dim
     std::vector<float> pre_activation;    // layer output, num_dst x out_dim
     std::vector<float> normed, norm_mean, norm_rstd;
-    std::vector<float> activated;  // h_{l+1}
+    std::vector<float> activated;  // h_{l+1}, unless it is computed in place (act)
+    float* act = nullptr;          // h_{l+1} of the last Forward: `activated` or `pre_activation`
     std::vector<float> grad_input, grad_pre_activation;
   };
 

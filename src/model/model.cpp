@@ -22,6 +22,10 @@ InputAggregation InputAggregationOf(const ModelConfig& config) {
   return config.kind == ModelKind::kSage ? InputAggregation::kMean : InputAggregation::kNone;
 }
 
+bool ActivatesInPlace(const ModelConfig& config) {
+  return config.activation == Activation::kRelu && config.norm == Norm::kNone;
+}
+
 float FirstLayerDropout(const ModelConfig& config) {
   return config.input_dropout >= 0.0f ? config.input_dropout : config.dropout;
 }

@@ -145,6 +145,7 @@ Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* 
              .num_classes = options.link.out_dim,
              .heads = config.kind == model::ModelKind::kGat ? std::max(config.heads, 1) : 1,
              .attention = config.kind == model::ModelKind::kGat,
+             .activation_in_place = model::ActivatesInPlace(config),
              .num_parameters = sizing->NumParameters()};
   o.extra_ids = LinkIds(*m.link_split);
   o.normalize_rows = options.feature_norm == train::FeatureNorm::kRow;

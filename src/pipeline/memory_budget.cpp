@@ -215,22 +215,25 @@ uint64_t ActivationBytes(const BatchShape& shape, const ModelShape& model, bool 
     const auto src = static_cast<double>(shape.src[l]);
     const auto dst = static_cast<double>(shape.dst[l]);
     const auto edges = static_cast<double>(shape.edges[l]);
+    // A hidden layer's activation has a buffer of its own unless it is computed in place.
+    const double activation = l + 1 < layers && model.activation_in_place ? 0 : 1;
     if (l == 0 && aggregated_input) {
       // The input arrives dropped out and aggregated (counted with the batch); the layer projects
       // it into the pre-activation, then the activation (their gradients are counted under the
       // next layer; one more dst x out covers buffers not modelled here: GEMM packing, logits).
-      floats += 3 * dst * out;
+      floats += (2 + activation) * dst * out;
       continue;
     }
-    // The input after dropout, and (above the input layer) the gradient of the input.
-    floats += src * in * (l == 0 ? 1 : 2);
+    // The input layer's input after dropout; above it, the gradient of the input (dropout there
+    // overwrites the previous layer's activation in place).
+    floats += src * in;
     // Projected-then-aggregated or aggregated-then-projected, forward and backward: the layer
     // picks the cheaper order, so the smaller of the two.
     floats += 2 * std::min(src * out, dst * in);
     // Pre-activation, activation, their gradients. (Counting the gradients under the next layer
     // only, 2 * dst * out, left peak RSS within 1 MiB of the promise at 25% of the 2M-node
     // benchmark: buffers not modelled here -- GEMM packing, logits -- need the slack.)
-    floats += 4 * dst * out;
+    floats += (3 + activation) * dst * out;
     if (model.attention) floats += 2 * src * out + 5 * (edges + dst) * std::max(model.heads, 1);
   }
   return static_cast<uint64_t>(floats * 4 * kActivationHeadroom);

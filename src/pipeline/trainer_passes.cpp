@@ -66,6 +66,7 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
              .num_classes = m.num_classes,
              .heads = config.kind == model::ModelKind::kGat ? std::max(config.heads, 1) : 1,
              .attention = config.kind == model::ModelKind::kGat,
+             .activation_in_place = model::ActivatesInPlace(config),
              .num_parameters = sizing->NumParameters()};
   o.normalize_rows = options.feature_norm == train::FeatureNorm::kRow;
   // In-buffer sampling follows the buffer states, which aggregated gathering does not need.

@@ -369,3 +369,19 @@ TEST_CASE("memory budget: a device model with the rows on the host stages them, 
   CHECK(item(*uncached, "row cache index") == nullptr);
   CHECK(uncached->fixed_bytes + index->bytes == device->fixed_bytes);
 }
+
+TEST_CASE("memory budget: activations computed in place need one hidden activation less") {
+  const DegreeProfile degrees = DegreeProfile::Uniform(100000, 15);
+  const BatchShape shape = EstimateBatch(degrees, 1024, {15, 10});
+  ModelShape model{.in_dim = 128, .hidden = 256, .num_classes = 16, .num_parameters = 1000};
+  for (const bool aggregated : {false, true}) {
+    CAPTURE(aggregated);
+    model.activation_in_place = false;
+    const uint64_t separate = ActivationBytes(shape, model, aggregated);
+    model.activation_in_place = true;
+    const uint64_t in_place = ActivationBytes(shape, model, aggregated);
+    // Two layers: only the first is hidden; its activation is dst[0] x hidden floats (x 9/8).
+    const double activation = static_cast<double>(shape.dst[0]) * 256 * 4 * 9 / 8;
+    CHECK(static_cast<double>(separate - in_place) == doctest::Approx(activation).epsilon(1e-6));
+  }
+}

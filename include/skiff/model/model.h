@@ -140,6 +140,9 @@ struct BatchInput {
 class Optimizer;
 
 InputAggregation InputAggregationOf(const ModelConfig& config);
+// Whether the CPU model computes its hidden layers' activations in place (a ReLU without a norm:
+// its backward needs only its output), so that they need no buffer beside the layer's output.
+bool ActivatesInPlace(const ModelConfig& config);
 // The dropout probability on the first layer's input (input_dropout, or dropout when < 0).
 float FirstLayerDropout(const ModelConfig& config);
 // The seed of the first layer's input dropout mask for a Forward given `dropout_seed`: element

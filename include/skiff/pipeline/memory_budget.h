@@ -131,6 +131,8 @@ struct ModelShape {
   int64_t in_dim = 0, hidden = 0, num_classes = 0;
   int heads = 1;           // GAT attention heads (1 otherwise)
   bool attention = false;  // GAT: per-edge attention buffers
+  // Hidden layers activate in place (the CPU model's ReLU without a norm): no separate activation.
+  bool activation_in_place = false;
   int64_t num_parameters = 0;
 };
 
