@@ -110,6 +110,12 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
       LogWarning("out of core: " + advice);
     }
   }
+  // Each aggregated group reads most of the feature file: what is left to cut is the rows' size.
+  if (ooc->memory_.aggregated_input && m.feature_dtype == format::DType::kFloat32) {
+    LogInfo("out of core: each group of " + std::to_string(ooc->memory_.gather_group) +
+            " batches reads most of the feature file; features stored as float16 (skiff convert "
+            "or generate --feature-dtype float16) would halve those reads (docs/pipeline.md)");
+  }
   pool_options.budget_bytes = storage::BufferPool::BudgetFor(source, slots, pool_options);
   SKIFF_ASSIGN_OR_RETURN(ooc->pool_, storage::BufferPool::Create(ooc->source_.get(), pool_options));
   ooc->graph_ =
