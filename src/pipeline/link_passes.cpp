@@ -47,6 +47,7 @@ struct LinkRunnerState {
   bool record_degrees = false;
   uint64_t seed = 0;
   bool print_reports = false;
+  double disk_bytes_per_second = 0;
 };
 
 Status RunLinkPass(const LinkRunnerState& state, const train::LinkPassSpec& pass,
@@ -66,7 +67,8 @@ Status RunLinkPass(const LinkRunnerState& state, const train::LinkPassSpec& pass
   auto compute = [&](PreparedBatch& prepared) { return HandOverLink(prepared, consume); };
   Result<EpochReport> ran = state.ooc->RunPass(options.resident_order, options, sample, compute);
   ::malloc_trim(0);  // one pass's freed heap does not raise the next one's peak
-  SKIFF_ASSIGN_OR_RETURN(const EpochReport report, std::move(ran));
+  SKIFF_ASSIGN_OR_RETURN(EpochReport report, std::move(ran));
+  report.disk_bytes_per_second = state.disk_bytes_per_second;
   if (report_json != nullptr) *report_json = report.ToJson().dump();
   if (state.print_reports) {
     if (pass.training) {
@@ -191,7 +193,8 @@ train::LinkPassRunner MakeOutOfCoreLinkRunner(OutOfCoreLink* link,
                         .eval_fanouts = EffectiveEvalFanouts(options),
                         .record_degrees = model::NeedsNodeDegrees(options.model.kind),
                         .seed = options.seed,
-                        .print_reports = print_reports};
+                        .print_reports = print_reports,
+                        .disk_bytes_per_second = link->disk_bytes_per_second};
   return [state = std::move(state)](const train::LinkPassSpec& pass,
                                     const std::function<Status(train::PreparedBatch&)>& consume,
                                     std::string* report_json) {

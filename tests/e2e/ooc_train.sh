@@ -39,11 +39,13 @@ PY
   echo "$sampling: refused 64KiB ($minimum); training with $budget bytes"
   [ "$sampling" = exact ] && min_bytes=$budget
   "$SKIFF" train ds "${COMMON[@]}" --epochs 3 --memory "$budget" --sampling "$sampling" \
-    --metrics "m-$sampling.jsonl" > "train-$sampling.log" 2>&1 || {
+    --disk-bandwidth 512MiB/s --metrics "m-$sampling.jsonl" > "train-$sampling.log" 2>&1 || {
       echo "FAIL: training ($sampling)"; cat "train-$sampling.log"; exit 1; }
   # The epoch's progress counts seeds, so its total is known however the pipeline cuts batches.
   grep -Eq "^epoch 2: ([0-9.]+k?)/\1 nodes \(100\.0%\)" "train-$sampling.log" || {
     echo "FAIL: no epoch progress line with its total ($sampling)"; cat "train-$sampling.log"; exit 1; }
+  grep -q "physical limit: .* at 512.00 MiB/s is .* of reading, compute busy" "train-$sampling.log" || {
+    echo "FAIL: no physical-limit line ($sampling)"; cat "train-$sampling.log"; exit 1; }
   python3 - "m-$sampling.jsonl" "$sampling" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -52,6 +54,9 @@ for r in rows:
     p = r["pipeline"]
     for stage in ("io", "plan", "sample", "gather", "compute"):
         assert stage in p["stages"], (stage, p)
+    # --disk-bandwidth: the pass's reads at that rate, for its physical-limit line.
+    assert p["disk_bytes_per_second"] == 512 << 20, p
+    assert abs(p["read_seconds_at_disk_rate"] - p["bytes_read"] / (512 << 20)) < 1e-9, p
     if sys.argv[2] == "in-buffer":
         # Batches come from the buffer states and never leave them.
         assert p["buffer_states"] > 1, p

@@ -138,7 +138,7 @@ PY
   echo "FAIL: in memory"; cat mem.log; exit 1; }
 # The memory promise: peak RSS <= budget + the fixed overhead (96 MiB), to process exit.
 python3 "$HERE/peak_rss_within.py" "$budget" $((96 << 20)) ooc.log -- \
-  "$SKIFF" train ds "${COMMON[@]}" --memory "$budget" --metrics ooc.jsonl
+  "$SKIFF" train ds "${COMMON[@]}" --memory "$budget" --disk-bandwidth 1GiB/s --metrics ooc.jsonl
 python3 - mem.jsonl ooc.jsonl <<'PY'
 import json, sys
 mem = [json.loads(l) for l in open(sys.argv[1])]
@@ -148,6 +148,7 @@ for m, o in zip(mem, ooc):
     for key in ("loss", "valid_auc", "valid_ap", "valid_mrr", "test_auc", "test_mrr"):
         assert m[key] == o[key], (key, m[key], o[key])
     assert o["pipeline"]["fine_bytes_read"] > 0, o["pipeline"]  # not everything was resident
+    assert o["pipeline"]["disk_bytes_per_second"] == 1 << 30, o["pipeline"]  # --disk-bandwidth
 print(f"out of core = in memory: loss {ooc[-1]['loss']}, valid AUC {ooc[-1]['valid_auc']}")
 PY
 grep -q "peak RSS .* (budget" ooc.log || { echo "FAIL: no peak line"; cat ooc.log; exit 1; }

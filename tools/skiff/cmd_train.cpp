@@ -305,6 +305,9 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::OutOfCoreLink> engine,
                          pipeline::OpenOutOfCoreLink(ds.get(), t, memory_bytes, sampling,
                                                      t.sampler_threads, device == Device::kCpu));
+  if (!o.disk_bandwidth.empty()) {
+    SKIFF_ASSIGN_OR_RETURN(engine->disk_bytes_per_second, ParseDiskBandwidth(o.disk_bandwidth));
+  }
   LogInfo((memory_bytes > 0 ? "out of core: " : "in memory: ") + engine->ooc->Describe());
   if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::LinkTrainer> trainer,

@@ -42,6 +42,9 @@ struct OutOfCoreLink {
   std::unique_ptr<sampler::DatasetCsr> csr;
   train::LinkData data;          // sources above, the edge split in memory
   int64_t eval_batch_edges = 0;  // held-out edges per evaluation batch (LinkTrainer)
+  // The disk's sequential read rate for the passes' physical-limit line (EpochReport; skiff train
+  // --disk-bandwidth); 0: unknown.
+  double disk_bytes_per_second = 0;
 };
 
 // `dataset` must outlive the result. InvalidArgument when the dataset has no features or no edge
