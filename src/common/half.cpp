@@ -3,6 +3,7 @@
 #include <cstring>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -82,7 +83,13 @@ using RowFn = void (*)(const uint16_t*, float*, size_t);
 
 RowFn PickHalfToFloatRow() {
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c")) return HalfToFloatF16c;
+  // F16C from CPUID leaf 1 (not every compiler's __builtin_cpu_supports knows "f16c"); "avx" also
+  // says the OS saves the YMM registers.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0 &&
+      __builtin_cpu_supports("avx")) {
+    return HalfToFloatF16c;
+  }
 #endif
   return HalfToFloatScalar;
 }
