@@ -111,6 +111,64 @@ Status Model::ComputeGradients(const BatchInput& input, uint64_t dropout_seed) {
   return Backward(step_grad_.data());
 }
 
+namespace {
+
+// Copies rows `rows` (each `dim` floats) of `from` into *to, in order.
+void GatherRows(const float* from, const std::vector<int64_t>& rows, int64_t dim,
+                std::vector<float>* to) {
+  to->resize(rows.size() * static_cast<size_t>(dim));
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::copy_n(from + rows[r] * dim, dim, to->data() + r * static_cast<size_t>(dim));
+  }
+}
+
+// The stream of part p's dropout masks (apart from the layers' streams, 2 * layer + stream).
+constexpr uint64_t kPartDropoutStream = uint64_t{1} << 32;
+
+}  // namespace
+
+Status Model::ComputeGradientsInParts(const BatchInput& input, int parts, uint64_t dropout_seed) {
+  SKIFF_CHECK(input.batch != nullptr);
+  const sampler::MiniBatch& whole = *input.batch;
+  const auto seeds = static_cast<int64_t>(whole.seeds.size());
+  if (parts <= 1 || input.sample != nullptr || seeds < 2) {
+    return ComputeGradients(input, dropout_seed);
+  }
+  if (whole.labels.size() != whole.seeds.size()) {
+    return Status::InvalidArgument("batch of " + std::to_string(seeds) + " seeds with " +
+                                   std::to_string(whole.labels.size()) + " labels");
+  }
+  const int64_t labelled = std::count_if(whole.labels.begin(), whole.labels.end(),
+                                         [](int32_t label) { return label >= 0; });
+  const int64_t dim = LayerInputDim(0);
+  const int64_t count = std::min<int64_t>(parts, seeds);
+  ZeroGrad();
+  for (int64_t p = 0; p < count; ++p) {
+    const int64_t first = seeds * p / count, last = seeds * (p + 1) / count;
+    sampler::SliceBatch(whole, first, last - first, &part_);
+    BatchInput in{.batch = &part_.batch};
+    if (input.x != nullptr) {
+      GatherRows(input.x, part_.input_rows, dim, &part_x_);
+      in.x = part_x_.data();
+    }
+    if (input.aggregated != nullptr) {
+      GatherRows(input.aggregated, part_.input_rows, dim, &part_aggregated_);
+      in.aggregated = part_aggregated_.data();
+    }
+    const uint64_t seed = cpu::DropoutHash(dropout_seed, kPartDropoutStream + uint64_t(p));
+    SKIFF_RETURN_IF_ERROR(ForwardInput(in, /*training=*/true, seed, &step_logits_));
+    const int64_t before = totals_.labelled;
+    AddLoss(step_logits_, part_.batch.labels, config_.num_classes, &step_grad_, &totals_);
+    // The part's gradient is its mean over its labelled seeds: weighted to the batch's mean.
+    const int64_t part_labelled = totals_.labelled - before;
+    if (part_labelled == 0) continue;  // no loss, no gradient
+    const float weight = static_cast<float>(part_labelled) / static_cast<float>(labelled);
+    for (float& g : step_grad_) g *= weight;
+    SKIFF_RETURN_IF_ERROR(Backward(step_grad_.data()));
+  }
+  return Status::Ok();
+}
+
 Status Model::EvalStep(const BatchInput& input) {
   SKIFF_RETURN_IF_ERROR(ForwardInput(input, /*training=*/false, 0, &step_logits_));
   AddLoss(step_logits_, input.batch->labels, config_.num_classes, &step_grad_, &totals_);

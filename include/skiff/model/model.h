@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "skiff/enum_names.h"
+#include "skiff/sampler/batch_slice.h"
 #include "skiff/sampler/csr_source.h"
 #include "skiff/sampler/feature_source.h"
 #include "skiff/sampler/minibatch.h"
@@ -264,6 +265,16 @@ class Model {
   // batch's gradients alone in every Parameters() grad (zeroed first); adds the batch's loss
   // statistics to the totals. For a model on the host (its grads are the host tensors).
   Status ComputeGradients(const BatchInput& input, uint64_t dropout_seed);
+  // ComputeGradients with the batch's seeds cut into `parts` contiguous runs of nearly equal size
+  // (micro-batches), each sliced out of the batch (sampler/batch_slice.h) and run forward and
+  // backward before the next, so that only one part's activations are alive at once. Each part's
+  // loss is weighted by its share of the batch's labelled seeds, so the summed gradients are the
+  // batch's up to the order of floating-point sums -- with no dropout after the first layer's
+  // input; dropout masks above it are drawn per part (from `dropout_seed` and the part's index),
+  // the same in distribution. The first layer's input dropout of an aggregated input was applied
+  // for the whole batch and stays as it was. `parts` <= 1, or a batch sampled on the device:
+  // ComputeGradients. For a model on the host, as ComputeGradients.
+  Status ComputeGradientsInParts(const BatchInput& input, int parts, uint64_t dropout_seed);
   // Forward without dropout and the batch's loss statistics added to the totals.
   virtual Status EvalStep(const BatchInput& input);
   // The totals of the steps since the last call, which resets them.
@@ -310,6 +321,9 @@ class Model {
  private:
   LossTotals totals_;                           // TrainStep / EvalStep on the host
   std::vector<float> step_logits_, step_grad_;  // reused across steps
+  // ComputeGradientsInParts: the part's batch and its first-layer input rows, reused.
+  sampler::BatchSlice part_;
+  std::vector<float> part_x_, part_aggregated_;
 };
 
 // Adam or SGD over a model's parameters; owns the optimiser state (moments).
