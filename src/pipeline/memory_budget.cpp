@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "skiff/log.h"
 #include "skiff/model/row_slots.h"
 #include "skiff/pipeline/input_aggregator.h"
 #include "skiff/pipeline/resident_graph_source.h"
+#include "skiff/sampler/batch_slice.h"
 #include "skiff/units.h"
 
 namespace skiff::pipeline {
@@ -348,7 +350,7 @@ Result<MemoryPlan> DevicePlan(const MemoryBudgetInputs& in) {
 // staging and uploads, or the activations of the batch in compute; aggregated, the sampler's
 // scratch and the aggregation window.
 void AddComputeItems(const MemoryBudgetInputs& in, bool aggregated, uint64_t activations,
-                     MemoryPlan* plan) {
+                     uint64_t part_bytes, MemoryPlan* plan) {
   if (in.features_on_device) {
     // The device model packs each batch's structure into one of two pinned slots.
     plan->items.push_back(
@@ -382,6 +384,11 @@ void AddComputeItems(const MemoryBudgetInputs& in, bool aggregated, uint64_t act
                                  " x ~" + std::to_string(plan->train_batch.input_nodes) + " nodes)",
                              static_cast<uint64_t>(in.consumer_batches) * plan->batch_held_bytes});
     }
+  } else if (plan->micro_batches > 1) {
+    plan->items.push_back(
+        {"activations, 1 of " + std::to_string(plan->micro_batches) + " micro-batches (expected)",
+         activations});
+    plan->items.push_back({"micro-batch input rows and blocks", part_bytes});
   } else {
     plan->items.push_back({"activations of the batch in compute (expected)", activations});
   }
@@ -498,9 +505,21 @@ MemoryPlan PlanSlots(const MemoryBudgetInputs& in, bool aggregated, uint32_t min
   return plan;
 }
 
-// The plan with batches gathered as rows, or aggregated (see the header).
-Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degrees,
-                        bool aggregated) {
+// Bytes a micro-batch of `part`'s shape keeps beside its activations: its copy of its first-layer
+// input (two rows per block-0 destination when aggregated, else a row per input node) and its
+// blocks (sampler::SliceStructureBytes).
+uint64_t PartInputBytes(const BatchShape& part, int64_t feature_dim, bool aggregated) {
+  if (part.dst.empty()) return 0;
+  const auto row = static_cast<uint64_t>(feature_dim) * 4;
+  const uint64_t rows = aggregated ? 2 * static_cast<uint64_t>(part.dst[0]) * row
+                                   : static_cast<uint64_t>(part.input_nodes) * row;
+  return rows + sampler::SliceStructureBytes(part.dst, part.src, part.edges, part.src_degrees);
+}
+
+// The plan with batches gathered as rows, or aggregated (see the header), and a host model's
+// batches computed in `parts` micro-batches.
+Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degrees, bool aggregated,
+                        int parts) {
   MemoryPlan plan;
   plan.aggregated_input = aggregated;
   plan.budget_bytes = in.budget_bytes;
@@ -511,14 +530,25 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
   plan.batch_bytes = aggregated ? AggregatedBatchBytes(plan.train_batch, in.feature_dim)
                                 : BatchBytes(plan.train_batch, HostFeatureDim(in)) +
                                       SamplerScratchBytes(plan.train_batch);
-  const uint64_t activations = ComputesOnDevice(in) || in.external_model
-                                   ? 0
-                                   : ActivationBytes(plan.train_batch, in.model, aggregated);
+  const bool host_model = !ComputesOnDevice(in) && !in.external_model;
+  plan.micro_batches = host_model ? static_cast<int>(std::min<int64_t>(parts, in.batch_size)) : 1;
+  uint64_t activations = 0, part_bytes = 0;
+  if (host_model) {
+    const BatchShape part =
+        plan.micro_batches > 1
+            ? EstimateBatch(degrees, (in.batch_size + plan.micro_batches - 1) / plan.micro_batches,
+                            in.fanouts, in.record_degrees)
+            : plan.train_batch;
+    activations = ActivationBytes(part, in.model, aggregated);
+    if (plan.micro_batches > 1) part_bytes = PartInputBytes(part, in.feature_dim, aggregated);
+  }
+  // Evaluation batches are not cut into parts: they may use a training part's activations (the
+  // model keeps the part's input copy between steps).
   plan.eval_batch_size = in.eval_batch_size > 0 && !in.eval_fanouts.empty()
                              ? EvalBatchSize(in, degrees, aggregated, plan.batch_bytes, activations)
                              : in.batch_size;
   AddResidentItems(in, &plan);
-  AddComputeItems(in, aggregated, activations, &plan);
+  AddComputeItems(in, aggregated, activations, part_bytes, &plan);
   uint64_t fixed = 0;
   for (const MemoryItem& item : plan.items) fixed += item.bytes;
 
@@ -564,6 +594,25 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
                         plan.batch_allowance});
   plan.fixed_bytes = fixed + plan.batch_allowance;
   return PlanSlots(in, aggregated, min_slots, budget, std::move(plan));
+}
+
+// MemoryBudgetInputs::micro_batches = 0: the plan in whole batches unless parts pay -- for
+// aggregated batches, the fewest parts whose gather groups are the largest (a group's batches share
+// one read of the feature file, and a part's activations leave the rest to the group); for rows,
+// only when a budget refuses whole batches. `whole` is the plan in whole batches when known.
+Result<MemoryPlan> PlanWithParts(const MemoryBudgetInputs& in, const DegreeProfile& degrees,
+                                 bool aggregated, std::optional<Result<MemoryPlan>> whole) {
+  Result<MemoryPlan> best =
+      whole.has_value() && !aggregated ? std::move(*whole) : Plan(in, degrees, aggregated, 1);
+  for (int parts : kMicroBatchChoices) {
+    if (parts == 1) continue;
+    if (best.ok() && (!aggregated || best->gather_group >= kMaxGatherGroup)) break;
+    if (parts > in.batch_size) break;
+    Result<MemoryPlan> next = Plan(in, degrees, aggregated, parts);
+    if (next.ok() && (!best.ok() || next->gather_group > best->gather_group))
+      best = std::move(next);
+  }
+  return best;
 }
 
 }  // namespace
@@ -621,10 +670,15 @@ Result<MemoryPlan> PlanMemory(const MemoryBudgetInputs& in, const DegreeProfile&
     }
     return DevicePlan(in);
   }
-  if (in.features_on_device) return Plan(in, degrees, false);  // IDs only, never aggregated
-  Result<MemoryPlan> rows = Plan(in, degrees, false);
-  if (!in.aggregated_input || (rows.ok() && rows->fully_resident)) return rows;
-  return Plan(in, degrees, true);
+  if (in.features_on_device) return Plan(in, degrees, false, 1);  // IDs only, never aggregated
+  if (in.micro_batches > 0) {
+    Result<MemoryPlan> rows = Plan(in, degrees, false, in.micro_batches);
+    if (!in.aggregated_input || (rows.ok() && rows->fully_resident)) return rows;
+    return Plan(in, degrees, true, in.micro_batches);
+  }
+  Result<MemoryPlan> rows = Plan(in, degrees, false, 1);
+  if (rows.ok() && rows->fully_resident) return rows;
+  return PlanWithParts(in, degrees, in.aggregated_input, std::move(rows));
 }
 
 std::string MemoryPlan::Describe() const {

@@ -50,6 +50,7 @@ MemoryBudgetInputs BudgetInputs(const format::Manifest& m, const OutOfCoreOption
   in.external_model = options.external_model;
   in.consumer_bytes = options.consumer_bytes;
   in.consumer_batches = options.consumer_batches;
+  in.micro_batches = options.micro_batches;
   in.fanouts = options.fanouts;
   in.eval_batch_size = options.eval_batch_size;
   in.eval_fanouts = options.eval_fanouts;

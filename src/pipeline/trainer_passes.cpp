@@ -79,6 +79,7 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
   o.device_cache_rows = site.device_cache_rows;
   o.record_degrees = model::NeedsNodeDegrees(config.kind);
   o.gather_threads = RowGatherThreads(site, threads);
+  o.micro_batches = options.micro_batches;
   auto out = std::make_unique<OutOfCoreTraining>();
   SKIFF_ASSIGN_OR_RETURN(out->ooc, OutOfCore::Create(dataset, o));
   out->graph = std::make_unique<DiskGraphSource>(out->ooc->exact_graph());

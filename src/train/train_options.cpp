@@ -268,6 +268,11 @@ std::vector<TrainOption> SamplingOptions() {
           "(with --distributed, each step takes one batch from every rank instead)",
           [](auto& o) -> auto& { return o.accumulate; }, IntCodec<int>{1}),
       Entry(
+          "micro-batches", kSession,
+          "Compute each training batch in this many parts, summing their gradients (fewer "
+          "activations in memory; dropout masks drawn per part); 0 = as the --memory plan needs",
+          [](auto& o) -> auto& { return o.micro_batches; }, IntCodec<int>{0}),
+      Entry(
           "epochs", OptionScope::kExtendable, "Epochs", [](auto& o) -> auto& { return o.epochs; },
           IntCodec<int>{0}),
       Entry(

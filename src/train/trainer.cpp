@@ -110,6 +110,7 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainData& data, TrainOpt
   SKIFF_ASSIGN_OR_RETURN(t->model_, factory(t->options_.model));
   t->optimizer_ = std::make_unique<model::Optimizer>(*t->model_, t->options_.optimizer);
   if (t->options_.accumulate < 1) return Status::InvalidArgument("--accumulate must be >= 1");
+  t->micro_batches_ = std::max(1, t->options_.micro_batches);
   const bool degrees = model::NeedsNodeDegrees(t->options_.model.kind);
   t->train_sampler_ =
       std::make_unique<sampler::NeighborSampler>(*data.graph, t->options_.fanouts, degrees);
@@ -336,10 +337,15 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   auto consume = [&](PreparedBatch& next) -> Status {
     const auto c0 = Clock::now();
     const model::BatchInput input = InputOf(next, options_.fanouts);
-    if (step_batches == 1) {
+    if (step_batches == 1 && micro_batches_ <= 1) {
       SKIFF_RETURN_IF_ERROR(model_->TrainStep(input, dropout_seed(next.index), *optimizer_));
+    } else if (step_batches == 1) {
+      SKIFF_RETURN_IF_ERROR(
+          model_->ComputeGradientsInParts(input, micro_batches_, dropout_seed(next.index)));
+      SKIFF_RETURN_IF_ERROR(optimizer_->Step());
     } else {
-      SKIFF_RETURN_IF_ERROR(model_->ComputeGradients(input, dropout_seed(next.index)));
+      SKIFF_RETURN_IF_ERROR(
+          model_->ComputeGradientsInParts(input, micro_batches_, dropout_seed(next.index)));
       gradients_->Add(model_->Parameters());
       const int64_t step = next.index / step_batches;
       const bool step_ends =

@@ -385,3 +385,75 @@ TEST_CASE("memory budget: activations computed in place need one hidden activati
     CHECK(static_cast<double>(separate - in_place) == doctest::Approx(activation).epsilon(1e-6));
   }
 }
+
+namespace {
+// The bytes of the plan's item whose name starts with `prefix` (0 when it has none).
+uint64_t ItemBytes(const MemoryPlan& plan, const std::string& prefix) {
+  for (const MemoryItem& item : plan.items) {
+    if (item.name.rfind(prefix, 0) == 0) return item.bytes;
+  }
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("memory budget: micro-batches accept budgets whole batches cannot, and grow groups") {
+  MemoryBudgetInputs in = Inputs();
+  in.aggregated_input = true;
+  in.batch_size = 1024;
+  in.model = {.in_dim = 64, .hidden = 512, .num_classes = 8, .num_parameters = 50000};
+  in.partition_slot_bytes = 32 << 20;
+  const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);
+  auto smallest = [&](int micro_batches) {
+    in.micro_batches = micro_batches;
+    for (uint64_t mib = 8;; ++mib) {
+      in.budget_bytes = mib << 20;
+      if (PlanMemory(in, degrees).ok()) return in.budget_bytes;
+    }
+  };
+  const uint64_t whole = smallest(1);
+  const uint64_t in_parts = smallest(0);
+  CHECK(in_parts < whole);
+  in.budget_bytes = in_parts;
+  in.micro_batches = 0;
+  auto plan = PlanMemory(in, degrees);
+  REQUIRE(plan.ok());
+  CHECK(plan->micro_batches > 1);
+  CHECK(plan->fixed_bytes + plan->pool_bytes <= in.budget_bytes);
+  CHECK(ItemBytes(*plan, "micro-batch input rows and blocks") > 0);
+  CHECK(ItemBytes(*plan, "activations, 1 of " + std::to_string(plan->micro_batches)) > 0);
+  // A part's activations are those of a batch of its seeds.
+  in.micro_batches = 4;
+  in.budget_bytes = 0;
+  auto four = PlanMemory(in, degrees);
+  REQUIRE(four.ok());
+  CHECK(four->micro_batches == 4);
+  const BatchShape part = EstimateBatch(degrees, 256, in.fanouts);
+  CHECK(ItemBytes(*four, "activations, 1 of 4") == ActivationBytes(part, in.model, false));
+  // Between the two minimums, automatic parts give larger aggregated groups or none at all.
+  for (const uint64_t budget : {whole, whole + (8 << 20), whole + (32 << 20)}) {
+    CAPTURE(budget);
+    in.budget_bytes = budget;
+    in.micro_batches = 1;
+    auto one = PlanMemory(in, degrees);
+    in.micro_batches = 0;
+    auto chosen = PlanMemory(in, degrees);
+    REQUIRE((one.ok() && chosen.ok()));
+    if (!one->aggregated_input) continue;
+    CHECK(chosen->gather_group >= one->gather_group);
+    if (chosen->micro_batches > 1) CHECK(chosen->gather_group > one->gather_group);
+    CHECK(chosen->fixed_bytes + chosen->pool_bytes <= budget);
+  }
+  // Rows: whole batches wherever they fit.
+  in.aggregated_input = false;
+  in.micro_batches = 0;
+  in.budget_bytes = smallest(1) + (1 << 20);
+  in.micro_batches = 0;
+  auto rows = PlanMemory(in, degrees);
+  REQUIRE(rows.ok());
+  CHECK(rows->micro_batches == 1);
+  // A caller's own model computes whole batches whatever it asks for.
+  in.external_model = true;
+  in.micro_batches = 4;
+  in.budget_bytes = 0;
+  CHECK(PlanMemory(in, degrees)->micro_batches == 1);
+}

@@ -958,11 +958,11 @@ TEST_CASE("node loader: a pass's batches in the Trainer's order, and SampleNow d
   CHECK((*loader)->ReadRows(outside, nullptr).code() == StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("epoch report: the physical limit is the larger of reading at the disk's rate and compute") {
+TEST_CASE(
+    "epoch report: the physical limit is the larger of reading at the disk's rate and compute") {
   EpochReport report;
   report.wall_seconds = 6;
-  report.stages = {{.name = "gather", .busy_seconds = 5.5},
-                   {.name = "compute", .busy_seconds = 2}};
+  report.stages = {{.name = "gather", .busy_seconds = 5.5}, {.name = "compute", .busy_seconds = 2}};
   CHECK(report.DescribePhysicalLimit().empty());  // nothing read: no line
   report.io.bytes_read = 10ull << 30;
   const std::string unknown = report.DescribePhysicalLimit();

@@ -9,7 +9,7 @@
 # (GraphSAGE, fanouts 15,10, hidden 256, batch 1024), 2 threads, one epoch (training + evaluation;
 # EPOCHS=3 for more: out of core, epochs after the first replay their evaluation batches).
 # Settings alternate (in memory, 25%, 10%, then again with REPEATS=2; SETTINGS="memory 25pct" for
-# fewer; 5pct too). FEATURE_DTYPE=float16 generates the same graph with float16 features (its own
+# fewer; 5pct too; a setting ending in -mbN, e.g. 10pct-mb1, passes --micro-batches N). FEATURE_DTYPE=float16 generates the same graph with float16 features (its own
 # directory); BASIS_BYTES=N takes the percentages of N bytes instead of the dataset's own (e.g. the
 # float32 dataset's, to give both the same memory); DISK_BANDWIDTH=RATE passes --disk-bandwidth, so
 # each pass's report gives its physical limit. Each run keeps its metrics
@@ -40,7 +40,9 @@ for r in $(seq 1 "$REPEATS"); do
   for setting in $SETTINGS; do
     name="$setting$SUFFIX-$r"
     args=("${EXTRA[@]}")
-    [ -n "${BUDGET[$setting]}" ] && args+=(--memory "${BUDGET[$setting]}")
+    budget=${setting%%-mb*}  # "10pct-mb1": 10% with --micro-batches 1
+    [ -n "${BUDGET[$budget]}" ] && args+=(--memory "${BUDGET[$budget]}")
+    [ "$budget" != "$setting" ] && args+=(--micro-batches "${setting##*-mb}")
     echo "== $name ${args[*]}"
     /usr/bin/time -v "$SKIFF" train "$DS" --epochs "$EPOCHS" --threads 2 "${args[@]}" \
       --metrics "$WORK/runs/$name.jsonl" > "$WORK/runs/$name.log" 2>&1 ||

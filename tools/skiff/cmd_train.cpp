@@ -297,6 +297,10 @@ Status ExportLink(const TrainCliOptions& o, const format::Dataset& ds, const tra
 Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device device,
                  const std::optional<train::Checkpoint>& resume) {
   SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
+  if (t.micro_batches > 1) {
+    return Status::InvalidArgument(
+        "--micro-batches cuts node classification's batches; --task link computes whole batches");
+  }
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
@@ -413,6 +417,7 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   }
   const RssParts resident_when_loaded = CurrentRssParts();
   trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress));
+  trainer->SetMicroBatches(engine->ooc->memory_plan().micro_batches);
   SKIFF_RETURN_IF_ERROR(OfferFeaturesToDevice(site, memory_bytes, trainer.get()));
   if (resume.has_value()) {
     SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));

@@ -14,6 +14,11 @@ Status CheckDeviceOptions(Device device, const train::TrainOptions& t) {
   if (t.sampler == train::SamplerPlace::kDevice && device != Device::kCuda) {
     return Status::InvalidArgument("--sampler device samples on the GPU: it needs --device cuda");
   }
+  if (t.micro_batches > 1 && device != Device::kCpu) {
+    return Status::InvalidArgument(
+        "--micro-batches cuts the CPU model's batches (host activations); with --device cuda the "
+        "activations are in device memory");
+  }
   return Status::Ok();
 }
 

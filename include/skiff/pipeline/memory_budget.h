@@ -6,9 +6,10 @@
 // Start-up terms (MemoryPlan::items):
 //   resident metadata   CSR offsets (8 B/node), labels (4 B/node), split node lists (8 B/node);
 //   model               parameters, gradients and optimiser moments (4 floats per parameter);
-//   activations         the model's forward/backward buffers for one expected batch; for a model
-//                       on a device (device_compute, features_on_device), its pinned staging of
-//                       two batches instead (and, with the rows on the host, the pinned chunks
+//   activations         the model's forward/backward buffers for one expected batch (or for one
+//                       part of it, with micro-batches, and the part's copy of its input); for a
+//                       model on a device (device_compute, features_on_device), its pinned staging
+//                       of two batches instead (and, with the rows on the host, the pinned chunks
 //                       they are uploaded through and a device row cache's host index);
 //   batches in flight   n x the expected batch: sampled structure, float32 feature staging and the
 //                       sampler's scratch; n = the pipeline's in-flight capacity when the budget
@@ -218,7 +219,17 @@ struct MemoryBudgetInputs {
   bool external_model = false;
   uint64_t consumer_bytes = 0;
   int consumer_batches = 0;
+  // Parts each training batch's compute is cut into (micro-batches: Model::ComputeGradientsInParts)
+  // for a model on the host whose trainer runs them; the activations term is then one part's, plus
+  // the part's copy of its input rows and blocks. 0: chosen here (kMicroBatchChoices: the fewest
+  // parts that give the largest aggregated gather group, or that let a too-small budget accept one
+  // batch); callers that cannot split their batches (the link trainer, a caller's own model)
+  // keep 1.
+  int micro_batches = 1;
 };
+
+// The part counts MemoryBudgetInputs::micro_batches = 0 chooses among.
+inline constexpr int kMicroBatchChoices[] = {1, 2, 4, 8};
 
 // The host buffer through which features are uploaded to the device once, before training
 // (src/model/cuda: HoldFeatures' chunk size).
@@ -261,6 +272,7 @@ struct MemoryPlan {
   // and the bytes they take (an item of the plan; evaluation passes give them to their batches).
   int64_t lists_ahead_seeds = 0;
   uint64_t lists_ahead_bytes = 0;
+  int micro_batches = 1;  // parts each training batch is computed in (MemoryBudgetInputs)
 
   // A table, one line per item, for the start-up log.
   std::string Describe() const;

@@ -77,6 +77,9 @@ struct OutOfCoreOptions {
   bool graph_on_device = false;
   // The sampler records node degrees (model::NeedsNodeDegrees): batches are planned with them.
   bool record_degrees = true;
+  // Parts each training batch's compute may be cut into (MemoryBudgetInputs::micro_batches; 0:
+  // chosen by the plan, memory_plan().micro_batches). 1 for callers that compute whole batches.
+  int micro_batches = 1;
   storage::IoEngineKind io_engine = storage::IoEngineKind::kAuto;
   // Unpartitioned datasets are split into ranges of this many nodes (0: 16 ranges).
   int64_t nodes_per_partition = 0;

@@ -80,6 +80,10 @@ struct TrainOptions {
   // Batches whose gradients make one optimiser step (their sum, in batch order, times
   // 1/batches): docs/distributed.md. 1: a step per batch.
   int accumulate = 1;
+  // Parts each training batch's forward and backward run in, one after another, summing their
+  // gradients (Model::ComputeGradientsInParts): fewer activations alive at once, for small memory
+  // budgets. 0: as the memory plan chooses (MemoryPlan::micro_batches; 1 without --memory).
+  int micro_batches = 0;
   int epochs = 10;
   // Each epoch trains on this fraction of the training nodes, a fresh subset each epoch
   // (EpochSubset in train/batch_plan.h: repeated random subsets without replacement); 1: all.

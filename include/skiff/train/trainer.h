@@ -183,6 +183,10 @@ class Trainer {
   // that samples on its device (Model::samples_on_device) needs seeds and labels only, and takes
   // them from a BatchStream whatever the runner (nothing for the runner to read or plan).
   void SetPassRunner(PassRunner runner) { pass_runner_ = std::move(runner); }
+  // Computes each training batch in `parts` micro-batches (Model::ComputeGradientsInParts; the
+  // memory plan's choice, pipeline::MemoryPlan::micro_batches) instead of
+  // TrainOptions::micro_batches. A model on the host only (the caller's to ensure).
+  void SetMicroBatches(int parts) { micro_batches_ = std::max(1, parts); }
   // Makes the run data-parallel over `comm`'s ranks (which must outlive the Trainer; null: one
   // process). InvalidArgument when TrainOptions::world_size is not comm->size(), or when a
   // data-parallel run also asks for accumulate > 1 (not built yet).
@@ -267,6 +271,7 @@ class Trainer {
   std::unique_ptr<model::Optimizer> optimizer_;
   std::unique_ptr<sampler::NeighborSampler> train_sampler_, eval_sampler_;
   PassRunner pass_runner_;                  // empty: BatchStream
+  int micro_batches_ = 1;                   // parts per training batch (SetMicroBatches)
   dist::Communicator* comm_ = nullptr;      // null: one process
   std::unique_ptr<GradientSum> gradients_;  // steps over several batches only
   bool features_offered_ = false;
