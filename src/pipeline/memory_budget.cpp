@@ -599,7 +599,8 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
 // MemoryBudgetInputs::micro_batches = 0: the plan in whole batches unless parts pay -- for
 // aggregated batches, the fewest parts whose gather groups are the largest (a group's batches share
 // one read of the feature file, and a part's activations leave the rest to the group); for rows,
-// only when a budget refuses whole batches. `whole` is the plan in whole batches when known.
+// only when a budget refuses whole batches. `whole` is the plan in whole batches when known. A
+// budget every choice refuses gets the refusal of the most parts (the smallest minimum).
 Result<MemoryPlan> PlanWithParts(const MemoryBudgetInputs& in, const DegreeProfile& degrees,
                                  bool aggregated, std::optional<Result<MemoryPlan>> whole) {
   Result<MemoryPlan> best =
@@ -609,8 +610,9 @@ Result<MemoryPlan> PlanWithParts(const MemoryBudgetInputs& in, const DegreeProfi
     if (best.ok() && (!aggregated || best->gather_group >= kMaxGatherGroup)) break;
     if (parts > in.batch_size) break;
     Result<MemoryPlan> next = Plan(in, degrees, aggregated, parts);
-    if (next.ok() && (!best.ok() || next->gather_group > best->gather_group))
+    if (!best.ok() || (next.ok() && next->gather_group > best->gather_group)) {
       best = std::move(next);
+    }
   }
   return best;
 }

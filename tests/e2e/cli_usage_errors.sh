@@ -69,6 +69,9 @@ expect 2 "--disk-bandwidth: 'fast' is not a read rate above zero (e.g. 1.4GiB/s)
 expect 2 "--disk-bandwidth: '0/s' is not a read rate above zero (e.g. 1.4GiB/s)" train small --disk-bandwidth 0/s
 expect 2 "--sampler: unknown value 'gpu' (expected host, device or auto)" train small --sampler gpu
 expect 1 "--sampler device samples on the GPU: it needs --device cuda" train small --sampler device
+expect 2 "--micro-batches: expected an integer >= 0 (got '-1')" train small --micro-batches -1
+expect 1 "--micro-batches cuts the CPU model's batches" train small --micro-batches 2 --device cuda
+expect 1 "--task link computes whole batches" train small --task link --micro-batches 2
 # Without a usable GPU, --device cuda stops before any planning or I/O, naming the way out.
 if ! nvidia-smi -L > /dev/null 2>&1; then
   expect 1 "use --device cpu" train small --device cuda --memory 64MiB

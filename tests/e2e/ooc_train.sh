@@ -6,7 +6,7 @@
 # bytes read and read amplification in the metrics; a budget too small is refused with the minimum;
 # the dataset is not modified (evaluation's scratch file in its directory leaves nothing); a
 # --scratch-dir that cannot hold one is a warning; kill -9 then --resume continues from the last
-# checkpoint.
+# checkpoint. Near the minimum the batches are computed in micro-batches.
 set -euo pipefail
 SKIFF=$1
 WORK=$3
@@ -46,6 +46,10 @@ PY
     echo "FAIL: no epoch progress line with its total ($sampling)"; cat "train-$sampling.log"; exit 1; }
   grep -q "physical limit: .* at 512.00 MiB/s is .* of reading, compute busy" "train-$sampling.log" || {
     echo "FAIL: no physical-limit line ($sampling)"; cat "train-$sampling.log"; exit 1; }
+  # So near its minimum the plan computes each batch in micro-batches (one part's activations at
+  # a time); the accuracy check below covers what they learn.
+  grep -q "activations, 1 of [0-9]* micro-batches" "train-$sampling.log" || {
+    echo "FAIL: no micro-batches at the minimum ($sampling)"; cat "train-$sampling.log"; exit 1; }
   python3 - "m-$sampling.jsonl" "$sampling" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]

@@ -413,6 +413,12 @@ TEST_CASE("memory budget: micro-batches accept budgets whole batches cannot, and
   const uint64_t whole = smallest(1);
   const uint64_t in_parts = smallest(0);
   CHECK(in_parts < whole);
+  // A budget refused even in parts names the minimum in the most parts.
+  in.micro_batches = 0;
+  in.budget_bytes = 4 << 20;
+  auto refused = PlanMemory(in, degrees);
+  REQUIRE(!refused.ok());
+  CHECK(refused.status().message().find("1 of 8 micro-batches") != std::string::npos);
   in.budget_bytes = in_parts;
   in.micro_batches = 0;
   auto plan = PlanMemory(in, degrees);
