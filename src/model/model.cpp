@@ -127,6 +127,23 @@ constexpr uint64_t kPartDropoutStream = uint64_t{1} << 32;
 
 }  // namespace
 
+Status Model::ForwardPart(const BatchInput& whole, int64_t first, int64_t count, bool training,
+                          uint64_t dropout_seed, std::vector<float>* logits,
+                          std::vector<float>* embeddings) {
+  sampler::SliceBatch(*whole.batch, first, count, &part_);
+  const int64_t dim = LayerInputDim(0);
+  BatchInput in{.batch = &part_.batch};
+  if (whole.x != nullptr) {
+    GatherRows(whole.x, part_.input_rows, dim, &part_x_);
+    in.x = part_x_.data();
+  }
+  if (whole.aggregated != nullptr) {
+    GatherRows(whole.aggregated, part_.input_rows, dim, &part_aggregated_);
+    in.aggregated = part_aggregated_.data();
+  }
+  return ForwardInput(in, training, dropout_seed, logits, embeddings);
+}
+
 Status Model::ComputeGradientsInParts(const BatchInput& input, int parts, uint64_t dropout_seed) {
   SKIFF_CHECK(input.batch != nullptr);
   const sampler::MiniBatch& whole = *input.batch;
@@ -140,23 +157,13 @@ Status Model::ComputeGradientsInParts(const BatchInput& input, int parts, uint64
   }
   const int64_t labelled = std::count_if(whole.labels.begin(), whole.labels.end(),
                                          [](int32_t label) { return label >= 0; });
-  const int64_t dim = LayerInputDim(0);
   const int64_t count = std::min<int64_t>(parts, seeds);
   ZeroGrad();
   for (int64_t p = 0; p < count; ++p) {
     const int64_t first = seeds * p / count, last = seeds * (p + 1) / count;
-    sampler::SliceBatch(whole, first, last - first, &part_);
-    BatchInput in{.batch = &part_.batch};
-    if (input.x != nullptr) {
-      GatherRows(input.x, part_.input_rows, dim, &part_x_);
-      in.x = part_x_.data();
-    }
-    if (input.aggregated != nullptr) {
-      GatherRows(input.aggregated, part_.input_rows, dim, &part_aggregated_);
-      in.aggregated = part_aggregated_.data();
-    }
     const uint64_t seed = cpu::DropoutHash(dropout_seed, kPartDropoutStream + uint64_t(p));
-    SKIFF_RETURN_IF_ERROR(ForwardInput(in, /*training=*/true, seed, &step_logits_));
+    SKIFF_RETURN_IF_ERROR(
+        ForwardPart(input, first, last - first, /*training=*/true, seed, &step_logits_, nullptr));
     const int64_t before = totals_.labelled;
     AddLoss(step_logits_, part_.batch.labels, config_.num_classes, &step_grad_, &totals_);
     // The part's gradient is its mean over its labelled seeds: weighted to the batch's mean.
@@ -166,6 +173,36 @@ Status Model::ComputeGradientsInParts(const BatchInput& input, int parts, uint64
     for (float& g : step_grad_) g *= weight;
     SKIFF_RETURN_IF_ERROR(Backward(step_grad_.data()));
   }
+  return Status::Ok();
+}
+
+Status Model::ForwardInParts(const BatchInput& input, int parts, std::vector<float>* logits,
+                             std::vector<float>* embeddings) {
+  SKIFF_CHECK(input.batch != nullptr);
+  const auto seeds = static_cast<int64_t>(input.batch->seeds.size());
+  if (parts <= 1 || input.sample != nullptr || seeds < 2) {
+    return ForwardInput(input, /*training=*/false, 0, logits, embeddings);
+  }
+  const int64_t count = std::min<int64_t>(parts, seeds);
+  logits->clear();
+  if (embeddings != nullptr) embeddings->clear();
+  for (int64_t p = 0; p < count; ++p) {
+    const int64_t first = seeds * p / count, last = seeds * (p + 1) / count;
+    SKIFF_RETURN_IF_ERROR(ForwardPart(input, first, last - first, /*training=*/false, 0,
+                                      &part_logits_,
+                                      embeddings != nullptr ? &part_embeddings_ : nullptr));
+    logits->insert(logits->end(), part_logits_.begin(), part_logits_.end());
+    if (embeddings != nullptr) {
+      embeddings->insert(embeddings->end(), part_embeddings_.begin(), part_embeddings_.end());
+    }
+  }
+  return Status::Ok();
+}
+
+Status Model::EvalStepInParts(const BatchInput& input, int parts) {
+  if (parts <= 1) return EvalStep(input);
+  SKIFF_RETURN_IF_ERROR(ForwardInParts(input, parts, &step_logits_));
+  AddLoss(step_logits_, input.batch->labels, config_.num_classes, &step_grad_, &totals_);
   return Status::Ok();
 }
 

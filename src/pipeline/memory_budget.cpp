@@ -305,6 +305,36 @@ int64_t EvalBatchSize(const MemoryBudgetInputs& in, const DegreeProfile& degrees
   return lo;
 }
 
+// Bytes a micro-batch of `part`'s shape keeps beside its activations: its copy of its first-layer
+// input (two rows per block-0 destination when aggregated, else a row per input node) and its
+// blocks (sampler::SliceStructureBytes).
+uint64_t PartInputBytes(const BatchShape& part, int64_t feature_dim, bool aggregated) {
+  if (part.dst.empty()) return 0;
+  const auto row = static_cast<uint64_t>(feature_dim) * 4;
+  const uint64_t rows = aggregated ? 2 * static_cast<uint64_t>(part.dst[0]) * row
+                                   : static_cast<uint64_t>(part.input_nodes) * row;
+  return rows + sampler::SliceStructureBytes(part.dst, part.src, part.edges, part.src_degrees);
+}
+
+// The largest number of seeds <= `most` whose part of an evaluation batch needs no more than
+// `part_limit` bytes of activations and input copy (at least 1; binary search, as above).
+int64_t EvalPartSeeds(const MemoryBudgetInputs& in, const DegreeProfile& degrees, bool aggregated,
+                      int64_t most, uint64_t part_limit) {
+  auto fits = [&](int64_t b) {
+    const BatchShape s = EstimateBatch(degrees, b, in.eval_fanouts, in.record_degrees);
+    return ActivationBytes(s, in.model, aggregated) +
+               PartInputBytes(s, in.feature_dim, aggregated) <=
+           part_limit;
+  };
+  if (fits(most)) return most;
+  int64_t lo = 1, hi = most;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 // The items every plan starts with: what stays resident whatever the batches (metadata, model).
 void AddResidentItems(const MemoryBudgetInputs& in, MemoryPlan* plan) {
   const auto n = static_cast<uint64_t>(in.num_nodes);
@@ -505,17 +535,6 @@ MemoryPlan PlanSlots(const MemoryBudgetInputs& in, bool aggregated, uint32_t min
   return plan;
 }
 
-// Bytes a micro-batch of `part`'s shape keeps beside its activations: its copy of its first-layer
-// input (two rows per block-0 destination when aggregated, else a row per input node) and its
-// blocks (sampler::SliceStructureBytes).
-uint64_t PartInputBytes(const BatchShape& part, int64_t feature_dim, bool aggregated) {
-  if (part.dst.empty()) return 0;
-  const auto row = static_cast<uint64_t>(feature_dim) * 4;
-  const uint64_t rows = aggregated ? 2 * static_cast<uint64_t>(part.dst[0]) * row
-                                   : static_cast<uint64_t>(part.input_nodes) * row;
-  return rows + sampler::SliceStructureBytes(part.dst, part.src, part.edges, part.src_degrees);
-}
-
 // The plan with batches gathered as rows, or aggregated (see the header), and a host model's
 // batches computed in `parts` micro-batches.
 Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degrees, bool aggregated,
@@ -542,11 +561,19 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
     activations = ActivationBytes(part, in.model, aggregated);
     if (plan.micro_batches > 1) part_bytes = PartInputBytes(part, in.feature_dim, aggregated);
   }
-  // Evaluation batches are not cut into parts: they may use a training part's activations (the
-  // model keeps the part's input copy between steps).
-  plan.eval_batch_size = in.eval_batch_size > 0 && !in.eval_fanouts.empty()
-                             ? EvalBatchSize(in, degrees, aggregated, plan.batch_bytes, activations)
-                             : in.batch_size;
+  // Evaluation batches are no larger than a training batch, and their activations no larger than
+  // a training batch's -- or, in parts, each part's activations and input copy no larger than a
+  // training part's (and the batch only as large as its bytes allow).
+  const bool eval_planned = in.eval_batch_size > 0 && !in.eval_fanouts.empty();
+  if (plan.micro_batches > 1 && eval_planned) {
+    plan.eval_batch_size = EvalBatchSize(in, degrees, aggregated, plan.batch_bytes, ~uint64_t{0});
+    plan.eval_part_seeds =
+        EvalPartSeeds(in, degrees, aggregated, plan.eval_batch_size, activations + part_bytes);
+  } else {
+    plan.eval_batch_size =
+        eval_planned ? EvalBatchSize(in, degrees, aggregated, plan.batch_bytes, activations)
+                     : in.batch_size;
+  }
   AddResidentItems(in, &plan);
   AddComputeItems(in, aggregated, activations, part_bytes, &plan);
   uint64_t fixed = 0;

@@ -423,7 +423,8 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
   // Totals of earlier steps were taken by their pass; these are this evaluation's alone.
   auto consume = [&](PreparedBatch& next) -> Status {
     if (progress != nullptr) progress->Add(next.batch.seeds.size());
-    return model_->EvalStep(InputOf(next, options_.eval_fanouts));
+    return model_->EvalStepInParts(InputOf(next, options_.eval_fanouts),
+                                   EvalParts(next.batch.seeds.size()));
   };
   SKIFF_RETURN_IF_ERROR(
       RunEvalBatches(nodes, stream_id, repeats, /*shard=*/true, &data_.labels, consume));
@@ -528,7 +529,8 @@ Result<std::array<Trainer::Evaluation, 2>> Trainer::EvaluateBoth(const std::vect
   auto consume = [&](PreparedBatch& next) -> Status {
     while (part < next.part) SKIFF_RETURN_IF_ERROR(take());
     if (progress != nullptr) progress->Add(next.batch.seeds.size());
-    return model_->EvalStep(InputOf(next, options_.eval_fanouts));
+    return model_->EvalStepInParts(InputOf(next, options_.eval_fanouts),
+                                   EvalParts(next.batch.seeds.size()));
   };
   SKIFF_RETURN_IF_ERROR(pass_runner_(
       EvaluateBothPass(first, first_stream, second, second_stream, repeats), consume, nullptr));
@@ -579,8 +581,8 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
   std::vector<float> logits, emb;
   auto consume = [&](PreparedBatch& next) -> Status {
     const sampler::MiniBatch& b = next.batch;
-    SKIFF_RETURN_IF_ERROR(
-        model_->ForwardInput(InputOf(next, options_.eval_fanouts), false, 0, &logits, &emb));
+    SKIFF_RETURN_IF_ERROR(model_->ForwardInParts(InputOf(next, options_.eval_fanouts),
+                                                 EvalParts(b.seeds.size()), &logits, &emb));
     const int64_t rows = static_cast<int64_t>(b.seeds.size());
     for (int64_t i = 0; i < rows; ++i) {
       const int64_t row = position[b.seeds[i]];

@@ -225,3 +225,39 @@ TEST_CASE("model: one part, or a batch of one seed, is ComputeGradients") {
     CHECK(Gradients(**a) == Gradients(**b));
   }
 }
+
+TEST_CASE("model: forward and evaluation in parts give the whole batch's logits and totals") {
+  std::mt19937_64 rng(16);
+  for (const auto kind : {model::ModelKind::kSage, model::ModelKind::kGcn}) {
+    model::ModelConfig config = SmallConfig(kind);
+    config.dropout = 0.5f;  // not applied outside training
+    sampler::MiniBatch batch = testing::RandomMiniBatch({60, 25, 11}, 5, 4, rng);
+    if (kind == model::ModelKind::kGcn) testing::AddRandomDegrees(&batch, rng);
+    const std::vector<float> x =
+        testing::RandomVector(60 * static_cast<size_t>(config.in_dim), rng, -1, 1);
+    const model::BatchInput input{.batch = &batch, .x = x.data()};
+    auto m = model::Model::CreateCpu(config);
+    REQUIRE(m.ok());
+    std::vector<float> logits, emb, part_logits, part_emb;
+    REQUIRE((*m)->ForwardInput(input, false, 0, &logits, &emb).ok());
+    REQUIRE((*m)->EvalStep(input).ok());
+    const model::LossTotals whole = *(*m)->TakeLossTotals();
+    for (int parts : {2, 4, 11}) {
+      CAPTURE(parts);
+      REQUIRE((*m)->ForwardInParts(input, parts, &part_logits, &part_emb).ok());
+      REQUIRE(part_logits.size() == logits.size());
+      REQUIRE(part_emb.size() == emb.size());
+      for (size_t i = 0; i < logits.size(); ++i) {
+        CHECK(part_logits[i] == doctest::Approx(logits[i]).epsilon(1e-5).scale(1e-3));
+      }
+      for (size_t i = 0; i < emb.size(); ++i) {
+        CHECK(part_emb[i] == doctest::Approx(emb[i]).epsilon(1e-5).scale(1e-3));
+      }
+      REQUIRE((*m)->EvalStepInParts(input, parts).ok());
+      const model::LossTotals totals = *(*m)->TakeLossTotals();
+      CHECK(totals.labelled == whole.labelled);
+      CHECK(totals.correct == whole.correct);
+      CHECK(totals.loss_sum == doctest::Approx(whole.loss_sum).epsilon(1e-5));
+    }
+  }
+}

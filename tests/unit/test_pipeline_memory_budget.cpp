@@ -435,6 +435,26 @@ TEST_CASE("memory budget: micro-batches accept budgets whole batches cannot, and
   CHECK(four->micro_batches == 4);
   const BatchShape part = EstimateBatch(degrees, 256, in.fanouts);
   CHECK(ItemBytes(*four, "activations, 1 of 4") == ActivationBytes(part, in.model, false));
+  // Evaluation batches in parts: each part within a training part's activations and input copy,
+  // the batch as large as a whole-batch plan's or larger.
+  in.eval_batch_size = 4096;
+  in.eval_fanouts = {20, 20};
+  in.budget_bytes = whole;
+  in.micro_batches = 1;
+  auto eval_whole = PlanMemory(in, degrees);
+  in.micro_batches = 4;
+  auto eval_parts = PlanMemory(in, degrees);
+  REQUIRE((eval_whole.ok() && eval_parts.ok()));
+  CHECK(eval_whole->eval_part_seeds == 0);
+  CHECK(eval_parts->eval_part_seeds > 0);
+  CHECK(eval_parts->eval_part_seeds <= eval_parts->eval_batch_size);
+  CHECK(eval_parts->eval_batch_size >= eval_whole->eval_batch_size);
+  const BatchShape eval_part = EstimateBatch(degrees, eval_parts->eval_part_seeds, in.eval_fanouts);
+  CHECK(ActivationBytes(eval_part, in.model, eval_parts->aggregated_input) <=
+        ItemBytes(*eval_parts, "activations, 1 of 4") +
+            ItemBytes(*eval_parts, "micro-batch input rows and blocks"));
+  in.eval_batch_size = 0;
+  in.eval_fanouts.clear();
   // Between the two minimums, automatic parts give larger aggregated groups or none at all.
   for (const uint64_t budget : {whole, whole + (8 << 20), whole + (32 << 20)}) {
     CAPTURE(budget);

@@ -51,6 +51,8 @@ Status PredictByBatch(const PredictOptions& o, const format::Dataset& ds,
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
                          train::Trainer::Create(engine->data, t, ModelFactoryFor(device)));
   trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, false));
+  // Prediction batches in the parts the memory plan cut them into.
+  trainer->SetMicroBatches(1, engine->ooc->memory_plan().eval_part_seeds);
   SKIFF_RETURN_IF_ERROR(OfferFeaturesToDevice(site, memory_bytes, trainer.get()));
   SKIFF_RETURN_IF_ERROR(trainer->Restore(ckpt).WithContext(o.checkpoint));
   return train::ExportPredictions(ds, *trainer, o.out);

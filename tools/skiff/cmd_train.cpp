@@ -417,7 +417,8 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   }
   const RssParts resident_when_loaded = CurrentRssParts();
   trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress));
-  trainer->SetMicroBatches(engine->ooc->memory_plan().micro_batches);
+  trainer->SetMicroBatches(engine->ooc->memory_plan().micro_batches,
+                           engine->ooc->memory_plan().eval_part_seeds);
   SKIFF_RETURN_IF_ERROR(OfferFeaturesToDevice(site, memory_bytes, trainer.get()));
   if (resume.has_value()) {
     SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));

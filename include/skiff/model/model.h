@@ -275,6 +275,14 @@ class Model {
   // for the whole batch and stays as it was. `parts` <= 1, or a batch sampled on the device:
   // ComputeGradients. For a model on the host, as ComputeGradients.
   Status ComputeGradientsInParts(const BatchInput& input, int parts, uint64_t dropout_seed);
+  // Forward without dropout over the batch cut into `parts` parts as above: the logits (and, when
+  // `embeddings` is non-null, the embeddings) of every seed in the batch's order, as Forward writes
+  // them up to float order, with one part's activations alive at once. `parts` <= 1 or a batch
+  // sampled on the device: ForwardInput. For a model on the host.
+  Status ForwardInParts(const BatchInput& input, int parts, std::vector<float>* logits,
+                        std::vector<float>* embeddings = nullptr);
+  // EvalStep over ForwardInParts (EvalStep when `parts` <= 1).
+  Status EvalStepInParts(const BatchInput& input, int parts);
   // Forward without dropout and the batch's loss statistics added to the totals.
   virtual Status EvalStep(const BatchInput& input);
   // The totals of the steps since the last call, which resets them.
@@ -321,9 +329,14 @@ class Model {
  private:
   LossTotals totals_;                           // TrainStep / EvalStep on the host
   std::vector<float> step_logits_, step_grad_;  // reused across steps
-  // ComputeGradientsInParts: the part's batch and its first-layer input rows, reused.
+  // Forward (training: masks from `dropout_seed`) of seeds [first, first + count) of `whole`,
+  // sliced out with their first-layer input rows (ComputeGradientsInParts, ForwardInParts).
+  Status ForwardPart(const BatchInput& whole, int64_t first, int64_t count, bool training,
+                     uint64_t dropout_seed, std::vector<float>* logits,
+                     std::vector<float>* embeddings);
+  // The parts' batch and first-layer input rows, and a part's outputs, reused.
   sampler::BatchSlice part_;
-  std::vector<float> part_x_, part_aggregated_;
+  std::vector<float> part_x_, part_aggregated_, part_logits_, part_embeddings_;
 };
 
 // Adam or SGD over a model's parameters; owns the optimiser state (moments).

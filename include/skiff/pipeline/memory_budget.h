@@ -273,6 +273,9 @@ struct MemoryPlan {
   int64_t lists_ahead_seeds = 0;
   uint64_t lists_ahead_bytes = 0;
   int micro_batches = 1;  // parts each training batch is computed in (MemoryBudgetInputs)
+  // With micro_batches > 1: evaluation batches are computed in parts of at most this many seeds
+  // (Model::EvalStepInParts), each within a training part's activations; 0: whole.
+  int64_t eval_part_seeds = 0;
 
   // A table, one line per item, for the start-up log.
   std::string Describe() const;

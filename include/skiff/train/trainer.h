@@ -185,8 +185,12 @@ class Trainer {
   void SetPassRunner(PassRunner runner) { pass_runner_ = std::move(runner); }
   // Computes each training batch in `parts` micro-batches (Model::ComputeGradientsInParts; the
   // memory plan's choice, pipeline::MemoryPlan::micro_batches) instead of
-  // TrainOptions::micro_batches. A model on the host only (the caller's to ensure).
-  void SetMicroBatches(int parts) { micro_batches_ = std::max(1, parts); }
+  // TrainOptions::micro_batches, and evaluation and prediction batches in parts of at most
+  // `eval_part_seeds` seeds (0: whole). A model on the host only (the caller's to ensure).
+  void SetMicroBatches(int parts, int64_t eval_part_seeds = 0) {
+    micro_batches_ = std::max(1, parts);
+    eval_part_seeds_ = std::max<int64_t>(0, eval_part_seeds);
+  }
   // Makes the run data-parallel over `comm`'s ranks (which must outlive the Trainer; null: one
   // process). InvalidArgument when TrainOptions::world_size is not comm->size(), or when a
   // data-parallel run also asks for accumulate > 1 (not built yet).
@@ -270,8 +274,16 @@ class Trainer {
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<model::Optimizer> optimizer_;
   std::unique_ptr<sampler::NeighborSampler> train_sampler_, eval_sampler_;
-  PassRunner pass_runner_;                  // empty: BatchStream
-  int micro_batches_ = 1;                   // parts per training batch (SetMicroBatches)
+  PassRunner pass_runner_;       // empty: BatchStream
+  int micro_batches_ = 1;        // parts per training batch (SetMicroBatches)
+  int64_t eval_part_seeds_ = 0;  // seeds per evaluation part, 0: whole batches
+  // The parts an evaluation batch of `seeds` seeds is computed in (eval_part_seeds_).
+  int EvalParts(size_t seeds) const {
+    return eval_part_seeds_ > 0
+               ? static_cast<int>((static_cast<int64_t>(seeds) + eval_part_seeds_ - 1) /
+                                  eval_part_seeds_)
+               : 1;
+  }
   dist::Communicator* comm_ = nullptr;      // null: one process
   std::unique_ptr<GradientSum> gradients_;  // steps over several batches only
   bool features_offered_ = false;
