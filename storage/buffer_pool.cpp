@@ -172,37 +172,22 @@ Result<std::unique_ptr<BufferPool>> BufferPool::Create(const PartitionSource* so
     pool->waiting_.assign(num_partitions, 0);
     pool->off_plan_.assign(num_partitions, false);
   }
+  MutexLock fine_lock(&pool->fine_mu_);
   SKIFF_ASSIGN_OR_RETURN(pool->load_engine_, CreateIoEngine(options.engine));
+  SKIFF_ASSIGN_OR_RETURN(pool->fine_engine_, CreateIoEngine(options.engine));
   for (uint32_t f = 0; f < source->num_files(); ++f) {
     SKIFF_ASSIGN_OR_RETURN(uint32_t id, pool->load_engine_->AddFile(source->file(f)));
     pool->load_file_ids_.push_back(id);
+    SKIFF_ASSIGN_OR_RETURN(uint32_t fid, pool->fine_engine_->AddFile(source->file(f)));
+    pool->fine_file_ids_.push_back(fid);
   }
   SKIFF_RETURN_IF_ERROR(RegisterInRegions(*pool->load_engine_, pool->slot_memory_.data(),
                                           pool->slot_memory_.size(), nullptr, 0));
-  // The stream's channel takes the second half of the scratch (whole read-alignment units).
-  const uint64_t stream_bytes =
-      options.stream_channel
-          ? scratch_bytes / 2 / std::max<uint64_t>(a, kPage) * std::max<uint64_t>(a, kPage)
-          : 0;
-  SKIFF_RETURN_IF_ERROR(pool->OpenChannel(&pool->fine_, 0, scratch_bytes - stream_bytes));
-  if (stream_bytes > 0) {
-    SKIFF_RETURN_IF_ERROR(
-        pool->OpenChannel(&pool->stream_, scratch_bytes - stream_bytes, stream_bytes));
-  }
+  SKIFF_RETURN_IF_ERROR(RegisterInRegions(*pool->fine_engine_, pool->fine_scratch_.data(),
+                                          pool->fine_scratch_.size(), nullptr, 0));
+  fine_lock.Unlock();
   pool->io_thread_ = std::thread([p = pool.get()] { p->IoThreadLoop(); });
   return pool;
-}
-
-Status BufferPool::OpenChannel(FineChannel* channel, uint64_t offset, uint64_t bytes) {
-  MutexLock lock(&channel->mu);  // no other thread yet: for the analysis
-  SKIFF_ASSIGN_OR_RETURN(channel->engine, CreateIoEngine(options_.engine));
-  for (uint32_t f = 0; f < source_->num_files(); ++f) {
-    SKIFF_ASSIGN_OR_RETURN(uint32_t id, channel->engine->AddFile(source_->file(f)));
-    channel->file_ids.push_back(id);
-  }
-  channel->scratch = fine_scratch_.data() + offset;
-  channel->scratch_bytes = bytes;
-  return RegisterInRegions(*channel->engine, channel->scratch, bytes, nullptr, 0);
 }
 
 BufferPool::~BufferPool() {
@@ -522,7 +507,7 @@ std::vector<FineChunk> Coalesce(std::span<const FineRead> reads, std::span<const
 Status BufferPool::ReadRanges(std::span<const FineRead> reads, uint64_t* bytes_read) {
   for (const FineRead& r : reads) SKIFF_CHECK(r.dst != nullptr);
   // Chunks land in any order; each copies its part of every read it intersects.
-  return ReadChunks(fine_, reads, bytes_read, /*in_order=*/false,
+  return ReadChunks(reads, bytes_read, /*in_order=*/false,
                     [&](std::span<const uint32_t> order, size_t first, size_t last, uint64_t lo,
                         uint64_t hi, const std::byte* base) -> Status {
                       for (size_t k = first; k < last; ++k) {
@@ -542,9 +527,7 @@ Status BufferPool::StreamRanges(std::span<const FineRead> reads, const StreamFn&
   // In order, and each read within one chunk (a read no larger than a slot is never split), so
   // every read is handed over whole, once, in file order.
   for (const FineRead& r : reads) SKIFF_CHECK(r.length <= kFineSlotBytes);
-  // The stream's own channel when it has one (a scratch too small to halve has not).
-  FineChannel& channel = stream_.scratch_bytes > 0 ? stream_ : fine_;
-  return ReadChunks(channel, reads, bytes_read, /*in_order=*/true,
+  return ReadChunks(reads, bytes_read, /*in_order=*/true,
                     [&](std::span<const uint32_t> order, size_t first, size_t last, uint64_t lo,
                         uint64_t hi, const std::byte* base) -> Status {
                       for (size_t k = first; k < last; ++k) {
@@ -558,19 +541,19 @@ Status BufferPool::StreamRanges(std::span<const FineRead> reads, const StreamFn&
                     });
 }
 
-Status BufferPool::ReadChunks(FineChannel& channel, std::span<const FineRead> reads,
-                              uint64_t* bytes_read, bool in_order, const ChunkFn& deliver) {
+Status BufferPool::ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_read, bool in_order,
+                              const ChunkFn& deliver) {
   if (reads.empty()) return Status::Ok();
-  MutexLock lock(&channel.mu);
+  MutexLock lock(&fine_mu_);
   for (const FineRead& r : reads) SKIFF_CHECK(r.file < source_->num_files());
   const uint64_t a = source_->read_alignment();
   // The scratch is cut into equal slots, one chunk each: many chunks in flight at once.
-  const uint64_t slot = std::min<uint64_t>(channel.scratch_bytes, AlignUp(kFineSlotBytes, a));
-  const size_t num_slots = channel.scratch_bytes / slot;
+  const uint64_t slot = std::min<uint64_t>(fine_scratch_.size(), AlignUp(kFineSlotBytes, a));
+  const size_t num_slots = fine_scratch_.size() / slot;
   const std::vector<uint32_t> order = FileOrder(reads);
   const std::vector<FineChunk> chunks =
       Coalesce(reads, order, a, options_.fine_read_merge_gap, slot);
-  IoEngine& engine = *channel.engine;  // used by the lambdas below, under the same lock
+  IoEngine& engine = *fine_engine_;  // used by the lambdas below, under the same lock
   const uint64_t reads_before = engine.reads_issued();
   uint64_t bytes = 0;
   Status result;
@@ -588,8 +571,8 @@ Status BufferPool::ReadChunks(FineChannel& channel, std::span<const FineRead> re
       const FineChunk& ch = chunks[next];
       slot_of_chunk[next] = free_slots.back();
       free_slots.pop_back();
-      batch.push_back({channel.file_ids[ch.file], ch.lo, ch.hi - ch.lo,
-                       channel.scratch + slot_of_chunk[next] * slot, next});
+      batch.push_back({fine_file_ids_[ch.file], ch.lo, ch.hi - ch.lo,
+                       fine_scratch_.data() + slot_of_chunk[next] * slot, next});
       bytes += ch.hi - ch.lo;
       ++next;
     }
@@ -602,7 +585,7 @@ Status BufferPool::ReadChunks(FineChannel& channel, std::span<const FineRead> re
   };
   auto finish = [&](size_t c) {  // verifies and delivers chunk c, then frees its slot
     const FineChunk& ch = chunks[c];
-    const std::byte* base = channel.scratch + slot_of_chunk[c] * slot;
+    const std::byte* base = fine_scratch_.data() + slot_of_chunk[c] * slot;
     if (result.ok() && options_.verify_checksums) {
       result = source_->Verify(ch.file, ch.lo, base, ch.hi - ch.lo);
     }

@@ -103,9 +103,6 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   if (ooc->memory_.aggregated_input || options.graph_on_device) {
     pool_options.min_resident_partitions = 0;
   }
-  // An aggregated group's stream and the next group's sampling (its adjacency reads) read side by
-  // side, each through half of the scratch, instead of taking turns for the whole of it.
-  pool_options.stream_channel = ooc->memory_.aggregated_input;
   ooc->plan_capacity_ = slots >= k ? k : slots == 0 ? 0 : std::max<uint32_t>(slots - 1, 1);
   // Aggregated passes draw their seeds uniformly and read most of the file per group whatever is
   // resident: more partitions would not help them.

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -366,57 +365,6 @@ TEST_CASE("buffer pool: streamed reads arrive whole, once each, in file order") 
   one.dst = dst.data();
   REQUIRE((*pool)->ReadRanges(std::span<const FineRead>(&one, 1)).ok());
   CHECK(std::memcmp(dst.data(), file.data() + one.offset, one.length) == 0);
-}
-
-TEST_CASE("buffer pool: a stream on its own channel and fine reads from other threads overlap") {
-  skiff::testing::TempDir dir;
-  FileSource src(dir / "data.bin", 2, true);
-  auto opt = SmallPoolOptions(src, 0);
-  opt.min_resident_partitions = 0;
-  opt.fine_read_scratch_bytes = 1 << 20;
-  opt.stream_channel = true;
-  opt.budget_bytes = BufferPool::BudgetFor(src, 0, opt);
-  auto pool = BufferPool::Create(&src, opt);
-  REQUIRE(pool.ok());
-  CHECK((*pool)->allocated_bytes() <= opt.budget_bytes);  // the channels share the scratch
-  const auto file = Pread(src.file_.path(), 0, FileSource::kBytes);
-  std::mt19937_64 rng(6);
-  std::vector<FineRead> stream;
-  for (int i = 0; i < 3000; ++i) {
-    const uint64_t len = 1 + rng() % 500;
-    stream.push_back({0, rng() % (FileSource::kBytes - len), len, nullptr});
-  }
-  // Fine reads go on in another thread while the stream runs; both get the file's bytes.
-  std::atomic<bool> streaming{true};
-  std::atomic<int> fine_ok{0}, fine_bad{0};
-  std::thread reader([&] {
-    std::mt19937_64 r(7);
-    std::vector<std::byte> dst(3000);
-    for (int round = 0; round < 200 || streaming.load(); ++round) {
-      const uint64_t off = r() % (FileSource::kBytes - dst.size());
-      const FineRead one{0, off, dst.size(), dst.data()};
-      const bool same = (*pool)->ReadRanges(std::span<const FineRead>(&one, 1)).ok() &&
-                        std::memcmp(dst.data(), file.data() + off, dst.size()) == 0;
-      (same ? fine_ok : fine_bad).fetch_add(1);
-      if (round > 100000) break;
-    }
-  });
-  size_t delivered = 0;
-  bool matches = true;
-  const Status streamed =
-      (*pool)->StreamRanges(stream, [&](size_t i, const std::byte* data) -> Status {
-        ++delivered;
-        matches =
-            matches && std::memcmp(data, file.data() + stream[i].offset, stream[i].length) == 0;
-        return Status::Ok();
-      });
-  streaming = false;
-  reader.join();
-  REQUIRE(streamed.ok());
-  CHECK(delivered == stream.size());
-  CHECK(matches);
-  CHECK(fine_bad.load() == 0);
-  CHECK(fine_ok.load() >= 200);
 }
 
 namespace {

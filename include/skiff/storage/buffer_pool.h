@@ -20,9 +20,7 @@
 // ReadRanges() serves fine-grained reads (single feature rows, adjacency lists of non-resident
 // nodes): sorted, expanded to read_alignment(), coalesced (across gaps of at most
 // fine_read_merge_gap bytes) and read in one batch through a second engine, verified, and copied
-// to the callers' destinations. StreamRanges() hands such reads over in file order from the
-// scratch; with `stream_channel` it has half the scratch and an engine of its own, so a stream and
-// ReadRanges calls from other threads read at the same time (calls on one channel take turns).
+// to the callers' destinations.
 //
 // Thread safety: Pin, pin destruction, SetPlan, ReadRanges and stats() may be called from any
 // thread. Pin blocks while the partition loads, and while every slot is pinned. The pool must
@@ -61,11 +59,6 @@ struct BufferPoolOptions {
   // each, 1.5 GB/s for large reads = 27 KiB in 18 us), so merging across small gaps trades bytes
   // for fewer reads. 0: merge only adjacent or overlapping blocks.
   uint64_t fine_read_merge_gap = 32ull << 10;
-  // StreamRanges reads through a channel of its own -- the second half of the scratch, its own
-  // engine and lock -- so that a long stream and ReadRanges calls from other threads (a sampler's
-  // adjacency reads) proceed side by side instead of taking turns. false: both share the scratch
-  // and the lock.
-  bool stream_channel = false;
   bool prefetch = true;           // load planned partitions ahead of their Pin
   bool verify_checksums = true;   // pass every read through PartitionSource::Verify
   bool record_evictions = false;  // keep eviction_log() (tests, diagnostics)
@@ -173,7 +166,7 @@ class BufferPool {
   // The engine that loads partitions; without slots, the one that serves fine-grained reads (set
   // once by Create: reading the pointer needs no lock).
   const IoEngine& engine() const SKIFF_NO_THREAD_SAFETY_ANALYSIS {
-    return slots_.empty() ? *fine_.engine : *load_engine_;
+    return slots_.empty() ? *fine_engine_ : *load_engine_;
   }
   std::vector<uint32_t> eviction_log() const;
 
@@ -193,26 +186,14 @@ class BufferPool {
     uint64_t pin_tick = 0;              // tick of the last Pin/Unpin (a load is not a use)
   };
 
-  // A way to read fine-grained: its part of the scratch, an engine with the source's files, and
-  // the lock that serialises its users.
-  struct FineChannel {
-    Mutex mu;
-    std::unique_ptr<IoEngine> engine SKIFF_GUARDED_BY(mu);
-    std::vector<uint32_t> file_ids;  // constant after Create
-    std::byte* scratch = nullptr;    // constant after Create
-    uint64_t scratch_bytes = 0;
-  };
-
   BufferPool(const PartitionSource* source, const BufferPoolOptions& options);
-  // Sets up `channel` over scratch bytes [offset, offset + bytes) (Create).
-  Status OpenChannel(FineChannel* channel, uint64_t offset, uint64_t bytes);
   // Reads `reads` as coalesced chunks through the scratch's slots; each landed, verified chunk is
   // passed to `deliver` (the sorted order, the chunk's range of it, its file bytes [lo, hi) and
   // their data), in chunk order when `in_order`, else as they land.
   using ChunkFn = std::function<Status(std::span<const uint32_t> order, size_t first, size_t last,
                                        uint64_t lo, uint64_t hi, const std::byte* base)>;
-  Status ReadChunks(FineChannel& channel, std::span<const FineRead> reads, uint64_t* bytes_read,
-                    bool in_order, const ChunkFn& deliver);
+  Status ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_read, bool in_order,
+                    const ChunkFn& deliver);
   void Unpin(uint32_t slot);
   void IoThreadLoop();
   // Picks the next load: a slot and a partition; false when there is nothing to do.
@@ -268,8 +249,9 @@ class BufferPool {
   std::vector<uint32_t> eviction_log_ SKIFF_GUARDED_BY(mu_);
   BufferPoolStats counters_ SKIFF_GUARDED_BY(mu_);  // load-side counters
 
-  FineChannel fine_;    // ReadRanges, and StreamRanges without options_.stream_channel
-  FineChannel stream_;  // StreamRanges with options_.stream_channel
+  Mutex fine_mu_;  // serialises ReadRanges
+  std::unique_ptr<IoEngine> fine_engine_ SKIFF_GUARDED_BY(fine_mu_);
+  std::vector<uint32_t> fine_file_ids_;
   std::atomic<uint64_t> fine_reads_{0};
   std::atomic<uint64_t> fine_bytes_read_{0};
   std::atomic<uint64_t> fine_reads_issued_{0};
