@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <optional>
 
 #include "skiff/log.h"
 #include "skiff/model/row_slots.h"
@@ -626,12 +625,11 @@ Result<MemoryPlan> Plan(const MemoryBudgetInputs& in, const DegreeProfile& degre
 // MemoryBudgetInputs::micro_batches = 0: the plan in whole batches unless parts pay -- for
 // aggregated batches, the fewest parts whose gather groups are the largest (a group's batches share
 // one read of the feature file, and a part's activations leave the rest to the group); for rows,
-// only when a budget refuses whole batches. `whole` is the plan in whole batches when known. A
-// budget every choice refuses gets the refusal of the most parts (the smallest minimum).
+// only when a budget refuses whole batches. `rows` is the rows plan in whole batches. A budget
+// every choice refuses gets the refusal of the most parts (the smallest minimum).
 Result<MemoryPlan> PlanWithParts(const MemoryBudgetInputs& in, const DegreeProfile& degrees,
-                                 bool aggregated, std::optional<Result<MemoryPlan>> whole) {
-  Result<MemoryPlan> best =
-      whole.has_value() && !aggregated ? std::move(*whole) : Plan(in, degrees, aggregated, 1);
+                                 bool aggregated, Result<MemoryPlan> rows) {
+  Result<MemoryPlan> best = aggregated ? Plan(in, degrees, true, 1) : std::move(rows);
   for (int parts : kMicroBatchChoices) {
     if (parts == 1) continue;
     if (best.ok() && (!aggregated || best->gather_group >= kMaxGatherGroup)) break;

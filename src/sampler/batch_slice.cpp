@@ -67,16 +67,15 @@ void SliceBatch(const MiniBatch& whole, int64_t first, int64_t count, BatchSlice
       for (int64_t d : dst) SKIFF_CHECK(d >= 0 && d < block.num_dst);
       sliced = Block{};
       sliced.num_dst = sliced.num_src = static_cast<int64_t>(dst.size());
-      src = dst;
       break;
     }
     SKIFF_CHECK(static_cast<int64_t>(block.indptr.size()) == block.num_dst + 1);
     out->local_of_.resize(std::max(out->local_of_.size(), static_cast<size_t>(block.num_src)), -1);
     SliceBlock(block, dst, &sliced, &src, &out->local_of_);
     dst.swap(src);  // block l's sources are block l-1's destinations
-    src = dst;
   }
-  out->input_rows.swap(src);
+  // The first layer's input rows: block 0's sources, or its destinations when condensed.
+  out->input_rows.swap(dst);
   part.input_nodes.resize(out->input_rows.size());
   for (size_t i = 0; i < out->input_rows.size(); ++i) {
     SKIFF_CHECK(out->input_rows[i] < static_cast<int64_t>(whole.input_nodes.size()));
