@@ -107,9 +107,16 @@ class InFlightWindow {
     Add(static_cast<uint64_t>(count) * estimate_);
     return estimate_;
   }
-  // Adds `bytes` for the features of `count` batches about to be gathered (aggregated groups),
-  // waiting until they fit in the allowance or no other gathered batch is in flight. False when
-  // cancelled.
+  // An aggregated batch was sampled whose features, `bytes`, its group will reserve when gathered:
+  // admissions count them from now on, so that the next group, admitted while this one waits for
+  // its gather, leaves room for them.
+  void Pending(uint64_t bytes) {
+    MutexLock lock(&mu_);
+    pending_ += bytes;
+  }
+  // Adds `bytes` for the features of `count` batches about to be gathered (aggregated groups; their
+  // Pending bytes), waiting until they fit in the allowance or no other gathered batch is in
+  // flight. False when cancelled.
   bool Reserve(uint64_t bytes, int64_t count, StageTimer* timer) {
     MutexLock lock(&mu_);
     if (!Fits(bytes)) {
@@ -117,6 +124,7 @@ class InFlightWindow {
       while (!Fits(bytes)) cv_.Wait(&mu_);
     }
     if (cancelled_) return false;
+    pending_ -= std::min(pending_, bytes);
     gathered_ += count;
     Add(bytes);
     return true;
@@ -135,7 +143,8 @@ class InFlightWindow {
     MutexLock lock(&mu_);
     auto fits = [&]() SKIFF_REQUIRES(mu_) {
       return cancelled_ || in_flight_ == 0 ||
-             (gathered_ == in_flight_ && (allowance_ == 0 || bytes_ + bytes <= allowance_));
+             (gathered_ == in_flight_ &&
+              (allowance_ == 0 || bytes_ + pending_ + bytes <= allowance_));
     };
     if (!fits()) {
       StallScope stall(timer);
@@ -204,11 +213,13 @@ class InFlightWindow {
       return true;
     }
     return cancelled_ ||
-           (counted && (allowance_ == 0 || in_flight_ == 0 ||
-                        bytes_ + static_cast<uint64_t>(count) * estimate_ <= allowance_));
+           (counted &&
+            (allowance_ == 0 || in_flight_ == 0 ||
+             bytes_ + pending_ + static_cast<uint64_t>(count) * estimate_ <= allowance_));
   }
   bool ShortOfBytes(int64_t count) const SKIFF_REQUIRES(mu_) {
-    return allowance_ > 0 && bytes_ + static_cast<uint64_t>(count) * estimate_ > allowance_;
+    return allowance_ > 0 &&
+           bytes_ + pending_ + static_cast<uint64_t>(count) * estimate_ > allowance_;
   }
   bool Fits(uint64_t bytes) const SKIFF_REQUIRES(mu_) {
     return cancelled_ || allowance_ == 0 || gathered_ == 0 || bytes_ + bytes <= allowance_;
@@ -245,6 +256,7 @@ class InFlightWindow {
   int64_t in_flight_ SKIFF_GUARDED_BY(mu_) = 0;  // admitted and not yet computed
   int64_t gathered_ SKIFF_GUARDED_BY(mu_) = 0;   // of which holding Reserve'd features
   uint64_t bytes_ SKIFF_GUARDED_BY(mu_) = 0;     // reserved by the batches in flight
+  uint64_t pending_ SKIFF_GUARDED_BY(mu_) = 0;   // features sampled groups will reserve
   uint64_t peak_bytes_ SKIFF_GUARDED_BY(mu_) = 0;
   int64_t peak_in_flight_ SKIFF_GUARDED_BY(mu_) = 0;
   bool cancelled_ SKIFF_GUARDED_BY(mu_) = false;
@@ -677,6 +689,9 @@ Status EpochRun::SampleItems(StageContext& ctx) {
       sampled_item.aggregation_plan = aggregation_plan;
       window_.Resize(item->reserved, prepared.held_bytes);
       window_.Observe(prepared.held_bytes);
+      if (aggregation_plan != nullptr) {
+        window_.Pending(AggregatedFeatureBytes(prepared.batch, dim_));
+      }
       if (!sampled_.Push(std::move(sampled_item), ctx.timer())) {
         return Status::Aborted("cancelled");
       }

@@ -185,8 +185,12 @@ uint64_t SampledBatchBytes(const BatchShape& shape, const DegreeProfile& degrees
   const uint64_t expanded = shape.dst.empty() ? 0 : static_cast<uint64_t>(shape.dst[0]);
   // The cached lists hold 32-bit ids when the graph allows (ResidentGraphSource).
   const uint64_t id_bytes = degrees.num_nodes() <= INT32_MAX ? 4 : 8;
-  return BatchBytes(shape, 0) + static_cast<uint64_t>(std::ceil(entries)) * id_bytes +
-         expanded * kListCacheBytesPerNode;
+  const uint64_t sampling = BatchBytes(shape, 0) +
+                            static_cast<uint64_t>(std::ceil(entries)) * id_bytes +
+                            expanded * kListCacheBytesPerNode;
+  // Once sampled, until its group is gathered: condensed, with its share of the group's read
+  // schedule (AggregatedBatchBytes without the rows), which is the larger where lists are short.
+  return std::max(sampling, AggregatedBatchBytes(shape, 0));
 }
 
 uint64_t ListsAheadBytesPerSeed(const DegreeProfile& degrees) {

@@ -142,7 +142,8 @@ struct ModelShape {
 uint64_t BatchBytes(const BatchShape& shape, int64_t feature_dim);
 // Bytes of a batch of `shape` before its features are gathered: its MiniBatch and, while its group
 // of `group` batches is sampled, its share of the lists of the group's expanded nodes (read once
-// for the group and cached).
+// for the group and cached); or, once sampled, its condensed MiniBatch and its share of the
+// group's read schedule, if that is more (aggregated batches wait so for their gather).
 uint64_t SampledBatchBytes(const BatchShape& shape, const DegreeProfile& degrees, int group);
 // The sampler's transient scratch for a batch of `shape` (ID map, per-node samples).
 uint64_t SamplerScratchBytes(const BatchShape& shape);
