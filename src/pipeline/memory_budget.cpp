@@ -502,6 +502,12 @@ void PlanAggregatedBatches(const MemoryBudgetInputs& in, const DegreeProfile& de
       plan->batch_allowance + plan->lists_ahead_bytes, eval, degrees, in.feature_dim);
   plan->eval_gather_group = eval_group.group;
   plan->eval_sampled_batch_bytes = eval_group.sampled_batch_bytes;
+  // A group is admitted whole, and the first of each kind is cut from the estimate alone (the
+  // later ones from the batches sampled): it gets a fifth of its allowance to spare.
+  plan->first_gather_group = AggregatedGatherGroup(plan->batch_allowance * 4 / 5, plan->train_batch,
+                                                   degrees, in.feature_dim);
+  plan->eval_first_gather_group = AggregatedGatherGroup(
+      (plan->batch_allowance + plan->lists_ahead_bytes) * 4 / 5, eval, degrees, in.feature_dim);
 }
 
 // Partition slots (or every partition packed) and the hot row cache out of what the items and

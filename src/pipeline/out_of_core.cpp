@@ -237,8 +237,7 @@ GatherGroupSize OutOfCore::FirstGatherGroup(bool training) const {
   if (const std::optional<BatchShape>& sampled = sampled_shape_[training ? 0 : 1]) {
     return GroupFor(*sampled, training);
   }
-  return training ? GatherGroupSize{memory_.gather_group, memory_.sampled_batch_bytes}
-                  : GatherGroupSize{memory_.eval_gather_group, memory_.eval_sampled_batch_bytes};
+  return training ? memory_.first_gather_group : memory_.eval_first_gather_group;
 }
 
 uint64_t OutOfCore::AllowanceFor(bool training) const {

@@ -226,6 +226,17 @@ TEST_CASE("memory budget: aggregated batches come in one group that fits with th
     CHECK(plan->sampled_batch_bytes <= SampledBatchBytes(plan->train_batch, degrees, 1));
     CHECK(plan->eval_gather_group >= 1);
     CHECK(plan->fixed_bytes + plan->pool_bytes <= budget);
+    // The first group of each kind, cut from the estimate alone, keeps a fifth of the allowance
+    // spare for batches larger than estimated.
+    const GatherGroupSize first = plan->first_gather_group;
+    CHECK(first.group >= 1);
+    CHECK(first.group <= plan->gather_group);
+    if (first.group > 1) {
+      CHECK(static_cast<uint64_t>(first.group) * (plan->batch_bytes + first.sampled_batch_bytes) <=
+            plan->batch_allowance * 4 / 5);
+    }
+    CHECK(plan->eval_first_gather_group.group >= 1);
+    CHECK(plan->eval_first_gather_group.group <= plan->eval_gather_group);
   }
   // A larger budget never gets a smaller group.
   in.budget_bytes = 96 << 20;

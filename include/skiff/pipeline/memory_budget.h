@@ -70,7 +70,7 @@
 namespace skiff::pipeline {
 
 inline constexpr uint64_t kFixedOverheadBytes = 96ull << 20;
-inline constexpr int kMaxGatherGroup = 32;
+inline constexpr int kMaxGatherGroup = 128;
 
 // The degree distribution of a graph, as the batch estimate needs it.
 class DegreeProfile {
@@ -268,6 +268,12 @@ struct MemoryPlan {
   uint64_t sampled_batch_bytes = 0;
   uint64_t eval_sampled_batch_bytes = 0;
   int eval_gather_group = 1;
+  // Aggregated: the first group of the first pass of each kind, sized before any batch is
+  // sampled -- from the estimate, within four fifths of the allowance: a group is admitted whole,
+  // and batches larger than estimated (the 10m preset's training batches by 8%) would otherwise
+  // take it past the allowance. Later groups are sized from the batches sampled.
+  GatherGroupSize first_gather_group;
+  GatherGroupSize eval_first_gather_group;
   // Aggregated: seeds of the next group whose neighbour lists a training group's sampling reads
   // ahead (EpochRunnerOptions::lists_ahead_seeds; the plan's group of training batches), 0: none,
   // and the bytes they take (an item of the plan; evaluation passes give them to their batches).
