@@ -115,11 +115,11 @@ Result<LinkPass> LinkLoader::Start(bool shuffle, uint64_t epoch) {
   std::vector<std::vector<int64_t>> seeds;
   seeds.reserve(pass.edges.batches.size());
   for (train::EdgeBatch& batch : pass.edges.batches) seeds.push_back(std::move(batch.seeds));
-  SKIFF_ASSIGN_OR_RETURN(PassOptions options,
-                         LinkPassOptions(options_.loader.seed, edges_.stream, epoch, seeds));
-  seeds = {};  // the pass keeps them in its order
+  SKIFF_ASSIGN_OR_RETURN(PassOptions options, LinkPassOptions(options_.loader.seed, edges_.stream,
+                                                              epoch, std::move(seeds)));
   options.admit_past_consumer = true;
-  SKIFF_ASSIGN_OR_RETURN(pass.stream, ooc_->StartPass(options.resident_order, options, sample_));
+  // The pass keeps the seeds as its plan's order (no copy of them).
+  SKIFF_ASSIGN_OR_RETURN(pass.stream, ooc_->StartPass({}, std::move(options), sample_));
   return pass;
 }
 

@@ -20,11 +20,19 @@ int64_t EvalBatchSeeds(const train::TrainOptions& o, int64_t edges) {
   return 4 * edges + o.link.eval_negatives;
 }
 
-// IDs held besides the node splits: the edge split's pairs, and one training epoch's plan (each
-// positive's two seeds, kept by the trainer and concatenated by the runner, and its two rows).
-int64_t LinkIds(const format::LinkSplitInfo& split) {
-  const int64_t pairs = split.train + split.valid + split.test + split.valid_neg + split.test_neg;
-  return 2 * pairs + 5 * split.train;
+// IDs held besides the node splits: the edge split's pairs as held (train::DropUnscoredPairs), and
+// one training epoch's plan: each batch's seeds (its pairs' two ends and the shared negatives),
+// held once -- the trainer hands them to the runner, whose plan keeps them as its order -- and
+// each positive's two int32 rows. (The order is built while the batches' seeds still exist: that
+// second copy is transient, before the pass admits its first batch.)
+int64_t LinkIds(const train::LinkData& data, const train::TrainOptions& options) {
+  const auto size = [](const std::vector<int64_t>& v) { return static_cast<int64_t>(v.size()); };
+  const int64_t pair_ids = size(data.train) + size(data.valid) + size(data.test) +
+                           size(data.valid_neg) + size(data.test_neg);
+  const int64_t train = size(data.train) / 2;
+  const int64_t batches =
+      (train + options.batch_size - 1) / std::max<int64_t>(options.batch_size, 1);
+  return pair_ids + 2 * train + batches * options.link.negatives + train;
 }
 
 // Hands a pipeline batch to the trainer's step (train::PreparedBatch), its buffer back after.
@@ -50,12 +58,12 @@ struct LinkRunnerState {
   double disk_bytes_per_second = 0;
 };
 
-Status RunLinkPass(const LinkRunnerState& state, const train::LinkPassSpec& pass,
+Status RunLinkPass(const LinkRunnerState& state, train::LinkPassSpec pass,
                    const std::function<Status(train::PreparedBatch&)>& consume,
                    std::string* report_json) {
   SKIFF_ASSIGN_OR_RETURN(PassOptions options,
                          LinkPassOptions(state.seed, pass.stream, static_cast<uint64_t>(pass.epoch),
-                                         pass.seeds, pass.batch_numbers));
+                                         std::move(pass.seeds), pass.batch_numbers));
   options.gather_features = pass.gather_features;
   if (state.ooc->aggregated_input() && pass.aggregation != model::InputAggregation::kNone) {
     options.aggregation = AggregationOptions{
@@ -65,7 +73,8 @@ Status RunLinkPass(const LinkRunnerState& state, const train::LinkPassSpec& pass
   const SampleGroupFn sample = LabelledSampleFn(pass.training ? state.fanouts : state.eval_fanouts,
                                                 state.record_degrees, nullptr);
   auto compute = [&](PreparedBatch& prepared) { return HandOverLink(prepared, consume); };
-  Result<EpochReport> ran = state.ooc->RunPass(options.resident_order, options, sample, compute);
+  // The pass's nodes are its order's, which the plan keeps (no copy of the epoch's seeds).
+  Result<EpochReport> ran = state.ooc->RunPass({}, std::move(options), sample, compute);
   ::malloc_trim(0);  // one pass's freed heap does not raise the next one's peak
   SKIFF_ASSIGN_OR_RETURN(EpochReport report, std::move(ran));
   report.disk_bytes_per_second = state.disk_bytes_per_second;
@@ -89,7 +98,7 @@ uint64_t LinkPartStream(uint64_t stream, uint64_t batch) {
 }
 
 Result<PassOptions> LinkPassOptions(uint64_t seed, uint64_t stream, uint64_t epoch,
-                                    const std::vector<std::vector<int64_t>>& seeds,
+                                    std::vector<std::vector<int64_t>> seeds,
                                     std::span<const uint64_t> batch_numbers) {
   SKIFF_CHECK(batch_numbers.empty() || batch_numbers.size() == seeds.size());
   PassOptions options;
@@ -113,7 +122,10 @@ Result<PassOptions> LinkPassOptions(uint64_t seed, uint64_t stream, uint64_t epo
     const uint64_t number = batch_numbers.empty() ? b : batch_numbers[b];
     options.parts.push_back(
         {static_cast<int64_t>(seeds[b].size()), LinkPartStream(stream, number)});
+    seeds[b] = {};  // one copy of the pass's seeds once the order holds them
   }
+  seeds = {};
+  ::malloc_trim(0);  // the batches' small vectors do not stay resident beside the order
   return options;
 }
 
@@ -130,6 +142,7 @@ Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* 
   }
   auto out = std::make_unique<OutOfCoreLink>();
   SKIFF_RETURN_IF_ERROR(train::LoadEdgeSplit(*dataset, &out->data));
+  train::DropUnscoredPairs(options, &out->data);
   model::ModelConfig config = options.model;
   config.in_dim = m.feature_dim;
   config.num_classes = options.link.out_dim;
@@ -149,7 +162,7 @@ Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* 
              .attention = config.kind == model::ModelKind::kGat,
              .activation_in_place = model::ActivatesInPlace(config),
              .num_parameters = sizing->NumParameters()};
-  o.extra_ids = LinkIds(*m.link_split);
+  o.extra_ids = LinkIds(out->data, options);
   o.normalize_rows = options.feature_norm == train::FeatureNorm::kRow;
   // GraphSAGE on the CPU takes its first layer's input aggregated as it is read (docs/pipeline.md).
   o.aggregated_input = cpu_model && sampling == SamplingMode::kExact &&
@@ -195,10 +208,10 @@ train::LinkPassRunner MakeOutOfCoreLinkRunner(OutOfCoreLink* link,
                         .seed = options.seed,
                         .print_reports = print_reports,
                         .disk_bytes_per_second = link->disk_bytes_per_second};
-  return [state = std::move(state)](const train::LinkPassSpec& pass,
+  return [state = std::move(state)](train::LinkPassSpec pass,
                                     const std::function<Status(train::PreparedBatch&)>& consume,
                                     std::string* report_json) {
-    return RunLinkPass(state, pass, consume, report_json);
+    return RunLinkPass(state, std::move(pass), consume, report_json);
   };
 }
 

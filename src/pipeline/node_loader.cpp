@@ -72,7 +72,7 @@ Result<std::unique_ptr<PassStream>> NodeLoader::Start(std::span<const int64_t> n
       pass.resident_order.insert(pass.resident_order.end(), batch.begin(), batch.end());
     }
   }
-  return ooc_->StartPass(nodes, pass, sample_);
+  return ooc_->StartPass(nodes, std::move(pass), sample_);
 }
 
 uint64_t NodeLoader::model_bytes() const {

@@ -135,29 +135,30 @@ Result<std::unique_ptr<OutOfCore>> OutOfCore::Create(const format::Dataset* data
   return ooc;
 }
 
-Result<EpochPlan> OutOfCore::PlanPass(std::span<const int64_t> nodes,
-                                      const PassOptions& pass) const {
+Result<EpochPlan> OutOfCore::PlanPass(std::span<const int64_t> nodes, PassOptions* pass) const {
   const uint32_t k = source_->num_partitions();
-  for (int64_t v : nodes) {
+  const std::span<const int64_t> order =
+      pass->resident_order.empty() ? nodes : std::span<const int64_t>(pass->resident_order);
+  for (int64_t v : order) {
     if (v < 0 || v >= graph_->num_nodes()) {
       return Status::InvalidArgument("node " + std::to_string(v) + " is not in [0, " +
                                      std::to_string(graph_->num_nodes()) + ")");
     }
   }
-  if (!pass.resident_order.empty()) {
-    return EpochPlan::SingleState(k, plan_capacity_, pass.resident_order);
+  if (!pass->resident_order.empty()) {
+    return EpochPlan::SingleState(k, plan_capacity_, std::move(pass->resident_order));
   }
   // Without a resident partition there are no buffer states to follow, and several node sets pass
   // as one state: the nodes in their order.
-  if (plan_capacity_ == 0 || !pass.parts.empty()) {
+  if (plan_capacity_ == 0 || !pass->parts.empty()) {
     return EpochPlan::SingleState(k, plan_capacity_, {nodes.begin(), nodes.end()});
   }
   std::vector<std::vector<int64_t>> by_partition(k);
   for (int64_t v : nodes) by_partition[source_->partition_of(v)].push_back(v);
-  const uint64_t plan_seed = pass.seed ^ (pass.stream * 0x9E3779B97F4A7C15ull);
+  const uint64_t plan_seed = pass->seed ^ (pass->stream * 0x9E3779B97F4A7C15ull);
   return EpochPlan::Build(by_partition, {.buffer_capacity = plan_capacity_,
                                          .seed = plan_seed,
-                                         .epoch = pass.epoch,
+                                         .epoch = pass->epoch,
                                          .rounds = options_.plan_rounds});
 }
 
@@ -186,16 +187,16 @@ void OutOfCore::SetAggregation(const PassOptions& pass, EpochRunnerOptions* runn
   };
 }
 
-Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
+Result<EpochReport> OutOfCore::RunPass(std::span<const int64_t> nodes, PassOptions pass,
                                        const SampleGroupFn& sample, const ComputeFn& compute) {
-  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<PassStream> stream, StartPass(nodes, pass, sample));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<PassStream> stream,
+                         StartPass(nodes, std::move(pass), sample));
   return RunToEnd(stream.get(), compute);
 }
 
 Result<std::unique_ptr<PassStream>> OutOfCore::StartPass(std::span<const int64_t> nodes,
-                                                         const PassOptions& pass,
-                                                         SampleGroupFn sample) {
-  SKIFF_ASSIGN_OR_RETURN(EpochPlan plan, PlanPass(nodes, pass));
+                                                         PassOptions pass, SampleGroupFn sample) {
+  SKIFF_ASSIGN_OR_RETURN(EpochPlan plan, PlanPass(nodes, &pass));
   EpochRunnerOptions runner_options{.batch_size = pass.batch_size,
                                     .seed = pass.seed,
                                     .stream = pass.stream,

@@ -540,7 +540,7 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
       return SampleAhead(state, *pass.then, hold, &sampled_ahead);
     };
   }
-  Result<EpochReport> ran = ooc->RunPass(layout.nodes(), options, sample, compute);
+  Result<EpochReport> ran = ooc->RunPass(layout.nodes(), std::move(options), sample, compute);
   if (!pass.training || !ran.ok()) ahead.Clear();  // what this pass did not take is stale now
   ReleaseFreedMemory();
   SKIFF_ASSIGN_OR_RETURN(EpochReport report, std::move(ran));

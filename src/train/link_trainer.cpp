@@ -99,6 +99,17 @@ Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* d) {
   return Status::Ok();
 }
 
+void DropUnscoredPairs(const TrainOptions& options, LinkData* data) {
+  const int64_t edges = options.link.eval_edges;
+  if (edges <= 0 || options.link.ranking != Ranking::kRaw) return;
+  for (std::vector<int64_t>* pairs :
+       {&data->valid, &data->test, &data->valid_neg, &data->test_neg}) {
+    if (static_cast<int64_t>(pairs->size()) <= 2 * edges) continue;
+    pairs->resize(static_cast<size_t>(2 * edges));  // Evaluate scores the first `edges`
+    pairs->shrink_to_fit();
+  }
+}
+
 std::string LinkEvaluation::JsonMembers(const std::string& prefix) const {
   std::string out = "\"" + prefix + "edges\": " + std::to_string(edges);
   if (has_non_edges) {
@@ -204,10 +215,9 @@ Result<bool> LinkTrainer::OfferFeatures(uint64_t device_bytes) {
   return held;
 }
 
-Status LinkTrainer::RunPass(const LinkPassSpec& pass,
-                            const std::function<Status(PreparedBatch&)>& consume,
+Status LinkTrainer::RunPass(LinkPassSpec pass, const std::function<Status(PreparedBatch&)>& consume,
                             std::string* report_json) {
-  if (runner_) return runner_(pass, consume, report_json);
+  if (runner_) return runner_(std::move(pass), consume, report_json);
   BatchStreamOptions so;
   so.threads = options_.sampler_threads;
   so.capacity = options_.prefetch_batches;
@@ -262,9 +272,9 @@ Status LinkTrainer::ForwardPrepared(const PreparedBatch& prepared, bool training
 }
 
 Result<double> LinkTrainer::Step(const PreparedBatch& prepared, const EdgeBatch& edges,
-                                 const std::vector<int64_t>& seeds, uint64_t dropout_seed) {
-  const auto rows = static_cast<int64_t>(seeds.size());
-  SKIFF_CHECK(prepared.batch.seeds == seeds);
+                                 int64_t seeds, uint64_t dropout_seed) {
+  const int64_t rows = seeds;
+  SKIFF_CHECK(static_cast<int64_t>(prepared.batch.seeds.size()) == rows);
   model_->ZeroGrad();
   SKIFF_RETURN_IF_ERROR(ForwardPrepared(prepared, /*training=*/true, dropout_seed));
   SKIFF_CHECK(static_cast<int64_t>(step_out_.size()) == rows * options_.link.out_dim);
@@ -293,11 +303,16 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
       .negatives = {options_.link.negatives, options_.link.negative_sampler,
                     data_.graph->num_nodes(), data_.csr}};
   SKIFF_ASSIGN_OR_RETURN(EdgePass plan, PlanEdgePass(data_.train, plan_options));
+  plan.pair_ids = {};  // the batches' rows say all a step needs
   std::vector<EdgeBatch>& batches = plan.batches;
   LinkPassSpec pass = MakePass(/*training=*/true, kTrainStream, epoch);
+  const std::function<uint64_t(int64_t)> dropout_seed = pass.dropout_seed;
+  std::vector<int64_t> seed_counts;  // per batch: its seeds, which go to the runner
+  seed_counts.reserve(batches.size());
   pass.seeds.reserve(batches.size());
   for (EdgeBatch& batch : batches) {
-    pass.seeds.push_back(std::move(batch.seeds));  // one copy of the epoch's plan
+    seed_counts.push_back(static_cast<int64_t>(batch.seeds.size()));
+    pass.seeds.push_back(std::move(batch.seeds));  // the epoch's plan: one copy, the runner's
   }
   OptionalProgress progress(options_.show_progress, "epoch " + std::to_string(epoch),
                             static_cast<uint64_t>(pairs), "edges");
@@ -309,10 +324,10 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
     const auto compute_start = Clock::now();
     SKIFF_ASSIGN_OR_RETURN(
         const double loss,
-        Step(next, batches[b], pass.seeds[b],
-             pass.dropout_seed ? pass.dropout_seed(next.index)
-                               : sampler::BatchSeed(options_.seed, kDropoutStream,
-                                                    static_cast<uint64_t>(epoch), b)));
+        Step(next, batches[b], seed_counts[b],
+             dropout_seed ? dropout_seed(next.index)
+                          : sampler::BatchSeed(options_.seed, kDropoutStream,
+                                               static_cast<uint64_t>(epoch), b)));
     m.compute_seconds += SecondsSince(compute_start);
     if (!std::isfinite(loss)) {
       return Status::InvalidArgument(
@@ -323,7 +338,7 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
     progress.Add(batches[b].pos_src.size());
     return Status::Ok();
   };
-  SKIFF_RETURN_IF_ERROR(RunPass(pass, consume, &m.pipeline_json));
+  SKIFF_RETURN_IF_ERROR(RunPass(std::move(pass), consume, &m.pipeline_json));
   progress.Finish();
   m.loss = batches.empty() ? 0 : loss_sum / static_cast<double>(batches.size());
   m.epoch_seconds = SecondsSince(start);
@@ -418,7 +433,7 @@ Result<LinkEvaluation> LinkTrainer::Evaluate(const std::vector<int64_t>& pairs,
     return ScoreEvalBatch(next, batches[static_cast<size_t>(next.index)], &scores);
   };
   std::string report;
-  SKIFF_RETURN_IF_ERROR(RunPass(pass, consume, &report));
+  SKIFF_RETURN_IF_ERROR(RunPass(std::move(pass), consume, &report));
   if (!scores.non_edges.empty()) {
     out.has_non_edges = true;
     out.auc = RocAuc(scores.positives, scores.non_edges);
@@ -548,7 +563,7 @@ Status LinkTrainer::EncodeBatches(std::span<const int64_t> batches, int64_t batc
     return sink(seeds, step_out_.data());
   };
   std::string report;
-  return RunPass(pass, consume, &report);
+  return RunPass(std::move(pass), consume, &report);
 }
 
 std::string BestMetricsJson(const LinkEvaluation& valid, const LinkEvaluation& test) {

@@ -194,14 +194,15 @@ TEST_CASE("link loader: the training batches are the ones skiff train --task lin
     REQUIRE_MESSAGE(trainer.ok(), trainer.status().ToString());
     std::map<int64_t, std::vector<Drawn>> trained;  // per epoch
     train::LinkPassRunner runner = MakeOutOfCoreLinkRunner(engine->get(), t, false);
-    (*trainer)->SetPassRunner([&](const train::LinkPassSpec& pass,
+    (*trainer)->SetPassRunner([&](train::LinkPassSpec pass,
                                   const std::function<Status(train::PreparedBatch&)>& consume,
                                   std::string* report) {
-      if (!pass.training) return runner(pass, consume, report);
+      if (!pass.training) return runner(std::move(pass), consume, report);
+      const int64_t epoch = pass.epoch;
       return runner(
-          pass,
+          std::move(pass),
           [&](train::PreparedBatch& b) {
-            trained[pass.epoch].push_back(DrawnOf(b.batch));
+            trained[epoch].push_back(DrawnOf(b.batch));
             return consume(b);
           },
           report);

@@ -223,6 +223,49 @@ TEST_CASE("link trainer: evaluation caps and batch sizes change what is evaluate
   CHECK(batched->ap == doctest::Approx(whole->ap).epsilon(1e-6));
 }
 
+TEST_CASE(
+    "link trainer: held-out pairs past --eval-edges are dropped, and nothing scored changes") {
+  const auto f = MakeFixture();
+  TrainOptions o = Options();
+  o.link.eval_edges = 6;
+  REQUIRE(f->data.valid.size() > 12);
+  REQUIRE(f->data.test_neg.size() > 12);
+  auto full = LinkTrainer::Create(f->data, o);
+  REQUIRE(full.ok());
+  const auto before = (*full)->Evaluate(f->data.valid, f->data.valid_neg, kValidStream);
+  REQUIRE(before.ok());
+
+  LinkData kept = f->data;
+  DropUnscoredPairs(o, &kept);
+  for (const auto* pairs : {&kept.valid, &kept.test, &kept.valid_neg, &kept.test_neg}) {
+    CHECK(pairs->size() == 12);
+  }
+  CHECK(kept.train == f->data.train);  // every training pair trains
+  CHECK(std::equal(kept.valid.begin(), kept.valid.end(), f->data.valid.begin()));
+  auto trimmed = LinkTrainer::Create(kept, o);
+  REQUIRE(trimmed.ok());
+  const auto after = (*trimmed)->Evaluate(kept.valid, kept.valid_neg, kValidStream);
+  REQUIRE(after.ok());
+  CHECK(after->edges == 6);
+  CHECK(after->auc == before->auc);
+  CHECK(after->ap == before->ap);
+  CHECK(after->ranking.mrr == before->ranking.mrr);
+
+  // Filtered ranking looks every split edge up, and without a cap every pair is scored.
+  for (const bool filtered : {true, false}) {
+    TrainOptions other = o;
+    if (filtered) {
+      other.link.ranking = Ranking::kFiltered;
+    } else {
+      other.link.eval_edges = 0;
+    }
+    LinkData untouched = f->data;
+    DropUnscoredPairs(other, &untouched);
+    CHECK(untouched.valid == f->data.valid);
+    CHECK(untouched.test_neg == f->data.test_neg);
+  }
+}
+
 TEST_CASE("link trainer: refuses malformed input") {
   const auto f = MakeFixture();
   TrainOptions o = Options();

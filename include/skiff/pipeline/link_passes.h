@@ -64,9 +64,9 @@ uint64_t LinkPartStream(uint64_t stream, uint64_t batch);
 // The pass options of a link pass whose batch b has the seeds seeds[b]: one buffer state in that
 // order, batch b a part of its own sampled with stream LinkPartStream(stream, number), its number
 // being batch_numbers[b] when given (one per batch), else b. InvalidArgument for a batch without
-// seeds.
+// seeds. Takes the seeds (an epoch's plan) and frees each batch's once the order holds it.
 Result<PassOptions> LinkPassOptions(uint64_t seed, uint64_t stream, uint64_t epoch,
-                                    const std::vector<std::vector<int64_t>>& seeds,
+                                    std::vector<std::vector<int64_t>> seeds,
                                     std::span<const uint64_t> batch_numbers = {});
 
 // `link` must outlive the runner.

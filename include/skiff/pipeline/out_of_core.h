@@ -131,13 +131,15 @@ class OutOfCore {
                                                    const OutOfCoreOptions& options);
 
   // Runs one pass over `nodes` (each once, order planned from (seed, stream, epoch)) through the
-  // pipeline. Returns the pass's report or the first error of any stage.
-  Result<EpochReport> RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
+  // pipeline. Returns the pass's report or the first error of any stage. A pass with a
+  // PassOptions::resident_order takes its nodes from that order (`nodes` may then be empty) and
+  // keeps it as its plan: callers move the options in rather than copy an epoch's seeds.
+  Result<EpochReport> RunPass(std::span<const int64_t> nodes, PassOptions pass,
                               const SampleGroupFn& sample, const ComputeFn& compute);
   // The same pass, pulled: its stages start now and the caller takes the batches from the stream
   // (PassStream). One stream at a time; it must not outlive this object.
-  Result<std::unique_ptr<PassStream>> StartPass(std::span<const int64_t> nodes,
-                                                const PassOptions& pass, SampleGroupFn sample);
+  Result<std::unique_ptr<PassStream>> StartPass(std::span<const int64_t> nodes, PassOptions pass,
+                                                SampleGroupFn sample);
   // The sampler threads a pass runs: OutOfCoreOptions::sample_threads, at most the plan's batches
   // in flight when a row plan has a budget (more would wait, each keeping its ID map).
   int SampleThreads() const;
@@ -151,9 +153,9 @@ class OutOfCore {
   // The batches' allowance in a training or evaluation pass: evaluation reads no lists ahead and
   // gives their bytes to its batches (MemoryPlan::lists_ahead_bytes).
   uint64_t AllowanceFor(bool training) const;
-  Result<EpochReport> RunPass(std::span<const int64_t> nodes, const PassOptions& pass,
+  Result<EpochReport> RunPass(std::span<const int64_t> nodes, PassOptions pass,
                               const SampleFn& sample, const ComputeFn& compute) {
-    return RunPass(nodes, pass, OneByOne(sample), compute);
+    return RunPass(nodes, std::move(pass), OneByOne(sample), compute);
   }
 
   const MemoryPlan& memory_plan() const { return memory_; }
@@ -183,8 +185,9 @@ class OutOfCore {
 
  private:
   // The pass's epoch plan: the buffer states to visit and the nodes of each, or one state in the
-  // given order. InvalidArgument names a node outside the graph.
-  Result<EpochPlan> PlanPass(std::span<const int64_t> nodes, const PassOptions& pass) const;
+  // given order (moved out of pass->resident_order). InvalidArgument names a node outside the
+  // graph.
+  Result<EpochPlan> PlanPass(std::span<const int64_t> nodes, PassOptions* pass) const;
   // Sets the runner's aggregated gathering for `pass` (its groups and allowance, and regrouping
   // from the batches sampled).
   void SetAggregation(const PassOptions& pass, EpochRunnerOptions* runner_options);
