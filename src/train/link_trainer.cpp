@@ -238,7 +238,10 @@ Status LinkTrainer::RunPass(LinkPassSpec pass, const std::function<Status(Prepar
 }
 
 LinkPassSpec LinkTrainer::MakePass(bool training, uint64_t stream, int64_t epoch) const {
-  LinkPassSpec pass{.training = training, .stream = stream, .epoch = epoch, .seeds = {}};
+  LinkPassSpec pass;
+  pass.training = training;
+  pass.stream = stream;
+  pass.epoch = epoch;
   pass.gather_features = !model_->holds_features();
   if (pass.gather_features && model_->accepts_aggregated_input()) {
     pass.aggregation = model::InputAggregationOf(model_->config());
