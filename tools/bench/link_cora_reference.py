@@ -19,6 +19,8 @@ MODE, how a training epoch's loss is made (one full-graph step per epoch):
   dstindK    K independent uniform destinations per positive (PyG's triplet sampling)
   randK      K shared sources x K shared destinations, every pair among them
   bothK      dstK plus K shared sources against every positive's destination
+  self...    any sampled MODE above with every node paired with itself added to the positives
+             (what the self-loops of Kipf's `full` add to `fullns`), e.g. selfdst1024
 NORM: none (binary features as given) or row (rows scaled to sum 1). REPORT: last (the last
 epoch's test figures) or best (the test figures of the epoch with the best validation AUC).
 Needs torch, torch_geometric, numpy, scipy and scikit-learn.
@@ -113,7 +115,11 @@ def run(seed, x, u, v, args):
             src = torch.where(flip, tr_e[1], tr_e[0])
             dst = torch.where(flip, tr_e[0], tr_e[1])
             pos = (z[src] * z[dst]).sum(1)
-            neg = negatives(args.mode, z, src, dst, mp, n)
+            mode = args.mode
+            if mode.startswith("self"):
+                pos = torch.cat([pos, (z * z).sum(1)])
+                mode = mode[len("self"):]
+            neg = negatives(mode, z, src, dst, mp, n)
             loss = bce(pos, torch.ones_like(pos)) + bce(neg, torch.zeros_like(neg))
         loss.backward()
         opt.step()
