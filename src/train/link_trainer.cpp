@@ -275,8 +275,7 @@ Status LinkTrainer::ForwardPrepared(const PreparedBatch& prepared, bool training
 }
 
 Result<double> LinkTrainer::Step(const PreparedBatch& prepared, const EdgeBatch& edges,
-                                 int64_t seeds, uint64_t dropout_seed) {
-  const int64_t rows = seeds;
+                                 int64_t rows, uint64_t dropout_seed) {
   SKIFF_CHECK(static_cast<int64_t>(prepared.batch.seeds.size()) == rows);
   model_->ZeroGrad();
   SKIFF_RETURN_IF_ERROR(ForwardPrepared(prepared, /*training=*/true, dropout_seed));

@@ -208,9 +208,9 @@ class LinkTrainer {
   Status ForwardPrepared(const PreparedBatch& prepared, bool training, uint64_t dropout_seed);
   Status RunPass(LinkPassSpec pass, const std::function<Status(PreparedBatch&)>& consume,
                  std::string* report_json);
-  // One optimisation step over a prepared batch of `edges`, whose `seeds` rows (edges.seeds went
-  // to the pass) the batch's positives and negatives index.
-  Result<double> Step(const PreparedBatch& prepared, const EdgeBatch& edges, int64_t seeds,
+  // One optimisation step over a prepared batch of `edges`: `rows` seeds (edges.seeds went to
+  // the pass), which the batch's positives and negatives index.
+  Result<double> Step(const PreparedBatch& prepared, const EdgeBatch& edges, int64_t rows,
                       uint64_t dropout_seed);
   // Scores one evaluation batch into the split's accumulators.
   struct SplitScores;
