@@ -4,6 +4,7 @@
 #include "skiff/model/link_decoder.h"
 
 #include <algorithm>
+#include <numeric>
 #include <random>
 #include <string>
 
@@ -113,7 +114,84 @@ void MlpBackward(std::vector<Tensor>& params, int64_t dim, int64_t hidden, const
   cpu::PairHadamardBackward(emb, dim, src, dst, pairs, grad_x, grad_emb);
 }
 
+// The positive cells of the gae loss's rows x rows score matrix, as sorted distinct indices
+// u * rows + v: every self pair and each positive in both directions.
+std::vector<int64_t> GaePositiveCells(const EdgeBatchRows& batch, int64_t rows) {
+  std::vector<int64_t> cells;
+  cells.reserve(2 * batch.pos_src.size() + static_cast<size_t>(rows));
+  for (size_t i = 0; i < batch.pos_src.size(); ++i) {
+    const int64_t u = batch.pos_src[i], v = batch.pos_dst[i];
+    cells.push_back(u * rows + v);
+    cells.push_back(v * rows + u);
+  }
+  for (int64_t u = 0; u < rows; ++u) cells.push_back(u * rows + u);
+  std::sort(cells.begin(), cells.end());
+  cells.erase(std::unique(cells.begin(), cells.end()), cells.end());
+  return cells;
+}
+
+// The gae loss (link_decoder.h) over `rows` rows with the given positive cells, for dot and
+// DistMult: scores every ordered pair as one GEMM, writes each cell's gradient over its score
+// (every cell as a negative first, then the positives corrected), and adds d loss / d emb into
+// grad_emb and d loss / d relation into `grad_rel` (may be null). Returns the loss.
+double GaeLoss(const float* emb, int64_t dim, int64_t rows, std::span<const int64_t> positives,
+               const float* rel, float* grad_rel, std::vector<int32_t>* all_rows,
+               std::vector<float>* scores, std::vector<float>* positive_scores, float* grad_emb) {
+  const int64_t cells = rows * rows;
+  const auto p = static_cast<int64_t>(positives.size());
+  SKIFF_CHECK(p > 0 && p < cells);
+  all_rows->resize(static_cast<size_t>(rows));
+  std::iota(all_rows->begin(), all_rows->end(), 0);
+  float* s = EnsureSize(*scores, cells);
+  cpu::CrossScores(emb, dim, all_rows->data(), rows, all_rows->data(), rows, rel, s);
+  float* pos = EnsureSize(*positive_scores, p);
+  for (int64_t i = 0; i < p; ++i) pos[i] = s[positives[static_cast<size_t>(i)]];
+
+  const double pos_weight = static_cast<double>(cells - p) / static_cast<double>(p);
+  const double norm = static_cast<double>(cells) / (2.0 * static_cast<double>(cells - p));
+  const double scale = norm / static_cast<double>(cells);  // norm x the mean over the cells
+  // BceWithLogits reads each score before it writes that cell's gradient, so s is its own output.
+  double sum = cpu::BceWithLogits(s, cells, 0.0f, static_cast<float>(scale), s);
+  for (int64_t i = 0; i < p; ++i) {
+    float grad = 0;
+    const double as_positive =
+        cpu::BceWithLogits(&pos[i], 1, 1.0f, static_cast<float>(scale * pos_weight), &grad);
+    const double as_negative = cpu::BceWithLogits(&pos[i], 1, 0.0f, 0.0f, nullptr);
+    sum += pos_weight * as_positive - as_negative;
+    s[positives[static_cast<size_t>(i)]] = grad;
+  }
+  cpu::CrossScoresBackward(emb, dim, all_rows->data(), rows, all_rows->data(), rows, rel, s,
+                           grad_emb, grad_rel);
+  return sum * scale;
+}
+
 }  // namespace
+
+Status CheckLossFor(DecoderKind decoder, LinkLoss loss) {
+  if (loss == LinkLoss::kGae && decoder == DecoderKind::kMlp) {
+    return Status::InvalidArgument(
+        "--link-loss gae scores every pair of a batch's nodes, which the mlp decoder would "
+        "evaluate pair by pair; use --decoder dot or distmult with it");
+  }
+  return Status::Ok();
+}
+
+int64_t LossScratchBytes(const DecoderConfig& config, LinkLoss loss, int64_t rows, int64_t n,
+                         int64_t k) {
+  constexpr int64_t kFloat = sizeof(float);
+  if (loss == LinkLoss::kGae) {
+    // The R x R scores (gradients written over them), each positive cell's index and score (at
+    // most 2n + R), the row list, and CrossScores' gathered rows (2 R dim floats backward).
+    return rows * rows * kFloat + (2 * n + rows) * (8 + kFloat) + rows * 4 +
+           2 * rows * config.dim * kFloat;
+  }
+  const int64_t pairs = n + n * k;
+  int64_t bytes = 2 * pairs * kFloat + 2 * (n + k) * config.dim * kFloat;
+  if (config.kind == DecoderKind::kMlp) {
+    bytes += 2 * pairs * 4 + pairs * 2 * (config.dim + config.hidden_dim) * kFloat;
+  }
+  return bytes;
+}
 
 LinkDecoder::LinkDecoder(const DecoderConfig& config)
     : config_(config), state_(std::make_unique<State>()) {
@@ -210,6 +288,8 @@ Result<LinkLossResult> LinkDecoder::LossAndGrad(const float* emb, int64_t rows,
   SKIFF_RETURN_IF_ERROR(CheckIndices("pos_src", batch.pos_src, rows));
   SKIFF_RETURN_IF_ERROR(CheckIndices("pos_dst", batch.pos_dst, rows));
   SKIFF_RETURN_IF_ERROR(CheckIndices("neg_dst", batch.neg_dst, rows));
+  SKIFF_RETURN_IF_ERROR(CheckLossFor(config_.kind, loss));
+  if (loss == LinkLoss::kGae) return GaeLossAndGrad(emb, rows, batch, grad_emb);
 
   const int64_t dim = config_.dim, hidden = config_.hidden_dim;
   const auto n = static_cast<int64_t>(batch.pos_src.size());
@@ -258,6 +338,8 @@ Result<LinkLossResult> LinkDecoder::LossAndGrad(const float* emb, int64_t rows,
                                           grad_pos, grad_neg) *
                     inv_n;
       break;
+    case LinkLoss::kGae:
+      SKIFF_CHECK(false);  // GaeLossAndGrad
   }
 
   // Backward.
@@ -270,6 +352,26 @@ Result<LinkLossResult> LinkDecoder::LossAndGrad(const float* emb, int64_t rows,
     cpu::CrossScoresBackward(emb, dim, batch.pos_src.data(), n, batch.neg_dst.data(), k,
                              st.relation(), grad_neg, grad_emb, st.relation_grad());
   }
+  return result;
+}
+
+Result<LinkLossResult> LinkDecoder::GaeLossAndGrad(const float* emb, int64_t rows,
+                                                   const EdgeBatchRows& batch, float* grad_emb) {
+  const std::vector<int64_t> positives = GaePositiveCells(batch, rows);
+  const int64_t cells = rows * rows;
+  const auto p = static_cast<int64_t>(positives.size());
+  if (p == cells) {
+    return Status::InvalidArgument("LossAndGrad: every pair of the batch's " +
+                                   std::to_string(rows) +
+                                   " nodes is positive, so the gae loss has no negative pair");
+  }
+  State& st = *state_;
+  std::fill(grad_emb, grad_emb + rows * config_.dim, 0.0f);
+  LinkLossResult result;
+  result.num_positive = p;
+  result.num_negative = cells - p;
+  result.loss = GaeLoss(emb, config_.dim, rows, positives, st.relation(), st.relation_grad(),
+                        &st.pair_src, &st.scores, &st.grad_scores, grad_emb);
   return result;
 }
 

@@ -10,11 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "skiff/log.h"
+#include "skiff/process.h"
 #include "skiff/progress.h"
 #include "skiff/random.h"
 #include "skiff/train/batch_plan.h"
 #include "skiff/train/batch_stream.h"
 #include "skiff/train/metrics_file.h"
+#include "skiff/units.h"
 
 namespace skiff::train {
 namespace {
@@ -69,7 +71,39 @@ void LogEpoch(const LinkEpochMetrics& m, bool improved) {
   LogInfo(line);
 }
 
+// The gae loss scores every pair of a batch's nodes: refuses batches whose scratch alone would
+// exceed the machine's memory (rather than fail to allocate it), naming the options that size it.
+Status CheckGaeBatch(const TrainOptions& options, int64_t num_nodes) {
+  if (options.link.loss != model::LinkLoss::kGae) return Status::Ok();
+  const int64_t rows = std::min(num_nodes, 2 * options.batch_size + options.link.negatives);
+  const double scores = 4.0 * static_cast<double>(rows) * static_cast<double>(rows);
+  const uint64_t physical = PhysicalMemoryBytes();
+  if (scores < static_cast<double>(physical) &&
+      TrainingLossScratchBytes(options, num_nodes) <= static_cast<int64_t>(physical)) {
+    return Status::Ok();
+  }
+  return Status::InvalidArgument("--link-loss gae scores every pair of a batch's up to " +
+                                 std::to_string(rows) + " nodes, more than this machine's " +
+                                 FormatBytes(physical) +
+                                 " of memory holds; lower --batch-size or --negatives");
+}
+
 }  // namespace
+
+model::DecoderConfig DecoderConfigOf(const TrainOptions& options) {
+  model::DecoderConfig config;
+  config.kind = options.link.decoder;
+  config.dim = options.link.out_dim;
+  config.hidden_dim = options.model.hidden_dim;
+  config.seed = options.seed;
+  return config;
+}
+
+int64_t TrainingLossScratchBytes(const TrainOptions& options, int64_t num_nodes) {
+  const int64_t rows = std::min(num_nodes, 2 * options.batch_size + options.link.negatives);
+  return model::LossScratchBytes(DecoderConfigOf(options), options.link.loss, rows,
+                                 options.batch_size, options.link.negatives);
+}
 
 Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* d) {
   const auto& split = dataset.manifest().link_split;
@@ -173,6 +207,8 @@ Result<std::unique_ptr<LinkTrainer>> LinkTrainer::Create(const LinkData& data, T
   if (options.link.negative_sampler == NegativeSampler::kDegree && data.csr == nullptr) {
     return Status::InvalidArgument("--negative-sampler degree needs the graph's CSR");
   }
+  SKIFF_RETURN_IF_ERROR(model::CheckLossFor(options.link.decoder, options.link.loss));
+  SKIFF_RETURN_IF_ERROR(CheckGaeBatch(options, data.graph->num_nodes()));
   SKIFF_RETURN_IF_ERROR(model::Optimizer::ValidateConfig(options.optimizer));
   options.model.in_dim = data.features->dim();
   options.model.num_classes = options.link.out_dim;
@@ -182,12 +218,7 @@ Result<std::unique_ptr<LinkTrainer>> LinkTrainer::Create(const LinkData& data, T
   if (!factory) factory = model::Model::CreateCpu;
   SKIFF_ASSIGN_OR_RETURN(t->model_, factory(o.model));
   t->optimizer_ = std::make_unique<model::Optimizer>(*t->model_, o.optimizer);
-  model::DecoderConfig dc;
-  dc.kind = o.link.decoder;
-  dc.dim = o.link.out_dim;
-  dc.hidden_dim = o.model.hidden_dim;
-  dc.seed = o.seed;
-  SKIFF_ASSIGN_OR_RETURN(t->decoder_, model::LinkDecoder::Create(dc));
+  SKIFF_ASSIGN_OR_RETURN(t->decoder_, model::LinkDecoder::Create(DecoderConfigOf(o)));
   for (const model::Parameter& p : t->decoder_->Parameters()) {
     for (int s = 0; s < model::OptimizerStateSlots(o.optimizer); ++s) {
       t->decoder_state_.emplace_back(static_cast<size_t>(p.size()), 0.0f);

@@ -346,8 +346,9 @@ std::vector<TrainOption> LinkTaskOptions() {
           model::kDecoderKindNames, [](auto& o) -> auto& { return o.link.decoder; }),
       EnumEntry(
           "link-loss", kRun,
-          "link: binary cross-entropy over positives and negatives, or softmax of each positive "
-          "against the negatives",
+          "link: binary cross-entropy over positives and negatives, softmax of each positive "
+          "against the negatives, or gae: weighted binary cross-entropy over every pair of a "
+          "batch's nodes, self-pairs positive (Kipf & Welling; for small graphs, dot/distmult)",
           model::kLinkLossNames, [](auto& o) -> auto& { return o.link.loss; }),
       Entry(
           "negatives", kRun, "link: negative destinations shared by a training batch's edges",

@@ -7,7 +7,8 @@
 # same losses and metrics epoch by epoch); a dataset without an edge split is refused with a
 # message; checkpoints resume the run exactly, and `train --export` and `skiff predict` (embeddings,
 # --pairs scores, --top-k candidates, in memory and within --memory) agree with each other and
-# with the exported embeddings under the dot decoder.
+# with the exported embeddings under the dot decoder; `--link-loss gae` trains out of core as in
+# memory within its own smallest budget, and is refused with the mlp decoder.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SKIFF=$1
@@ -123,17 +124,22 @@ ONE_EPOCH=("${COMMON[@]}")
 for i in "${!ONE_EPOCH[@]}"; do
   [ "${ONE_EPOCH[$i]}" = --epochs ] && ONE_EPOCH[$((i + 1))]=1
 done
-if "$SKIFF" train ds "${COMMON[@]}" --memory 64KiB > small.log 2>&1; then
-  echo "FAIL: a 64KiB budget was accepted"; exit 1
-fi
-minimum=$(grep -o "needs at least [0-9.]* [KMG]iB" small.log | head -1)
-[ -n "$minimum" ] || { echo "FAIL: no minimum named"; cat small.log; exit 1; }
-budget=$(python3 - "$minimum" <<'PY'
+# The smallest budget `skiff train ds OPTIONS...` accepts (the minimum it names for 64 KiB) plus
+# 256 KiB.
+smallest_budget() {
+  if "$SKIFF" train ds "$@" --memory 64KiB > small.log 2>&1; then
+    echo "FAIL: a 64KiB budget was accepted" >&2; return 1
+  fi
+  local minimum
+  minimum=$(grep -o "needs at least [0-9.]* [KMG]iB" small.log | head -1)
+  [ -n "$minimum" ] || { echo "FAIL: no minimum named" >&2; cat small.log >&2; return 1; }
+  python3 - "$minimum" <<'PY'
 import sys
 v, unit = sys.argv[1].split()[-2:]
 print(int(float(v) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]) + (256 << 10))
 PY
-)
+}
+budget=$(smallest_budget "${COMMON[@]}")
 "$SKIFF" train ds "${COMMON[@]}" --metrics mem.jsonl > mem.log 2>&1 || {
   echo "FAIL: in memory"; cat mem.log; exit 1; }
 # The memory promise: peak RSS <= budget + the fixed overhead (96 MiB), to process exit.
@@ -152,6 +158,27 @@ for m, o in zip(mem, ooc):
 print(f"out of core = in memory: loss {ooc[-1]['loss']}, valid AUC {ooc[-1]['valid_auc']}")
 PY
 grep -q "peak RSS .* (budget" ooc.log || { echo "FAIL: no peak line"; cat ooc.log; exit 1; }
+
+# --link-loss gae: out of core within its smallest budget (its batches' R x R scores counted) as in
+# memory; refused with the mlp decoder.
+GAE=("${ONE_EPOCH[@]}" --link-loss gae)
+gae_budget=$(smallest_budget "${GAE[@]}")
+"$SKIFF" train ds "${GAE[@]}" --metrics gae-mem.jsonl > gae-mem.log 2>&1 || {
+  echo "FAIL: gae in memory"; cat gae-mem.log; exit 1; }
+python3 "$HERE/peak_rss_within.py" "$gae_budget" $((96 << 20)) gae-ooc.log -- \
+  "$SKIFF" train ds "${GAE[@]}" --memory "$gae_budget" --metrics gae-ooc.jsonl
+python3 - gae-mem.jsonl gae-ooc.jsonl <<'PY'
+import json, sys
+mem, ooc = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+assert len(mem) == len(ooc) == 1
+for key in ("loss", "valid_auc", "valid_ap", "valid_mrr", "test_auc"):
+    assert mem[0][key] == ooc[0][key], (key, mem[0][key], ooc[0][key])
+assert mem[0]["valid_auc"] > 0.6, mem[0]  # it learns
+PY
+if "$SKIFF" train ds "${GAE[@]}" --decoder mlp > gae-mlp.log 2>&1; then
+  echo "FAIL: --link-loss gae was accepted with --decoder mlp"; exit 1
+fi
+grep -q "use --decoder dot or distmult" gae-mlp.log || { cat gae-mlp.log; exit 1; }
 
 # Checkpoints: one epoch, then --resume to two, gives the two-epoch run's metrics lines.
 "$SKIFF" train ds "${ONE_EPOCH[@]}" --checkpoint r.ckpt --metrics r.jsonl > r1.log 2>&1 || {

@@ -1,8 +1,8 @@
 // LinkDecoder (include/skiff/model/link_decoder.h): gradients of LossAndGrad with respect to the
 // embeddings and every decoder parameter against central differences (step 1e-3, the loss summed
 // in double; pass when |a - n| <= 5e-4 + 3e-2 max(|a|, |n|), the whole-model tolerance of
-// docs/kernels.md) for dot, distmult and mlp under both losses; losses against their formulas over
-// ScorePairs / ScoreCross; argument errors.
+// docs/kernels.md) for dot, distmult and mlp under bce and softmax, dot and distmult under gae;
+// losses against their formulas over ScorePairs / ScoreCross; argument errors.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -77,11 +77,49 @@ double MinPreActivation(LinkDecoder& decoder, const std::vector<float>& emb) {
 
 const char* KindName(DecoderKind kind) { return NameOf(kDecoderKindNames, kind); }
 
+// Checks the gae loss against Kipf & Welling's formula over ScorePairs of every ordered pair of
+// rows (labels: the self pairs and the positives both ways); returns the loss.
+double GaeByFormula(LinkDecoder& decoder, const std::vector<float>& emb) {
+  std::vector<std::vector<bool>> label(kRows, std::vector<bool>(kRows, false));
+  for (int64_t u = 0; u < kRows; ++u) label[u][u] = true;
+  for (size_t i = 0; i < kPosSrc.size(); ++i) {
+    label[kPosSrc[i]][kPosDst[i]] = true;
+    label[kPosDst[i]][kPosSrc[i]] = true;
+  }
+  std::vector<int32_t> src, dst;
+  double positives = 0;
+  for (int32_t u = 0; u < kRows; ++u) {
+    for (int32_t v = 0; v < kRows; ++v) {
+      src.push_back(u);
+      dst.push_back(v);
+      positives += label[u][v] ? 1 : 0;
+    }
+  }
+  std::vector<float> scores;
+  REQUIRE(decoder.ScorePairs(emb.data(), kRows, src, dst, &scores).ok());
+  const double cells = kRows * kRows;
+  const double pos_weight = (cells - positives) / positives;
+  const double norm = cells / (2 * (cells - positives));
+  double sum = 0;
+  for (size_t c = 0; c < scores.size(); ++c) {
+    sum += label[src[c]][dst[c]] ? pos_weight * Softplus(-scores[c]) : Softplus(scores[c]);
+  }
+  const double want = norm * sum / cells;
+  std::vector<float> grad_emb(kRows * kDim);
+  const EdgeBatchRows batch{kPosSrc, kPosDst, kNegDst};
+  auto gae = decoder.LossAndGrad(emb.data(), kRows, batch, LinkLoss::kGae, grad_emb.data());
+  REQUIRE_MESSAGE(gae.ok(), gae.status().ToString());
+  CHECK(gae->num_positive == static_cast<int64_t>(positives));
+  CHECK(gae->loss == doctest::Approx(want).epsilon(1e-6));
+  return gae->loss;
+}
+
 }  // namespace
 
 TEST_CASE("link decoder: LossAndGrad gradients match central differences") {
   for (DecoderKind kind : {DecoderKind::kDot, DecoderKind::kDistMult, DecoderKind::kMlp}) {
-    for (LinkLoss loss_kind : {LinkLoss::kBce, LinkLoss::kSoftmax}) {
+    for (LinkLoss loss_kind : {LinkLoss::kBce, LinkLoss::kSoftmax, LinkLoss::kGae}) {
+      if (!CheckLossFor(kind, loss_kind).ok()) continue;  // gae with mlp
       const std::string what =
           std::string(KindName(kind)) + " / " + NameOf(kLinkLossNames, loss_kind);
       CAPTURE(what);
@@ -105,8 +143,9 @@ TEST_CASE("link decoder: LossAndGrad gradients match central differences") {
       decoder->ZeroGrad();
       auto result = decoder->LossAndGrad(emb.data(), kRows, batch, loss_kind, grad_emb.data());
       REQUIRE_MESSAGE(result.ok(), result.status().ToString());
-      CHECK(result->num_positive == 5);
-      CHECK(result->num_negative == 20);
+      // gae: the 8 self pairs and the 4 positives that are not self pairs, both ways.
+      CHECK(result->num_positive == (loss_kind == LinkLoss::kGae ? 16 : 5));
+      CHECK(result->num_negative == (loss_kind == LinkLoss::kGae ? 48 : 20));
       const std::vector<float> analytic_emb = grad_emb;
       std::vector<std::vector<float>> analytic_params;
       for (const Parameter& p : decoder->Parameters())
@@ -174,6 +213,7 @@ TEST_CASE("link decoder: losses follow their formulas over ScorePairs and ScoreC
     auto sm = decoder->LossAndGrad(emb.data(), kRows, batch, LinkLoss::kSoftmax, grad_emb.data());
     REQUIRE(sm.ok());
     CHECK(sm->loss == doctest::Approx(softmax / n).epsilon(1e-6));
+    if (kind != DecoderKind::kMlp) CHECK(GaeByFormula(*decoder, emb) > 0);
   }
 }
 
@@ -249,6 +289,30 @@ TEST_CASE("link decoder: argument errors") {
   CHECK(LinkDecoder::Create(config).status().code() == StatusCode::kInvalidArgument);
   CHECK(ParseName(kDecoderKindNames, "decoder", "distmult").value() == DecoderKind::kDistMult);
   CHECK(ParseName(kLinkLossNames, "loss", "softmax").value() == LinkLoss::kSoftmax);
+  CHECK(ParseName(kLinkLossNames, "loss", "gae").value() == LinkLoss::kGae);
+  CHECK(CheckLossFor(DecoderKind::kDistMult, LinkLoss::kGae).ok());
+  CHECK(CheckLossFor(DecoderKind::kMlp, LinkLoss::kBce).ok());
+  const Status gae_mlp = CheckLossFor(DecoderKind::kMlp, LinkLoss::kGae);
+  CHECK(gae_mlp.code() == StatusCode::kInvalidArgument);
+  CHECK(gae_mlp.message().find("--decoder dot or distmult") != std::string::npos);
+  {
+    auto mlp = MakeDecoder(DecoderKind::kMlp);
+    std::mt19937_64 mlp_rng(11);
+    const std::vector<float> x = testing::RandomVector(kRows * kDim, mlp_rng);
+    std::vector<float> grad(kRows * kDim, 5.0f);
+    const EdgeBatchRows batch{kPosSrc, kPosDst, kNegDst};
+    CHECK(mlp->LossAndGrad(x.data(), kRows, batch, LinkLoss::kGae, grad.data()).status().code() ==
+          StatusCode::kInvalidArgument);
+    CHECK(grad == std::vector<float>(kRows * kDim, 5.0f));  // nothing written
+    // Two rows joined by a positive: all four pairs are positive, no negative is left.
+    auto dot = MakeDecoder(DecoderKind::kDot);
+    const std::vector<int32_t> zero = {0}, one = {1};
+    const auto all_positive =
+        dot->LossAndGrad(x.data(), 2, {zero, one, one}, LinkLoss::kGae, grad.data());
+    CHECK(all_positive.status().code() == StatusCode::kInvalidArgument);
+    CHECK(all_positive.status().message().find("no negative pair") != std::string::npos);
+    CHECK(grad == std::vector<float>(kRows * kDim, 5.0f));
+  }
 
   auto decoder = MakeDecoder(DecoderKind::kDistMult);
   std::mt19937_64 rng(10);

@@ -170,6 +170,23 @@ TEST_CASE("link trainer: learns held-out edges, beyond the untrained model") {
   CHECK(summary->best_test.auc > 0.78);
 }
 
+TEST_CASE("link trainer: the gae loss learns held-out edges; it refuses the mlp decoder") {
+  const auto f = MakeFixture();
+  TrainOptions o = Options();
+  o.link.loss = model::LinkLoss::kGae;
+  auto trainer = LinkTrainer::Create(f->data, o);
+  REQUIRE_MESSAGE(trainer.ok(), trainer.status().ToString());
+  auto summary = (*trainer)->Run();
+  REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
+  CHECK(summary->epochs.back().loss < summary->epochs.front().loss);
+  CHECK(summary->best_valid.auc > 0.78);  // as bce reaches (the test above)
+  CHECK(summary->best_test.auc > 0.78);
+  o.link.decoder = model::DecoderKind::kMlp;
+  const Status refused = LinkTrainer::Create(f->data, o).status();
+  CHECK(refused.code() == StatusCode::kInvalidArgument);
+  CHECK(refused.message().find("--link-loss gae") != std::string::npos);
+}
+
 TEST_CASE("link trainer: a seed gives the same run; filtered ranks are no worse than raw") {
   const auto f = MakeFixture();
   TrainOptions o = Options();

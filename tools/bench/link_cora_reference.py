@@ -14,6 +14,8 @@ MODE, how a training epoch's loss is made (one full-graph step per epoch):
   full       Kipf & Welling 2016: weighted BCE over the whole adjacency with self-loops as positives
              (pos_weight = (N^2 - E) / E, norm = N^2 / (2 (N^2 - E)))
   fullns     the same without the self-loops
+  batchfullK `full` over the training edges' ends and K uniform nodes drawn each epoch (the
+             batch of Skiff's --link-loss gae with every training edge and --negatives K)
   pyg        PyG's GAE.recon_loss: one uniform random pair per positive
   dstK       Skiff's: K destinations shared by every positive's (randomly oriented) source
   dstindK    K independent uniform destinations per positive (PyG's triplet sampling)
@@ -95,7 +97,8 @@ def run(seed, x, u, v, args):
         return roc_auc_score(y, s), average_precision_score(y, s)
 
     label = None
-    if args.mode in ("full", "fullns"):
+    batch_k = int(args.mode[len("batchfull"):]) if args.mode.startswith("batchfull") else None
+    if args.mode in ("full", "fullns") or batch_k is not None:
         label = torch.zeros(n, n)
         label[mp[0], mp[1]] = 1
         if args.mode == "full":
@@ -106,10 +109,14 @@ def run(seed, x, u, v, args):
         opt.zero_grad()
         z = encode()
         if label is not None:
-            e = label.sum()
-            pos_weight = (n * n - e) / e
-            norm = n * n / float(2 * (n * n - e))
-            loss = norm * bce(z @ z.T, label, pos_weight=pos_weight)
+            sub, zs = label, z
+            if batch_k is not None:  # the batch's nodes: the training edges' ends, k negatives
+                keep = torch.unique(torch.cat([mp.flatten(), torch.randint(0, n, (batch_k,))]))
+                sub, zs = label[keep][:, keep], z[keep]
+            m, e = sub.shape[0], sub.sum()
+            pos_weight = (m * m - e) / e
+            norm = m * m / float(2 * (m * m - e))
+            loss = norm * bce(zs @ zs.T, sub, pos_weight=pos_weight)
         else:
             flip = torch.rand(tr_e.shape[1]) < 0.5  # each positive oriented at random
             src = torch.where(flip, tr_e[1], tr_e[0])

@@ -18,7 +18,15 @@
 // Losses (LinkLoss), as means over the batch:
 //   bce:     mean_i softplus(-s_i+) + mean_{i,j} softplus(s_ij-) (PyG GAE's recon_loss with the
 //            negatives given);
-//   softmax: mean_i [logsumexp(s_i+, s_i0-, ..., s_i(k-1)-) - s_i+] (sampled softmax).
+//   softmax: mean_i [logsumexp(s_i+, s_i0-, ..., s_i(k-1)-) - s_i+] (sampled softmax);
+//   gae:     Kipf & Welling's GAE loss over every ordered pair (u, v) of the batch's R rows, self
+//            pairs included: y_uv = 1 for u == v and for a positive in either direction (every
+//            decoder here is symmetric), else 0; with P such pairs, w = (R^2 - P) / P and
+//            norm = R^2 / (2 (R^2 - P)), loss = norm * mean_uv [w y softplus(-s) +
+//            (1 - y) softplus(s)]. The shared negatives only bring their nodes into the batch.
+//            Quadratic in R: dot and distmult only (one R x R GEMM); mlp is InvalidArgument.
+//            With one batch of every training edge and every node among the rows, this is the
+//            whole-adjacency loss of GAE's reference code.
 //
 // Thread safety: one thread at a time for LossAndGrad, ZeroGrad and parameter updates. ScorePairs
 // and ScoreCross only read the parameters and use their own scratch, so several threads may call
@@ -39,9 +47,9 @@ namespace skiff::model {
 enum class DecoderKind { kDot, kDistMult, kMlp };
 inline constexpr EnumName<DecoderKind> kDecoderKindNames[] = {
     {DecoderKind::kDot, "dot"}, {DecoderKind::kDistMult, "distmult"}, {DecoderKind::kMlp, "mlp"}};
-enum class LinkLoss { kBce, kSoftmax };
-inline constexpr EnumName<LinkLoss> kLinkLossNames[] = {{LinkLoss::kBce, "bce"},
-                                                        {LinkLoss::kSoftmax, "softmax"}};
+enum class LinkLoss { kBce, kSoftmax, kGae };
+inline constexpr EnumName<LinkLoss> kLinkLossNames[] = {
+    {LinkLoss::kBce, "bce"}, {LinkLoss::kSoftmax, "softmax"}, {LinkLoss::kGae, "gae"}};
 
 struct DecoderConfig {
   DecoderKind kind = DecoderKind::kDot;
@@ -61,9 +69,18 @@ struct EdgeBatchRows {
 
 struct LinkLossResult {
   double loss = 0;           // mean loss of the batch (see LinkLoss above)
-  int64_t num_positive = 0;  // n
-  int64_t num_negative = 0;  // n * k
+  int64_t num_positive = 0;  // n (gae: P)
+  int64_t num_negative = 0;  // n * k (gae: R^2 - P)
 };
+
+// Whether `loss` can train `decoder`: InvalidArgument naming both for gae with mlp.
+Status CheckLossFor(DecoderKind decoder, LinkLoss loss);
+
+// The most bytes LossAndGrad's scratch holds for a batch of at most `rows` embedding rows, `n`
+// positives and `k` negatives (scores and their gradients; the mlp's activations; gae's R x R
+// scores and its positive pairs), for a memory plan.
+int64_t LossScratchBytes(const DecoderConfig& config, LinkLoss loss, int64_t rows, int64_t n,
+                         int64_t k);
 
 class LinkDecoder {
  public:
@@ -88,8 +105,8 @@ class LinkDecoder {
   // The loss of one training batch and its gradients: writes d loss / d emb into grad_emb
   // (rows x dim; zeroed first, so overwritten) and ACCUMULATES the decoder parameters' gradients
   // (Parameters()[i].grad). InvalidArgument on indices out of range, pos_src and pos_dst of
-  // different sizes, no positives, no negatives (k == 0), or a null emb / grad_emb. On an error
-  // nothing is written.
+  // different sizes, no positives, no negatives (k == 0), a null emb / grad_emb, gae with mlp
+  // (CheckLossFor), or gae over rows whose every pair is positive. On an error nothing is written.
   Result<LinkLossResult> LossAndGrad(const float* emb, int64_t rows, const EdgeBatchRows& batch,
                                      LinkLoss loss, float* grad_emb);
 
@@ -102,6 +119,9 @@ class LinkDecoder {
  private:
   struct State;  // parameters and reusable scratch (src/model/link_decoder.cpp)
   explicit LinkDecoder(const DecoderConfig& config);
+  // LossAndGrad for LinkLoss::kGae, its arguments checked.
+  Result<LinkLossResult> GaeLossAndGrad(const float* emb, int64_t rows, const EdgeBatchRows& batch,
+                                        float* grad_emb);
 
   // Constant after construction.
   DecoderConfig config_;

@@ -81,6 +81,12 @@ Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* data);
 // is 18 MiB of the 25% budget's resident IDs.
 void DropUnscoredPairs(const TrainOptions& options, LinkData* data);
 
+// The decoder `options` train: LinkOptions' kind and out_dim, the model's hidden width, the seed.
+model::DecoderConfig DecoderConfigOf(const TrainOptions& options);
+// The loss scratch of one training batch (model::LossScratchBytes) for its largest node set:
+// 2 x batch-size ends and the negatives, at most every node of a graph of `num_nodes`.
+int64_t TrainingLossScratchBytes(const TrainOptions& options, int64_t num_nodes);
+
 // One pass as the runner sees it: batch b's seeds are seeds[b] (distinct node IDs), sampled with
 // the training fanouts when `training`, else the evaluation fanouts, with sampler seed
 // BatchSeed(seed, stream, epoch, b) (the default runner) or the out-of-core pipeline's.
