@@ -6,6 +6,7 @@
 # epoch and their mean and standard deviation.
 #
 #   tools/bench/link_cora_bar.sh [SKIFF] [WORK_DIR] [extra skiff train options...]
+#   (e.g. --link-loss gae: GAE's own loss instead of the sampled default)
 #
 # Environment: CORA (default ../shared/datasets/cora.npz beside the checkout), JOBS (seeds run at
 # once, default 1; each with --threads THREADS, default 2: on a machine with many cores, JOBS=10
