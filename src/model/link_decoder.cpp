@@ -181,9 +181,13 @@ int64_t LossScratchBytes(const DecoderConfig& config, LinkLoss loss, int64_t row
   constexpr int64_t kFloat = sizeof(float);
   if (loss == LinkLoss::kGae) {
     // The R x R scores (gradients written over them), each positive cell's index and score (at
-    // most 2n + R), the row list, and CrossScores' gathered rows (2 R dim floats backward).
-    return rows * rows * kFloat + (2 * n + rows) * (8 + kFloat) + rows * 4 +
-           2 * rows * config.dim * kFloat;
+    // most 2n + R), the row list, and CrossScores' gathered rows (2 R dim floats backward); in
+    // double, saturated, since R^2 of a huge batch passes int64's range.
+    const double r = static_cast<double>(rows);
+    const double bytes = r * r * kFloat + (2.0 * static_cast<double>(n) + r) * (8 + kFloat) +
+                         r * 4 + 2 * r * static_cast<double>(config.dim) * kFloat;
+    constexpr double kMost = static_cast<double>(int64_t{1} << 62);
+    return static_cast<int64_t>(std::min(bytes, kMost));
   }
   const int64_t pairs = n + n * k;
   int64_t bytes = 2 * pairs * kFloat + 2 * (n + k) * config.dim * kFloat;
