@@ -71,9 +71,12 @@ void LogEpoch(const LinkEpochMetrics& m, bool improved) {
   LogInfo(line);
 }
 
-// The gae loss scores every pair of a batch's nodes: refuses batches whose scratch alone would
-// exceed the machine's memory (rather than fail to allocate it), naming the options that size it.
-Status CheckGaeBatch(const TrainOptions& options, int64_t num_nodes) {
+}  // namespace
+
+// The gae loss scores every pair of a batch's nodes: batches whose scratch alone would exceed the
+// machine's memory are refused rather than failing to allocate it.
+Status CheckLinkLoss(const TrainOptions& options, int64_t num_nodes) {
+  SKIFF_RETURN_IF_ERROR(model::CheckLossFor(options.link.decoder, options.link.loss));
   if (options.link.loss != model::LinkLoss::kGae) return Status::Ok();
   const int64_t rows = std::min(num_nodes, 2 * options.batch_size + options.link.negatives);
   const double scores = 4.0 * static_cast<double>(rows) * static_cast<double>(rows);
@@ -87,8 +90,6 @@ Status CheckGaeBatch(const TrainOptions& options, int64_t num_nodes) {
                                  FormatBytes(physical) +
                                  " of memory holds; lower --batch-size or --negatives");
 }
-
-}  // namespace
 
 model::DecoderConfig DecoderConfigOf(const TrainOptions& options) {
   model::DecoderConfig config;
@@ -207,8 +208,7 @@ Result<std::unique_ptr<LinkTrainer>> LinkTrainer::Create(const LinkData& data, T
   if (options.link.negative_sampler == NegativeSampler::kDegree && data.csr == nullptr) {
     return Status::InvalidArgument("--negative-sampler degree needs the graph's CSR");
   }
-  SKIFF_RETURN_IF_ERROR(model::CheckLossFor(options.link.decoder, options.link.loss));
-  SKIFF_RETURN_IF_ERROR(CheckGaeBatch(options, data.graph->num_nodes()));
+  SKIFF_RETURN_IF_ERROR(CheckLinkLoss(options, data.graph->num_nodes()));
   SKIFF_RETURN_IF_ERROR(model::Optimizer::ValidateConfig(options.optimizer));
   options.model.in_dim = data.features->dim();
   options.model.num_classes = options.link.out_dim;

@@ -313,6 +313,16 @@ TEST_CASE("link decoder: argument errors") {
     CHECK(all_positive.status().message().find("no negative pair") != std::string::npos);
     CHECK(grad == std::vector<float>(kRows * kDim, 5.0f));
   }
+  // Scratch sizes: gae's R x R scores dominate; a huge R saturates instead of overflowing.
+  DecoderConfig dot_config;
+  dot_config.dim = 16;
+  CHECK(LossScratchBytes(dot_config, LinkLoss::kGae, 2000, 900, 64) >= 2000 * 2000 * 4);
+  CHECK(LossScratchBytes(dot_config, LinkLoss::kGae, int64_t{1} << 33, 1, 1) == int64_t{1} << 62);
+  CHECK(LossScratchBytes(dot_config, LinkLoss::kBce, 2000, 900, 64) >= 2 * (900 + 900 * 64) * 4);
+  dot_config.kind = DecoderKind::kMlp;
+  dot_config.hidden_dim = 32;
+  CHECK(LossScratchBytes(dot_config, LinkLoss::kBce, 2000, 900, 64) >
+        (900 + 900 * 64) * (16 + 32) * 4);
 
   auto decoder = MakeDecoder(DecoderKind::kDistMult);
   std::mt19937_64 rng(10);

@@ -303,6 +303,7 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
   }
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
+  SKIFF_RETURN_IF_ERROR(train::CheckLinkLoss(t, ds->manifest().num_nodes));  // before any load
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
   SKIFF_ASSIGN_OR_RETURN(const pipeline::SamplingMode sampling,
                          pipeline::ParseSamplingMode(o.sampling));

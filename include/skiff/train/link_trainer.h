@@ -86,6 +86,11 @@ model::DecoderConfig DecoderConfigOf(const TrainOptions& options);
 // The loss scratch of one training batch (model::LossScratchBytes) for its largest node set:
 // 2 x batch-size ends and the negatives, at most every node of a graph of `num_nodes`.
 int64_t TrainingLossScratchBytes(const TrainOptions& options, int64_t num_nodes);
+// Whether the decoder and loss of `options` can train on a graph of `num_nodes`: InvalidArgument
+// for gae with mlp (model::CheckLossFor) and for gae batches whose scores alone would not fit in
+// the machine's memory, naming the options to lower. LinkTrainer::Create checks it; a caller may
+// check first, from the manifest, before loading anything.
+Status CheckLinkLoss(const TrainOptions& options, int64_t num_nodes);
 
 // One pass as the runner sees it: batch b's seeds are seeds[b] (distinct node IDs), sampled with
 // the training fanouts when `training`, else the evaluation fanouts, with sampler seed
