@@ -71,20 +71,24 @@ void LogEpoch(const LinkEpochMetrics& m, bool improved) {
   LogInfo(line);
 }
 
+// A training batch's most nodes: its positives' two ends and the negatives, at most every node.
+int64_t MaxBatchRows(const TrainOptions& options, int64_t num_nodes) {
+  return std::min(num_nodes, 2 * options.batch_size + options.link.negatives);
+}
+
 }  // namespace
 
 // The gae loss scores every pair of a batch's nodes: batches whose scratch alone would exceed the
-// machine's memory are refused rather than failing to allocate it.
+// machine's memory are refused rather than failing to allocate it (LossScratchBytes saturates, so
+// any batch size compares).
 Status CheckLinkLoss(const TrainOptions& options, int64_t num_nodes) {
   SKIFF_RETURN_IF_ERROR(model::CheckLossFor(options.link.decoder, options.link.loss));
   if (options.link.loss != model::LinkLoss::kGae) return Status::Ok();
-  const int64_t rows = std::min(num_nodes, 2 * options.batch_size + options.link.negatives);
-  const double scores = 4.0 * static_cast<double>(rows) * static_cast<double>(rows);
   const uint64_t physical = PhysicalMemoryBytes();
-  if (scores < static_cast<double>(physical) &&
-      TrainingLossScratchBytes(options, num_nodes) <= static_cast<int64_t>(physical)) {
+  if (TrainingLossScratchBytes(options, num_nodes) <= static_cast<int64_t>(physical)) {
     return Status::Ok();
   }
+  const int64_t rows = MaxBatchRows(options, num_nodes);
   return Status::InvalidArgument("--link-loss gae scores every pair of a batch's up to " +
                                  std::to_string(rows) + " nodes, more than this machine's " +
                                  FormatBytes(physical) +
@@ -101,9 +105,9 @@ model::DecoderConfig DecoderConfigOf(const TrainOptions& options) {
 }
 
 int64_t TrainingLossScratchBytes(const TrainOptions& options, int64_t num_nodes) {
-  const int64_t rows = std::min(num_nodes, 2 * options.batch_size + options.link.negatives);
-  return model::LossScratchBytes(DecoderConfigOf(options), options.link.loss, rows,
-                                 options.batch_size, options.link.negatives);
+  return model::LossScratchBytes(DecoderConfigOf(options), options.link.loss,
+                                 MaxBatchRows(options, num_nodes), options.batch_size,
+                                 options.link.negatives);
 }
 
 Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* d) {
