@@ -604,7 +604,12 @@ Status BufferPool::ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_r
         finish(c.tag);
       } else {
         landed[c.tag] = 1;
-        while (delivered < next && landed[delivered]) finish(delivered++);
+        // Each delivered chunk's slot takes the next read at once: a run of chunks landed
+        // behind a slow one is delivered while the reads that replace them are in flight.
+        while (delivered < next && landed[delivered]) {
+          finish(delivered++);
+          submit(num_slots);
+        }
       }
       submit(num_slots);
     }
