@@ -497,6 +497,32 @@ TEST_CASE("buffer pool over a dataset: features and adjacency verified, corrupti
   CHECK(bad.status().code() == StatusCode::kCorruption);
   CHECK(bad.status().message().find("features.bin") != std::string::npos);
   CHECK(bad.status().message().find("block " + std::to_string(off / 4096)) != std::string::npos);
+  // Streamed and fine-grained reads of the corrupt block fail the same way; the rows before it are
+  // handed over, in file order, and none after.
+  const int64_t first3 = (*src)->first_node(3);
+  std::vector<float> rows(24 * (first3 + 200));  // more than one chunk's bytes before the block
+  std::vector<FineRead> row_reads;
+  for (int64_t v = 0; v < first3 + 200; ++v) {
+    row_reads.push_back((*src)->FeatureRowRead(v, rows.data() + v * 24));
+  }
+  uint64_t last_end = 0;
+  const Status streamed =
+      (*pool)->StreamRanges(row_reads, [&](size_t i, const std::byte*) -> Status {
+        CHECK(row_reads[i].offset + row_reads[i].length <= off / 4096 * 4096);
+        CHECK(row_reads[i].offset >= last_end);
+        last_end = row_reads[i].offset + row_reads[i].length;
+        return Status::Ok();
+      });
+  CHECK(streamed.code() == StatusCode::kCorruption);
+  CHECK(streamed.message().find("block " + std::to_string(off / 4096)) != std::string::npos);
+  CHECK(last_end > 0);
+  const Status fine = (*pool)->ReadRanges(row_reads);
+  CHECK(fine.code() == StatusCode::kCorruption);
+  CHECK(fine.message().find("features.bin") != std::string::npos);
+  // Partition 0's rows still read (the pool is usable after the errors).
+  std::vector<FineRead> good(row_reads.begin(), row_reads.begin() + 100);
+  CHECK((*pool)->ReadRanges(good).ok());
+  CHECK(rows[99 * 24 + 5] == static_cast<float>(99 * 1000 + 5));
   // With verification off the (corrupt) bytes are handed out.
   opt.verify_checksums = false;
   auto unchecked = BufferPool::Create(src->get(), opt);
