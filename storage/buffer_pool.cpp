@@ -583,7 +583,9 @@ Status BufferPool::ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_r
       next = chunks.size();
     }
   };
-  auto finish = [&](size_t c) {  // verifies and delivers chunk c, then frees its slot
+  // Verifies and delivers chunk c, then its slot takes the next read at once: a run of chunks
+  // landed behind a slow one is delivered while the reads that replace them are in flight.
+  auto finish = [&](size_t c) {
     const FineChunk& ch = chunks[c];
     const std::byte* base = fine_scratch_.data() + slot_of_chunk[c] * slot;
     if (result.ok() && options_.verify_checksums) {
@@ -592,6 +594,7 @@ Status BufferPool::ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_r
     if (result.ok()) result = deliver(order, ch.first, ch.last, ch.lo, ch.hi, base);
     if (!result.ok()) next = chunks.size();  // submit nothing more; wait for the reads in flight
     free_slots.push_back(slot_of_chunk[c]);
+    submit(num_slots);
   };
   submit(num_slots);
   std::vector<ReadCompletion> done;
@@ -604,14 +607,8 @@ Status BufferPool::ReadChunks(std::span<const FineRead> reads, uint64_t* bytes_r
         finish(c.tag);
       } else {
         landed[c.tag] = 1;
-        // Each delivered chunk's slot takes the next read at once: a run of chunks landed
-        // behind a slow one is delivered while the reads that replace them are in flight.
-        while (delivered < next && landed[delivered]) {
-          finish(delivered++);
-          submit(num_slots);
-        }
+        while (delivered < next && landed[delivered]) finish(delivered++);
       }
-      submit(num_slots);
     }
   }
   fine_reads_ += reads.size();
