@@ -23,6 +23,11 @@ class LocalCommunicator final : public Communicator {
     return std::vector<std::string>{std::string(bytes)};
   }
   Status Barrier(std::string_view) override { return Status::Ok(); }
+  Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each,
+                                            std::string_view) override {
+    SKIFF_CHECK(to_each.size() == 1);
+    return to_each;
+  }
   [[noreturn]] void Abort(const Status& why) override {
     std::fprintf(stderr, "skiff: %s\n", why.ToString().c_str());
     std::exit(1);

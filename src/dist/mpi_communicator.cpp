@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "skiff/dist/communicator.h"
@@ -77,7 +78,7 @@ class MpiCommunicator final : public Communicator {
       from = {root};
     }
     std::vector<std::string> received(static_cast<size_t>(size_));
-    SKIFF_RETURN_IF_ERROR(Exchange("broadcast", what, *bytes, to, from, &received));
+    SKIFF_RETURN_IF_ERROR(Exchange("broadcast", what, Same(*bytes, to), to, from, &received));
     if (rank_ != root) *bytes = std::move(received[static_cast<size_t>(root)]);
     return Status::Ok();
   }
@@ -85,14 +86,27 @@ class MpiCommunicator final : public Communicator {
   Result<std::vector<std::string>> AllGather(std::string_view bytes,
                                              std::string_view what) override {
     std::vector<std::string> received(static_cast<size_t>(size_));
-    SKIFF_RETURN_IF_ERROR(Exchange("allgather", what, bytes, Peers(), Peers(), &received));
+    SKIFF_RETURN_IF_ERROR(
+        Exchange("allgather", what, Same(bytes, Peers()), Peers(), Peers(), &received));
     received[static_cast<size_t>(rank_)] = std::string(bytes);
     return received;
   }
 
   Status Barrier(std::string_view what) override {
     std::vector<std::string> received(static_cast<size_t>(size_));
-    return Exchange("barrier", what, {}, Peers(), Peers(), &received);
+    return Exchange("barrier", what, Same({}, Peers()), Peers(), Peers(), &received);
+  }
+
+  Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each,
+                                            std::string_view what) override {
+    SKIFF_CHECK(static_cast<int>(to_each.size()) == size_);
+    const std::vector<int> peers = Peers();
+    std::vector<std::string_view> bytes;
+    for (int peer : peers) bytes.emplace_back(to_each[static_cast<size_t>(peer)]);
+    std::vector<std::string> received(static_cast<size_t>(size_));
+    SKIFF_RETURN_IF_ERROR(Exchange("alltoall", what, bytes, peers, peers, &received));
+    received[static_cast<size_t>(rank_)] = std::move(to_each[static_cast<size_t>(rank_)]);
+    return received;
   }
 
   [[noreturn]] void Abort(const Status& why) override {
@@ -111,13 +125,19 @@ class MpiCommunicator final : public Communicator {
     return peers;
   }
 
+  // `bytes` for each of `to`.
+  static std::vector<std::string_view> Same(std::string_view bytes, const std::vector<int>& to) {
+    return std::vector<std::string_view>(to.size(), bytes);
+  }
+
   // Every rank's values, then out = v0 + v1 + ... in rank order (bitwise the same everywhere).
   template <typename T>
   Status ReduceInRankOrder(std::span<T> values, std::string_view what) {
     if (size_ == 1) return Status::Ok();
     const std::string_view mine(reinterpret_cast<const char*>(values.data()), values.size_bytes());
     std::vector<std::string> received(static_cast<size_t>(size_));
-    SKIFF_RETURN_IF_ERROR(Exchange("allreduce", what, mine, Peers(), Peers(), &received));
+    SKIFF_RETURN_IF_ERROR(
+        Exchange("allreduce", what, Same(mine, Peers()), Peers(), Peers(), &received));
     for (int r = 0; r < size_; ++r) {
       if (r != rank_ && received[static_cast<size_t>(r)].size() != values.size_bytes()) {
         return Fail(Status::InvalidArgument(
@@ -144,9 +164,9 @@ class MpiCommunicator final : public Communicator {
     return status;
   }
 
-  // Sends `bytes` to each rank of `to` and receives one message from each rank of `from` into
+  // Sends bytes[i] to rank to[i] and receives one message from each rank of `from` into
   // (*received)[rank], within the deadline. `op` and `what` name the collective in errors.
-  Status Exchange(const char* op, std::string_view what, std::string_view bytes,
+  Status Exchange(const char* op, std::string_view what, const std::vector<std::string_view>& bytes,
                   const std::vector<int>& to, const std::vector<int>& from,
                   std::vector<std::string>* received) {
     if (!broken_.ok()) return broken_;
@@ -157,8 +177,14 @@ class MpiCommunicator final : public Communicator {
     std::vector<MPI_Request> sends(to.size(), MPI_REQUEST_NULL);
     for (size_t i = 0; i < to.size(); ++i) {
       // MPI takes a non-const buffer for historical reasons; it only reads it.
-      const int rc = MPI_Isend(const_cast<char*>(bytes.data()), static_cast<int>(bytes.size()),
-                               MPI_BYTE, to[i], tag, comm_, &sends[i]);
+      if (bytes[i].size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+        return Fail(Status::InvalidArgument(
+            name + ": a message of " + std::to_string(bytes[i].size()) + " bytes to rank " +
+            std::to_string(to[i]) + " is over MPI's 2 GiB limit for one message"));
+      }
+      const int rc =
+          MPI_Isend(const_cast<char*>(bytes[i].data()), static_cast<int>(bytes[i].size()), MPI_BYTE,
+                    to[i], tag, comm_, &sends[i]);
       if (rc != MPI_SUCCESS) {
         return Fail(Status::Internal(name + ": sending to rank " + std::to_string(to[i]) + ": " +
                                      MpiError(rc)));

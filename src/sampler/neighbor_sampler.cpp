@@ -251,7 +251,7 @@ Status NeighborSampler::SampleGroup(std::span<const std::span<const int64_t>> se
       SKIFF_RETURN_IF_ERROR(Hop(hop, &states[b], out[b], &local));
     }
   }
-  for (size_t b = 0; b < seeds.size(); ++b) Finish(&states[b], out[b]);
+  for (size_t b = 0; b < seeds.size(); ++b) SKIFF_RETURN_IF_ERROR(Finish(&states[b], out[b]));
   return Status::Ok();
 }
 
@@ -366,6 +366,13 @@ Status NeighborSampler::Hop(int hop, BatchState* state, sampler::MiniBatch* out,
                             LocalIds* local) const {
   std::vector<int64_t>& nodes = out->input_nodes;
   const int block_index = num_layers() - 1 - hop;  // this hop builds the sources of this block
+  const int64_t first = state->hop_begin[hop];
+  SKIFF_RETURN_IF_ERROR(
+      graph_.WillExpand({.hop = hop,
+                         .draw_key = state->draw_key,
+                         .fanouts = fanouts_,
+                         .nodes = std::span<const int64_t>(nodes).subspan(
+                             static_cast<size_t>(first), state->hop_begin[hop + 1] - first)}));
   DrawSamples(hop, state, nodes);
   sampler::Block& block = out->blocks[block_index];
   const int64_t end = state->hop_begin[hop + 1];
@@ -378,10 +385,15 @@ Status NeighborSampler::Hop(int hop, BatchState* state, sampler::MiniBatch* out,
   return Status::Ok();
 }
 
-void NeighborSampler::Finish(BatchState* state, sampler::MiniBatch* out) const {
+Status NeighborSampler::Finish(BatchState* state, sampler::MiniBatch* out) const {
   std::vector<int64_t>& degree = state->degree;
   const std::vector<int64_t>& nodes = out->input_nodes;
   if (record_degrees_) {
+    SKIFF_RETURN_IF_ERROR(
+        graph_.WillExpand({.hop = num_layers(),
+                           .draw_key = state->draw_key,
+                           .fanouts = fanouts_,
+                           .nodes = std::span<const int64_t>(nodes).subspan(degree.size())}));
     // Nodes of the outermost hop were never expanded; ask for their degrees now.
     for (size_t u = degree.size(); u < nodes.size(); ++u) degree.push_back(graph_.Degree(nodes[u]));
   }
@@ -392,6 +404,7 @@ void NeighborSampler::Finish(BatchState* state, sampler::MiniBatch* out) const {
       b.src_degree.clear();
     }
   }
+  return Status::Ok();
 }
 
 }  // namespace skiff::sampler

@@ -23,6 +23,23 @@ void GradientSum::Add(const std::vector<model::Parameter>& params) {
   ++batches_;
 }
 
+void GradientSum::AddScaled(const std::vector<model::Parameter>& params, float weight) {
+  size_t offset = 0;
+  for (const model::Parameter& p : params) {
+    const auto n = static_cast<size_t>(p.size());
+    SKIFF_CHECK(offset + n <= sum_.size());
+    float* out = sum_.data() + offset;
+    if (batches_ == 0) {
+      for (size_t i = 0; i < n; ++i) out[i] = p.grad[i] * weight;
+    } else {
+      for (size_t i = 0; i < n; ++i) out[i] += p.grad[i] * weight;
+    }
+    offset += n;
+  }
+  SKIFF_CHECK(offset == sum_.size());
+  ++batches_;
+}
+
 void GradientSum::Store(const std::vector<model::Parameter>& params, int64_t step_batches) const {
   SKIFF_CHECK(step_batches >= 1);
   const float scale = 1.0f / static_cast<float>(step_batches);

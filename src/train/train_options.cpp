@@ -267,6 +267,11 @@ std::vector<TrainOption> SamplingOptions() {
           "Batches per optimiser step: their gradients are summed in batch order and averaged "
           "(with --distributed, each step takes one batch from every rank instead)",
           [](auto& o) -> auto& { return o.accumulate; }, IntCodec<int>{1}),
+      EnumEntry(
+          "ownership", kRun,
+          "--distributed: each rank holds the whole dataset, or a range of its partitions and "
+          "fetches other ranks' rows (docs/distributed.md)",
+          kOwnershipNames, [](auto& o) -> auto& { return o.ownership; }),
       Entry(
           "micro-batches", kSession,
           "Compute each training batch in this many parts, summing their gradients (fewer "

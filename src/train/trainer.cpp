@@ -15,6 +15,7 @@
 #include "skiff/train/batch_plan.h"
 #include "skiff/train/batch_stream.h"
 #include "skiff/train/metrics_file.h"
+#include "skiff/train/owned_pass.h"
 
 namespace skiff::train {
 namespace {
@@ -224,6 +225,32 @@ Status Trainer::OfferGraph(bool features_held) {
 Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
                                 const std::function<uint64_t(int64_t)>& dropout_seed,
                                 EpochMetrics* m) {
+  if (Owned()) {
+    OwnedPassSpec spec{.plan = PlanBatches(TrainNodes(), options_.batch_size, true, options_.seed,
+                                           static_cast<uint64_t>(epoch)),
+                       .seed = options_.seed,
+                       .stream = kTrainStream,
+                       .epoch = static_cast<uint64_t>(epoch),
+                       .labels = &data_.labels,
+                       .gather_features = true};
+    const auto sample0 = Clock::now();
+    double consume_seconds = 0;
+    Status st = RunOwnedPass(*train_sampler_, *data_.features, *ranges_, comm_->rank(), spec,
+                             [&](PreparedBatch& next) -> Status {
+                               if (digest_) {
+                                 SKIFF_RETURN_IF_ERROR(digest_(BatchDigestLine(
+                                     static_cast<uint64_t>(epoch), kTrainStream, next.index,
+                                     comm_->rank(), next.batch, next.features)));
+                               }
+                               const auto c0 = Clock::now();
+                               Status consumed = consume(next);
+                               consume_seconds += Seconds(c0, Clock::now());
+                               return consumed;
+                             });
+    // Sampling and gathering, with their exchanges, ran on this thread between the steps.
+    m->sample_seconds = Seconds(sample0, Clock::now()) - consume_seconds;
+    return st;
+  }
   if (RunsPasses()) {
     PassSpec pass = MakePassSpec(&TrainNodes(), true, kTrainStream, epoch, options_.batch_size);
     pass.dropout_seed = dropout_seed;
@@ -331,13 +358,15 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   const int64_t num_batches =
       CeilDiv(static_cast<int64_t>(TrainNodes().size()), options_.batch_size);
   int64_t steps_done = 0;
-  if (step_batches > 1 && gradients_ == nullptr) {
+  if ((step_batches > 1 || Owned()) && gradients_ == nullptr) {
     gradients_ = std::make_unique<GradientSum>(model_->NumParameters());
   }
   auto consume = [&](PreparedBatch& next) -> Status {
     const auto c0 = Clock::now();
     const model::BatchInput input = InputOf(next, options_.fanouts);
-    if (step_batches == 1 && micro_batches_ <= 1) {
+    if (Owned()) {
+      SKIFF_RETURN_IF_ERROR(TrainOwnedPart(next, dropout_seed(next.index), steps_done++));
+    } else if (step_batches == 1 && micro_batches_ <= 1) {
       SKIFF_RETURN_IF_ERROR(model_->TrainStep(input, dropout_seed(next.index), *optimizer_));
     } else if (step_batches == 1) {
       SKIFF_RETURN_IF_ERROR(
@@ -390,6 +419,20 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
 Status Trainer::RunEvalBatches(const std::vector<int64_t>& nodes, uint64_t stream_id, bool repeats,
                                bool shard, const std::vector<int32_t>* labels,
                                const std::function<Status(PreparedBatch&)>& consume) {
+  if (Owned()) {
+    SKIFF_CHECK(shard);  // prediction is refused in Predict
+    OwnedPassSpec spec{.plan = PlanBatches(nodes, options_.eval_batch_size, false, 0, 0),
+                       .seed = options_.seed,
+                       .stream = stream_id,
+                       .epoch = 0,
+                       .labels = labels,
+                       .gather_features = true};
+    return RunOwnedPass(*eval_sampler_, *data_.features, *ranges_, comm_->rank(), spec,
+                        [&](PreparedBatch& next) -> Status {
+                          // A rank without seeds in the batch took part in its exchanges.
+                          return next.batch.seeds.empty() ? Status::Ok() : consume(next);
+                        });
+  }
   if (RunsPasses()) {
     // Epoch 0 for every evaluation, as the BatchStream below: evaluation draws the same
     // neighbours every epoch.
@@ -450,6 +493,9 @@ bool Trainer::RunsPasses() const {
 
 uint64_t Trainer::OwnSeeds() const {
   const auto n = static_cast<int64_t>(TrainNodes().size());
+  if (Owned()) {
+    return OwnedPart(TrainNodes(), *ranges_, comm_->rank()).size();
+  }
   if (!Distributed()) return static_cast<uint64_t>(n);
   uint64_t seeds = 0;
   for (int64_t b = comm_->rank(); b * options_.batch_size < n; b += comm_->size()) {
@@ -458,7 +504,36 @@ uint64_t Trainer::OwnSeeds() const {
   return seeds;
 }
 
-int64_t Trainer::StepBatches() const { return Distributed() ? comm_->size() : options_.accumulate; }
+int64_t Trainer::StepBatches() const {
+  if (Owned()) return 1;  // a plan batch, split among the ranks
+  return Distributed() ? comm_->size() : options_.accumulate;
+}
+
+Status Trainer::SetOwnership(const NodeRanges* ranges) {
+  SKIFF_CHECK(ranges != nullptr && comm_ != nullptr && ranges->size() == comm_->size());
+  if (model_->samples_on_device() || model_->holds_features()) {
+    return Status::InvalidArgument(
+        "--ownership partitions computes on the host: each rank's batches come from its exchanges");
+  }
+  ranges_ = ranges;
+  return Status::Ok();
+}
+
+Status Trainer::TrainOwnedPart(const PreparedBatch& next, uint64_t dropout_seed, int64_t step) {
+  int64_t mine = 0;
+  for (int32_t label : next.batch.labels) mine += label >= 0 ? 1 : 0;
+  if (mine > 0) {
+    // The part's mean-loss gradient, weighted to its share of the batch's mean. Each rank masks
+    // its part's dropout from its own stream.
+    const uint64_t part_seed =
+        sampler::BatchSeed(dropout_seed, kDropoutStream, static_cast<uint64_t>(comm_->rank()), 0);
+    SKIFF_RETURN_IF_ERROR(model_->ComputeGradientsInParts(InputOf(next, options_.fanouts),
+                                                          micro_batches_, part_seed));
+    gradients_->AddScaled(model_->Parameters(),
+                          static_cast<float>(mine) / static_cast<float>(next.whole_labelled));
+  }
+  return FinishStep(step, std::numeric_limits<int64_t>::max());
+}
 
 Status Trainer::SetCommunicator(dist::Communicator* comm) {
   const int ranks = comm == nullptr ? 1 : comm->size();
@@ -567,6 +642,11 @@ int32_t ArgMax(const float* logits, int64_t c) {
 
 Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                         std::vector<float>* embeddings) {
+  if (Owned()) {
+    return Status::InvalidArgument(
+        "prediction in an owned-partition run is not built (each rank holds part of the graph): "
+        "predict with the run's checkpoint in one process (skiff predict)");
+  }
   SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
   const int64_t c = data_.num_classes;
   const int64_t h = model_->EmbeddingDim();

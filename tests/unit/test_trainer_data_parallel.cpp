@@ -1,12 +1,10 @@
 // The Trainer's data-parallel path without MPI: W trainers on W threads, joined by a communicator
-// that exchanges through memory (the MPI one's arithmetic: every rank's data, summed in rank
-// order), compute what one trainer computes with accumulate = W -- the same parameters bitwise,
-// the same accuracies, losses to rounding -- and every training seed is used once per epoch.
+// of threads (dist::CreateThreadCommunicators: the MPI one's arithmetic: every rank's data, summed
+// in rank order), compute what one trainer computes with accumulate = W -- the same parameters
+// bitwise, the same accuracies, losses to rounding -- and every training seed is used once per
+// epoch.
 #include <doctest/doctest.h>
 
-#include <condition_variable>
-#include <cstring>
-#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
@@ -18,76 +16,6 @@ using namespace skiff;
 using namespace skiff::train;
 
 namespace {
-
-// Where the ranks of one process meet: each exchange returns every rank's bytes.
-class Hub {
- public:
-  explicit Hub(int ranks) : ranks_(ranks), slots_(static_cast<size_t>(ranks)) {}
-  std::vector<std::string> Exchange(int rank, std::string mine) {
-    std::unique_lock<std::mutex> lock(mu_);
-    const int64_t generation = generation_;
-    slots_[static_cast<size_t>(rank)] = std::move(mine);
-    if (++arrived_ == ranks_) {
-      result_ = slots_;
-      arrived_ = 0;
-      ++generation_;
-      cv_.notify_all();
-    } else {
-      cv_.wait(lock, [&] { return generation_ != generation; });
-    }
-    return result_;  // stable until every rank has arrived again
-  }
-
- private:
-  const int ranks_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int arrived_ = 0;
-  int64_t generation_ = 0;
-  std::vector<std::string> slots_, result_;
-};
-
-class ThreadCommunicator final : public dist::Communicator {
- public:
-  ThreadCommunicator(Hub* hub, int rank, int size) : hub_(hub), rank_(rank), size_(size) {}
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  Status AllReduceSum(std::span<float> v, std::string_view) override { return Sum(v); }
-  Status AllReduceSum(std::span<double> v, std::string_view) override { return Sum(v); }
-  Status AllReduceSum(std::span<int64_t> v, std::string_view) override { return Sum(v); }
-  Status Broadcast(std::string* bytes, int root, std::string_view) override {
-    *bytes = hub_->Exchange(rank_, *bytes)[static_cast<size_t>(root)];
-    return Status::Ok();
-  }
-  Result<std::vector<std::string>> AllGather(std::string_view bytes, std::string_view) override {
-    return hub_->Exchange(rank_, std::string(bytes));
-  }
-  Status Barrier(std::string_view) override {
-    hub_->Exchange(rank_, "");
-    return Status::Ok();
-  }
-  [[noreturn]] void Abort(const Status& why) override {
-    FAIL(why.ToString());
-    std::abort();
-  }
-
- private:
-  template <typename T>
-  Status Sum(std::span<T> v) {
-    const auto all =
-        hub_->Exchange(rank_, std::string(reinterpret_cast<const char*>(v.data()), v.size_bytes()));
-    std::vector<T> sum(v.size());
-    std::memcpy(sum.data(), all[0].data(), v.size_bytes());
-    for (size_t r = 1; r < all.size(); ++r) {
-      const T* other = reinterpret_cast<const T*>(all[r].data());
-      for (size_t i = 0; i < sum.size(); ++i) sum[i] += other[i];
-    }
-    std::memcpy(v.data(), sum.data(), v.size_bytes());
-    return Status::Ok();
-  }
-  Hub* hub_;
-  const int rank_, size_;
-};
 
 // Three classes on a random graph where neighbours mostly share a class.
 struct Data {
@@ -168,12 +96,12 @@ Outcome RunAccumulating(const TrainData& data, int accumulate) {
 }
 
 std::vector<Outcome> RunRanks(const TrainData& data, int ranks) {
-  Hub hub(ranks);
+  auto comms = dist::CreateThreadCommunicators(ranks, {});
   std::vector<Outcome> outcomes(static_cast<size_t>(ranks));
   std::vector<std::thread> threads;
   for (int rank = 0; rank < ranks; ++rank) {
     threads.emplace_back([&, rank] {
-      ThreadCommunicator comm(&hub, rank, ranks);
+      dist::Communicator& comm = *comms[static_cast<size_t>(rank)];
       TrainOptions o = Options();
       o.world_size = ranks;
       auto trainer = Trainer::Create(data, o);
@@ -232,9 +160,8 @@ TEST_CASE("data-parallel trainer: refuses a communicator of another size than th
   const auto data = MakeData(300, 8);
   auto trainer = Trainer::Create(data->data, Options());
   REQUIRE(trainer.ok());
-  Hub hub(2);
-  ThreadCommunicator comm(&hub, 0, 2);
-  const Status st = (*trainer)->SetCommunicator(&comm);
+  auto comms = dist::CreateThreadCommunicators(2, {});
+  const Status st = (*trainer)->SetCommunicator(comms[0].get());
   CHECK(st.code() == StatusCode::kInvalidArgument);
   CHECK(st.message().find("for 1 rank(s), the job has 2") != std::string::npos);
 }

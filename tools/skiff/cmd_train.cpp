@@ -18,6 +18,7 @@
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/train/export.h"
 #include "skiff/train/link_trainer.h"
+#include "skiff/train/owned_data.h"
 #include "skiff/train/trainer.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
@@ -47,6 +48,7 @@ struct TrainCliOptions {
   std::string disk_bandwidth;      // out of core: the disk's sequential read rate, for the report
   bool distributed = false;        // one rank of an mpirun job (docs/distributed.md)
   double dist_timeout = 60;        // seconds a collective waits for the other ranks
+  std::string batch_digest;        // --ownership partitions: each rank's BatchDigestLines
   std::function<bool(const std::string&)> given;  // GivenIn(the command's app), once parsed
 };
 
@@ -380,6 +382,83 @@ Status TrainInSteps(const TrainCliOptions& o, train::TrainOptions t, format::Dat
   return Status::Ok();
 }
 
+// Prints, on rank 0, what the ranks' exchanges moved over the run (summed over the ranks).
+Status ReportExchanges(dist::Communicator& comm, const train::OwnedData& data) {
+  const train::ExchangeTraffic& g = data.graph->traffic();
+  const train::ExchangeTraffic& f = data.features->traffic();
+  int64_t totals[4] = {g.rows_fetched, static_cast<int64_t>(g.bytes_received), f.rows_fetched,
+                       static_cast<int64_t>(f.bytes_received)};
+  SKIFF_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(totals, 4), "exchange totals"));
+  if (comm.rank() != 0) return Status::Ok();
+  LogInfo("owned partitions: the ranks fetched " + std::to_string(totals[0]) +
+          " remote nodes' samples (" + FormatBytes(static_cast<uint64_t>(totals[1])) + ") and " +
+          std::to_string(totals[2]) + " feature rows (" +
+          FormatBytes(static_cast<uint64_t>(totals[3])) + ") from each other");
+  return Status::Ok();
+}
+
+// --ownership partitions: each rank loads its range of the dataset's partitions (train/
+// owned_data.h) and trains its part of every plan batch; rank 0 alone prints and writes.
+Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Dataset* ds,
+                  const std::optional<train::Checkpoint>& resume, dist::Communicator& comm) {
+  const bool lead = comm.rank() == 0;
+  t.show_progress = t.show_progress && lead;
+  if (!lead && GetLogLevel() < LogLevel::kWarning) SetLogLevel(LogLevel::kWarning);
+  if (!o.export_dir.empty()) {
+    return Status::InvalidArgument(
+        "--export with --ownership partitions is not built yet (each rank holds part of the "
+        "graph): export with skiff predict and the run's checkpoint in one process");
+  }
+  SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::OwnedData> data, train::LoadOwned(*ds, &comm));
+  if (t.feature_norm == train::FeatureNorm::kRow) data->features->NormalizeRows();
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
+                         train::Trainer::Create(data->data, t, ModelFactoryFor(Device::kCpu)));
+  SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
+  SKIFF_RETURN_IF_ERROR(trainer->SetOwnership(data->ranges.get()));
+  std::FILE* digest = nullptr;
+  if (!o.batch_digest.empty()) {
+    const std::string path = o.batch_digest + "." + std::to_string(comm.rank());
+    digest = std::fopen(path.c_str(), "w");
+    if (digest == nullptr) return Status::IOError("--batch-digest: cannot write " + path);
+    trainer->SetBatchDigest([digest, path](const std::string& line) {
+      if (std::fprintf(digest, "%s\n", line.c_str()) < 0) {
+        return Status::IOError("--batch-digest: writing " + path);
+      }
+      return Status::Ok();
+    });
+  }
+  if (resume.has_value()) {
+    SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));
+    if (lead)
+      LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);
+  }
+  if (lead) {
+    LogTraining(o.dataset, t, data->data.train.size(), trainer->model(), Device::kCpu);
+    std::string owners;
+    for (int r = 0; r < comm.size(); ++r) {
+      owners += (r > 0 ? ", " : "") + std::string("rank ") + std::to_string(r) + " [" +
+                std::to_string(data->ranges->begin(r)) + ", " +
+                std::to_string(data->ranges->end(r)) + ")";
+    }
+    LogInfo(std::to_string(comm.size()) +
+            " rank(s), owned partitions: each step is one plan "
+            "batch split by who owns its seeds; nodes owned: " +
+            owners);
+  }
+  const RssParts resident_when_loaded = CurrentRssParts();
+  auto summary = trainer->Run();
+  if (digest != nullptr && std::fclose(digest) != 0 && summary.ok()) {
+    return Status::IOError("--batch-digest: closing " + o.batch_digest);
+  }
+  SKIFF_RETURN_IF_ERROR(summary.status());
+  SKIFF_RETURN_IF_ERROR(ReportExchanges(comm, *data));
+  if (!lead) return Status::Ok();
+  PrintSummary(*summary, t);
+  PrintPeakRss(0, CudaRuntimeShare{}, resident_when_loaded);
+  return Status::Ok();
+}
+
 Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   SKIFF_ASSIGN_OR_RETURN(const Device device, ParseName(kDeviceNames, "device", o.device));
   std::optional<train::Checkpoint> resume;
@@ -398,6 +477,9 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   if (comm.rank() == 0) SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
+  if (t.ownership == train::Ownership::kPartitions) {
+    return TrainOwned(o, t, ds.get(), resume, comm);
+  }
   if (comm.size() > 1 || t.accumulate > 1) return TrainInSteps(o, t, ds.get(), resume, comm);
 
   // The CUDA runtime's resident pages are outside the budget (docs/pipeline.md): measured as it
@@ -496,6 +578,9 @@ RunFn Setup(CLI::App& app) {
   app.add_flag("--distributed", o->distributed,
                "Train data-parallel as one rank of an mpirun job: mpirun -np W skiff train DS "
                "--distributed ... (docs/distributed.md)");
+  app.add_option("--batch-digest", o->batch_digest,
+                 "--ownership partitions: each rank writes a checksum line per training batch "
+                 "part to PATH.RANK (compare with skiff ownership --digest)");
   app.add_option("--dist-timeout", o->dist_timeout,
                  "--distributed: seconds a rank waits for the others in one exchange before the "
                  "job ends with an error naming the silent ranks")

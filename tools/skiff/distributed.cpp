@@ -61,9 +61,16 @@ std::string Difference(const json& first, const json& other, int rank) {
 
 Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
                         uint64_t memory_bytes) {
-  if (ranks == 1 && t.accumulate == 1) return Status::Ok();
-  const std::string what =
-      ranks > 1 ? "--distributed (" + std::to_string(ranks) + " ranks)" : "--accumulate";
+  const bool owned = t.ownership == train::Ownership::kPartitions;
+  if (ranks == 1 && t.accumulate == 1 && !owned) return Status::Ok();
+  const std::string what = owned       ? "--ownership partitions"
+                           : ranks > 1 ? "--distributed (" + std::to_string(ranks) + " ranks)"
+                                       : "--accumulate";
+  if (owned && t.accumulate > 1) {
+    return Status::InvalidArgument(
+        "--accumulate with --ownership partitions is not built yet: a step is one plan batch, "
+        "split among the ranks");
+  }
   if (device != Device::kCpu) {
     return Status::InvalidArgument(what +
                                    " runs on --device cpu: device gradients are not built yet");

@@ -1,10 +1,11 @@
 // Communicator: how the processes of one data-parallel job talk -- a fixed set of `size()` ranks,
 // numbered 0..size()-1, started together (by mpirun) and failing together (fail-stop).
 //
-// Two implementations: a one-process communicator (rank 0 of 1; every collective is a no-op that
-// leaves its data as the single rank's contribution), always built, and an Open MPI one, built
-// when CMake finds MPI (HaveMpi()). Training code is written against this interface only, so every
-// distributed path runs, and is tested, in one process.
+// Three implementations: a one-process communicator (rank 0 of 1; every collective is a no-op that
+// leaves its data as the single rank's contribution), always built; ranks as threads of one
+// process (CreateThreadCommunicators: multi-rank unit tests without MPI), always built; and an
+// Open MPI one, built when CMake finds MPI (HaveMpi()). Training code is written against this
+// interface only, so every distributed path runs, and is tested, in one process.
 //
 // Collectives. Every rank calls the same collectives in the same order with the same sizes (a
 // programmer error otherwise; the MPI communicator reports a size mismatch it sees as
@@ -66,6 +67,11 @@ class Communicator {
   // Every rank's `bytes` (any length, per rank), indexed by rank, on every rank.
   virtual Result<std::vector<std::string>> AllGather(std::string_view bytes,
                                                      std::string_view what) = 0;
+  // Personalised exchange: sends to_each[r] (to_each.size() == size(), any lengths) to rank r and
+  // returns, indexed by rank, what every rank sent to this one (this rank's own part handed back).
+  // Owned-partition runs ask the owners of remote nodes for their rows with it.
+  virtual Result<std::vector<std::string>> AllToAll(std::vector<std::string> to_each,
+                                                    std::string_view what) = 0;
   // Returns when every rank has called it.
   virtual Status Barrier(std::string_view what) = 0;
 
@@ -76,6 +82,13 @@ class Communicator {
 
 // The communicator of a process that runs alone: rank 0 of 1.
 std::unique_ptr<Communicator> CreateLocalCommunicator();
+
+// `size` communicators over ranks that are threads of this process (rank r is element r), for
+// tests of multi-rank code without MPI and for running several ranks in one process. Each must
+// be driven by its own thread; a collective some rank does not join within
+// options.timeout_seconds fails with Aborted, as the MPI communicator's. Abort() ends the process.
+std::vector<std::unique_ptr<Communicator>> CreateThreadCommunicators(int size,
+                                                                     const CommOptions& options);
 
 // Whether this build has the MPI communicator.
 bool HaveMpi();

@@ -189,6 +189,11 @@ class Dataset {
   Result<std::vector<int64_t>> LoadOffsets() const;
   // Widened to int64; every ID in [0, num_nodes).
   Result<std::vector<int64_t>> LoadNeighbors() const;
+  // The rows of nodes [first, first + count) alone: *offsets (count + 1 entries, rebased to start
+  // at 0) and *neighbors (widened to int64), checked as LoadOffsets and LoadNeighbors check them
+  // (Corruption naming the file and the node). A rank of an owned-partition run reads its range.
+  Status LoadGraphRange(int64_t first, int64_t count, std::vector<int64_t>* offsets,
+                        std::vector<int64_t>* neighbors) const;
   // Converted to float32, N*D; every value finite.
   Result<std::vector<float>> LoadFeatures() const;
   // Every label in [-1, num_classes).

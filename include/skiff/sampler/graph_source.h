@@ -21,6 +21,17 @@
 
 namespace skiff::sampler {
 
+// What the sampler is about to read of one batch (GraphSource::WillExpand).
+struct ExpandRequest {
+  // The nodes are first expanded at this hop (0: the seeds); their rows are read for blocks
+  // 0 .. fanouts.size()-1-hop. hop == fanouts.size(): the outermost hop, never expanded, whose
+  // degrees alone are asked for (the sampler records degrees for GCN).
+  int hop = 0;
+  uint64_t draw_key = 0;           // NodeDrawKey of the batch (skiff/neighbor_draw.h)
+  std::span<const int> fanouts;    // the sampler's, input layer first
+  std::span<const int64_t> nodes;  // global IDs, distinct
+};
+
 class GraphSource {
  public:
   virtual ~GraphSource() = default;
@@ -37,6 +48,15 @@ class GraphSource {
   // has not seen before belong to hop `hop` + 1. Sources that batch their reads by hop use it; the
   // default ignores it.
   virtual void BeginHop(int hop) const { (void)hop; }
+  // Called by the sampler, for every batch, before it asks for the degrees and rows of the nodes
+  // first expanded at each hop (even when there are none) and, when it records degrees, once more
+  // for the outermost hop's degrees: a source whose rows live elsewhere fetches them here
+  // (train/exchange_graph.h, which makes every rank of a job take part; so every rank samples the
+  // same sequence of batches, one at a time). Errors end the batch. The default does nothing.
+  virtual Status WillExpand(const ExpandRequest& request) const {
+    (void)request;
+    return Status::Ok();
+  }
   // A hint from the sampler: it will soon ask for v's degree (`row` false) or, having asked for
   // its degree, its row (`row` true). Sources in memory start loading it (PrefetchRead); the
   // default ignores it.

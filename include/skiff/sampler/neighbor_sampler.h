@@ -82,7 +82,7 @@ class NeighborSampler {
   void DrawSamples(int hop, BatchState* state, const std::vector<int64_t>& nodes) const;
   Status CollectPicks(int fanout, int64_t end, BatchState* state, const std::vector<int64_t>& nodes,
                       sampler::Block* block) const;
-  void Finish(BatchState* state, sampler::MiniBatch* out) const;
+  Status Finish(BatchState* state, sampler::MiniBatch* out) const;
 
   const GraphSource& graph_;
   std::vector<int> fanouts_;

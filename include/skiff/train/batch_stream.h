@@ -41,6 +41,9 @@ struct PreparedBatch {
   // Seeds and labels only: the model samples the batch on its device from sample_seed
   // (BatchStreamOptions::sample false; model::BatchInput::sample).
   bool unsampled = false;
+  // A rank's part of a plan batch in an owned-partition run (owned_pass.h): the labelled seeds of
+  // the whole plan batch, which the part's gradient is weighted against. -1: the batch is whole.
+  int64_t whole_labelled = -1;
 };
 
 struct BatchStreamOptions {

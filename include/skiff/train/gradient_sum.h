@@ -27,6 +27,9 @@ class GradientSum {
 
   // Adds the gradients now in `params` (Parameters() order, num_values in all).
   void Add(const std::vector<model::Parameter>& params);
+  // Adds the gradients in `params` times `weight` (a rank's part of a batch in an owned-partition
+  // run: its share of the batch's labelled seeds).
+  void AddScaled(const std::vector<model::Parameter>& params, float weight);
   // The sum, in Parameters() order: what a data-parallel step all-reduces.
   std::span<float> values() { return sum_; }
   // Batches added since Clear().

@@ -44,6 +44,13 @@ inline constexpr EnumName<SamplerPlace> kSamplerPlaceNames[] = {{SamplerPlace::k
                                                                 {SamplerPlace::kDevice, "device"},
                                                                 {SamplerPlace::kAuto, "auto"}};
 
+// What each rank of a data-parallel run holds: the whole dataset (replicated; whole batches
+// round robin), or the rows of a range of its partitions, fetching the rest from their owners
+// (partitions; each plan batch split among the ranks by who owns its seeds). docs/distributed.md.
+enum class Ownership { kReplicated, kPartitions };
+inline constexpr EnumName<Ownership> kOwnershipNames[] = {{Ownership::kReplicated, "replicated"},
+                                                          {Ownership::kPartitions, "partitions"}};
+
 // What a run learns: node classification (labels of the node splits) or link prediction (the
 // dataset's edge split; train/link_trainer.h).
 enum class Task { kNode, kLink };
@@ -80,6 +87,7 @@ struct TrainOptions {
   // Batches whose gradients make one optimiser step (their sum, in batch order, times
   // 1/batches): docs/distributed.md. 1: a step per batch.
   int accumulate = 1;
+  Ownership ownership = Ownership::kReplicated;
   // Parts each training batch's forward and backward run in, one after another, summing their
   // gradients (Model::ComputeGradientsInParts): fewer activations alive at once, for small memory
   // budgets. 0: as the memory plan chooses (MemoryPlan::micro_batches; 1 without --memory).

@@ -22,7 +22,15 @@
 // plan (ShardBatches), with their one-process batch numbers for every random stream; each step,
 // the ranks' gradients are all-reduced (summed in rank order) and every rank takes the same
 // optimiser step, so a W-rank run computes what one process computes with accumulate = W.
-// Evaluation passes are sharded the same way and their loss totals summed. Rank 0 alone writes
+// Evaluation passes are sharded the same way and their loss totals summed.
+//
+// Owned partitions (SetOwnership; docs/distributed.md): each rank holds the rows of its node range
+// only (TrainData's sources are its ExchangeGraph and ExchangeFeatures). Every pass runs the
+// one-process plan's batches, each split among the ranks by who owns its seeds (owned_pass.h),
+// one part at a time on the calling thread. A step is one plan batch: each rank's part's gradient
+// (its mean loss) weighted by its share of the batch's labelled seeds, summed over the ranks in
+// rank order, so the step's gradient is the batch's mean-loss gradient, as in one process, up to
+// the order of the floating-point sums. Rank 0 alone writes
 // metrics and checkpoints. A failed collective ends Run() with its Status (the caller aborts the
 // job).
 //
@@ -48,6 +56,7 @@
 #include "skiff/train/batch_stream.h"
 #include "skiff/train/checkpoint.h"
 #include "skiff/train/gradient_sum.h"
+#include "skiff/train/node_ranges.h"
 #include "skiff/train/train_options.h"
 
 namespace skiff::train {
@@ -195,6 +204,15 @@ class Trainer {
   // process). InvalidArgument when TrainOptions::world_size is not comm->size(), or when a
   // data-parallel run also asks for accumulate > 1 (not built yet).
   Status SetCommunicator(dist::Communicator* comm);
+  // Makes the data-parallel run owned-partition over `ranges` (which must outlive the Trainer;
+  // ranges->size() == the communicator's size, set first). TrainData's graph and features must be
+  // this rank's exchange sources (exchange_graph.h, exchange_features.h), its labels and node
+  // splits every node's. InvalidArgument for a model that does not compute on the host.
+  Status SetOwnership(const NodeRanges* ranges);
+  // Owned-partition runs: each training part's BatchDigestLine, as it is computed, to `sink`.
+  void SetBatchDigest(std::function<Status(const std::string& line)> sink) {
+    digest_ = std::move(sink);
+  }
 
   // The model's and optimiser's state after `epoch` (copied back from the model's device).
   Result<Checkpoint> MakeCheckpoint(int64_t epoch);
@@ -241,6 +259,10 @@ class Trainer {
   // Batches per optimiser step: the ranks of a data-parallel run, else TrainOptions::accumulate.
   int64_t StepBatches() const;
   bool Distributed() const { return comm_ != nullptr && comm_->size() > 1; }
+  bool Owned() const { return ranges_ != nullptr; }
+  // The consume step of an owned-partition training part: its weighted gradient into the sum, and
+  // the step (every rank, with or without seeds of its own in the batch).
+  Status TrainOwnedPart(const PreparedBatch& next, uint64_t dropout_seed, int64_t step);
   // The batches this process runs of a pass over `nodes` and their numbers in the pass: all of
   // them in one process, the rank's share (ShardBatches) in a data-parallel run.
   std::vector<std::vector<int64_t>> OwnBatches(const std::vector<int64_t>& nodes,
@@ -284,8 +306,10 @@ class Trainer {
                                   eval_part_seeds_)
                : 1;
   }
-  dist::Communicator* comm_ = nullptr;      // null: one process
-  std::unique_ptr<GradientSum> gradients_;  // steps over several batches only
+  dist::Communicator* comm_ = nullptr;                // null: one process
+  const NodeRanges* ranges_ = nullptr;                // owned partitions (SetOwnership), else null
+  std::function<Status(const std::string&)> digest_;  // SetBatchDigest
+  std::unique_ptr<GradientSum> gradients_;            // steps over several batches only
   bool features_offered_ = false;
   model::DeviceSampling device_sampling_;  // InputOf's, for the batch being computed
   int64_t next_epoch_ = 0;

@@ -1,0 +1,26 @@
+#include "skiff/train/owned_data.h"
+
+namespace skiff::train {
+
+Result<std::unique_ptr<OwnedData>> LoadOwned(const format::Dataset& dataset,
+                                             dist::Communicator* comm) {
+  SKIFF_CHECK(comm != nullptr);
+  auto out = std::make_unique<OwnedData>();
+  TrainData& d = out->data;
+  SKIFF_ASSIGN_OR_RETURN(format::Dataset::NodeSplits splits, dataset.LoadSplits());
+  SKIFF_ASSIGN_OR_RETURN(NodeRanges ranges,
+                         NodeRanges::ForDataset(dataset, splits.train, comm->size()));
+  out->ranges = std::make_unique<NodeRanges>(std::move(ranges));
+  SKIFF_ASSIGN_OR_RETURN(out->graph, ExchangeGraph::Load(dataset, *out->ranges, comm));
+  SKIFF_ASSIGN_OR_RETURN(out->features, ExchangeFeatures::Load(dataset, *out->ranges, comm));
+  d.graph = out->graph.get();
+  d.features = out->features.get();
+  SKIFF_ASSIGN_OR_RETURN(d.labels, dataset.LoadLabels());
+  d.num_classes = dataset.manifest().num_classes;
+  d.train = std::move(splits.train);
+  d.valid = std::move(splits.valid);
+  d.test = std::move(splits.test);
+  return out;
+}
+
+}  // namespace skiff::train
