@@ -286,7 +286,7 @@ Status Trainer::EvaluateSplits(EpochMetrics* m) {
   // Evaluation can take longer than the training pass (evaluation fanouts): its own line.
   std::optional<Progress> progress;
   if (options_.show_progress) {
-    progress.emplace("evaluate", data_.valid.size() + data_.test.size(), "nodes");
+    progress.emplace("evaluate", OwnEvalNodes(data_.valid) + OwnEvalNodes(data_.test), "nodes");
   }
   Progress* const shown = progress ? &*progress : nullptr;
   if (EvaluatesSplitsTogether()) {
@@ -502,6 +502,17 @@ uint64_t Trainer::OwnSeeds() const {
     seeds += static_cast<uint64_t>(std::min(options_.batch_size, n - b * options_.batch_size));
   }
   return seeds;
+}
+
+uint64_t Trainer::OwnEvalNodes(const std::vector<int64_t>& nodes) const {
+  if (Owned()) return OwnedPart(nodes, *ranges_, comm_->rank()).size();
+  if (!Distributed() || RunsPasses()) return nodes.size();
+  std::vector<uint64_t> numbers;
+  uint64_t count = 0;
+  for (const auto& batch : OwnBatches(nodes, options_.eval_batch_size, false, 0, &numbers)) {
+    count += batch.size();
+  }
+  return count;
 }
 
 int64_t Trainer::StepBatches() const {

@@ -15,6 +15,9 @@
 #include "skiff/format/dataset.h"
 #include "skiff/sampler/graph_source.h"
 #include "skiff/sampler/neighbor_sampler.h"
+#include "skiff/train/batch_plan.h"
+#include "skiff/train/node_ranges.h"
+#include "skiff/train/owned_pass.h"
 #include "skiff/train/ownership_traffic.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
@@ -35,6 +38,8 @@ struct OwnershipOptions {
   int64_t row_bytes = -1;  // -1: the dataset's feature row
   int threads = 0;
   bool json = false;
+  std::string digest;           // write the owned parts' BatchDigestLines here instead
+  bool record_degrees = false;  // --digest: sample as GCN does (degrees recorded)
 };
 
 Result<std::vector<int>> ParseRanks(const std::string& text) {
@@ -77,6 +82,39 @@ double Percent(int64_t part, int64_t whole) {
   return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
 }
 
+// --digest: every rank's part of every batch of the epoch, sampled and gathered in this one process
+// over the whole dataset, as BatchDigestLines (rank by rank within each batch) into `path`: what a
+// job trained with --ownership partitions and --batch-digest must have computed.
+Status WriteDigests(const OwnershipOptions& o, const format::Dataset& ds,
+                    const sampler::GraphSource& graph, const std::vector<int64_t>& train, int ranks,
+                    const std::vector<int>& fanouts) {
+  SKIFF_ASSIGN_OR_RETURN(const train::NodeRanges node_ranges,
+                         train::NodeRanges::ForDataset(ds, train, ranks));
+  SKIFF_ASSIGN_OR_RETURN(auto features, sampler::InMemoryFeatures::Load(ds));
+  const sampler::NeighborSampler sampler(graph, fanouts, o.record_degrees);
+  const auto plan = train::PlanBatches(train, o.batch_size, true, o.seed, o.epoch);
+  std::FILE* out = std::fopen(o.digest.c_str(), "w");
+  if (out == nullptr) return Status::IOError("--digest: cannot write " + o.digest);
+  sampler::MiniBatch mb;
+  std::vector<float> rows;
+  Status st;
+  for (size_t b = 0; b < plan.size() && st.ok(); ++b) {
+    for (int rank = 0; rank < ranks && st.ok(); ++rank) {
+      const std::vector<int64_t> part = train::OwnedPart(plan[b], node_ranges, rank);
+      st = sampler.Sample(part, sampler::BatchSeed(o.seed, train::kTrainStream, o.epoch, b), &mb);
+      if (!st.ok()) break;
+      rows.resize(mb.input_nodes.size() * static_cast<size_t>(features->dim()));
+      st = features->Gather(mb.input_nodes, rows.data());
+      if (!st.ok()) break;
+      const std::string line =
+          train::BatchDigestLine(o.epoch, train::kTrainStream, b, rank, mb, rows);
+      if (std::fprintf(out, "%s\n", line.c_str()) < 0) st = Status::IOError("--digest: writing");
+    }
+  }
+  if (std::fclose(out) != 0 && st.ok()) st = Status::IOError("--digest: closing " + o.digest);
+  return st;
+}
+
 int RunOwnership(const OwnershipOptions& o) {
   auto ranks = ParseRanks(o.ranks);
   auto models = ParseOwnership(o.ownership);
@@ -115,6 +153,16 @@ int RunOwnership(const OwnershipOptions& o) {
   if (!graph.ok()) return ReportStatus("ownership", graph.status());
   const uint64_t row_bytes =
       o.row_bytes >= 0 ? static_cast<uint64_t>(o.row_bytes) : m.feature_row_bytes();
+  if (!o.digest.empty()) {
+    if (ranks->size() != 1 || models->size() != 1 || models->front() != "partitions" ||
+        o.seeds != "owned") {
+      return ReportStatus("ownership",
+                          Status::InvalidArgument("--digest takes one rank count (--ranks W) and "
+                                                  "--ownership partitions --seeds owned"));
+    }
+    return ReportStatus("ownership",
+                        WriteDigests(o, **ds, **graph, *train, ranks->front(), *fanouts));
+  }
 
   train::TrafficOptions topt;
   topt.fanouts = *fanouts;
@@ -239,6 +287,12 @@ RunFn Setup(CLI::App& app) {
                  "Dataset directory (partitioned for --ownership "
                  "partitions)")
       ->required();
+  app.add_option("--digest", o->digest,
+                 "Instead of measuring: write a checksum line per rank's part of every batch of "
+                 "the epoch, sampled and gathered in this process (one rank count, partitions); "
+                 "a job trained with --ownership partitions --batch-digest must write the same");
+  app.add_flag("--record-degrees", o->record_degrees,
+               "--digest: sample as GCN does, recording the source nodes' degrees");
   app.add_option("--ranks", o->ranks, "Rank counts W to measure, e.g. 2,4,8")
       ->capture_default_str();
   app.add_option("--ownership", o->ownership,

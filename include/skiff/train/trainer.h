@@ -273,6 +273,8 @@ class Trainer {
   Status FinishStep(int64_t step, int64_t num_batches);
   // The training seeds this process trains on per epoch (its batches' in a data-parallel run).
   uint64_t OwnSeeds() const;
+  // The nodes of `nodes` this process evaluates (its share in a data-parallel run).
+  uint64_t OwnEvalNodes(const std::vector<int64_t>& nodes) const;
   // The current epoch's training nodes: all of them, or the epoch's subset (--epoch-fraction).
   const std::vector<int64_t>& TrainNodes() const {
     return options_.epoch_fraction < 1 ? epoch_train_ : data_.train;
