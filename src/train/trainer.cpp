@@ -16,6 +16,7 @@
 #include "skiff/train/batch_stream.h"
 #include "skiff/train/metrics_file.h"
 #include "skiff/train/owned_pass.h"
+#include "skiff/units.h"
 
 namespace skiff::train {
 namespace {
@@ -225,32 +226,7 @@ Status Trainer::OfferGraph(bool features_held) {
 Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
                                 const std::function<uint64_t(int64_t)>& dropout_seed,
                                 EpochMetrics* m) {
-  if (Owned()) {
-    OwnedPassSpec spec{.plan = PlanBatches(TrainNodes(), options_.batch_size, true, options_.seed,
-                                           static_cast<uint64_t>(epoch)),
-                       .seed = options_.seed,
-                       .stream = kTrainStream,
-                       .epoch = static_cast<uint64_t>(epoch),
-                       .labels = &data_.labels,
-                       .gather_features = true};
-    const auto sample0 = Clock::now();
-    double consume_seconds = 0;
-    Status st = RunOwnedPass(*train_sampler_, *data_.features, *ranges_, comm_->rank(), spec,
-                             [&](PreparedBatch& next) -> Status {
-                               if (digest_) {
-                                 SKIFF_RETURN_IF_ERROR(digest_(BatchDigestLine(
-                                     static_cast<uint64_t>(epoch), kTrainStream, next.index,
-                                     comm_->rank(), next.batch, next.features)));
-                               }
-                               const auto c0 = Clock::now();
-                               Status consumed = consume(next);
-                               consume_seconds += Seconds(c0, Clock::now());
-                               return consumed;
-                             });
-    // Sampling and gathering, with their exchanges, ran on this thread between the steps.
-    m->sample_seconds = Seconds(sample0, Clock::now()) - consume_seconds;
-    return st;
-  }
+  if (Owned()) return RunOwnedTrainingPass(epoch, consume, m);
   if (RunsPasses()) {
     PassSpec pass = MakePassSpec(&TrainNodes(), true, kTrainStream, epoch, options_.batch_size);
     pass.dropout_seed = dropout_seed;
@@ -278,6 +254,57 @@ Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(Prepar
   m->sample_seconds = stream.sample_busy_seconds();
   m->gather_seconds = stream.gather_busy_seconds();
   m->compute_wait_seconds = stream.consumer_wait_seconds();
+  return Status::Ok();
+}
+
+Status Trainer::RunOwnedTrainingPass(int64_t epoch,
+                                     const std::function<Status(PreparedBatch&)>& consume,
+                                     EpochMetrics* m) {
+  const OwnedPassSpec spec{.plan = PlanBatches(TrainNodes(), options_.batch_size, true,
+                                               options_.seed, static_cast<uint64_t>(epoch)),
+                           .seed = options_.seed,
+                           .stream = kTrainStream,
+                           .epoch = static_cast<uint64_t>(epoch),
+                           .labels = &data_.labels,
+                           .gather_features = true};
+  const ExchangeTraffic graph_before = graph_traffic_ ? *graph_traffic_ : ExchangeTraffic{};
+  const ExchangeTraffic features_before = feature_traffic_ ? *feature_traffic_ : ExchangeTraffic{};
+  const auto start = Clock::now();
+  double consume_seconds = 0;
+  SKIFF_RETURN_IF_ERROR(RunOwnedPass(*train_sampler_, *data_.features, *ranges_, comm_->rank(),
+                                     spec, [&](PreparedBatch& next) -> Status {
+                                       if (digest_) {
+                                         SKIFF_RETURN_IF_ERROR(digest_(BatchDigestLine(
+                                             static_cast<uint64_t>(epoch), kTrainStream, next.index,
+                                             comm_->rank(), next.batch, next.features)));
+                                       }
+                                       const auto c0 = Clock::now();
+                                       Status consumed = consume(next);
+                                       consume_seconds += Seconds(c0, Clock::now());
+                                       return consumed;
+                                     }));
+  // Sampling and gathering, with their exchanges, ran on this thread between the steps.
+  m->sample_seconds = Seconds(start, Clock::now()) - consume_seconds;
+  if (graph_traffic_ == nullptr || feature_traffic_ == nullptr) return Status::Ok();
+  // What the pass fetched, summed over the ranks (a collective: every rank reports).
+  int64_t fetched[4] = {
+      graph_traffic_->rows_fetched - graph_before.rows_fetched,
+      static_cast<int64_t>(graph_traffic_->bytes_received - graph_before.bytes_received),
+      feature_traffic_->rows_fetched - features_before.rows_fetched,
+      static_cast<int64_t>(feature_traffic_->bytes_received - features_before.bytes_received)};
+  SKIFF_RETURN_IF_ERROR(comm_->AllReduceSum(std::span<int64_t>(fetched, 4), "pass exchanges"));
+  json j;
+  j["exchange"] = {{"remote_nodes", fetched[0]},
+                   {"adjacency_bytes", fetched[1]},
+                   {"feature_rows", fetched[2]},
+                   {"feature_bytes", fetched[3]}};
+  m->pipeline_json = j.dump();
+  if (options_.show_progress) {
+    LogInfo("training pass: the ranks fetched the picks of " + std::to_string(fetched[0]) +
+            " remote nodes (" + FormatBytes(static_cast<uint64_t>(fetched[1])) + ") and " +
+            std::to_string(fetched[2]) + " feature rows (" +
+            FormatBytes(static_cast<uint64_t>(fetched[3])) + ") from each other");
+  }
   return Status::Ok();
 }
 
@@ -520,13 +547,16 @@ int64_t Trainer::StepBatches() const {
   return Distributed() ? comm_->size() : options_.accumulate;
 }
 
-Status Trainer::SetOwnership(const NodeRanges* ranges) {
+Status Trainer::SetOwnership(const NodeRanges* ranges, const ExchangeTraffic* graph_traffic,
+                             const ExchangeTraffic* feature_traffic) {
   SKIFF_CHECK(ranges != nullptr && comm_ != nullptr && ranges->size() == comm_->size());
   if (model_->samples_on_device() || model_->holds_features()) {
     return Status::InvalidArgument(
         "--ownership partitions computes on the host: each rank's batches come from its exchanges");
   }
   ranges_ = ranges;
+  graph_traffic_ = graph_traffic;
+  feature_traffic_ = feature_traffic;
   return Status::Ok();
 }
 

@@ -63,7 +63,7 @@ for x, y in zip(a, b):
 print("  last epoch: test accuracy %.4f (one process %.4f), loss %.8f (%.8f)"
       % (b[-1]["test_acc"], a[-1]["test_acc"], b[-1]["loss"], a[-1]["loss"]))
 PY
-  grep -q "the ranks fetched [1-9]" own$W.log || { echo "FAIL: nothing fetched"; cat own$W.log; exit 1; }
+  grep -q "the ranks fetched the picks of [1-9]" own$W.log || { echo "FAIL: nothing fetched"; cat own$W.log; exit 1; }
   echo "$W ranks train what one process trains: OK"
 done
 

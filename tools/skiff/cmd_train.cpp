@@ -390,10 +390,12 @@ Status ReportExchanges(dist::Communicator& comm, const train::OwnedData& data) {
                        static_cast<int64_t>(f.bytes_received)};
   SKIFF_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(totals, 4), "exchange totals"));
   if (comm.rank() != 0) return Status::Ok();
-  LogInfo("owned partitions: the ranks fetched " + std::to_string(totals[0]) +
-          " remote nodes' samples (" + FormatBytes(static_cast<uint64_t>(totals[1])) + ") and " +
-          std::to_string(totals[2]) + " feature rows (" +
-          FormatBytes(static_cast<uint64_t>(totals[3])) + ") from each other");
+  LogInfo(
+      "owned partitions, over the run (training and evaluation): the ranks fetched the "
+      "picks of " +
+      std::to_string(totals[0]) + " remote nodes (" +
+      FormatBytes(static_cast<uint64_t>(totals[1])) + ") and " + std::to_string(totals[2]) +
+      " feature rows (" + FormatBytes(static_cast<uint64_t>(totals[3])) + ") from each other");
   return Status::Ok();
 }
 
@@ -415,7 +417,8 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
                          train::Trainer::Create(data->data, t, ModelFactoryFor(Device::kCpu)));
   SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
-  SKIFF_RETURN_IF_ERROR(trainer->SetOwnership(data->ranges.get()));
+  SKIFF_RETURN_IF_ERROR(trainer->SetOwnership(data->ranges.get(), &data->graph->traffic(),
+                                              &data->features->traffic()));
   std::FILE* digest = nullptr;
   if (!o.batch_digest.empty()) {
     const std::string path = o.batch_digest + "." + std::to_string(comm.rank());

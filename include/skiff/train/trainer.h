@@ -55,6 +55,7 @@
 #include "skiff/status.h"
 #include "skiff/train/batch_stream.h"
 #include "skiff/train/checkpoint.h"
+#include "skiff/train/exchange_graph.h"
 #include "skiff/train/gradient_sum.h"
 #include "skiff/train/node_ranges.h"
 #include "skiff/train/train_options.h"
@@ -207,8 +208,11 @@ class Trainer {
   // Makes the data-parallel run owned-partition over `ranges` (which must outlive the Trainer;
   // ranges->size() == the communicator's size, set first). TrainData's graph and features must be
   // this rank's exchange sources (exchange_graph.h, exchange_features.h), its labels and node
-  // splits every node's. InvalidArgument for a model that does not compute on the host.
-  Status SetOwnership(const NodeRanges* ranges);
+  // splits every node's. With their traffic counters (which must outlive the Trainer), each
+  // training pass reports what the ranks fetched from each other (EpochMetrics::pipeline_json,
+  // and a log line). InvalidArgument for a model that does not compute on the host.
+  Status SetOwnership(const NodeRanges* ranges, const ExchangeTraffic* graph_traffic = nullptr,
+                      const ExchangeTraffic* feature_traffic = nullptr);
   // Owned-partition runs: each training part's BatchDigestLine, as it is computed, to `sink`.
   void SetBatchDigest(std::function<Status(const std::string& line)> sink) {
     digest_ = std::move(sink);
@@ -263,6 +267,9 @@ class Trainer {
   // The consume step of an owned-partition training part: its weighted gradient into the sum, and
   // the step (every rank, with or without seeds of its own in the batch).
   Status TrainOwnedPart(const PreparedBatch& next, uint64_t dropout_seed, int64_t step);
+  // RunTrainingPass of an owned-partition run (owned_pass.h), with its exchanges' report.
+  Status RunOwnedTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
+                              EpochMetrics* m);
   // The batches this process runs of a pass over `nodes` and their numbers in the pass: all of
   // them in one process, the rank's share (ShardBatches) in a data-parallel run.
   std::vector<std::vector<int64_t>> OwnBatches(const std::vector<int64_t>& nodes,
@@ -310,6 +317,8 @@ class Trainer {
   }
   dist::Communicator* comm_ = nullptr;                // null: one process
   const NodeRanges* ranges_ = nullptr;                // owned partitions (SetOwnership), else null
+  const ExchangeTraffic* graph_traffic_ = nullptr;    // SetOwnership's (may be null)
+  const ExchangeTraffic* feature_traffic_ = nullptr;  // SetOwnership's (may be null)
   std::function<Status(const std::string&)> digest_;  // SetBatchDigest
   std::unique_ptr<GradientSum> gradients_;            // steps over several batches only
   bool features_offered_ = false;
