@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -58,6 +59,18 @@ double AveragePrecision(std::span<const float> positives, std::span<const float>
     i = j;
   }
   return ap;
+}
+
+double HitsAgainstNegatives(std::span<const float> positives, std::span<const float> negatives,
+                            int k) {
+  if (positives.empty()) return 0;
+  if (k < 1 || static_cast<int64_t>(negatives.size()) < k) return 1;
+  std::vector<float> top(negatives.begin(), negatives.end());
+  std::nth_element(top.begin(), top.begin() + (k - 1), top.end(), std::greater<float>());
+  const float kth = top[static_cast<size_t>(k - 1)];
+  int64_t above = 0;
+  for (float p : positives) above += p > kth ? 1 : 0;
+  return static_cast<double>(above) / static_cast<double>(positives.size());
 }
 
 double RankAmong(float positive, std::span<const float> candidates) {

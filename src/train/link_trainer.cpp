@@ -153,6 +153,10 @@ std::string LinkEvaluation::JsonMembers(const std::string& prefix) const {
   std::string out = "\"" + prefix + "edges\": " + std::to_string(edges);
   if (has_non_edges) {
     out += ", \"" + prefix + "auc\": " + Fixed(auc) + ", \"" + prefix + "ap\": " + Fixed(ap);
+    for (size_t k = 0; k < kSharedHitsAt.size(); ++k) {
+      out += ", \"" + prefix + "neg_hits@" + std::to_string(kSharedHitsAt[k]) +
+             "\": " + Fixed(shared_hits[k]);
+    }
   }
   if (ranking.count > 0) out += ", " + ranking.JsonMembers(prefix);
   return out;
@@ -475,6 +479,10 @@ Result<LinkEvaluation> LinkTrainer::Evaluate(const std::vector<int64_t>& pairs,
     out.has_non_edges = true;
     out.auc = RocAuc(scores.positives, scores.non_edges);
     out.ap = AveragePrecision(scores.positives, scores.non_edges);
+    for (size_t k = 0; k < kSharedHitsAt.size(); ++k) {
+      out.shared_hits[k] =
+          HitsAgainstNegatives(scores.positives, scores.non_edges, kSharedHitsAt[k]);
+    }
   }
   out.ranking = scores.ranks.Result();
   return out;
@@ -626,6 +634,10 @@ Status ParseEvaluation(const nlohmann::json& j, const std::string& prefix, LinkE
   if (e->has_non_edges) {
     SKIFF_RETURN_IF_ERROR(number("auc", &e->auc));
     SKIFF_RETURN_IF_ERROR(number("ap", &e->ap));
+    for (size_t k = 0; k < kSharedHitsAt.size(); ++k) {
+      const std::string key = "neg_hits@" + std::to_string(kSharedHitsAt[k]);
+      if (j.contains(prefix + key)) SKIFF_RETURN_IF_ERROR(number(key, &e->shared_hits[k]));
+    }
   }
   if (!j.contains(prefix + "mrr")) return Status::Ok();
   e->ranking.count = e->edges;

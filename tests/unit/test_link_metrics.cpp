@@ -77,6 +77,18 @@ TEST_CASE("link metrics: ranks count ties half; MRR and Hits@K") {
   CHECK(RankingAccumulator().Result().mrr == 0);
 }
 
+TEST_CASE("link metrics: Hits@K against shared negatives, as OGB's collab/ppa/ddi evaluator") {
+  // Negatives 9, 8, ..., 0: the 3rd highest is 7; positives strictly above it count.
+  std::vector<float> negatives;
+  for (int v = 9; v >= 0; --v) negatives.push_back(static_cast<float>(v));
+  const std::vector<float> positives = {10, 7.5f, 7, 3};
+  CHECK(HitsAgainstNegatives(positives, negatives, 3) == 0.5);   // 10 and 7.5; 7 ties: not above
+  CHECK(HitsAgainstNegatives(positives, negatives, 1) == 0.25);  // above 9: 10 alone
+  CHECK(HitsAgainstNegatives(positives, negatives, 10) == 1.0);  // above 0: all four
+  CHECK(HitsAgainstNegatives(positives, negatives, 11) == 1.0);  // fewer than K negatives
+  CHECK(HitsAgainstNegatives({}, negatives, 3) == 0.0);
+}
+
 TEST_CASE("edge batches: distinct seeds, rows that map back, every pair once per epoch") {
   const std::vector<int64_t> pairs = {0, 1, 1, 2, 2, 0, 3, 4, 4, 5, 5, 3, 0, 5};
   const auto plan = PlanEdgeBatches(7, 3, /*shuffle=*/true, 11, 2);

@@ -27,6 +27,14 @@ double RocAuc(std::span<const float> positives, std::span<const float> negatives
 // scores forming one threshold. 0 when there are no positives.
 double AveragePrecision(std::span<const float> positives, std::span<const float> negatives);
 
+// OGB's Hits@K against a shared set of negatives (ogbl-collab, -ppa, -ddi): the fraction of
+// positives scoring strictly above the K-th highest negative score; 1 when there are fewer than K
+// negatives (OGB's evaluator's rule). O(N log K + P).
+double HitsAgainstNegatives(std::span<const float> positives, std::span<const float> negatives,
+                            int k);
+// The cut-offs reported for it (OGB's: 20 for ddi, 50 for collab, 100 for ppa).
+inline constexpr std::array<int, 3> kSharedHitsAt = {20, 50, 100};
+
 // The Hits@K cut-offs reported (the and OGB's: 1, 10, 50, 100).
 inline constexpr std::array<int, 4> kHitsAt = {1, 10, 50, 100};
 

@@ -126,6 +126,9 @@ struct LinkEvaluation {
   int64_t edges = 0;  // evaluated
   bool has_non_edges = false;
   double auc = 0, ap = 0;  // against the stored non-edges
+  // HitsAgainstNegatives over the stored non-edges at kSharedHitsAt (OGB's protocol when the
+  // non-edges are an OGB split's edge_neg).
+  std::array<double, kSharedHitsAt.size()> shared_hits{};
   RankingMetrics ranking;  // count 0 without eval_negatives
   // "valid_auc": .., ... as JSON members (no braces).
   std::string JsonMembers(const std::string& prefix) const;
