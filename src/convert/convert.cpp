@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "skiff/convert/csr_builder.h"
@@ -560,7 +561,7 @@ Status ConvertOgb(Job& job) {
   if (!layout.node_label_file.empty()) {
     SKIFF_ASSIGN_OR_RETURN(job.labels, ReadOgbLabels(layout.node_label_file, num_nodes));
   }
-  if (!layout.split_name.empty()) {
+  if (!layout.split_name.empty() && !layout.link) {  // a link split is applied last
     Splits splits;
     SKIFF_ASSIGN_OR_RETURN(splits.train, ReadOgbIndexFile(layout.train_file, num_nodes));
     SKIFF_ASSIGN_OR_RETURN(splits.valid, ReadOgbIndexFile(layout.valid_file, num_nodes));
@@ -754,6 +755,71 @@ Result<ConvertSummary> ConvertThenSplitEdges(const ConvertOptions& opt, ConvertS
   return summary;
 }
 
+// An OGB link-prediction layout's own edge split (split/<name>/*.npz), applied last as
+// ConvertThenSplitEdges applies --split-edges: the dataset is written without it into unsplit/,
+// then rewritten with the given pairs (WriteGivenEdgeSplit).
+Result<GivenEdgeSplit> ReadOgbEdgeSplit(const OgbLayout& layout, int64_t num_nodes) {
+  GivenEdgeSplit given;
+  given.origin = layout.root + "/split/" + layout.split_name;
+  for (const auto& [file, pairs, negatives] :
+       {std::tuple{&layout.train_file, &given.train, static_cast<std::vector<int64_t>*>(nullptr)},
+        std::tuple{&layout.valid_file, &given.valid, &given.valid_neg},
+        std::tuple{&layout.test_file, &given.test, &given.test_neg}}) {
+    SKIFF_ASSIGN_OR_RETURN(OgbEdgeSplitFile split, ReadOgbEdgeSplitFile(*file, num_nodes));
+    *pairs = std::move(split.pairs);
+    if (negatives != nullptr) *negatives = std::move(split.negatives);
+    if (split.negatives_per_positive > 0) {
+      LogWarning(*file + ": target_node_neg (" + std::to_string(split.negatives_per_positive) +
+                 " negatives per positive) is not imported: evaluation ranks each positive among "
+                 "--eval-negatives candidates drawn uniformly instead");
+    }
+  }
+  return given;
+}
+
+void LogGivenSplit(const GivenSplitReport& r, const std::string& origin) {
+  const std::pair<int64_t, const char*> dropped[] = {
+      {r.self_loops, "self-loop positives dropped"},
+      {r.repeated, "repeated positives dropped"},
+      {r.train_also_held_out, "train pairs dropped that are also valid or test pairs"},
+      {r.train_not_in_graph, "train pairs dropped that are no edge of the graph"},
+      {r.negatives_dropped, "negatives dropped (self-loops, repeats, positives or edges)"},
+      {r.graph_edges_removed, "stored edges of valid and test pairs removed from the graph"}};
+  for (const auto& [count, what] : dropped) {
+    if (count > 0) LogInfo(origin + ": " + std::to_string(count) + " " + what);
+  }
+}
+
+Result<ConvertSummary> ConvertThenGivenSplit(const ConvertOptions& opt, ConvertSummary summary,
+                                             uint64_t memory, const OgbLayout& layout) {
+  SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
+  const std::string unsplit_dir = writer->temp_dir() + "/unsplit";
+  if (::mkdir(unsplit_dir.c_str(), 0755) != 0) {
+    return Status::FromErrno(errno, "create directory " + unsplit_dir);
+  }
+  ConvertOptions unsplit = opt;
+  unsplit.output = unsplit_dir + "/" + BaseName(opt.output);
+  unsplit.overwrite = false;
+  SKIFF_ASSIGN_OR_RETURN(summary, ConvertWhole(unsplit, summary, memory));
+  {
+    SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(unsplit.output));
+    SKIFF_ASSIGN_OR_RETURN(GivenEdgeSplit given,
+                           ReadOgbEdgeSplit(layout, ds->manifest().num_nodes));
+    const std::string origin = given.origin;
+    GivenSplitReport report;
+    SKIFF_ASSIGN_OR_RETURN(EdgeSplitSummary split,
+                           WriteGivenEdgeSplit(*ds, *writer, std::move(given), &report));
+    LogGivenSplit(report, origin);
+    summary.num_edges = split.edges_after;
+    summary.link_split = split.split;
+  }
+  std::error_code ec;
+  fs::remove_all(unsplit_dir, ec);
+  if (ec) return Status::IOError("remove " + unsplit_dir + ": " + ec.message());
+  SKIFF_RETURN_IF_ERROR(writer->Commit());
+  return summary;
+}
+
 // Options that only some input formats take are refused for the others, rather than ignored.
 Status CheckFormatOptions(const ConvertOptions& opt, InputFormat format) {
   const std::string name = InputFormatName(format);
@@ -799,6 +865,21 @@ Result<ConvertSummary> ConvertGraph(const ConvertOptions& opt) {
   }
   summary.memory_budget_bytes = memory;
   SKIFF_RETURN_IF_ERROR(CheckFormatOptions(opt, summary.format));
+  if (summary.format == InputFormat::kOgb) {
+    SKIFF_ASSIGN_OR_RETURN(const OgbLayout layout, FindOgbLayout(opt.input, opt.ogb_split));
+    if (layout.link) {
+      if (opt.edge_split || opt.largest_component) {
+        return Status::InvalidArgument(
+            opt.input + ": split/" + layout.split_name +
+            " is an OGB edge split, which the dataset keeps as given: --split-edges and "
+            "--largest-component would change it");
+      }
+      SKIFF_ASSIGN_OR_RETURN(summary, ConvertThenGivenSplit(opt, summary, memory, layout));
+      summary.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return summary;
+    }
+  }
   if (opt.edge_split) {
     SKIFF_ASSIGN_OR_RETURN(summary, ConvertThenSplitEdges(opt, summary, memory));
   } else {

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <numeric>
 #include <unordered_set>
 #include <utility>
@@ -103,9 +105,13 @@ struct HeldOut {
   std::vector<int64_t> valid, test;  // (src, dst) interleaved
 };
 
-// Rewrites graph.offsets / graph.neighbors without the valid and test units, appending the train
-// units' pairs to link_train.edges as it goes. Returns the train pair count; *held gets the rest.
-Result<int64_t> WriteGraph(const format::Dataset& ds, const EdgeSplitSpec& spec,
+// Which split a stored edge (u, v)'s unit goes to.
+using Classifier = std::function<Unit(int64_t u, int64_t v)>;
+
+// Rewrites graph.offsets / graph.neighbors without the valid and test units. With `held`, appends
+// the train units' pairs to link_train.edges as it goes and returns their count, *held getting the
+// valid and test pairs; without (a given split, whose pairs are known), only removes them.
+Result<int64_t> WriteGraph(const format::Dataset& ds, const Classifier& classify,
                            format::DatasetWriter& out, HeldOut* held, int64_t* edges_after) {
   const auto& m = ds.manifest();
   const int64_t n = m.num_nodes;
@@ -114,7 +120,10 @@ Result<int64_t> WriteGraph(const format::Dataset& ds, const EdgeSplitSpec& spec,
   SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* in, ds.File(format::kNeighborsFile));
   SKIFF_ASSIGN_OR_RETURN(auto offsets_file, out.CreateFile(format::kOffsetsFile));
   SKIFF_ASSIGN_OR_RETURN(auto neighbors_file, out.CreateFile(format::kNeighborsFile));
-  SKIFF_ASSIGN_OR_RETURN(auto train_file, out.CreateFile(format::kLinkTrainFile));
+  std::unique_ptr<ChecksummedFileWriter> train_file;
+  if (held != nullptr) {
+    SKIFF_ASSIGN_OR_RETURN(train_file, out.CreateFile(format::kLinkTrainFile));
+  }
   std::vector<int64_t> offsets, neighbors, kept, kept_offsets, train;
   std::vector<int32_t> narrow;
   int64_t edges_kept = 0, train_pairs = 0;
@@ -138,17 +147,17 @@ Result<int64_t> WriteGraph(const format::Dataset& ds, const EdgeSplitSpec& spec,
           return Status::Corruption(in->path() + ": edge " + std::to_string(e) + " leads to node " +
                                     std::to_string(v) + ", outside [0, " + std::to_string(n) + ")");
         }
-        const Unit unit = Classify(spec, u, v);
+        const Unit unit = classify(u, v);
         const bool first_direction = !undirected || u < v;  // the stored pair of the unit
         if (unit == Unit::kValid || unit == Unit::kTest) {
-          if (first_direction) {
+          if (first_direction && held != nullptr) {
             auto& pairs = unit == Unit::kValid ? held->valid : held->test;
             pairs.push_back(u);
             pairs.push_back(v);
           }
           continue;  // removed from the message-passing graph
         }
-        if (unit == Unit::kTrain && first_direction) {
+        if (unit == Unit::kTrain && first_direction && held != nullptr) {
           train.push_back(u);
           train.push_back(v);
         }
@@ -156,7 +165,7 @@ Result<int64_t> WriteGraph(const format::Dataset& ds, const EdgeSplitSpec& spec,
         ++row_kept[row];
       }
       SKIFF_RETURN_IF_ERROR(AppendIds(*neighbors_file, wide, kept, &narrow));
-      if (train.size() >= kPairBufferInts) {
+      if (train_file != nullptr && train.size() >= kPairBufferInts) {
         SKIFF_RETURN_IF_ERROR(train_file->Append(train.data(), train.size() * 8));
         train_pairs += static_cast<int64_t>(train.size() / 2);
         train.clear();
@@ -168,12 +177,14 @@ Result<int64_t> WriteGraph(const format::Dataset& ds, const EdgeSplitSpec& spec,
     for (const int64_t k : row_kept) kept_offsets.push_back(edges_kept += k);
     SKIFF_RETURN_IF_ERROR(offsets_file->Append(kept_offsets.data(), kept_offsets.size() * 8));
   }
-  SKIFF_RETURN_IF_ERROR(train_file->Append(train.data(), train.size() * 8));
-  train_pairs += static_cast<int64_t>(train.size() / 2);
   progress.Finish();
   SKIFF_RETURN_IF_ERROR(out.FinishFile(*offsets_file));
   SKIFF_RETURN_IF_ERROR(out.FinishFile(*neighbors_file));
-  SKIFF_RETURN_IF_ERROR(out.FinishFile(*train_file));
+  if (train_file != nullptr) {
+    SKIFF_RETURN_IF_ERROR(train_file->Append(train.data(), train.size() * 8));
+    train_pairs += static_cast<int64_t>(train.size() / 2);
+    SKIFF_RETURN_IF_ERROR(out.FinishFile(*train_file));
+  }
   *edges_after = edges_kept;
   return train_pairs;
 }
@@ -265,6 +276,37 @@ Status CopyFile(const format::Dataset& ds, const std::string& name, format::Data
   return out.FinishFile(*file);
 }
 
+// Every file but the graph's, and idmap/, into `out`.
+Status CopyRest(const format::Dataset& source, format::DatasetWriter& out) {
+  const format::Manifest& src = source.manifest();
+  for (const auto& [name, info] : src.files) {
+    if (name == format::kOffsetsFile || name == format::kNeighborsFile) continue;
+    SKIFF_RETURN_IF_ERROR(CopyFile(source, name, out));
+  }
+  if (!src.has_id_map) return Status::Ok();
+  const std::string idmap = source.dir() + "/" + format::kIdMapDir;
+  std::error_code ec;
+  fs::copy(idmap, out.temp_dir() + "/" + format::kIdMapDir, fs::copy_options::recursive, ec);
+  if (ec) return Status::IOError("copy " + idmap + " into " + out.temp_dir() + ": " + ec.message());
+  return Status::Ok();
+}
+
+// A source an edge split may be written from: no split yet, not partitioned.
+Status CheckSplittable(const format::Dataset& source) {
+  const format::Manifest& src = source.manifest();
+  if (src.link_split) {
+    return Status::InvalidArgument(source.dir() +
+                                   " already has an edge split; split the dataset it was made "
+                                   "from instead");
+  }
+  if (src.partitions) {
+    return Status::InvalidArgument(source.dir() +
+                                   " is partitioned; split the edges of the unpartitioned dataset "
+                                   "and partition afterwards (`skiff partition` keeps the split)");
+  }
+  return Status::Ok();
+}
+
 Status CheckSpec(const EdgeSplitSpec& spec) {
   for (const double f : {spec.train_fraction, spec.valid_fraction, spec.test_fraction}) {
     if (!(f >= 0 && f <= 1)) {
@@ -323,17 +365,8 @@ Result<EdgeSplitSpec> ParseEdgeSplitSpec(const std::string& text, uint64_t seed,
 Result<EdgeSplitSummary> WriteEdgeSplit(const format::Dataset& source, format::DatasetWriter& out,
                                         const EdgeSplitSpec& spec) {
   SKIFF_RETURN_IF_ERROR(CheckSpec(spec));
+  SKIFF_RETURN_IF_ERROR(CheckSplittable(source));
   const format::Manifest& src = source.manifest();
-  if (src.link_split) {
-    return Status::InvalidArgument(source.dir() +
-                                   " already has an edge split; split the dataset it was made "
-                                   "from instead");
-  }
-  if (src.partitions) {
-    return Status::InvalidArgument(source.dir() +
-                                   " is partitioned; split the edges of the unpartitioned dataset "
-                                   "and partition afterwards (`skiff partition` keeps the split)");
-  }
   SKIFF_CHECK_MSG(out.manifest().files.empty(), "WriteEdgeSplit needs an empty writer");
   format::Manifest& m = out.manifest();
   m = src;
@@ -342,7 +375,8 @@ Result<EdgeSplitSummary> WriteEdgeSplit(const format::Dataset& source, format::D
   EdgeSplitSummary s;
   s.edges_before = src.num_edges;
   HeldOut held;
-  SKIFF_ASSIGN_OR_RETURN(s.split.train, WriteGraph(source, spec, out, &held, &s.edges_after));
+  const Classifier classify = [&spec](int64_t u, int64_t v) { return Classify(spec, u, v); };
+  SKIFF_ASSIGN_OR_RETURN(s.split.train, WriteGraph(source, classify, out, &held, &s.edges_after));
   m.num_edges = s.edges_after;
   s.split.valid = static_cast<int64_t>(held.valid.size() / 2);
   s.split.test = static_cast<int64_t>(held.test.size() / 2);
@@ -367,18 +401,159 @@ Result<EdgeSplitSummary> WriteEdgeSplit(const format::Dataset& source, format::D
   s.split.seed = spec.seed;
   m.link_split = s.split;
 
-  for (const auto& [name, info] : src.files) {
-    if (name == format::kOffsetsFile || name == format::kNeighborsFile) continue;
-    SKIFF_RETURN_IF_ERROR(CopyFile(source, name, out));
+  SKIFF_RETURN_IF_ERROR(CopyRest(source, out));
+  return s;
+}
+
+namespace {
+
+using Pair = std::pair<int64_t, int64_t>;
+using PairSet = std::unordered_set<Pair, PairHash>;
+
+// The positives of one given file as units (normalised when undirected), self-loops and repeats
+// dropped (counted in *report), kept in order; each also into *units.
+std::vector<int64_t> GivenUnits(const std::vector<int64_t>& pairs, bool undirected, PairSet* units,
+                                GivenSplitReport* report) {
+  std::vector<int64_t> out;
+  out.reserve(pairs.size());
+  for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+    const int64_t u = pairs[i], v = pairs[i + 1];
+    if (u == v) {
+      ++report->self_loops;
+      continue;
+    }
+    const Pair p = undirected ? Pair{std::min(u, v), std::max(u, v)} : Pair{u, v};
+    if (!units->insert(p).second) {
+      ++report->repeated;
+      continue;
+    }
+    out.push_back(p.first);
+    out.push_back(p.second);
   }
-  if (src.has_id_map) {
-    const std::string idmap = source.dir() + "/" + format::kIdMapDir;
-    std::error_code ec;
-    fs::copy(idmap, out.temp_dir() + "/" + format::kIdMapDir, fs::copy_options::recursive, ec);
-    if (ec) {
-      return Status::IOError("copy " + idmap + " into " + out.temp_dir() + ": " + ec.message());
+  return out;
+}
+
+// Which of `pairs` (interleaved) are edges of `ds`, looked up in source order (each row read once).
+Result<std::vector<uint8_t>> AreEdges(const format::Dataset& ds,
+                                      const std::vector<int64_t>& pairs) {
+  const size_t count = pairs.size() / 2;
+  std::vector<size_t> order(count);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return Pair{pairs[2 * a], pairs[2 * a + 1]} < Pair{pairs[2 * b], pairs[2 * b + 1]};
+  });
+  std::vector<uint8_t> found(count, 0);
+  format::EdgeLookup lookup(ds);
+  for (const size_t i : order) {
+    SKIFF_ASSIGN_OR_RETURN(const bool edge, lookup.Contains(pairs[2 * i], pairs[2 * i + 1]));
+    found[i] = edge ? 1 : 0;
+  }
+  return found;
+}
+
+}  // namespace
+
+Result<EdgeSplitSummary> WriteGivenEdgeSplit(const format::Dataset& source,
+                                             format::DatasetWriter& out, GivenEdgeSplit given,
+                                             GivenSplitReport* report) {
+  SKIFF_RETURN_IF_ERROR(CheckSplittable(source));
+  SKIFF_CHECK_MSG(out.manifest().files.empty(), "WriteGivenEdgeSplit needs an empty writer");
+  const format::Manifest& src = source.manifest();
+  const bool undirected = src.undirected;
+  GivenSplitReport r;
+  PairSet valid_units, test_units, train_units;
+  std::vector<int64_t> valid = GivenUnits(given.valid, undirected, &valid_units, &r);
+  std::vector<int64_t> test = GivenUnits(given.test, undirected, &test_units, &r);
+  for (size_t i = 0; i < test.size(); i += 2) {
+    if (valid_units.count({test[i], test[i + 1]}) != 0) {
+      return Status::InvalidArgument(given.origin + ": the pair (" + std::to_string(test[i]) +
+                                     ", " + std::to_string(test[i + 1]) +
+                                     ") is both a valid and a test edge");
     }
   }
+  std::vector<int64_t> train;
+  for (size_t i = 0, n = given.train.size(); i + 1 < n; i += 2) {
+    const int64_t u = given.train[i], v = given.train[i + 1];
+    const Pair p = undirected ? Pair{std::min(u, v), std::max(u, v)} : Pair{u, v};
+    if (u != v && (valid_units.count(p) != 0 || test_units.count(p) != 0)) {
+      ++r.train_also_held_out;
+      continue;
+    }
+    train.push_back(u);
+    train.push_back(v);
+  }
+  train = GivenUnits(train, undirected, &train_units, &r);
+  // Train pairs must be edges of the graph (they stay in it).
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<uint8_t> present, AreEdges(source, train));
+  std::vector<int64_t> kept;
+  for (size_t i = 0; i < present.size(); ++i) {
+    if (!present[i]) {
+      ++r.train_not_in_graph;
+      continue;
+    }
+    kept.push_back(train[2 * i]);
+    kept.push_back(train[2 * i + 1]);
+  }
+  train.swap(kept);
+
+  format::Manifest& m = out.manifest();
+  m = src;
+  m.files.clear();
+  EdgeSplitSummary s;
+  s.edges_before = src.num_edges;
+  const Classifier held_out = [&](int64_t u, int64_t v) {
+    const Pair p = undirected ? Pair{std::min(u, v), std::max(u, v)} : Pair{u, v};
+    return valid_units.count(p) != 0 || test_units.count(p) != 0 ? Unit::kValid : Unit::kNone;
+  };
+  SKIFF_RETURN_IF_ERROR(WriteGraph(source, held_out, out, nullptr, &s.edges_after).status());
+  r.graph_edges_removed = src.num_edges - s.edges_after;
+  m.num_edges = s.edges_after;
+
+  // Negatives: no self-loop, repeat, held-out positive or edge of the source graph.
+  PairSet negative_units;
+  std::vector<int64_t> negatives[2];
+  for (int part = 0; part < 2; ++part) {
+    const std::vector<int64_t>& in = part == 0 ? given.valid_neg : given.test_neg;
+    std::vector<int64_t> candidates;
+    for (size_t i = 0; i + 1 < in.size(); i += 2) {
+      const int64_t u = in[i], v = in[i + 1];
+      const Pair p = undirected ? Pair{std::min(u, v), std::max(u, v)} : Pair{u, v};
+      if (u == v || valid_units.count(p) != 0 || test_units.count(p) != 0 ||
+          !negative_units.insert(p).second) {
+        ++r.negatives_dropped;
+        continue;
+      }
+      candidates.push_back(p.first);
+      candidates.push_back(p.second);
+    }
+    SKIFF_ASSIGN_OR_RETURN(const std::vector<uint8_t> edge, AreEdges(source, candidates));
+    for (size_t i = 0; i < edge.size(); ++i) {
+      if (edge[i]) {
+        ++r.negatives_dropped;
+        continue;
+      }
+      negatives[part].push_back(candidates[2 * i]);
+      negatives[part].push_back(candidates[2 * i + 1]);
+    }
+  }
+  const std::pair<const char*, const std::vector<int64_t>*> files[] = {
+      {format::kLinkTrainFile, &train},
+      {format::kLinkValidFile, &valid},
+      {format::kLinkTestFile, &test},
+      {format::kLinkValidNegFile, &negatives[0]},
+      {format::kLinkTestNegFile, &negatives[1]}};
+  for (const auto& [name, pairs] : files) {
+    SKIFF_RETURN_IF_ERROR(out.WriteFile(name, pairs->data(), pairs->size() * 8));
+  }
+  s.split.train = static_cast<int64_t>(train.size() / 2);
+  s.split.valid = static_cast<int64_t>(valid.size() / 2);
+  s.split.test = static_cast<int64_t>(test.size() / 2);
+  s.split.valid_neg = static_cast<int64_t>(negatives[0].size() / 2);
+  s.split.test_neg = static_cast<int64_t>(negatives[1].size() / 2);
+  m.link_split = s.split;
+  m.source += ", edge split from " + given.origin;
+  SKIFF_RETURN_IF_ERROR(CopyRest(source, out));
+  if (report != nullptr) *report = r;
   return s;
 }
 

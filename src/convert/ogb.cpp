@@ -1,6 +1,7 @@
 #include "skiff/convert/ogb.h"
 
 #include "skiff/format/dataset.h"
+#include "skiff/io/npy.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -12,7 +13,8 @@ namespace {
 const char* kLayoutHelp =
     "expected the OGB node-property raw layout: raw/edge.csv.gz, optional "
     "raw/num-node-list.csv.gz, "
-    "raw/node-feat.csv.gz, raw/node-label.csv.gz and split/<name>/{train,valid,test}.csv.gz";
+    "raw/node-feat.csv.gz, raw/node-label.csv.gz and split/<name>/{train,valid,test}.csv.gz "
+    "(node splits) or .npz (edge splits)";
 
 // The file `base` + ".csv.gz", or + ".csv" when only the uncompressed one exists; "" if neither.
 std::string FindCsv(const fs::path& dir, const std::string& base) {
@@ -22,6 +24,33 @@ std::string FindCsv(const fs::path& dir, const std::string& base) {
     if (fs::is_regular_file(p, ec)) return p.string();
   }
   return "";
+}
+
+// The link-prediction layout: split/<name>/{train,valid,test}.npz (the .pt files rewritten).
+Result<OgbLayout> FindOgbLinkSplit(const std::string& dir, const fs::path& sdir, OgbLayout layout) {
+  std::error_code ec;
+  const std::string where = "OGB dataset " + dir + ": split/" + layout.split_name + "/";
+  for (const auto& [file, name] :
+       {std::pair{&layout.train_file, "train"}, std::pair{&layout.valid_file, "valid"},
+        std::pair{&layout.test_file, "test"}}) {
+    const fs::path npz = sdir / (std::string(name) + ".npz");
+    if (fs::is_regular_file(npz, ec)) {
+      *file = npz.string();
+      continue;
+    }
+    if (fs::is_regular_file(sdir / (std::string(name) + ".pt"), ec)) {
+      return Status::InvalidArgument(
+          where + name +
+          ".pt is a torch pickle (OGB's link-prediction split), which skiff does "
+          "not read: run `python3 tools/ogb/link_splits_to_npz.py " +
+          dir + "` once (it needs torch) to write train.npz, valid.npz and test.npz beside it");
+    }
+    return Status::NotFound(
+        where + name + ".csv.gz (a node split) or " + name +
+        ".npz (an edge split) is missing; expected train, valid and test files");
+  }
+  layout.link = true;
+  return layout;
 }
 
 bool IsBlankLine(std::string_view line) {
@@ -77,6 +106,7 @@ Result<OgbLayout> FindOgbLayout(const std::string& dir, const std::string& split
   }
   if (!layout.split_name.empty()) {
     const fs::path sdir = split_root / layout.split_name;
+    if (FindCsv(sdir, "train").empty()) return FindOgbLinkSplit(dir, sdir, std::move(layout));
     layout.train_file = FindCsv(sdir, "train");
     layout.valid_file = FindCsv(sdir, "valid");
     layout.test_file = FindCsv(sdir, "test");
@@ -90,6 +120,76 @@ Result<OgbLayout> FindOgbLayout(const std::string& dir, const std::string& split
     }
   }
   return layout;
+}
+
+namespace {
+
+// An integer array of `key` in the archive, checked to have `columns` columns (0: 1-D) and IDs in
+// [0, num_nodes).
+Result<std::vector<int64_t>> ReadIdArray(const std::string& path, const std::string& key,
+                                         int columns, int64_t num_nodes) {
+  SKIFF_ASSIGN_OR_RETURN(auto reader, io::NpyReader::OpenNpzEntry(path, key));
+  const io::NpyHeader& h = reader->header();
+  const bool shaped =
+      columns == 0 ? h.shape.size() == 1 : h.shape.size() == 2 && h.shape[1] == columns;
+  if (!shaped || !h.is_integer()) {
+    std::string shape;
+    for (int64_t d : h.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    return Status::Corruption(reader->source() + ": expected integer node IDs of shape " +
+                              (columns == 0 ? std::string("[n]") : "[n, 2]") + ", found " +
+                              h.descr + " [" + shape + "]");
+  }
+  std::vector<int64_t> ids(static_cast<size_t>(h.num_elements()));
+  SKIFF_RETURN_IF_ERROR(reader->ReadInt64(static_cast<int64_t>(ids.size()), ids.data()));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= num_nodes) {
+      return Status::Corruption(reader->source() + ": element " + std::to_string(i) + " is node " +
+                                std::to_string(ids[i]) + ", outside [0, " +
+                                std::to_string(num_nodes) + ")");
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+Result<OgbEdgeSplitFile> ReadOgbEdgeSplitFile(const std::string& path, int64_t num_nodes) {
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<std::string> keys, io::ListNpzEntries(path));
+  const auto has = [&](const char* key) {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  };
+  OgbEdgeSplitFile out;
+  if (has("edge")) {
+    SKIFF_ASSIGN_OR_RETURN(out.pairs, ReadIdArray(path, "edge", 2, num_nodes));
+  } else if (has("source_node") && has("target_node")) {
+    SKIFF_ASSIGN_OR_RETURN(auto sources, ReadIdArray(path, "source_node", 0, num_nodes));
+    SKIFF_ASSIGN_OR_RETURN(auto targets, ReadIdArray(path, "target_node", 0, num_nodes));
+    if (sources.size() != targets.size()) {
+      return Status::Corruption(path + ": source_node has " + std::to_string(sources.size()) +
+                                " entries but target_node " + std::to_string(targets.size()));
+    }
+    out.pairs.reserve(2 * sources.size());
+    for (size_t i = 0; i < sources.size(); ++i) {
+      out.pairs.push_back(sources[i]);
+      out.pairs.push_back(targets[i]);
+    }
+  } else {
+    std::string found;
+    for (const auto& k : keys) found += (found.empty() ? "" : ", ") + k;
+    return Status::InvalidArgument(path +
+                                   ": expected the arrays \"edge\" or \"source_node\" and "
+                                   "\"target_node\" (an OGB link-prediction split); found: " +
+                                   (found.empty() ? "none" : found));
+  }
+  if (has("edge_neg")) {
+    SKIFF_ASSIGN_OR_RETURN(out.negatives, ReadIdArray(path, "edge_neg", 2, num_nodes));
+  }
+  if (has("target_node_neg")) {
+    SKIFF_ASSIGN_OR_RETURN(auto reader, io::NpyReader::OpenNpzEntry(path, "target_node_neg"));
+    const auto& shape = reader->header().shape;
+    out.negatives_per_positive = shape.size() == 2 ? shape[1] : 0;
+  }
+  return out;
 }
 
 Result<int64_t> ReadOgbNumNodes(const std::string& path) {

@@ -9,6 +9,7 @@
 #include "skiff/progress.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
+#include "tools/skiff/edge_split_cli.h"
 
 namespace skiff::cli {
 namespace {
@@ -79,12 +80,10 @@ int RunInfo(const InfoOptions& opt) {
     if (m.link_split) {
       const auto& l = *m.link_split;
       std::printf(
-          "edge split   train %lld / valid %lld / test %lld pairs, non-edges %lld / %lld "
-          "(asked %.3g/%.3g/%.3g, seed %llu)\n",
+          "edge split   train %lld / valid %lld / test %lld pairs, non-edges %lld / %lld (%s)\n",
           static_cast<long long>(l.train), static_cast<long long>(l.valid),
           static_cast<long long>(l.test), static_cast<long long>(l.valid_neg),
-          static_cast<long long>(l.test_neg), l.train_fraction, l.valid_fraction, l.test_fraction,
-          static_cast<unsigned long long>(l.seed));
+          static_cast<long long>(l.test_neg), EdgeSplitOrigin(l).c_str());
     } else {
       std::printf("edge split   none\n");
     }

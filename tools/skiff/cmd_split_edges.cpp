@@ -12,14 +12,25 @@
 
 namespace skiff::cli {
 
+std::string EdgeSplitOrigin(const format::LinkSplitInfo& s) {
+  // A split the input gave (OGB's split files) records no fractions and no seed.
+  if (s.train_fraction == 0 && s.valid_fraction == 0 && s.test_fraction == 0 && s.seed == 0) {
+    return "given by the input";
+  }
+  char text[96];
+  std::snprintf(text, sizeof(text), "asked %.3g/%.3g/%.3g, seed %llu", s.train_fraction,
+                s.valid_fraction, s.test_fraction, static_cast<unsigned long long>(s.seed));
+  return text;
+}
+
 void PrintEdgeSplit(const format::LinkSplitInfo& s, int64_t edges_after) {
   std::printf(
-      "edge split   train %lld / valid %lld / test %lld pairs (asked %.3g/%.3g/%.3g, seed %llu), "
-      "%lld + %lld non-edges; graph keeps %lld edges\n",
+      "edge split   train %lld / valid %lld / test %lld pairs (%s), %lld + %lld non-edges; graph "
+      "keeps %lld edges\n",
       static_cast<long long>(s.train), static_cast<long long>(s.valid),
-      static_cast<long long>(s.test), s.train_fraction, s.valid_fraction, s.test_fraction,
-      static_cast<unsigned long long>(s.seed), static_cast<long long>(s.valid_neg),
-      static_cast<long long>(s.test_neg), static_cast<long long>(edges_after));
+      static_cast<long long>(s.test), EdgeSplitOrigin(s).c_str(),
+      static_cast<long long>(s.valid_neg), static_cast<long long>(s.test_neg),
+      static_cast<long long>(edges_after));
 }
 
 Result<convert::EdgeSplitSummary> SplitEdgesInto(const std::string& input,

@@ -265,7 +265,12 @@ void PrintLinkSummary(const train::LinkSummary& summary, const train::TrainOptio
        {std::pair<const char*, const train::LinkEvaluation&>{"valid", summary.best_valid},
         {"test", summary.best_test}}) {
     std::printf("%s (%lld edges):", name, static_cast<long long>(e.edges));
-    if (e.has_non_edges) std::printf(" AUC %.2f%%  AP %.2f%%", 100 * e.auc, 100 * e.ap);
+    if (e.has_non_edges) {
+      std::printf(" AUC %.2f%%  AP %.2f%%", 100 * e.auc, 100 * e.ap);
+      for (size_t k = 0; k < train::kSharedHitsAt.size(); ++k) {
+        std::printf("  Hits@%d(non-edges) %.2f%%", train::kSharedHitsAt[k], 100 * e.shared_hits[k]);
+      }
+    }
     if (e.ranking.count > 0) {
       std::printf("  MRR %.4f", e.ranking.mrr);
       for (size_t k = 0; k < train::kHitsAt.size(); ++k) {

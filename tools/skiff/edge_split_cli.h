@@ -16,6 +16,9 @@ namespace skiff::cli {
 // Prints "edge split   train T / valid V / test X pairs (...)" with the graph's edge count after
 // the split.
 void PrintEdgeSplit(const format::LinkSplitInfo& split, int64_t edges_after);
+// "asked 0.85/0.05/0.1, seed 0", or "given by the input" for a split read from the input's own
+// files (OGB), which records no fractions and no seed.
+std::string EdgeSplitOrigin(const format::LinkSplitInfo& split);
 
 // Writes `input` (a dataset) with the edge split of `spec` into `output` (created, or replaced
 // with `overwrite`), appending `source_note` to the manifest's source. The errors of

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "skiff/format/dataset.h"
 #include "skiff/status.h"
@@ -57,5 +58,35 @@ struct EdgeSplitSummary {
 // inconsistent; errors of the reads and writes, naming the file.
 Result<EdgeSplitSummary> WriteEdgeSplit(const format::Dataset& source, format::DatasetWriter& out,
                                         const EdgeSplitSpec& spec);
+
+// An edge split the input gives (OGB's link-prediction split files) instead of one drawn here.
+// Pairs are (src, dst) interleaved, IDs in [0, N) of the source dataset.
+struct GivenEdgeSplit {
+  std::vector<int64_t> train, valid, test;   // positives
+  std::vector<int64_t> valid_neg, test_neg;  // negatives (may be empty)
+  std::string origin;                        // where they came from, for messages and the manifest
+};
+
+// What WriteGivenEdgeSplit dropped or removed to meet the format's rules (docs/FORMAT.md, "Edge
+// splits"); each count is of pairs, except graph_edges_removed (stored edges).
+struct GivenSplitReport {
+  int64_t self_loops = 0;           // positives (u, u): never held out
+  int64_t repeated = 0;             // a positive repeated within its file (after normalising)
+  int64_t train_also_held_out = 0;  // train pairs that are also valid or test pairs
+  int64_t train_not_in_graph = 0;   // train pairs that are no edge of the graph
+  int64_t negatives_dropped = 0;    // negatives that are self-loops, repeated, positives or edges
+  int64_t graph_edges_removed = 0;  // stored edges of valid and test pairs taken out of the graph
+};
+
+// Writes into `out` (empty, as for WriteEdgeSplit) `source` with the given split. Units as in
+// WriteEdgeSplit: on an undirected dataset each pair is normalised to (min, max). Valid and test
+// pairs are removed from the message-passing graph (both directions when undirected); train pairs
+// stay (and must be edges of it); negatives must be no edge of the source graph and no valid or
+// test pair. What breaks those rules is dropped and counted in *report (InvalidArgument, naming the
+// pair, for a pair in both valid and test). The manifest's link_split records the counts, with
+// fractions and seed 0 (nothing was drawn), and its source the origin.
+Result<EdgeSplitSummary> WriteGivenEdgeSplit(const format::Dataset& source,
+                                             format::DatasetWriter& out, GivenEdgeSplit given,
+                                             GivenSplitReport* report);
 
 }  // namespace skiff::convert

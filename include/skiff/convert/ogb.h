@@ -8,6 +8,14 @@
 //                                  field = unlabelled)
 //   DIR/split/<name>/{train,valid,test}.csv.gz   optional: one node ID per line
 //
+// and the link-prediction layout (ogbl-collab, -ppa, -ddi, -citation2, ...): the same raw/ files,
+// with the edge split in split/<name>/{train,valid,test}.npz instead -- OGB ships them as torch
+// pickles (.pt), which tools/ogb/link_splits_to_npz.py rewrites as .npz with the same keys:
+//   "edge" [E, 2] (or "source_node" [E] and "target_node" [E]): the split's positive pairs;
+//   "edge_neg" [M, 2] (valid, test): the split's negative pairs, shared by its positives;
+//   "target_node_neg" [E, K]: K negative destinations per positive (not imported: noted);
+//   other keys ("weight", "year") are ignored.
+//
 // Every error names the file and line and says what was expected; a missing required file names
 // the directory and the layout.
 //
@@ -32,6 +40,9 @@ struct OgbLayout {
   std::string node_label_file;  // "" when absent
   std::string split_name;       // "" when the dataset has no split directory
   std::string train_file, valid_file, test_file;
+  // The link-prediction layout: the split files are .npz edge splits (ReadOgbEdgeSplitFile), not
+  // node lists.
+  bool link = false;
 };
 
 // True if `dir` looks like an OGB raw layout (has a raw/ subdirectory).
@@ -47,6 +58,17 @@ Result<int64_t> ReadOgbNumNodes(const std::string& path);
 // Reads one node ID per line, each in [0, num_nodes); returns them sorted ascending. Corruption on
 // a malformed line, an out-of-range ID or a repeated ID.
 Result<std::vector<int64_t>> ReadOgbIndexFile(const std::string& path, int64_t num_nodes);
+
+// One file of an OGB link-prediction split (the .npz layout above).
+struct OgbEdgeSplitFile {
+  std::vector<int64_t> pairs;          // positives, (src, dst) interleaved
+  std::vector<int64_t> negatives;      // "edge_neg", interleaved (empty when absent)
+  int64_t negatives_per_positive = 0;  // "target_node_neg"'s columns (not read), 0 when absent
+};
+// Reads one split file; every ID must lie in [0, num_nodes). Corruption naming the file, the key
+// and the index on a malformed array or an ID out of range; InvalidArgument naming the keys found
+// when neither "edge" nor "source_node"/"target_node" is there.
+Result<OgbEdgeSplitFile> ReadOgbEdgeSplitFile(const std::string& path, int64_t num_nodes);
 
 // Reads one label per line; exactly `num_nodes` lines. Unlabelled ("nan", "") -> -1.
 Result<std::vector<int32_t>> ReadOgbLabels(const std::string& path, int64_t num_nodes);
