@@ -488,6 +488,9 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   if (t.ownership == train::Ownership::kPartitions) {
     return TrainOwned(o, t, ds.get(), resume, comm);
   }
+  if (!o.batch_digest.empty()) {
+    return Status::InvalidArgument("--batch-digest applies to --ownership partitions");
+  }
   if (comm.size() > 1 || t.accumulate > 1) return TrainInSteps(o, t, ds.get(), resume, comm);
 
   // The CUDA runtime's resident pages are outside the budget (docs/pipeline.md): measured as it
