@@ -727,10 +727,12 @@ Result<ConvertSummary> ConvertLargestComponent(const ConvertOptions& opt, Conver
 // --split-edges, applied last: the dataset without it (the whole graph, or its largest component)
 // is written into unsplit/ inside the output's temporary directory, as ConvertLargestComponent
 // does, and rewritten from there with the held-out edges.
-Result<ConvertSummary> ConvertThenSplitEdges(const ConvertOptions& opt, ConvertSummary summary,
-                                             uint64_t memory) {
-  SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
-  const std::string unsplit_dir = writer->temp_dir() + "/unsplit";
+// The dataset `opt` asks for, without an edge split (the whole graph, or its largest component),
+// written into unsplit/ inside `writer`'s temporary directory; returns its path. The caller
+// rewrites it into `writer` with a split, then removes it (RemoveUnsplit).
+Result<std::string> WriteUnsplit(const ConvertOptions& opt, format::DatasetWriter& writer,
+                                 uint64_t memory, ConvertSummary* summary) {
+  const std::string unsplit_dir = writer.temp_dir() + "/unsplit";
   if (::mkdir(unsplit_dir.c_str(), 0755) != 0) {
     return Status::FromErrno(errno, "create directory " + unsplit_dir);
   }
@@ -738,19 +740,32 @@ Result<ConvertSummary> ConvertThenSplitEdges(const ConvertOptions& opt, ConvertS
   unsplit.output = unsplit_dir + "/" + BaseName(opt.output);  // the manifest's name is the output's
   unsplit.overwrite = false;
   unsplit.edge_split.reset();
-  SKIFF_ASSIGN_OR_RETURN(summary, unsplit.largest_component
-                                      ? ConvertLargestComponent(unsplit, summary, memory)
-                                      : ConvertWhole(unsplit, summary, memory));
+  SKIFF_ASSIGN_OR_RETURN(*summary, unsplit.largest_component
+                                       ? ConvertLargestComponent(unsplit, *summary, memory)
+                                       : ConvertWhole(unsplit, *summary, memory));
+  return unsplit.output;
+}
+
+Status RemoveUnsplit(const std::string& unsplit_output) {
+  const std::string dir = fs::path(unsplit_output).parent_path().string();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+  if (ec) return Status::IOError("remove " + dir + ": " + ec.message());
+  return Status::Ok();
+}
+
+Result<ConvertSummary> ConvertThenSplitEdges(const ConvertOptions& opt, ConvertSummary summary,
+                                             uint64_t memory) {
+  SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
+  SKIFF_ASSIGN_OR_RETURN(const std::string unsplit, WriteUnsplit(opt, *writer, memory, &summary));
   {
-    SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(unsplit.output));
+    SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(unsplit));
     SKIFF_ASSIGN_OR_RETURN(EdgeSplitSummary split, WriteEdgeSplit(*ds, *writer, *opt.edge_split));
     writer->manifest().source += ", edge split";
     summary.num_edges = split.edges_after;
     summary.link_split = split.split;
   }
-  std::error_code ec;
-  fs::remove_all(unsplit_dir, ec);
-  if (ec) return Status::IOError("remove " + unsplit_dir + ": " + ec.message());
+  SKIFF_RETURN_IF_ERROR(RemoveUnsplit(unsplit));
   SKIFF_RETURN_IF_ERROR(writer->Commit());
   return summary;
 }
@@ -793,16 +808,9 @@ void LogGivenSplit(const GivenSplitReport& r, const std::string& origin) {
 Result<ConvertSummary> ConvertThenGivenSplit(const ConvertOptions& opt, ConvertSummary summary,
                                              uint64_t memory, const OgbLayout& layout) {
   SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(opt.output, opt.overwrite));
-  const std::string unsplit_dir = writer->temp_dir() + "/unsplit";
-  if (::mkdir(unsplit_dir.c_str(), 0755) != 0) {
-    return Status::FromErrno(errno, "create directory " + unsplit_dir);
-  }
-  ConvertOptions unsplit = opt;
-  unsplit.output = unsplit_dir + "/" + BaseName(opt.output);
-  unsplit.overwrite = false;
-  SKIFF_ASSIGN_OR_RETURN(summary, ConvertWhole(unsplit, summary, memory));
+  SKIFF_ASSIGN_OR_RETURN(const std::string unsplit, WriteUnsplit(opt, *writer, memory, &summary));
   {
-    SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(unsplit.output));
+    SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(unsplit));
     SKIFF_ASSIGN_OR_RETURN(GivenEdgeSplit given,
                            ReadOgbEdgeSplit(layout, ds->manifest().num_nodes));
     const std::string origin = given.origin;
@@ -813,9 +821,7 @@ Result<ConvertSummary> ConvertThenGivenSplit(const ConvertOptions& opt, ConvertS
     summary.num_edges = split.edges_after;
     summary.link_split = split.split;
   }
-  std::error_code ec;
-  fs::remove_all(unsplit_dir, ec);
-  if (ec) return Status::IOError("remove " + unsplit_dir + ": " + ec.message());
+  SKIFF_RETURN_IF_ERROR(RemoveUnsplit(unsplit));
   SKIFF_RETURN_IF_ERROR(writer->Commit());
   return summary;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -350,26 +351,35 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
   return Status::Ok();
 }
 
+// Rank 0 of a data-parallel run prints; the others' progress and log lines would repeat its.
+void QuietUnlessLead(bool lead, train::TrainOptions* t) {
+  t->show_progress = t->show_progress && lead;
+  if (!lead && GetLogLevel() < LogLevel::kWarning) SetLogLevel(LogLevel::kWarning);
+}
+
+// --resume's checkpoint into the trainer; rank 0 says so.
+Status RestoreForRun(train::Trainer& trainer, const std::optional<train::Checkpoint>& resume,
+                     const std::string& path, bool lead) {
+  if (!resume.has_value()) return Status::Ok();
+  SKIFF_RETURN_IF_ERROR(trainer.Restore(*resume).WithContext(path));
+  if (lead) LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + path);
+  return Status::Ok();
+}
+
 // A run whose steps take several batches (--accumulate, or --distributed over several ranks):
 // the dataset in memory, batches from the trainer's batch stream (train/trainer.h), rank 0 alone
 // printing and writing. Every rank checks first that all hold the same dataset and options.
 Status TrainInSteps(const TrainCliOptions& o, train::TrainOptions t, format::Dataset* ds,
                     const std::optional<train::Checkpoint>& resume, dist::Communicator& comm) {
   const bool lead = comm.rank() == 0;
-  t.show_progress = t.show_progress && lead;
-  // The ranks run the same steps: their progress and log lines would repeat rank 0's.
-  if (!lead && GetLogLevel() < LogLevel::kWarning) SetLogLevel(LogLevel::kWarning);
+  QuietUnlessLead(lead, &t);
   SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::InMemoryData> data, train::LoadInMemory(*ds));
   if (t.feature_norm == train::FeatureNorm::kRow) data->features->NormalizeRows();
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
                          train::Trainer::Create(data->data, t, ModelFactoryFor(Device::kCpu)));
   SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
-  if (resume.has_value()) {
-    SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));
-    if (lead)
-      LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);
-  }
+  SKIFF_RETURN_IF_ERROR(RestoreForRun(*trainer, resume, o.resume, lead));
   if (lead) {
     LogTraining(o.dataset, t, data->data.train.size(), trainer->model(), Device::kCpu);
     LogInfo(comm.size() > 1 ? std::to_string(comm.size()) +
@@ -404,13 +414,58 @@ Status ReportExchanges(dist::Communicator& comm, const train::OwnedData& data) {
   return Status::Ok();
 }
 
+// Each rank's --batch-digest file (PATH.RANK), closed with a check when the run ends.
+class DigestFile {
+ public:
+  Status Open(const std::string& path) {
+    path_ = path;
+    file_.reset(std::fopen(path.c_str(), "w"));
+    if (file_ == nullptr) return Status::IOError("--batch-digest: cannot write " + path);
+    return Status::Ok();
+  }
+  Status Write(const std::string& line) {
+    if (std::fprintf(file_.get(), "%s\n", line.c_str()) < 0) {
+      return Status::IOError("--batch-digest: writing " + path_);
+    }
+    return Status::Ok();
+  }
+  Status Close() {
+    if (file_ != nullptr && std::fclose(file_.release()) != 0) {
+      return Status::IOError("--batch-digest: closing " + path_);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  struct Closer {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::string path_;
+  std::unique_ptr<std::FILE, Closer> file_;
+};
+
+// Rank 0's lines about an owned-partition run: the training options and who owns what.
+void LogOwnedRun(const TrainCliOptions& o, const train::TrainOptions& t,
+                 const train::OwnedData& data, train::Trainer& trainer, int ranks) {
+  LogTraining(o.dataset, t, data.data.train.size(), trainer.model(), Device::kCpu);
+  std::string owners;
+  for (int r = 0; r < ranks; ++r) {
+    owners += (r > 0 ? ", " : "") + std::string("rank ") + std::to_string(r) + " [" +
+              std::to_string(data.ranges->begin(r)) + ", " + std::to_string(data.ranges->end(r)) +
+              ")";
+  }
+  LogInfo(std::to_string(ranks) +
+          " rank(s), owned partitions: each step is one plan batch split by who owns its seeds; "
+          "nodes owned: " +
+          owners);
+}
+
 // --ownership partitions: each rank loads its range of the dataset's partitions (train/
 // owned_data.h) and trains its part of every plan batch; rank 0 alone prints and writes.
 Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Dataset* ds,
                   const std::optional<train::Checkpoint>& resume, dist::Communicator& comm) {
   const bool lead = comm.rank() == 0;
-  t.show_progress = t.show_progress && lead;
-  if (!lead && GetLogLevel() < LogLevel::kWarning) SetLogLevel(LogLevel::kWarning);
+  QuietUnlessLead(lead, &t);
   if (!o.export_dir.empty()) {
     return Status::InvalidArgument(
         "--export with --ownership partitions is not built yet (each rank holds part of the "
@@ -424,45 +479,19 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
   SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
   SKIFF_RETURN_IF_ERROR(trainer->SetOwnership(data->ranges.get(), &data->graph->traffic(),
                                               &data->features->traffic()));
-  std::FILE* digest = nullptr;
+  DigestFile digest;
   if (!o.batch_digest.empty()) {
-    const std::string path = o.batch_digest + "." + std::to_string(comm.rank());
-    digest = std::fopen(path.c_str(), "w");
-    if (digest == nullptr) return Status::IOError("--batch-digest: cannot write " + path);
-    trainer->SetBatchDigest([digest, path](const std::string& line) {
-      if (std::fprintf(digest, "%s\n", line.c_str()) < 0) {
-        return Status::IOError("--batch-digest: writing " + path);
-      }
-      return Status::Ok();
-    });
+    SKIFF_RETURN_IF_ERROR(digest.Open(o.batch_digest + "." + std::to_string(comm.rank())));
+    trainer->SetBatchDigest([&digest](const std::string& line) { return digest.Write(line); });
   }
-  if (resume.has_value()) {
-    SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));
-    if (lead)
-      LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);
-  }
-  if (lead) {
-    LogTraining(o.dataset, t, data->data.train.size(), trainer->model(), Device::kCpu);
-    std::string owners;
-    for (int r = 0; r < comm.size(); ++r) {
-      owners += (r > 0 ? ", " : "") + std::string("rank ") + std::to_string(r) + " [" +
-                std::to_string(data->ranges->begin(r)) + ", " +
-                std::to_string(data->ranges->end(r)) + ")";
-    }
-    LogInfo(std::to_string(comm.size()) +
-            " rank(s), owned partitions: each step is one plan "
-            "batch split by who owns its seeds; nodes owned: " +
-            owners);
-  }
+  SKIFF_RETURN_IF_ERROR(RestoreForRun(*trainer, resume, o.resume, lead));
+  if (lead) LogOwnedRun(o, t, *data, *trainer, comm.size());
   const RssParts resident_when_loaded = CurrentRssParts();
-  auto summary = trainer->Run();
-  if (digest != nullptr && std::fclose(digest) != 0 && summary.ok()) {
-    return Status::IOError("--batch-digest: closing " + o.batch_digest);
-  }
-  SKIFF_RETURN_IF_ERROR(summary.status());
+  SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
+  SKIFF_RETURN_IF_ERROR(digest.Close());
   SKIFF_RETURN_IF_ERROR(ReportExchanges(comm, *data));
   if (!lead) return Status::Ok();
-  PrintSummary(*summary, t);
+  PrintSummary(summary, t);
   PrintPeakRss(0, CudaRuntimeShare{}, resident_when_loaded);
   return Status::Ok();
 }
