@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "skiff/dist/communicator.h"
+#include "src/dist/rank_order_sum.h"
 
 namespace skiff::dist {
 namespace {
@@ -148,13 +149,7 @@ class MpiCommunicator final : public Communicator {
       }
     }
     received[static_cast<size_t>(rank_)] = std::string(mine);
-    std::vector<T> sum(values.size());
-    std::memcpy(sum.data(), received[0].data(), values.size_bytes());
-    for (int r = 1; r < size_; ++r) {
-      const auto* other = reinterpret_cast<const T*>(received[static_cast<size_t>(r)].data());
-      for (size_t i = 0; i < sum.size(); ++i) sum[i] += other[i];
-    }
-    std::memcpy(values.data(), sum.data(), values.size_bytes());
+    SumInRankOrder(received, values);
     return Status::Ok();
   }
 

@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "skiff/dist/communicator.h"
+#include "src/dist/rank_order_sum.h"
 
 namespace skiff::dist {
 namespace {
@@ -131,13 +132,7 @@ class ThreadCommunicator final : public Communicator {
                                        "): the ranks' vectors differ in length");
       }
     }
-    std::vector<T> sum(values.size());
-    std::memcpy(sum.data(), in[0].data(), values.size_bytes());
-    for (size_t r = 1; r < in.size(); ++r) {
-      const auto* other = reinterpret_cast<const T*>(in[r].data());
-      for (size_t i = 0; i < sum.size(); ++i) sum[i] += other[i];
-    }
-    std::memcpy(values.data(), sum.data(), values.size_bytes());
+    SumInRankOrder(in, values);
     return Status::Ok();
   }
 
