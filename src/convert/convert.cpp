@@ -773,21 +773,38 @@ Result<ConvertSummary> ConvertThenSplitEdges(const ConvertOptions& opt, ConvertS
 // An OGB link-prediction layout's own edge split (split/<name>/*.npz), applied last as
 // ConvertThenSplitEdges applies --split-edges: the dataset is written without it into unsplit/,
 // then rewritten with the given pairs (WriteGivenEdgeSplit).
-Result<GivenEdgeSplit> ReadOgbEdgeSplit(const OgbLayout& layout, int64_t num_nodes) {
+Result<GivenEdgeSplit> ReadOgbEdgeSplit(const OgbLayout& layout, const format::Manifest& m) {
   GivenEdgeSplit given;
   given.origin = layout.root + "/split/" + layout.split_name;
-  for (const auto& [file, pairs, negatives] :
-       {std::tuple{&layout.train_file, &given.train, static_cast<std::vector<int64_t>*>(nullptr)},
-        std::tuple{&layout.valid_file, &given.valid, &given.valid_neg},
-        std::tuple{&layout.test_file, &given.test, &given.test_neg}}) {
-    SKIFF_ASSIGN_OR_RETURN(OgbEdgeSplitFile split, ReadOgbEdgeSplitFile(*file, num_nodes));
+  for (const auto& [file, pairs, negatives, candidates] :
+       {std::tuple{&layout.train_file, &given.train, static_cast<std::vector<int64_t>*>(nullptr),
+                   static_cast<std::vector<int64_t>*>(nullptr)},
+        std::tuple{&layout.valid_file, &given.valid, &given.valid_neg, &given.valid_cand},
+        std::tuple{&layout.test_file, &given.test, &given.test_neg, &given.test_cand}}) {
+    SKIFF_ASSIGN_OR_RETURN(OgbEdgeSplitFile split,
+                           ReadOgbEdgeSplitFile(*file, m.num_nodes, !m.undirected));
     *pairs = std::move(split.pairs);
     if (negatives != nullptr) *negatives = std::move(split.negatives);
-    if (split.negatives_per_positive > 0) {
+    if (split.negatives_per_positive == 0) continue;
+    if (m.undirected) {
       LogWarning(*file + ": target_node_neg (" + std::to_string(split.negatives_per_positive) +
-                 " negatives per positive) is not imported: evaluation ranks each positive among "
+                 " candidates per positive) is not imported into an undirected dataset (its "
+                 "pairs are stored as (min, max)): MRR ranks each positive among "
                  "--eval-negatives candidates drawn uniformly instead");
+    } else if (candidates != nullptr) {
+      if (given.candidates != 0 && given.candidates != split.negatives_per_positive) {
+        return Status::Corruption(
+            *file + ": target_node_neg has " + std::to_string(split.negatives_per_positive) +
+            " candidates per positive, valid.npz " + std::to_string(given.candidates));
+      }
+      given.candidates = split.negatives_per_positive;
+      *candidates = std::move(split.candidates);
     }
+  }
+  if (given.candidates > 0 && (given.valid_cand.empty() != given.valid.empty() ||
+                               given.test_cand.empty() != given.test.empty())) {
+    return Status::Corruption(given.origin +
+                              ": target_node_neg is in one of valid.npz and test.npz only");
   }
   return given;
 }
@@ -811,8 +828,7 @@ Result<ConvertSummary> ConvertThenGivenSplit(const ConvertOptions& opt, ConvertS
   SKIFF_ASSIGN_OR_RETURN(const std::string unsplit, WriteUnsplit(opt, *writer, memory, &summary));
   {
     SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(unsplit));
-    SKIFF_ASSIGN_OR_RETURN(GivenEdgeSplit given,
-                           ReadOgbEdgeSplit(layout, ds->manifest().num_nodes));
+    SKIFF_ASSIGN_OR_RETURN(GivenEdgeSplit given, ReadOgbEdgeSplit(layout, ds->manifest()));
     const std::string origin = given.origin;
     GivenSplitReport report;
     SKIFF_ASSIGN_OR_RETURN(EdgeSplitSummary split,

@@ -411,9 +411,10 @@ using Pair = std::pair<int64_t, int64_t>;
 using PairSet = std::unordered_set<Pair, PairHash>;
 
 // The positives of one given file as units (normalised when undirected), self-loops and repeats
-// dropped (counted in *report), kept in order; each also into *units.
+// dropped (counted in *report), kept in order; each also into *units, and its index in `pairs`
+// into *kept when that is not null.
 std::vector<int64_t> GivenUnits(const std::vector<int64_t>& pairs, bool undirected, PairSet* units,
-                                GivenSplitReport* report) {
+                                GivenSplitReport* report, std::vector<size_t>* kept = nullptr) {
   std::vector<int64_t> out;
   out.reserve(pairs.size());
   for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
@@ -429,6 +430,19 @@ std::vector<int64_t> GivenUnits(const std::vector<int64_t>& pairs, bool undirect
     }
     out.push_back(p.first);
     out.push_back(p.second);
+    if (kept != nullptr) kept->push_back(i / 2);
+  }
+  return out;
+}
+
+// The rows of `candidates` (k per pair) of the pairs in `kept`, in that order.
+std::vector<int64_t> KeptRows(const std::vector<int64_t>& candidates, int64_t k,
+                              const std::vector<size_t>& kept) {
+  std::vector<int64_t> out;
+  out.reserve(kept.size() * static_cast<size_t>(k));
+  for (size_t pair : kept) {
+    const auto row = candidates.begin() + static_cast<ptrdiff_t>(pair * static_cast<size_t>(k));
+    out.insert(out.end(), row, row + k);
   }
   return out;
 }
@@ -460,10 +474,20 @@ Result<EdgeSplitSummary> WriteGivenEdgeSplit(const format::Dataset& source,
   SKIFF_CHECK_MSG(out.manifest().files.empty(), "WriteGivenEdgeSplit needs an empty writer");
   const format::Manifest& src = source.manifest();
   const bool undirected = src.undirected;
+  const int64_t k = given.candidates;
+  if (k > 0 &&
+      (undirected || given.valid_cand.size() != given.valid.size() / 2 * static_cast<size_t>(k) ||
+       given.test_cand.size() != given.test.size() / 2 * static_cast<size_t>(k))) {
+    return Status::InvalidArgument(
+        given.origin + (undirected ? ": ranking candidates need a directed dataset"
+                                   : ": the ranking candidates do not match the pairs, " +
+                                         std::to_string(k) + " per pair"));
+  }
   GivenSplitReport r;
   PairSet valid_units, test_units, train_units;
-  std::vector<int64_t> valid = GivenUnits(given.valid, undirected, &valid_units, &r);
-  std::vector<int64_t> test = GivenUnits(given.test, undirected, &test_units, &r);
+  std::vector<size_t> valid_kept, test_kept;
+  std::vector<int64_t> valid = GivenUnits(given.valid, undirected, &valid_units, &r, &valid_kept);
+  std::vector<int64_t> test = GivenUnits(given.test, undirected, &test_units, &r, &test_kept);
   for (size_t i = 0; i < test.size(); i += 2) {
     if (valid_units.count({test[i], test[i + 1]}) != 0) {
       return Status::InvalidArgument(given.origin + ": the pair (" + std::to_string(test[i]) +
@@ -545,12 +569,21 @@ Result<EdgeSplitSummary> WriteGivenEdgeSplit(const format::Dataset& source,
   for (const auto& [name, pairs] : files) {
     SKIFF_RETURN_IF_ERROR(out.WriteFile(name, pairs->data(), pairs->size() * 8));
   }
+  if (k > 0) {
+    const std::vector<int64_t> valid_cand = KeptRows(given.valid_cand, k, valid_kept);
+    const std::vector<int64_t> test_cand = KeptRows(given.test_cand, k, test_kept);
+    SKIFF_RETURN_IF_ERROR(
+        out.WriteFile(format::kLinkValidCandFile, valid_cand.data(), valid_cand.size() * 8));
+    SKIFF_RETURN_IF_ERROR(
+        out.WriteFile(format::kLinkTestCandFile, test_cand.data(), test_cand.size() * 8));
+    s.split.candidates = k;
+  }
   s.split.train = static_cast<int64_t>(train.size() / 2);
   s.split.valid = static_cast<int64_t>(valid.size() / 2);
   s.split.test = static_cast<int64_t>(test.size() / 2);
   s.split.valid_neg = static_cast<int64_t>(negatives[0].size() / 2);
   s.split.test_neg = static_cast<int64_t>(negatives[1].size() / 2);
-  m.link_split = s.split;
+  m.link_split = s.split;  // with its candidates (set above)
   m.source += ", edge split from " + given.origin;
   SKIFF_RETURN_IF_ERROR(CopyRest(source, out));
   if (report != nullptr) *report = r;

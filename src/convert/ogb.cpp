@@ -135,9 +135,10 @@ Result<std::vector<int64_t>> ReadIdArray(const std::string& path, const std::str
   if (!shaped || !h.is_integer()) {
     std::string shape;
     for (int64_t d : h.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-    return Status::Corruption(reader->source() + ": expected integer node IDs of shape " +
-                              (columns == 0 ? std::string("[n]") : "[n, 2]") + ", found " +
-                              h.descr + " [" + shape + "]");
+    return Status::Corruption(
+        reader->source() + ": expected integer node IDs of shape " +
+        (columns == 0 ? std::string("[n]") : "[n, " + std::to_string(columns) + "]") + ", found " +
+        h.descr + " [" + shape + "]");
   }
   std::vector<int64_t> ids(static_cast<size_t>(h.num_elements()));
   SKIFF_RETURN_IF_ERROR(reader->ReadInt64(static_cast<int64_t>(ids.size()), ids.data()));
@@ -153,7 +154,8 @@ Result<std::vector<int64_t>> ReadIdArray(const std::string& path, const std::str
 
 }  // namespace
 
-Result<OgbEdgeSplitFile> ReadOgbEdgeSplitFile(const std::string& path, int64_t num_nodes) {
+Result<OgbEdgeSplitFile> ReadOgbEdgeSplitFile(const std::string& path, int64_t num_nodes,
+                                              bool read_candidates) {
   SKIFF_ASSIGN_OR_RETURN(const std::vector<std::string> keys, io::ListNpzEntries(path));
   const auto has = [&](const char* key) {
     return std::find(keys.begin(), keys.end(), key) != keys.end();
@@ -187,7 +189,16 @@ Result<OgbEdgeSplitFile> ReadOgbEdgeSplitFile(const std::string& path, int64_t n
   if (has("target_node_neg")) {
     SKIFF_ASSIGN_OR_RETURN(auto reader, io::NpyReader::OpenNpzEntry(path, "target_node_neg"));
     const auto& shape = reader->header().shape;
-    out.negatives_per_positive = shape.size() == 2 ? shape[1] : 0;
+    const auto positives = static_cast<int64_t>(out.pairs.size() / 2);
+    if (shape.size() != 2 || shape[0] != positives || shape[1] < 1) {
+      return Status::Corruption(reader->source() + ": expected [" + std::to_string(positives) +
+                                ", K] candidates, one row per positive");
+    }
+    out.negatives_per_positive = shape[1];
+    if (read_candidates) {
+      SKIFF_ASSIGN_OR_RETURN(out.candidates, ReadIdArray(path, "target_node_neg",
+                                                         static_cast<int>(shape[1]), num_nodes));
+    }
   }
   return out;
 }

@@ -141,6 +141,7 @@ std::string Manifest::ToJson() const {
                        {"test", l.test},
                        {"valid_neg", l.valid_neg},
                        {"test_neg", l.test_neg},
+                       {"candidates", l.candidates},
                        {"train_fraction", l.train_fraction},
                        {"valid_fraction", l.valid_fraction},
                        {"test_fraction", l.test_fraction},
@@ -181,6 +182,7 @@ LinkSplitInfo ReadLinkSplitInfo(const json& lj) {
   l.test = lj.at("test").get<int64_t>();
   l.valid_neg = lj.value("valid_neg", int64_t{0});
   l.test_neg = lj.value("test_neg", int64_t{0});
+  l.candidates = lj.value("candidates", int64_t{0});
   l.train_fraction = lj.value("train_fraction", 0.0);
   l.valid_fraction = lj.value("valid_fraction", 0.0);
   l.test_fraction = lj.value("test_fraction", 0.0);
@@ -241,6 +243,11 @@ Status ReadManifestFields(const json& j, const std::string& path, Manifest* m, s
                                 " manifest; edge splits came with version 3");
     }
     m->link_split = ReadLinkSplitInfo(j.at("link_split"));
+    if (m->link_split->candidates != 0 && m->version < 4) {
+      return Status::Corruption(path + ": link_split.candidates appears in a version " +
+                                std::to_string(m->version) +
+                                " manifest; ranking candidates came with version 4");
+    }
   }
   *field = "files";
   for (const auto& [fname, fj] : j.at("files").items()) {
@@ -303,7 +310,8 @@ Status CheckManifest(const Manifest& m, const std::string& path) {
                                        {"valid", l.valid},
                                        {"test", l.test},
                                        {"valid_neg", l.valid_neg},
-                                       {"test_neg", l.test_neg}}) {
+                                       {"test_neg", l.test_neg},
+                                       {"candidates", l.candidates}}) {
       if (count < 0) {
         return bad(std::string("link_split.") + field + " is negative (" + std::to_string(count) +
                    ")");
@@ -311,6 +319,9 @@ Status CheckManifest(const Manifest& m, const std::string& path) {
     }
     for (const double f : {l.train_fraction, l.valid_fraction, l.test_fraction}) {
       if (!(f >= 0 && f <= 1)) return bad("link_split holds a fraction outside [0, 1]");
+    }
+    if (l.candidates > 0 && m.undirected) {
+      return bad("link_split.candidates on an undirected dataset (candidates need directed pairs)");
     }
   }
   if (m.feature_extent_offsets.empty()) return bad("feature_extent_offsets is empty");
@@ -468,6 +479,13 @@ Status ValidateSizes(const Manifest& m) {
       if (count > 0 || m.files.count(name)) {
         SKIFF_RETURN_IF_ERROR(CheckFileSize(m, name, static_cast<uint64_t>(count) * 16));
       }
+    }
+    if (l.candidates > 0) {
+      const auto k = static_cast<uint64_t>(l.candidates);
+      SKIFF_RETURN_IF_ERROR(
+          CheckFileSize(m, kLinkValidCandFile, static_cast<uint64_t>(l.valid) * k * 8));
+      SKIFF_RETURN_IF_ERROR(
+          CheckFileSize(m, kLinkTestCandFile, static_cast<uint64_t>(l.test) * k * 8));
     }
   }
   auto it = m.files.find(kFeaturesFile);
@@ -673,6 +691,26 @@ Result<std::vector<int64_t>> Dataset::LoadEdgePairs(const std::string& name) con
     }
   }
   return pairs;
+}
+
+Result<std::vector<int64_t>> Dataset::LoadCandidates(const std::string& name) const {
+  if (name != kLinkValidCandFile && name != kLinkTestCandFile) {
+    return Status::InvalidArgument(name + " is not a candidate file (link_*_cand.nodes)");
+  }
+  if (!manifest_.link_split || manifest_.link_split->candidates == 0) {
+    return std::vector<int64_t>{};
+  }
+  const int64_t k = manifest_.link_split->candidates;
+  SKIFF_ASSIGN_OR_RETURN(auto ids, LoadArray<int64_t>(*this, name));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= manifest_.num_nodes) {
+      return Status::Corruption(
+          dir_ + "/" + name + ": candidate " + std::to_string(static_cast<int64_t>(i) % k) +
+          " of pair " + std::to_string(static_cast<int64_t>(i) / k) + " is node " +
+          std::to_string(ids[i]) + ", outside [0, " + std::to_string(manifest_.num_nodes) + ")");
+    }
+  }
+  return ids;
 }
 
 uint64_t Dataset::FeatureRowOffset(int64_t node) const {
@@ -1043,6 +1081,9 @@ Status Dataset::VerifyLinkSplit() const {
                                   ", not a non-edge");
       }
     }
+  }
+  for (const char* name : {kLinkValidCandFile, kLinkTestCandFile}) {
+    SKIFF_RETURN_IF_ERROR(LoadCandidates(name).status());  // every ID in range
   }
   return Status::Ok();
 }

@@ -189,43 +189,55 @@ Status WriteSplit(const format::Dataset& ds, const Layout& l, const std::string&
   return w.WriteFile(name, ids.data(), ids.size() * 8);
 }
 
-// The files of the edge split (when there is one) with both endpoints relabelled, streamed in
-// chunks; on an undirected graph each pair is stored again as (min, max) of the new IDs. Pairs keep
-// their order in the file.
+// Rewrites the int64 node IDs of edge-split file `name` (pairs, or ranking candidates) with their
+// new IDs, streamed in chunks of `chunk_ids`; with `pairs` on an undirected graph each pair is
+// stored again as (min, max) of the new IDs. IDs keep their order in the file.
+Status RelabelIdFile(const format::Dataset& ds, const Layout& l, const char* name, bool pairs,
+                     int64_t chunk_ids, DatasetWriter& w) {
+  const auto n = static_cast<int64_t>(l.new_id.size());
+  const bool swap = pairs && ds.manifest().undirected;
+  SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* in, ds.File(name));
+  SKIFF_ASSIGN_OR_RETURN(auto out, w.CreateFile(name));
+  const auto total = static_cast<int64_t>(in->info().data_bytes / 8);
+  std::vector<int64_t> ids;
+  for (int64_t first = 0; first < total; first += chunk_ids) {
+    const int64_t count = std::min(chunk_ids, total - first);
+    ids.resize(static_cast<size_t>(count));
+    SKIFF_RETURN_IF_ERROR(
+        in->ReadAt(static_cast<uint64_t>(first) * 8, static_cast<uint64_t>(count) * 8, ids.data()));
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= n) {
+        const int64_t at = first + static_cast<int64_t>(i);
+        return Status::Corruption(
+            in->path() + ": " +
+            (pairs ? "pair " + std::to_string(at / 2) : "entry " + std::to_string(at)) +
+            " has node ID " + std::to_string(ids[i]) + ", outside [0, " + std::to_string(n) + ")");
+      }
+      ids[i] = l.new_id[static_cast<size_t>(ids[i])];
+    }
+    if (swap) {
+      for (size_t i = 0; i + 1 < ids.size(); i += 2) {
+        if (ids[i] > ids[i + 1]) std::swap(ids[i], ids[i + 1]);
+      }
+    }
+    SKIFF_RETURN_IF_ERROR(out->Append(ids.data(), ids.size() * 8));
+  }
+  return w.FinishFile(*out);
+}
+
+// The files of the edge split (when there is one) with their node IDs relabelled (RelabelIdFile):
+// the pair files, and the ranking candidates when the split has them.
 Status WriteEdgeSplitFiles(const format::Dataset& ds, const Layout& l, int64_t chunk_pairs,
                            DatasetWriter& w) {
   if (!ds.manifest().link_split) return Status::Ok();
-  const auto n = static_cast<int64_t>(l.new_id.size());
-  const bool undirected = ds.manifest().undirected;
   for (const char* name : {format::kLinkTrainFile, format::kLinkValidFile, format::kLinkTestFile,
                            format::kLinkValidNegFile, format::kLinkTestNegFile}) {
     if (!ds.manifest().files.count(name)) continue;  // an empty non-edge file may be absent
-    SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* in, ds.File(name));
-    SKIFF_ASSIGN_OR_RETURN(auto out, w.CreateFile(name));
-    const auto total = static_cast<int64_t>(in->info().data_bytes / 16);
-    std::vector<int64_t> pairs;
-    for (int64_t first = 0; first < total; first += chunk_pairs) {
-      const int64_t count = std::min(chunk_pairs, total - first);
-      pairs.resize(static_cast<size_t>(count) * 2);
-      SKIFF_RETURN_IF_ERROR(in->ReadAt(static_cast<uint64_t>(first) * 16,
-                                       static_cast<uint64_t>(count) * 16, pairs.data()));
-      for (size_t i = 0; i < pairs.size(); ++i) {
-        if (pairs[i] < 0 || pairs[i] >= n) {
-          return Status::Corruption(in->path() + ": pair " +
-                                    std::to_string(first + static_cast<int64_t>(i / 2)) +
-                                    " has node ID " + std::to_string(pairs[i]) + ", outside [0, " +
-                                    std::to_string(n) + ")");
-        }
-        pairs[i] = l.new_id[static_cast<size_t>(pairs[i])];
-      }
-      if (undirected) {
-        for (size_t i = 0; i < pairs.size(); i += 2) {
-          if (pairs[i] > pairs[i + 1]) std::swap(pairs[i], pairs[i + 1]);
-        }
-      }
-      SKIFF_RETURN_IF_ERROR(out->Append(pairs.data(), pairs.size() * 8));
-    }
-    SKIFF_RETURN_IF_ERROR(w.FinishFile(*out));
+    SKIFF_RETURN_IF_ERROR(RelabelIdFile(ds, l, name, /*pairs=*/true, 2 * chunk_pairs, w));
+  }
+  if (ds.manifest().link_split->candidates == 0) return Status::Ok();
+  for (const char* name : {format::kLinkValidCandFile, format::kLinkTestCandFile}) {
+    SKIFF_RETURN_IF_ERROR(RelabelIdFile(ds, l, name, /*pairs=*/false, 2 * chunk_pairs, w));
   }
   return Status::Ok();
 }

@@ -135,6 +135,9 @@ Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* d) {
   if (split->test_neg > 0) {
     SKIFF_ASSIGN_OR_RETURN(d->test_neg, dataset.LoadEdgePairs(format::kLinkTestNegFile));
   }
+  d->candidates = split->candidates;
+  SKIFF_ASSIGN_OR_RETURN(d->valid_cand, dataset.LoadCandidates(format::kLinkValidCandFile));
+  SKIFF_ASSIGN_OR_RETURN(d->test_cand, dataset.LoadCandidates(format::kLinkTestCandFile));
   return Status::Ok();
 }
 
@@ -146,6 +149,12 @@ void DropUnscoredPairs(const TrainOptions& options, LinkData* data) {
     if (static_cast<int64_t>(pairs->size()) <= 2 * edges) continue;
     pairs->resize(static_cast<size_t>(2 * edges));  // Evaluate scores the first `edges`
     pairs->shrink_to_fit();
+  }
+  for (std::vector<int64_t>* rows : {&data->valid_cand, &data->test_cand}) {
+    const auto kept = static_cast<size_t>(edges * data->candidates);
+    if (rows->size() <= kept) continue;
+    rows->resize(kept);  // the candidates of the pairs kept
+    rows->shrink_to_fit();
   }
 }
 
@@ -418,31 +427,21 @@ Status LinkTrainer::ScoreEvalBatch(const PreparedBatch& prepared, const EvalEdge
   if (e.neg_dst.empty()) return Status::Ok();
   SKIFF_RETURN_IF_ERROR(decoder_->ScoreCross(step_out_.data(), rows, e.pos_src, e.neg_dst, &other));
   const size_t k = e.neg_dst.size();
-  const bool filtered = options_.link.ranking == Ranking::kFiltered;
-  std::vector<int64_t> row;
-  std::vector<float> kept;
+  std::vector<int64_t> candidate_nodes(k);
+  for (size_t j = 0; j < k; ++j) candidate_nodes[j] = e.seeds[static_cast<size_t>(e.neg_dst[j])];
   for (size_t i = 0; i < e.pos_src.size(); ++i) {
-    std::span<const float> candidates(other.data() + i * k, k);
-    if (filtered) {
-      const int64_t s = e.seeds[static_cast<size_t>(e.pos_src[i])];
-      SKIFF_RETURN_IF_ERROR(data_.graph->Neighbors(s, &row));
-      kept.clear();
-      for (size_t j = 0; j < k; ++j) {
-        if (!KnownEdge(s, e.seeds[static_cast<size_t>(e.neg_dst[j])], row)) {
-          kept.push_back(candidates[j]);
-        }
-      }
-      candidates = kept;
-    }
-    scores->ranks.Add(pos[i], candidates);
+    const int64_t s = e.seeds[static_cast<size_t>(e.pos_src[i])];
+    SKIFF_RETURN_IF_ERROR(AddRank(s, pos[i], std::span<const float>(other.data() + i * k, k),
+                                  candidate_nodes, &scores->ranks));
   }
   return Status::Ok();
 }
 
 Result<LinkEvaluation> LinkTrainer::Evaluate(const std::vector<int64_t>& pairs,
-                                             const std::vector<int64_t>& non_edges,
-                                             uint64_t stream) {
+                                             const std::vector<int64_t>& non_edges, uint64_t stream,
+                                             const std::vector<int64_t>& candidates) {
   LinkEvaluation out;
+  const bool given = UsesDatasetCandidates();
   int64_t count = static_cast<int64_t>(pairs.size() / 2);
   if (options_.link.eval_edges > 0) count = std::min(count, options_.link.eval_edges);
   const int64_t non_count =
@@ -459,13 +458,15 @@ Result<LinkEvaluation> LinkTrainer::Evaluate(const std::vector<int64_t>& pairs,
   std::vector<EvalEdgeBatch> batches;
   auto non_index = [&](int64_t positive) { return positive * non_count / count; };
   for (int64_t group = 0; group * kCandidateGroupEdges < count; ++group) {
-    const auto candidates = DrawCandidates(options_.link.eval_negatives, data_.graph->num_nodes(),
-                                           options_.seed, stream, static_cast<uint64_t>(group));
+    // With the dataset's candidates, the batches score the positives and non-edges alone.
+    const auto drawn =
+        DrawCandidates(given ? 0 : options_.link.eval_negatives, data_.graph->num_nodes(),
+                       options_.seed, stream, static_cast<uint64_t>(group));
     const int64_t group_end = std::min(count, (group + 1) * kCandidateGroupEdges);
     for (int64_t begin = group * kCandidateGroupEdges; begin < group_end; begin += size) {
       const int64_t end = std::min(group_end, begin + size);
-      batches.push_back(MakeEvalBatch(pairs, begin, end, non_edges, non_index(begin),
-                                      non_index(end), candidates));
+      batches.push_back(
+          MakeEvalBatch(pairs, begin, end, non_edges, non_index(begin), non_index(end), drawn));
       pass.seeds.push_back(batches.back().edges.seeds);
     }
   }
@@ -484,8 +485,85 @@ Result<LinkEvaluation> LinkTrainer::Evaluate(const std::vector<int64_t>& pairs,
           HitsAgainstNegatives(scores.positives, scores.non_edges, kSharedHitsAt[k]);
     }
   }
+  if (given) SKIFF_RETURN_IF_ERROR(RankAmongGiven(pairs, count, candidates, &scores.ranks));
   out.ranking = scores.ranks.Result();
   return out;
+}
+
+bool LinkTrainer::UsesDatasetCandidates() const {
+  return data_.candidates > 0 && options_.link.eval_negatives > 0 &&
+         options_.link.eval_candidates == EvalCandidates::kDataset;
+}
+
+Status LinkTrainer::AddRank(int64_t s, float positive, std::span<const float> candidates,
+                            std::span<const int64_t> candidate_nodes, RankingAccumulator* ranks) {
+  if (options_.link.ranking != Ranking::kFiltered) {
+    ranks->Add(positive, candidates);
+    return Status::Ok();
+  }
+  std::vector<int64_t> row;
+  SKIFF_RETURN_IF_ERROR(data_.graph->Neighbors(s, &row));
+  std::vector<float> kept;
+  for (size_t j = 0; j < candidates.size(); ++j) {
+    if (!KnownEdge(s, candidate_nodes[j], row)) kept.push_back(candidates[j]);
+  }
+  ranks->Add(positive, kept);
+  return Status::Ok();
+}
+
+Status LinkTrainer::RankAmongGiven(const std::vector<int64_t>& pairs, int64_t count,
+                                   const std::vector<int64_t>& candidates,
+                                   RankingAccumulator* ranks) {
+  const int64_t k = data_.candidates;
+  SKIFF_CHECK(static_cast<int64_t>(candidates.size()) >= count * k);
+  const int64_t n = data_.graph->num_nodes();
+  // The nodes involved, and the node batches that hold them.
+  const int64_t batch_nodes = std::max<int64_t>(1, options_.eval_batch_size);
+  std::vector<int32_t> row_of(static_cast<size_t>(n), -1);
+  std::vector<int64_t> batches;
+  auto need = [&](int64_t v) {
+    if (row_of[static_cast<size_t>(v)] == -1) row_of[static_cast<size_t>(v)] = -2;
+  };
+  for (int64_t i = 0; i < count; ++i) {
+    need(pairs[2 * i]);
+    need(pairs[2 * i + 1]);
+    for (int64_t j = 0; j < k; ++j) need(candidates[static_cast<size_t>(i * k + j)]);
+  }
+  for (int64_t c = 0; c * batch_nodes < n; ++c) {
+    const auto first = row_of.begin() + c * batch_nodes;
+    if (std::find(first, first + std::min(batch_nodes, n - c * batch_nodes), -2) !=
+        first + std::min(batch_nodes, n - c * batch_nodes)) {
+      batches.push_back(c);
+    }
+  }
+  // Their representations, rows in the order they arrive.
+  const auto dim = static_cast<size_t>(options_.link.out_dim);
+  std::vector<float> emb;
+  int32_t rows = 0;
+  SKIFF_RETURN_IF_ERROR(EncodeBatches(
+      batches, batch_nodes, [&](std::span<const int64_t> nodes, const float* out) -> Status {
+        for (size_t i = 0; i < nodes.size(); ++i) {
+          if (row_of[static_cast<size_t>(nodes[i])] != -2) continue;
+          row_of[static_cast<size_t>(nodes[i])] = rows++;
+          emb.insert(emb.end(), out + i * dim, out + (i + 1) * dim);
+        }
+        return Status::Ok();
+      }));
+  // The destination first, then its candidates: one call scores them alike (a candidate equal to
+  // the destination ties it exactly).
+  std::vector<int32_t> cand_rows(static_cast<size_t>(k) + 1);
+  std::vector<float> scores;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t s = pairs[2 * i];
+    const int32_t src[1] = {row_of[static_cast<size_t>(s)]};
+    cand_rows[0] = row_of[static_cast<size_t>(pairs[2 * i + 1])];
+    const std::span<const int64_t> nodes(candidates.data() + i * k, static_cast<size_t>(k));
+    for (int64_t j = 0; j < k; ++j) cand_rows[j + 1] = row_of[static_cast<size_t>(nodes[j])];
+    SKIFF_RETURN_IF_ERROR(decoder_->ScoreCross(emb.data(), rows, src, cand_rows, &scores));
+    SKIFF_RETURN_IF_ERROR(
+        AddRank(s, scores[0], std::span<const float>(scores).subspan(1), nodes, ranks));
+  }
+  return Status::Ok();
 }
 
 bool LinkTrainer::RecordBest(int64_t epoch, const LinkEpochMetrics& m) {
@@ -511,8 +589,10 @@ Result<LinkSummary> LinkTrainer::Run() {
   for (int64_t epoch = next_epoch_; epoch < options_.epochs; ++epoch) {
     SKIFF_ASSIGN_OR_RETURN(LinkEpochMetrics m, TrainEpoch(epoch));
     const auto eval_start = Clock::now();
-    SKIFF_ASSIGN_OR_RETURN(m.valid, Evaluate(data_.valid, data_.valid_neg, kValidStream));
-    SKIFF_ASSIGN_OR_RETURN(m.test, Evaluate(data_.test, data_.test_neg, kTestStream));
+    SKIFF_ASSIGN_OR_RETURN(m.valid,
+                           Evaluate(data_.valid, data_.valid_neg, kValidStream, data_.valid_cand));
+    SKIFF_ASSIGN_OR_RETURN(m.test,
+                           Evaluate(data_.test, data_.test_neg, kTestStream, data_.test_cand));
     m.eval_seconds = SecondsSince(eval_start);
     const bool improved = RecordBest(epoch, m);
     next_epoch_ = epoch + 1;

@@ -366,6 +366,11 @@ std::vector<TrainOption> LinkTaskOptions() {
           "link: candidates each held-out edge is ranked against (MRR, Hits@K; 0: none)",
           [](auto& o) -> auto& { return o.link.eval_negatives; }, IntCodec<int>{0}),
       EnumEntry(
+          "eval-candidates", kRun,
+          "link: rank each held-out edge among the dataset's own candidates when it has them "
+          "(an OGB split's target_node_neg), or among --eval-negatives drawn uniformly",
+          kEvalCandidatesNames, [](auto& o) -> auto& { return o.link.eval_candidates; }),
+      EnumEntry(
           "ranking", kRun, "link: rank against every candidate, or without known edges",
           kRankingNames, [](auto& o) -> auto& { return o.link.ranking; }),
       Entry(

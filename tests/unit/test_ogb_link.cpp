@@ -4,8 +4,15 @@
 // pairs leave the graph, repeats and self-loops are dropped and counted, negatives become the
 // non-edges, and what the format forbids is dropped or refused with the file named.
 #include <doctest/doctest.h>
+#include <xxhash.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -14,6 +21,7 @@
 #include "skiff/convert/convert.h"
 #include "skiff/convert/ogb.h"
 #include "skiff/format/dataset.h"
+#include "skiff/partition/partition_dataset.h"
 #include "tests/unit/test_npy_util.h"
 #include "tests/unit/test_text_files.h"
 #include "tests/unit/test_util.h"
@@ -122,7 +130,7 @@ TEST_CASE("OGB link layout: the split is imported as given, held-out pairs leave
   CHECK((*ds)->manifest().source.find("edge split from") != std::string::npos);
 }
 
-TEST_CASE("OGB link layout: source_node / target_node, directed; per-positive negatives noted") {
+TEST_CASE("OGB link layout: source_node / target_node, directed, with per-positive candidates") {
   testing::TempDir tmp;
   const std::vector<Pair> graph = Ring();
   std::vector<int32_t> sources, targets;
@@ -130,28 +138,108 @@ TEST_CASE("OGB link layout: source_node / target_node, directed; per-positive ne
     sources.push_back(static_cast<int32_t>(u));
     targets.push_back(static_cast<int32_t>(v));
   }
-  const std::string negatives =
-      testing::NpyBytes("<i8", "(1, 3)", testing::Raw<int64_t>({1, 2, 3}));
+  // Valid: (2, 17), then (2, 17) again (dropped, with its candidate row), then (4, 19).
+  const std::string valid_cand =
+      testing::NpyBytes("<i8", "(3, 2)", testing::Raw<int64_t>({10, 11, 12, 13, 14, 15}));
+  const std::string test_cand = testing::NpyBytes("<i8", "(1, 2)", testing::Raw<int64_t>({7, 8}));
   WriteLayout(tmp / "ogbl", 30, graph,
               {{"train", {{"source_node", IdsNpy(sources)}, {"target_node", IdsNpy(targets)}}},
                {"valid",
-                {{"source_node", IdsNpy({2})},
-                 {"target_node", IdsNpy({17})},
-                 {"target_node_neg", negatives}}},
+                {{"source_node", IdsNpy({2, 2, 4})},
+                 {"target_node", IdsNpy({17, 17, 19})},
+                 {"target_node_neg", valid_cand}}},
                {"test",
                 {{"source_node", IdsNpy({17})},
-                 {"target_node", IdsNpy({2})},
-                 {"target_node_neg", negatives}}}});
+                 {"target_node", IdsNpy({3})},
+                 {"target_node_neg", test_cand}}}});
   auto summary = Convert(tmp / "ogbl", tmp / "ds", /*undirected=*/false);
   REQUIRE_MESSAGE(summary.ok(), summary.status().ToString());
   auto ds = format::Dataset::Open(tmp / "ds");
   REQUIRE(ds.ok());
-  REQUIRE((*ds)->VerifyAll().ok());
+  const Status verified = (*ds)->VerifyAll();
+  REQUIRE_MESSAGE(verified.ok(), verified.ToString());
   const auto& split = *(*ds)->manifest().link_split;
   CHECK(split.train == 60);
-  CHECK(Pairs(**ds, format::kLinkValidFile) == std::vector<Pair>{{2, 17}});
-  CHECK(Pairs(**ds, format::kLinkTestFile) == std::vector<Pair>{{17, 2}});  // directed: distinct
+  CHECK(split.candidates == 2);
+  CHECK((*ds)->manifest().version == format::kFormatVersion);
+  CHECK(Pairs(**ds, format::kLinkValidFile) == std::vector<Pair>{{2, 17}, {4, 19}});
+  CHECK(Pairs(**ds, format::kLinkTestFile) == std::vector<Pair>{{17, 3}});
+  CHECK(*(*ds)->LoadCandidates(format::kLinkValidCandFile) == std::vector<int64_t>{10, 11, 14, 15});
+  CHECK(*(*ds)->LoadCandidates(format::kLinkTestCandFile) == std::vector<int64_t>{7, 8});
   CHECK(split.valid_neg == 0);
+
+  // Partitioning relabels the candidates with the pairs.
+  partition::PartitionOptions o;
+  o.dataset_dir = tmp / "ds";
+  o.output_dir = tmp / "parts";
+  o.partitioner.k = 3;
+  o.memory_bytes = 64ull << 20;
+  auto report = partition::PartitionDataset(o);
+  REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+  auto parts = format::Dataset::Open(tmp / "parts");
+  REQUIRE(parts.ok());
+  REQUIRE((*parts)->VerifyAll().ok());
+  std::vector<int64_t> old(30);
+  REQUIRE((*(*parts)->File(format::kRelabelOldIdsFile))->ReadAt(0, 30 * 8, old.data()).ok());
+  auto relabelled = (*parts)->LoadCandidates(format::kLinkValidCandFile);
+  REQUIRE(relabelled.ok());
+  std::vector<int64_t> back;
+  for (int64_t v : *relabelled) back.push_back(old[static_cast<size_t>(v)]);
+  CHECK(back == std::vector<int64_t>{10, 11, 14, 15});
+
+  // Undirected: the candidates are not imported (the pairs become (min, max)).
+  auto undirected = Convert(tmp / "ogbl", tmp / "und", /*undirected=*/true);
+  REQUIRE_MESSAGE(undirected.ok(), undirected.status().ToString());
+  auto und = format::Dataset::Open(tmp / "und");
+  REQUIRE(und.ok());
+  CHECK((*und)->manifest().link_split->candidates == 0);
+}
+
+TEST_CASE("format: ranking candidates need version 4 and a directed dataset") {
+  testing::TempDir tmp;
+  const std::vector<Pair> graph = Ring();
+  const auto ids = [](std::initializer_list<int32_t> v) { return IdsNpy(std::vector<int32_t>(v)); };
+  WriteLayout(
+      tmp / "ogbl", 30, graph,
+      {{"train", {{"edge", PairsNpy(graph)}}},
+       {"valid",
+        {{"source_node", ids({2})},
+         {"target_node", ids({17})},
+         {"target_node_neg", testing::NpyBytes("<i8", "(1, 1)", testing::Raw<int64_t>({9}))}}},
+       {"test",
+        {{"source_node", ids({3})},
+         {"target_node", ids({18})},
+         {"target_node_neg", testing::NpyBytes("<i8", "(1, 1)", testing::Raw<int64_t>({8}))}}}});
+  REQUIRE(Convert(tmp / "ogbl", tmp / "ds", false).ok());
+  // Rewrites the manifest with `edit` applied, and its checksum (docs/FORMAT.md: XXH3-64 of the
+  // compact JSON without the field).
+  const auto rewrite = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json j;
+    {
+      std::ifstream in(tmp / "ds/manifest.json");
+      j = nlohmann::json::parse(in);
+    }
+    edit(j);
+    j.erase("manifest_xxh3");
+    const std::string body = j.dump();
+    char seal[17];
+    std::snprintf(seal, sizeof(seal), "%016llx",
+                  static_cast<unsigned long long>(XXH3_64bits(body.data(), body.size())));
+    j["manifest_xxh3"] = seal;
+    testing::WriteText(tmp / "ds/manifest.json", j.dump());
+  };
+  rewrite([](nlohmann::json& j) { j["undirected"] = true; });
+  auto undirected = format::Dataset::Open(tmp / "ds");
+  CHECK(undirected.status().code() == StatusCode::kCorruption);
+  CHECK(undirected.status().message().find("candidates on an undirected dataset") !=
+        std::string::npos);
+  rewrite([](nlohmann::json& j) {
+    j["undirected"] = false;
+    j["version"] = 3;
+  });
+  auto old = format::Dataset::Open(tmp / "ds");
+  CHECK(old.status().code() == StatusCode::kCorruption);
+  CHECK(old.status().message().find("ranking candidates came with version 4") != std::string::npos);
 }
 
 TEST_CASE("OGB link layout: refusals name the file and what to do") {

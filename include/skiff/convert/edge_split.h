@@ -64,7 +64,11 @@ Result<EdgeSplitSummary> WriteEdgeSplit(const format::Dataset& source, format::D
 struct GivenEdgeSplit {
   std::vector<int64_t> train, valid, test;   // positives
   std::vector<int64_t> valid_neg, test_neg;  // negatives (may be empty)
-  std::string origin;                        // where they came from, for messages and the manifest
+  // Ranking candidates (directed datasets only): `candidates` per valid / test pair, row-major in
+  // pair order (valid.size() / 2 x candidates, test likewise); 0: none.
+  int64_t candidates = 0;
+  std::vector<int64_t> valid_cand, test_cand;
+  std::string origin;  // where they came from, for messages and the manifest
 };
 
 // What WriteGivenEdgeSplit dropped or removed to meet the format's rules (docs/FORMAT.md, "Edge
@@ -84,7 +88,9 @@ struct GivenSplitReport {
 // stay (and must be edges of it); negatives must be no edge of the source graph and no valid or
 // test pair. What breaks those rules is dropped and counted in *report (InvalidArgument, naming the
 // pair, for a pair in both valid and test). The manifest's link_split records the counts, with
-// fractions and seed 0 (nothing was drawn), and its source the origin.
+// fractions and seed 0 (nothing was drawn), and its source the origin. Ranking candidates follow
+// their pairs (a dropped pair's row goes with it); InvalidArgument for candidates on an undirected
+// dataset or rows that do not match the pairs.
 Result<EdgeSplitSummary> WriteGivenEdgeSplit(const format::Dataset& source,
                                              format::DatasetWriter& out, GivenEdgeSplit given,
                                              GivenSplitReport* report);

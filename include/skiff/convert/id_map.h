@@ -8,8 +8,8 @@
 //
 // Two ways to build one. `skiff convert` builds it in bulk (IdMapBuilder sorts the IDs, then
 // IdMapBulkLoad below writes sorted files): one lookup per endpoint does not scale once the IDs
-// outgrow memory. IdMap::Create/GetOrAssign build it one ID at a time: the definition of the IDs the
-// bulk path must give (its tests compare the two), and a simple writer for small maps.
+// outgrow memory. IdMap::Create/GetOrAssign build it one ID at a time: the definition of the IDs
+// the bulk path must give (its tests compare the two), and a simple writer for small maps.
 //
 // Writes are collected in a WriteBatch (without the write-ahead log: a map that is being built
 // belongs to a dataset that is not committed yet, so a crash loses nothing valid) and applied every

@@ -13,7 +13,8 @@
 // pickles (.pt), which tools/ogb/link_splits_to_npz.py rewrites as .npz with the same keys:
 //   "edge" [E, 2] (or "source_node" [E] and "target_node" [E]): the split's positive pairs;
 //   "edge_neg" [M, 2] (valid, test): the split's negative pairs, shared by its positives;
-//   "target_node_neg" [E, K]: K negative destinations per positive (not imported: noted);
+//   "target_node_neg" [E, K]: K ranking candidates per positive (directed datasets: imported as
+//   the split's candidates; undirected: not imported, noted);
 //   other keys ("weight", "year") are ignored.
 //
 // Every error names the file and line and says what was expected; a missing required file names
@@ -63,12 +64,15 @@ Result<std::vector<int64_t>> ReadOgbIndexFile(const std::string& path, int64_t n
 struct OgbEdgeSplitFile {
   std::vector<int64_t> pairs;          // positives, (src, dst) interleaved
   std::vector<int64_t> negatives;      // "edge_neg", interleaved (empty when absent)
-  int64_t negatives_per_positive = 0;  // "target_node_neg"'s columns (not read), 0 when absent
+  int64_t negatives_per_positive = 0;  // "target_node_neg"'s columns, 0 when absent
+  std::vector<int64_t> candidates;     // "target_node_neg", [E x K] row-major, when read
 };
-// Reads one split file; every ID must lie in [0, num_nodes). Corruption naming the file, the key
+// Reads one split file; every ID must lie in [0, num_nodes). With `read_candidates`,
+// "target_node_neg" too (its rows must match the positives). Corruption naming the file, the key
 // and the index on a malformed array or an ID out of range; InvalidArgument naming the keys found
 // when neither "edge" nor "source_node"/"target_node" is there.
-Result<OgbEdgeSplitFile> ReadOgbEdgeSplitFile(const std::string& path, int64_t num_nodes);
+Result<OgbEdgeSplitFile> ReadOgbEdgeSplitFile(const std::string& path, int64_t num_nodes,
+                                              bool read_candidates = false);
 
 // Reads one label per line; exactly `num_nodes` lines. Unlabelled ("nan", "") -> -1.
 Result<std::vector<int32_t>> ReadOgbLabels(const std::string& path, int64_t num_nodes);

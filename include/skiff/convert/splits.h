@@ -17,7 +17,7 @@ namespace skiff::convert {
 struct SplitSpec {
   enum class Kind { kFractions, kPerClass };
   Kind kind = Kind::kFractions;
-  double train_fraction = 0.6, valid_fraction = 0.2, test_fraction = 0.2;  // kFractions
+  double train_fraction = 0.6, valid_fraction = 0.2, test_fraction = 0.2;   // kFractions
   int64_t train_per_class = 20, valid_per_class = 30, test_per_class = -1;  // -1 = all the rest
   uint64_t seed = 0;
 };

@@ -34,7 +34,7 @@ namespace skiff::format {
 
 // Version 2 added the manifest's own checksum (manifest_xxh3); version 3 the optional "link_split"
 // object. Versions 1 and 2 are still read.
-inline constexpr int kFormatVersion = 3;
+inline constexpr int kFormatVersion = 4;
 inline constexpr int kOldestReadableFormatVersion = 1;
 
 // Classes a dataset may have (labels are below it). A model has an output per class, so a class
@@ -67,6 +67,10 @@ struct PartitionInfo {
 struct LinkSplitInfo {
   int64_t train = 0, valid = 0, test = 0;  // pair counts of the three positive files
   int64_t valid_neg = 0, test_neg = 0;     // pair counts of the non-edge files (0: absent)
+  // Ranking candidates per valid and test pair (kLink*CandFile; 0: none). Version 4; directed
+  // datasets only (an undirected pair is stored as (min, max), which loses the endpoint they
+  // replace).
+  int64_t candidates = 0;
   double train_fraction = 0, valid_fraction = 0, test_fraction = 0;  // as asked
   uint64_t seed = 0;
 };
@@ -119,6 +123,10 @@ inline constexpr const char* kLinkTestFile = "link_test.edges";
 inline constexpr const char* kLinkValidNegFile =
     "link_valid_neg.edges";  // non-edges (GAE protocol)
 inline constexpr const char* kLinkTestNegFile = "link_test_neg.edges";
+// Per-positive ranking candidates (version 4, LinkSplitInfo::candidates = K > 0): int64[count x K],
+// the K candidate destinations of each valid / test pair in pair order (OGB's target_node_neg).
+inline constexpr const char* kLinkValidCandFile = "link_valid_cand.nodes";
+inline constexpr const char* kLinkTestCandFile = "link_test_cand.nodes";
 // Written by partitioning: int64[N], the node ID before the first partitioning of each node
 // (raw IDs are idmap(old_ids[v]); see partition/partition_dataset.h).
 inline constexpr const char* kRelabelOldIdsFile = "relabel.old_ids";
@@ -214,6 +222,10 @@ class Dataset {
   // non-edge file whose count is 0 and that is absent. NotFound when the dataset has no edge
   // split; InvalidArgument for a name that is not an edge-split file.
   Result<std::vector<int64_t>> LoadEdgePairs(const std::string& file_name) const;
+  // A candidate file (kLinkValidCandFile, kLinkTestCandFile): count x K node IDs, verified
+  // (checksums; every ID in [0, N), else Corruption naming the file, the pair and the position).
+  // Empty when the split has no candidates; InvalidArgument for another name.
+  Result<std::vector<int64_t>> LoadCandidates(const std::string& file_name) const;
   // Feature rows [first, first+count) as float32 (handles partition extents and fp16); every
   // value finite, else Corruption naming the node, the column and the value.
   Status ReadFeatureRows(int64_t first, int64_t count, float* dst) const;

@@ -69,6 +69,10 @@ struct LinkData {
   bool undirected = false;  // split pairs stand for both directions (filtered ranking)
   std::vector<int64_t> train, valid, test;   // positives
   std::vector<int64_t> valid_neg, test_neg;  // non-edges (may be empty)
+  // The dataset's ranking candidates: `candidates` per valid / test pair, row-major in pair
+  // order (LinkSplitInfo::candidates; 0: none).
+  int64_t candidates = 0;
+  std::vector<int64_t> valid_cand, test_cand;
 };
 
 // Loads the edge split: the pairs, and the manifest's word on direction. InvalidArgument, saying
@@ -205,9 +209,15 @@ class LinkTrainer {
   // One training epoch (its metrics, evaluation not included).
   Result<LinkEpochMetrics> TrainEpoch(int64_t epoch);
   // The metrics of held-out `pairs` and `non_edges` with the current model, the evaluation batches
-  // and candidates drawn from stream `stream` (kValidStream, kTestStream).
+  // and candidates drawn from stream `stream` (kValidStream, kTestStream) -- or, when the
+  // dataset's are used (UsesDatasetCandidates), each pair ranked among its row of `candidates`
+  // (RankAmongGiven).
   Result<LinkEvaluation> Evaluate(const std::vector<int64_t>& pairs,
-                                  const std::vector<int64_t>& non_edges, uint64_t stream);
+                                  const std::vector<int64_t>& non_edges, uint64_t stream,
+                                  const std::vector<int64_t>& candidates = {});
+  // Whether held-out edges are ranked among the dataset's candidates: it has them, ranking is on
+  // (eval_negatives > 0) and eval_candidates is kDataset.
+  bool UsesDatasetCandidates() const;
 
   model::Model& model() { return *model_; }
   model::LinkDecoder& decoder() { return *decoder_; }
@@ -236,6 +246,14 @@ class LinkTrainer {
   // Whether c is a known destination of s: an edge of the graph (`row`: s's sorted row) or of a
   // split (filtered ranking).
   bool KnownEdge(int64_t s, int64_t c, const std::vector<int64_t>& row) const;
+  // Ranks each of the first `count` pairs among its own row of `candidates` (data_.candidates
+  // per pair): the representations of every node involved, encoded at once (EncodeBatches over
+  // the node batches that hold them, eval_batch_size nodes each), then the decoder's scores.
+  Status RankAmongGiven(const std::vector<int64_t>& pairs, int64_t count,
+                        const std::vector<int64_t>& candidates, RankingAccumulator* ranks);
+  // Ranks of one pair's scores (`candidates` of source s), filtered when asked, into *ranks.
+  Status AddRank(int64_t s, float positive, std::span<const float> candidates,
+                 std::span<const int64_t> candidate_nodes, RankingAccumulator* ranks);
 
   const LinkData& data_;
   TrainOptions options_;

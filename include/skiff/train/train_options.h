@@ -62,6 +62,12 @@ enum class Ranking { kRaw, kFiltered };
 inline constexpr EnumName<Ranking> kRankingNames[] = {{Ranking::kRaw, "raw"},
                                                       {Ranking::kFiltered, "filtered"}};
 
+// Which candidates rank a held-out edge: the dataset's own (an OGB split's target_node_neg,
+// LinkSplitInfo::candidates), when it has them, or --eval-negatives drawn uniformly.
+enum class EvalCandidates { kDataset, kDrawn };
+inline constexpr EnumName<EvalCandidates> kEvalCandidatesNames[] = {
+    {EvalCandidates::kDataset, "dataset"}, {EvalCandidates::kDrawn, "drawn"}};
+
 // Link prediction's settings (Task::kLink); the encoder is TrainOptions::model, whose last layer
 // is out_dim wide.
 struct LinkOptions {
@@ -72,6 +78,7 @@ struct LinkOptions {
   NegativeSampler negative_sampler = NegativeSampler::kUniform;
   int eval_negatives = 1000;  // ranking candidates per held-out edge (0: no ranking metrics)
   Ranking ranking = Ranking::kRaw;
+  EvalCandidates eval_candidates = EvalCandidates::kDataset;
   int64_t eval_edges = 0;  // held-out edges ranked per split (0: all)
 };
 
