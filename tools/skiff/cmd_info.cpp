@@ -80,10 +80,14 @@ int RunInfo(const InfoOptions& opt) {
     if (m.link_split) {
       const auto& l = *m.link_split;
       std::printf(
-          "edge split   train %lld / valid %lld / test %lld pairs, non-edges %lld / %lld (%s)\n",
+          "edge split   train %lld / valid %lld / test %lld pairs, non-edges %lld / %lld (%s)%s\n",
           static_cast<long long>(l.train), static_cast<long long>(l.valid),
           static_cast<long long>(l.test), static_cast<long long>(l.valid_neg),
-          static_cast<long long>(l.test_neg), EdgeSplitOrigin(l).c_str());
+          static_cast<long long>(l.test_neg), EdgeSplitOrigin(l).c_str(),
+          l.candidates > 0
+              ? (", " + std::to_string(l.candidates) + " ranking candidates per valid/test pair")
+                    .c_str()
+              : "");
     } else {
       std::printf("edge split   none\n");
     }
