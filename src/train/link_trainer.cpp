@@ -536,9 +536,10 @@ Status LinkTrainer::RankAmongGiven(const std::vector<int64_t>& pairs, int64_t co
       batches.push_back(c);
     }
   }
-  // Their representations, rows in the order they arrive.
+  // Their representations, rows in the order they arrive (reserved: no copy as they grow).
   const auto dim = static_cast<size_t>(options_.link.out_dim);
   std::vector<float> emb;
+  emb.reserve(static_cast<size_t>(std::count(row_of.begin(), row_of.end(), -2)) * dim);
   int32_t rows = 0;
   SKIFF_RETURN_IF_ERROR(EncodeBatches(
       batches, batch_nodes, [&](std::span<const int64_t> nodes, const float* out) -> Status {
