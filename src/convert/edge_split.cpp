@@ -196,6 +196,11 @@ struct PairHash {
   }
 };
 
+// The unit of a pair: (min, max) on an undirected graph, the pair as given on a directed one.
+std::pair<int64_t, int64_t> UnitOf(int64_t u, int64_t v, bool undirected) {
+  return undirected ? std::pair{std::min(u, v), std::max(u, v)} : std::pair{u, v};
+}
+
 // `count` non-edges of the source graph (see the header), drawn in batches: each batch is looked
 // up sorted by source (so rows are read in order, each once) and accepted in draw order, so the
 // result depends only on the seed and the graph.
@@ -240,7 +245,7 @@ Result<std::vector<int64_t>> DrawNonEdges(const format::Dataset& ds, const EdgeS
       const auto u = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(n)));
       auto v = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(n - 1)));
       if (v >= u) ++v;  // uniform over v != u
-      batch.push_back(m.undirected ? Pair{std::min(u, v), std::max(u, v)} : Pair{u, v});
+      batch.push_back(UnitOf(u, v, m.undirected));
     }
     draws += size;
     order.resize(batch.size());
@@ -423,7 +428,7 @@ std::vector<int64_t> GivenUnits(const std::vector<int64_t>& pairs, bool undirect
       ++report->self_loops;
       continue;
     }
-    const Pair p = undirected ? Pair{std::min(u, v), std::max(u, v)} : Pair{u, v};
+    const Pair p = UnitOf(u, v, undirected);
     if (!units->insert(p).second) {
       ++report->repeated;
       continue;
@@ -498,7 +503,7 @@ Result<EdgeSplitSummary> WriteGivenEdgeSplit(const format::Dataset& source,
   std::vector<int64_t> train;
   for (size_t i = 0, n = given.train.size(); i + 1 < n; i += 2) {
     const int64_t u = given.train[i], v = given.train[i + 1];
-    const Pair p = undirected ? Pair{std::min(u, v), std::max(u, v)} : Pair{u, v};
+    const Pair p = UnitOf(u, v, undirected);
     if (u != v && (valid_units.count(p) != 0 || test_units.count(p) != 0)) {
       ++r.train_also_held_out;
       continue;
@@ -526,7 +531,7 @@ Result<EdgeSplitSummary> WriteGivenEdgeSplit(const format::Dataset& source,
   EdgeSplitSummary s;
   s.edges_before = src.num_edges;
   const Classifier held_out = [&](int64_t u, int64_t v) {
-    const Pair p = undirected ? Pair{std::min(u, v), std::max(u, v)} : Pair{u, v};
+    const Pair p = UnitOf(u, v, undirected);
     return valid_units.count(p) != 0 || test_units.count(p) != 0 ? Unit::kValid : Unit::kNone;
   };
   SKIFF_RETURN_IF_ERROR(WriteGraph(source, held_out, out, nullptr, &s.edges_after).status());
@@ -541,7 +546,7 @@ Result<EdgeSplitSummary> WriteGivenEdgeSplit(const format::Dataset& source,
     std::vector<int64_t> candidates;
     for (size_t i = 0; i + 1 < in.size(); i += 2) {
       const int64_t u = in[i], v = in[i + 1];
-      const Pair p = undirected ? Pair{std::min(u, v), std::max(u, v)} : Pair{u, v};
+      const Pair p = UnitOf(u, v, undirected);
       if (u == v || valid_units.count(p) != 0 || test_units.count(p) != 0 ||
           !negative_units.insert(p).second) {
         ++r.negatives_dropped;
