@@ -21,6 +21,7 @@
 #include "skiff/train/ownership_traffic.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
+#include "tools/skiff/digest_file.h"
 
 namespace skiff::cli {
 namespace {
@@ -93,26 +94,22 @@ Status WriteDigests(const OwnershipOptions& o, const format::Dataset& ds,
   SKIFF_ASSIGN_OR_RETURN(auto features, sampler::InMemoryFeatures::Load(ds));
   const sampler::NeighborSampler sampler(graph, fanouts, o.record_degrees);
   const auto plan = train::PlanBatches(train, o.batch_size, true, o.seed, o.epoch);
-  std::FILE* out = std::fopen(o.digest.c_str(), "w");
-  if (out == nullptr) return Status::IOError("--digest: cannot write " + o.digest);
+  DigestFile out("--digest");
+  SKIFF_RETURN_IF_ERROR(out.Open(o.digest));
   sampler::MiniBatch mb;
   std::vector<float> rows;
-  Status st;
-  for (size_t b = 0; b < plan.size() && st.ok(); ++b) {
-    for (int rank = 0; rank < ranks && st.ok(); ++rank) {
+  for (size_t b = 0; b < plan.size(); ++b) {
+    for (int rank = 0; rank < ranks; ++rank) {
       const std::vector<int64_t> part = train::OwnedPart(plan[b], node_ranges, rank);
-      st = sampler.Sample(part, sampler::BatchSeed(o.seed, train::kTrainStream, o.epoch, b), &mb);
-      if (!st.ok()) break;
+      SKIFF_RETURN_IF_ERROR(
+          sampler.Sample(part, sampler::BatchSeed(o.seed, train::kTrainStream, o.epoch, b), &mb));
       rows.resize(mb.input_nodes.size() * static_cast<size_t>(features->dim()));
-      st = features->Gather(mb.input_nodes, rows.data());
-      if (!st.ok()) break;
-      const std::string line =
-          train::BatchDigestLine(o.epoch, train::kTrainStream, b, rank, mb, rows);
-      if (std::fprintf(out, "%s\n", line.c_str()) < 0) st = Status::IOError("--digest: writing");
+      SKIFF_RETURN_IF_ERROR(features->Gather(mb.input_nodes, rows.data()));
+      SKIFF_RETURN_IF_ERROR(
+          out.Write(train::BatchDigestLine(o.epoch, train::kTrainStream, b, rank, mb, rows)));
     }
   }
-  if (std::fclose(out) != 0 && st.ok()) st = Status::IOError("--digest: closing " + o.digest);
-  return st;
+  return out.Close();
 }
 
 int RunOwnership(const OwnershipOptions& o) {

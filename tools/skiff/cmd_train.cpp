@@ -25,6 +25,7 @@
 #include "tools/skiff/command.h"
 #include "tools/skiff/compute_device.h"
 #include "tools/skiff/config_file.h"
+#include "tools/skiff/digest_file.h"
 #include "tools/skiff/distributed.h"
 #include "tools/skiff/inference.h"
 #include "tools/skiff/link_predict.h"
@@ -422,36 +423,6 @@ Status ReportExchanges(dist::Communicator& comm, const train::OwnedData& data) {
   return Status::Ok();
 }
 
-// Each rank's --batch-digest file (PATH.RANK), closed with a check when the run ends.
-class DigestFile {
- public:
-  Status Open(const std::string& path) {
-    path_ = path;
-    file_.reset(std::fopen(path.c_str(), "w"));
-    if (file_ == nullptr) return Status::IOError("--batch-digest: cannot write " + path);
-    return Status::Ok();
-  }
-  Status Write(const std::string& line) {
-    if (std::fprintf(file_.get(), "%s\n", line.c_str()) < 0) {
-      return Status::IOError("--batch-digest: writing " + path_);
-    }
-    return Status::Ok();
-  }
-  Status Close() {
-    if (file_ != nullptr && std::fclose(file_.release()) != 0) {
-      return Status::IOError("--batch-digest: closing " + path_);
-    }
-    return Status::Ok();
-  }
-
- private:
-  struct Closer {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-  };
-  std::string path_;
-  std::unique_ptr<std::FILE, Closer> file_;
-};
-
 // Rank 0's lines about an owned-partition run: the training options and who owns what.
 void LogOwnedRun(const TrainCliOptions& o, const train::TrainOptions& t,
                  const train::OwnedData& data, train::Trainer& trainer, int ranks) {
@@ -487,7 +458,7 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
   SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
   SKIFF_RETURN_IF_ERROR(trainer->SetOwnership(data->ranges.get(), &data->graph->traffic(),
                                               &data->features->traffic()));
-  DigestFile digest;
+  DigestFile digest("--batch-digest");  // PATH.RANK, each rank its own
   if (!o.batch_digest.empty()) {
     SKIFF_RETURN_IF_ERROR(digest.Open(o.batch_digest + "." + std::to_string(comm.rank())));
     trainer->SetBatchDigest([&digest](const std::string& line) { return digest.Write(line); });
