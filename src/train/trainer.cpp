@@ -573,6 +573,7 @@ Status Trainer::TrainOwnedPart(const PreparedBatch& next, uint64_t dropout_seed,
     gradients_->AddScaled(model_->Parameters(),
                           static_cast<float>(mine) / static_cast<float>(next.whole_labelled));
   }
+  // A step is one plan batch: StepBatches() is 1, so no pass length can shorten it.
   return FinishStep(step, std::numeric_limits<int64_t>::max());
 }
 
