@@ -86,11 +86,10 @@ Result<std::unique_ptr<LinkLoader>> LinkLoader::Create(const format::Dataset* da
   const int64_t pairs = loader->num_pairs();
   const int64_t extra_ids = kIdsPerPair * pairs + 2 * int64_t{loader->options_.negatives} *
                                                       ((pairs + o.batch_size - 1) / o.batch_size);
-  SKIFF_ASSIGN_OR_RETURN(
-      loader->ooc_,
-      OutOfCore::Create(
-          dataset, LoaderOutOfCoreOptions(
-                       m, o, LinkBatchSeeds(o.batch_size, loader->options_.negatives), extra_ids)));
+  OutOfCoreOptions ooc_options = LoaderOutOfCoreOptions(
+      m, o, LinkBatchSeeds(o.batch_size, loader->options_.negatives), extra_ids);
+  ooc_options.node_labels = false;  // the caller keeps the pairs' labels (counted in extra_ids)
+  SKIFF_ASSIGN_OR_RETURN(loader->ooc_, OutOfCore::Create(dataset, ooc_options));
   loader->csr_ = std::make_unique<sampler::DatasetCsr>(*dataset);
   loader->sample_ = LabelledSampleFn(o.fanouts, o.record_degrees, nullptr);
   return loader;

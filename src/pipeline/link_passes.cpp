@@ -20,22 +20,24 @@ int64_t EvalBatchSeeds(const train::TrainOptions& o, int64_t edges) {
   return 4 * edges + o.link.eval_negatives;
 }
 
-// IDs held besides the node splits: the edge split's pairs as held (train::DropUnscoredPairs), and
-// one training epoch's plan: each batch's seeds (its pairs' two ends and the shared negatives),
-// held once -- the trainer hands them to the runner, whose plan keeps them as its order -- and
-// each positive's two int32 rows. (The order is built while the batches' seeds still exist: that
-// second copy is transient, before the pass admits its first batch.) Beside them, in 8-byte
-// units, the decoder's loss scratch for one training batch (train::TrainingLossScratchBytes).
-int64_t LinkIds(const train::LinkData& data, const train::TrainOptions& options,
-                int64_t num_nodes) {
+// IDs held besides the node splits: the edge split's pairs as held (train::DropUnscoredPairs;
+// the training pairs only when `train_held`), and one training epoch's plan of `train_pairs`
+// pairs: each batch's seeds (its pairs' two ends and the shared negatives), held once -- the
+// trainer hands them to the runner, whose plan keeps them as its order -- and each positive's two
+// int32 rows. Beside them, in 8-byte units, the decoder's loss scratch for one training batch
+// (train::TrainingLossScratchBytes). Transient, before a training pass admits its first batch
+// (while no batch, and no activation, is held): the order's second copy of the seeds while it is
+// built, and released training pairs reloaded for the plan (OpenOutOfCoreLink).
+int64_t LinkIds(const train::LinkData& data, const train::TrainOptions& options, int64_t num_nodes,
+                int64_t train_pairs) {
   const auto size = [](const std::vector<int64_t>& v) { return static_cast<int64_t>(v.size()); };
   const int64_t pair_ids = size(data.train) + size(data.valid) + size(data.test) +
                            size(data.valid_neg) + size(data.test_neg);
-  const int64_t train = size(data.train) / 2;
   const int64_t batches =
-      (train + options.batch_size - 1) / std::max<int64_t>(options.batch_size, 1);
+      (train_pairs + options.batch_size - 1) / std::max<int64_t>(options.batch_size, 1);
   const int64_t scratch = train::TrainingLossScratchBytes(options, num_nodes);
-  return pair_ids + 2 * train + batches * options.link.negatives + train + (scratch + 7) / 8;
+  return pair_ids + 2 * train_pairs + batches * options.link.negatives + train_pairs +
+         (scratch + 7) / 8;
 }
 
 // Hands a pipeline batch to the trainer's step (train::PreparedBatch), its buffer back after.
@@ -165,7 +167,15 @@ Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* 
              .attention = config.kind == model::ModelKind::kGat,
              .activation_in_place = model::ActivatesInPlace(config),
              .num_parameters = sizing->NumParameters()};
-  o.extra_ids = LinkIds(out->data, options, m.num_nodes);
+  // Under a budget the training pairs are not held: each epoch's plan reloads them (checksums
+  // verified), and its pass holds the plan alone. In memory they stay.
+  const auto train_pairs = static_cast<int64_t>(out->data.train.size() / 2);
+  if (memory_bytes > 0) {
+    out->data.train = {};
+    out->data.reload_train = [dataset] { return dataset->LoadEdgePairs(format::kLinkTrainFile); };
+  }
+  o.extra_ids = LinkIds(out->data, options, m.num_nodes, train_pairs);
+  o.node_labels = false;
   o.normalize_rows = options.feature_norm == train::FeatureNorm::kRow;
   // GraphSAGE on the CPU takes its first layer's input aggregated as it is read (docs/pipeline.md).
   o.aggregated_input = cpu_model && sampling == SamplingMode::kExact &&

@@ -30,7 +30,9 @@ MemoryBudgetInputs BudgetInputs(const format::Manifest& m, const OutOfCoreOption
   MemoryBudgetInputs in;
   in.budget_bytes = options.memory_bytes;  // 0: every partition resident (the in-memory run)
   in.num_nodes = m.num_nodes;
-  in.split_nodes = m.train_count + m.valid_count + m.test_count + options.extra_ids;
+  in.split_nodes =
+      (options.node_labels ? m.train_count + m.valid_count + m.test_count : 0) + options.extra_ids;
+  in.node_labels = options.node_labels;
   in.feature_dim = m.feature_dim;
   in.partition_slot_bytes = slot_bytes;
   in.pool_fixed_bytes = pool_fixed;

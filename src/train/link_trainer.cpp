@@ -34,7 +34,7 @@ std::string Fixed(double v) {
 }
 
 // InvalidArgument unless every node of `pairs` (interleaved) lies in [0, num_nodes).
-Status CheckPairs(const std::vector<int64_t>& pairs, int64_t num_nodes, const char* what) {
+Status CheckPairs(std::span<const int64_t> pairs, int64_t num_nodes, const char* what) {
   for (size_t i = 0; i < pairs.size(); ++i) {
     if (pairs[i] < 0 || pairs[i] >= num_nodes) {
       return Status::InvalidArgument(std::string(what) + " edge " + std::to_string(i / 2) +
@@ -158,6 +158,12 @@ void DropUnscoredPairs(const TrainOptions& options, LinkData* data) {
   }
 }
 
+Result<std::span<const int64_t>> TrainPairsOf(const LinkData& data, std::vector<int64_t>* held) {
+  if (!data.reload_train) return std::span<const int64_t>(data.train);
+  SKIFF_ASSIGN_OR_RETURN(*held, data.reload_train());
+  return std::span<const int64_t>(*held);
+}
+
 std::string LinkEvaluation::JsonMembers(const std::string& prefix) const {
   std::string out = "\"" + prefix + "edges\": " + std::to_string(edges);
   if (has_non_edges) {
@@ -191,8 +197,10 @@ Result<std::unique_ptr<LinkTrainer>> LinkTrainer::Create(const LinkData& data, T
   if (n >= (int64_t{1} << 31)) {
     return Status::InvalidArgument("link prediction takes graphs of fewer than 2^31 nodes");
   }
-  if (data.train.empty()) return Status::InvalidArgument("the edge split has no training edges");
-  SKIFF_RETURN_IF_ERROR(CheckPairs(data.train, n, "training"));
+  std::vector<int64_t> held;  // the training pairs when reloaded, freed on return
+  SKIFF_ASSIGN_OR_RETURN(const std::span<const int64_t> train, TrainPairsOf(data, &held));
+  if (train.empty()) return Status::InvalidArgument("the edge split has no training edges");
+  SKIFF_RETURN_IF_ERROR(CheckPairs(train, n, "training"));
   SKIFF_RETURN_IF_ERROR(CheckPairs(data.valid, n, "validation"));
   SKIFF_RETURN_IF_ERROR(CheckPairs(data.test, n, "test"));
   SKIFF_RETURN_IF_ERROR(CheckPairs(data.valid_neg, n, "validation non-"));
@@ -246,9 +254,10 @@ Result<std::unique_ptr<LinkTrainer>> LinkTrainer::Create(const LinkData& data, T
   t->eval_sampler_ =
       std::make_unique<sampler::NeighborSampler>(*data.graph, o.eval_fanouts, degrees);
   if (o.link.ranking == Ranking::kFiltered) {
-    for (const auto* pairs : {&data.train, &data.valid, &data.test}) {
-      for (size_t i = 0; i + 1 < pairs->size(); i += 2) {
-        t->split_edges_.push_back(PairKey((*pairs)[i], (*pairs)[i + 1], n));
+    for (const std::span<const int64_t> pairs :
+         {train, std::span<const int64_t>(data.valid), std::span<const int64_t>(data.test)}) {
+      for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+        t->split_edges_.push_back(PairKey(pairs[i], pairs[i + 1], n));
       }
     }
     std::sort(t->split_edges_.begin(), t->split_edges_.end());
@@ -342,7 +351,9 @@ Result<double> LinkTrainer::Step(const PreparedBatch& prepared, const EdgeBatch&
 
 Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
   const auto start = Clock::now();
-  const auto pairs = static_cast<int64_t>(data_.train.size() / 2);
+  std::vector<int64_t> held;  // the training pairs when reloaded, freed once planned
+  SKIFF_ASSIGN_OR_RETURN(const std::span<const int64_t> train, TrainPairsOf(data_, &held));
+  const auto pairs = static_cast<int64_t>(train.size() / 2);
   const EdgePassOptions plan_options{
       .batch_size = options_.batch_size,
       .shuffle = true,
@@ -352,8 +363,9 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
       .reorient = data_.undirected,
       .negatives = {options_.link.negatives, options_.link.negative_sampler,
                     data_.graph->num_nodes(), data_.csr}};
-  SKIFF_ASSIGN_OR_RETURN(EdgePass plan, PlanEdgePass(data_.train, plan_options));
+  SKIFF_ASSIGN_OR_RETURN(EdgePass plan, PlanEdgePass(train, plan_options));
   plan.pair_ids = {};  // the batches' rows say all a step needs
+  held = {};
   std::vector<EdgeBatch>& batches = plan.batches;
   LinkPassSpec pass = MakePass(/*training=*/true, kTrainStream, epoch);
   const std::function<uint64_t(int64_t)> dropout_seed = pass.dropout_seed;

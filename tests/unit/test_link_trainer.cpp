@@ -214,6 +214,56 @@ TEST_CASE("link trainer: a seed gives the same run; filtered ranks are no worse 
   CHECK(rc->epochs[1].valid.ranking.mrr >= ra->epochs[1].valid.ranking.mrr);
 }
 
+TEST_CASE("link trainer: training pairs released and reloaded for each plan give the same run") {
+  const auto f = MakeFixture();
+  TrainOptions o = Options();
+  o.epochs = 2;
+  auto held = LinkTrainer::Create(f->data, o);
+  REQUIRE(held.ok());
+  auto ra = (*held)->Run();
+  REQUIRE(ra.ok());
+
+  LinkData released = f->data;
+  released.train = {};
+  int loads = 0;
+  released.reload_train = [&]() -> Result<std::vector<int64_t>> {
+    ++loads;
+    return f->data.train;
+  };
+  auto reloading = LinkTrainer::Create(released, o);
+  REQUIRE(reloading.ok());
+  CHECK(loads == 1);  // Create's checks
+  auto rb = (*reloading)->Run();
+  REQUIRE(rb.ok());
+  CHECK(loads == 3);  // and each epoch's plan
+  CHECK(released.train.empty());
+  for (size_t e = 0; e < 2; ++e) {
+    CHECK(rb->epochs[e].loss == ra->epochs[e].loss);
+    CHECK(rb->epochs[e].valid.ranking.mrr == ra->epochs[e].valid.ranking.mrr);
+  }
+
+  // A reload that fails fails the epoch with its message; one with a bad pair fails Create.
+  bool fail = false;
+  released.reload_train = [&]() -> Result<std::vector<int64_t>> {
+    if (fail) return Status::Corruption("link_train.edges: checksum mismatch in block 0");
+    return f->data.train;
+  };
+  auto failing = LinkTrainer::Create(released, o);
+  REQUIRE(failing.ok());
+  fail = true;
+  const auto failed = (*failing)->Run();
+  REQUIRE(!failed.ok());
+  CHECK(failed.status().message().find("checksum mismatch") != std::string::npos);
+  released.reload_train = [&]() -> Result<std::vector<int64_t>> {
+    std::vector<int64_t> bad = f->data.train;
+    bad[1] = kNodes;
+    return bad;
+  };
+  const auto refused = LinkTrainer::Create(released, o);
+  REQUIRE(!refused.ok());
+  CHECK(refused.status().message().find("training edge 0") != std::string::npos);
+}
+
 TEST_CASE("link trainer: evaluation caps and batch sizes change what is evaluated, not scores") {
   const auto f = MakeFixture();
   TrainOptions o = Options();

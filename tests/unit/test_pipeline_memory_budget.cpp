@@ -107,6 +107,28 @@ TEST_CASE("memory budget: slots are what is left after the expected batches, cap
   CHECK(plan->row_cache_bytes == 0);
 }
 
+TEST_CASE("memory budget: labels count only when the run holds them") {
+  MemoryBudgetInputs in = Inputs();
+  const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);
+  in.budget_bytes = 1ull << 30;
+  auto metadata = [&](const MemoryPlan& plan) {
+    REQUIRE(!plan.items.empty());
+    return plan.items[0];
+  };
+  auto plan = PlanMemory(in, degrees);
+  REQUIRE(plan.ok());
+  const uint64_t n = static_cast<uint64_t>(in.num_nodes);
+  const uint64_t ids = 8 * static_cast<uint64_t>(in.split_nodes);
+  CHECK(metadata(*plan).name == "CSR offsets + labels + splits");
+  CHECK(metadata(*plan).bytes == 8 * (n + 1) + 4 * n + ids);
+  in.node_labels = false;  // link prediction: its IDs are in split_nodes, no labels
+  auto link = PlanMemory(in, degrees);
+  REQUIRE(link.ok());
+  CHECK(metadata(*link).name == "CSR offsets + splits");
+  CHECK(metadata(*link).bytes == 8 * (n + 1) + ids);
+  CHECK(link->fixed_bytes + 4 * n == plan->fixed_bytes);
+}
+
 TEST_CASE("memory budget: every partition resident when they fit packed at their own sizes") {
   MemoryBudgetInputs in = Inputs();
   const DegreeProfile degrees = DegreeProfile::Uniform(in.num_nodes, 12);

@@ -346,7 +346,7 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
   LogInfo(
       std::string("training ") + model::ModelKindName(t.model.kind) + " + " +
       NameOf(model::kDecoderKindNames, t.link.decoder) + " decoder for link prediction on " +
-      o.dataset + ": " + std::to_string(engine->data.train.size() / 2) + " training edges, " +
+      o.dataset + ": " + std::to_string(split->train) + " training edges, " +
       std::to_string(t.link.negatives) + " " +
       NameOf(train::kNegativeSamplerNames, t.link.negative_sampler) +
       " negatives per batch, fanouts " + sampler::FanoutsToString(t.fanouts) + ", " +

@@ -4,7 +4,8 @@
 // the option to change.
 //
 // Start-up terms (MemoryPlan::items):
-//   resident metadata   CSR offsets (8 B/node), labels (4 B/node), split node lists (8 B/node);
+//   resident metadata   CSR offsets (8 B/node), labels (4 B/node) and split node lists (8 B/node)
+//                       when the run holds them (node classification), the run's further IDs;
 //   model               parameters, gradients and optimiser moments (4 floats per parameter);
 //   activations         the model's forward/backward buffers for one expected batch (or for one
 //                       part of it, with micro-batches, and the part's copy of its input); for a
@@ -172,6 +173,7 @@ struct MemoryBudgetInputs {
   // Dataset.
   int64_t num_nodes = 0;
   int64_t split_nodes = 0;  // train + valid + test node ids held in memory
+  bool node_labels = true;  // the labels are held (4 B/node); link prediction holds none
   int64_t feature_dim = 0;
   // Buffer pool: bytes one partition slot takes, bytes of the pool's own fixed scratch, number of
   // partitions and the least number of slots training needs (2: one in use, one loading).

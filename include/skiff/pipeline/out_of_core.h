@@ -61,6 +61,9 @@ struct OutOfCoreOptions {
   // Further int64 IDs the run holds in memory besides the node splits (link prediction's edge
   // split and epoch plan), counted in the budget's resident metadata.
   int64_t extra_ids = 0;
+  // The run holds the dataset's labels and node splits (node classification). Link passes hold
+  // neither: their seeds are the edge split's, counted in extra_ids.
+  bool node_labels = true;
   bool normalize_rows = false;  // `--feature-norm row`: feature rows scaled to sum 1 at gather
   // The compute step takes the first layer's input aggregated (a kMean model on the CPU): when not
   // every partition fits, passes that ask for it (PassOptions::aggregation) gather aggregated.

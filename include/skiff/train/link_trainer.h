@@ -67,7 +67,11 @@ struct LinkData {
   const sampler::FeatureSource* features = nullptr;
   const sampler::CsrSource* csr = nullptr;  // the same graph as a CSR (degree negatives)
   bool undirected = false;  // split pairs stand for both directions (filtered ranking)
-  std::vector<int64_t> train, valid, test;   // positives
+  std::vector<int64_t> train, valid, test;  // positives
+  // Set where `train` is left empty: the training pairs, loaded when needed -- by
+  // LinkTrainer::Create for its checks and by each epoch's plan -- and freed once used. The
+  // out-of-core engine releases them under a budget: an epoch's plan says all its pass needs.
+  std::function<Result<std::vector<int64_t>>()> reload_train = nullptr;
   std::vector<int64_t> valid_neg, test_neg;  // non-edges (may be empty)
   // The dataset's ranking candidates: `candidates` per valid / test pair, row-major in pair
   // order (LinkSplitInfo::candidates; 0: none).
@@ -84,6 +88,10 @@ Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* data);
 // ranking looks every split edge up). On the 2M-node link benchmark with --eval-edges 10000 that
 // is 18 MiB of the 25% budget's resident IDs.
 void DropUnscoredPairs(const TrainOptions& options, LinkData* data);
+
+// The training pairs of `data`: data.train, or data.reload_train()'s into *held (which then
+// holds them) when that is set. IOError/Corruption from the reload.
+Result<std::span<const int64_t>> TrainPairsOf(const LinkData& data, std::vector<int64_t>* held);
 
 // The decoder `options` train: LinkOptions' kind and out_dim, the model's hidden width, the seed.
 model::DecoderConfig DecoderConfigOf(const TrainOptions& options);
