@@ -760,6 +760,14 @@ Result<ConvertSummary> ConvertThenSplitEdges(const ConvertOptions& opt, ConvertS
   SKIFF_ASSIGN_OR_RETURN(const std::string unsplit, WriteUnsplit(opt, *writer, memory, &summary));
   {
     SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(unsplit));
+    if (opt.edge_split->candidates > 0 && ds->manifest().undirected) {
+      // Named here: WriteEdgeSplit would name the unsplit copy in the temporary directory.
+      return Status::InvalidArgument(
+          opt.input +
+          " converts to an undirected dataset: --split-candidates needs a directed one (an "
+          "undirected pair is stored as (min, max), which loses the endpoint the candidates "
+          "replace; docs/FORMAT.md)");
+    }
     SKIFF_ASSIGN_OR_RETURN(EdgeSplitSummary split, WriteEdgeSplit(*ds, *writer, *opt.edge_split));
     writer->manifest().source += ", edge split";
     summary.num_edges = split.edges_after;

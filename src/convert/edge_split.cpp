@@ -43,6 +43,10 @@ constexpr int64_t kExtraDraws = 4096;
 
 constexpr uint64_t kEdgeSplitStream = 0x4544474553504cULL;  // "EDGESPL"
 constexpr uint64_t kNonEdgeStream = 0x4e4f4e45444745ULL;    // "NONEDGE"
+// Ranking candidates of the valid and test pairs (their own streams: the test rows do not depend on
+// how many valid pairs there are).
+constexpr uint64_t kValidCandidateStream = 0x56434e44ULL;  // "VCND"
+constexpr uint64_t kTestCandidateStream = 0x54434e44ULL;   // "TCND"
 
 enum class Unit : uint8_t { kNone, kTrain, kValid, kTest };
 
@@ -312,6 +316,28 @@ Status CheckSplittable(const format::Dataset& source) {
   return Status::Ok();
 }
 
+// Writes `name`: `k` candidates for each of `pairs` pairs, row i drawn uniformly from
+// [0, num_nodes) by Rng(HashKey(seed, stream, i)), streamed in kCopyBufferBytes chunks.
+Status WriteDrawnCandidates(const std::string& name, int64_t pairs, int64_t k, int64_t num_nodes,
+                            uint64_t seed, uint64_t stream, format::DatasetWriter& out) {
+  SKIFF_ASSIGN_OR_RETURN(auto file, out.CreateFile(name));
+  const auto per_chunk = static_cast<size_t>(
+      std::max<uint64_t>(1, kCopyBufferBytes / (static_cast<uint64_t>(k) * sizeof(int64_t))));
+  std::vector<int64_t> rows;
+  rows.reserve(per_chunk * static_cast<size_t>(k));
+  for (int64_t i = 0; i < pairs;) {
+    rows.clear();
+    for (size_t r = 0; r < per_chunk && i < pairs; ++r, ++i) {
+      Rng rng(HashKey(seed, stream, static_cast<uint64_t>(i)));
+      for (int64_t j = 0; j < k; ++j) {
+        rows.push_back(static_cast<int64_t>(rng.Below(static_cast<uint64_t>(num_nodes))));
+      }
+    }
+    SKIFF_RETURN_IF_ERROR(file->Append(rows.data(), rows.size() * sizeof(int64_t)));
+  }
+  return out.FinishFile(*file);
+}
+
 Status CheckSpec(const EdgeSplitSpec& spec) {
   for (const double f : {spec.train_fraction, spec.valid_fraction, spec.test_fraction}) {
     if (!(f >= 0 && f <= 1)) {
@@ -320,6 +346,10 @@ Status CheckSpec(const EdgeSplitSpec& spec) {
   }
   if (spec.train_fraction + spec.valid_fraction + spec.test_fraction > 1 + 1e-9) {
     return Status::InvalidArgument("edge split: fractions sum to more than 1");
+  }
+  if (spec.candidates < 0) {
+    return Status::InvalidArgument("edge split: " + std::to_string(spec.candidates) +
+                                   " ranking candidates per pair: the count cannot be negative");
   }
   return Status::Ok();
 }
@@ -372,6 +402,12 @@ Result<EdgeSplitSummary> WriteEdgeSplit(const format::Dataset& source, format::D
   SKIFF_RETURN_IF_ERROR(CheckSpec(spec));
   SKIFF_RETURN_IF_ERROR(CheckSplittable(source));
   const format::Manifest& src = source.manifest();
+  if (spec.candidates > 0 && src.undirected) {
+    return Status::InvalidArgument(
+        source.dir() +
+        " is undirected: ranking candidates need a directed dataset (an undirected pair is "
+        "stored as (min, max), which loses the endpoint the candidates replace; docs/FORMAT.md)");
+  }
   SKIFF_CHECK_MSG(out.manifest().files.empty(), "WriteEdgeSplit needs an empty writer");
   format::Manifest& m = out.manifest();
   m = src;
@@ -400,6 +436,15 @@ Result<EdgeSplitSummary> WriteEdgeSplit(const format::Dataset& source, format::D
                                       (non_edges.size() - valid_ints) * 8));
   s.split.valid_neg = s.split.valid;
   s.split.test_neg = s.split.test;
+  if (spec.candidates > 0) {
+    SKIFF_RETURN_IF_ERROR(WriteDrawnCandidates(format::kLinkValidCandFile, s.split.valid,
+                                               spec.candidates, src.num_nodes, spec.seed,
+                                               kValidCandidateStream, out));
+    SKIFF_RETURN_IF_ERROR(WriteDrawnCandidates(format::kLinkTestCandFile, s.split.test,
+                                               spec.candidates, src.num_nodes, spec.seed,
+                                               kTestCandidateStream, out));
+    s.split.candidates = spec.candidates;
+  }
   s.split.train_fraction = spec.train_fraction;
   s.split.valid_fraction = spec.valid_fraction;
   s.split.test_fraction = spec.test_fraction;

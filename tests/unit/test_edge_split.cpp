@@ -5,6 +5,7 @@
 // split, and the refusals.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -250,6 +251,75 @@ TEST_CASE("edge split: directed units are stored edges, in their direction") {
   }
   for (const auto& p : Pairs(*out, format::kLinkTrainFile)) CHECK(graph.count(p));
   for (const auto& p : Pairs(*out, format::kLinkTestNegFile)) CHECK(!original.count(p));
+}
+
+TEST_CASE("edge split: drawn ranking candidates, K per held-out pair, through partitioning") {
+  testing::TempDir tmp;
+  constexpr int64_t kN = 800, kK = 20;
+  WriteGraphDataset(tmp / "in", kN, RandomEdges(kN, 3000, false, 5), false);
+  EdgeSplitSpec spec{0.7, 0.15, 0.15, 9};
+  spec.candidates = kK;
+  REQUIRE(Split(tmp / "in", tmp / "out", spec).ok());
+  REQUIRE(Split(tmp / "in", tmp / "again", spec).ok());
+  spec.seed = 10;
+  REQUIRE(Split(tmp / "in", tmp / "other", spec).ok());
+  auto out = Open(tmp / "out");
+  const Status verified = out->VerifyAll();
+  REQUIRE_MESSAGE(verified.ok(), verified.ToString());
+  const auto& info = *out->manifest().link_split;
+  CHECK(info.candidates == kK);
+  auto valid = out->LoadCandidates(format::kLinkValidCandFile);
+  auto test = out->LoadCandidates(format::kLinkTestCandFile);
+  REQUIRE((valid.ok() && test.ok()));
+  CHECK(static_cast<int64_t>(valid->size()) == info.valid * kK);
+  CHECK(static_cast<int64_t>(test->size()) == info.test * kK);
+  double sum = 0;
+  for (const int64_t c : *valid) {
+    CHECK((c >= 0 && c < kN));
+    sum += static_cast<double>(c);
+  }
+  // Uniform over [0, N): the mean of ~9000 draws lies within 10 of (N - 1) / 2 (sd ~2.4).
+  CHECK(std::abs(sum / static_cast<double>(valid->size()) - (kN - 1) / 2.0) < 10);
+  CHECK(*valid != *test);
+  CHECK(*Open(tmp / "again")->LoadCandidates(format::kLinkValidCandFile) == *valid);
+  CHECK(*Open(tmp / "other")->LoadCandidates(format::kLinkValidCandFile) != *valid);
+
+  // Partitioning relabels each row with its pair: mapped back, the same rows in the same order.
+  partition::PartitionOptions o;
+  o.dataset_dir = tmp / "out";
+  o.output_dir = tmp / "parts";
+  o.partitioner.k = 4;
+  o.memory_bytes = 256ull << 20;
+  auto report = partition::PartitionDataset(o);
+  REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+  auto parts = Open(tmp / "parts");
+  REQUIRE(parts->VerifyAll().ok());
+  std::vector<int64_t> old(static_cast<size_t>(kN));
+  REQUIRE((*parts->File(format::kRelabelOldIdsFile))->ReadAt(0, kN * 8, old.data()).ok());
+  auto relabelled = parts->LoadCandidates(format::kLinkValidCandFile);
+  REQUIRE(relabelled.ok());
+  REQUIRE(relabelled->size() == valid->size());
+  const auto before = Pairs(*out, format::kLinkValidFile);
+  const auto after = Pairs(*parts, format::kLinkValidFile);
+  for (size_t i = 0; i < after.size(); ++i) {
+    const Pair mapped{old[static_cast<size_t>(after[i].first)],
+                      old[static_cast<size_t>(after[i].second)]};
+    const auto at = std::find(before.begin(), before.end(), mapped);
+    REQUIRE(at != before.end());
+    const auto j = static_cast<size_t>(at - before.begin());
+    for (size_t c = 0; c < static_cast<size_t>(kK); ++c) {
+      CHECK(old[static_cast<size_t>((*relabelled)[i * kK + c])] == (*valid)[j * kK + c]);
+    }
+  }
+
+  // An undirected dataset stores (min, max), losing the endpoint the candidates replace.
+  WriteGraphDataset(tmp / "undirected", 200, RandomEdges(200, 600, true, 9), true);
+  EdgeSplitSpec undirected{0.8, 0.1, 0.1, 1};
+  undirected.candidates = 5;
+  const Status st = Split(tmp / "undirected", tmp / "refused", undirected);
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(st.message().find("ranking candidates need a directed dataset") != std::string::npos);
+  CHECK(!std::filesystem::exists(tmp / "refused"));
 }
 
 TEST_CASE("edge split: VerifyConsistency names the file and pair of a tampered split") {

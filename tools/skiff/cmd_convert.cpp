@@ -39,6 +39,7 @@ struct ConvertFlags {
   bool largest_component = false;
   std::string split_edges;
   uint64_t split_seed = 0;
+  int64_t split_candidates = 0;
   CLI::Option* split_seed_opt = nullptr;  // given: seeds the edge split instead of --seed
   int partitions = 0;
   std::string partition_algo = "grem";
@@ -91,6 +92,7 @@ Result<convert::ConvertOptions> ConvertOptionsFrom(const ConvertFlags& f) {
     const uint64_t seed = f.split_seed_opt->count() ? f.split_seed : f.seed;
     SKIFF_ASSIGN_OR_RETURN(opt.edge_split,
                            convert::ParseEdgeSplitSpec(f.split_edges, seed, "--split-edges"));
+    opt.edge_split->candidates = f.split_candidates;
   }
   return opt;
 }
@@ -266,10 +268,12 @@ RunFn Setup(CLI::App& app) {
   app.add_flag("--largest-component", f->largest_component,
                "Keep only the largest connected component (edge direction ignored), renumbered "
                "in ID order; drawn splits are drawn on it");
-  app.add_option("--split-edges", f->split_edges,
-                 "Hold out edges for link prediction: fractions 'TRAIN,VALID,TEST' (e.g. "
-                 "0.85,0.05,0.1); valid and test edges leave the graph (docs/FORMAT.md)")
-      ->check(NonEmpty());
+  CLI::Option* split_edges =
+      app.add_option("--split-edges", f->split_edges,
+                     "Hold out edges for link prediction: fractions 'TRAIN,VALID,TEST' (e.g. "
+                     "0.85,0.05,0.1); valid and test edges leave the graph (docs/FORMAT.md)")
+          ->check(NonEmpty());
+  AddSplitCandidatesOption(app, &f->split_candidates, split_edges);
   f->split_seed_opt =
       app.add_option("--split-seed", f->split_seed, "Seed of the edge split (default: --seed)")
           ->check(NonNegative())

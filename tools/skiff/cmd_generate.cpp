@@ -35,6 +35,7 @@ struct GenerateCliOptions {
   uint64_t seed = 1;
   std::string split_edges;
   uint64_t split_seed = 0;
+  int64_t split_candidates = 0;
   int threads = 0;
   // Which options were given on the command line (they override the preset).
   CLI::Option* nodes_opt = nullptr;
@@ -125,6 +126,7 @@ int RunGenerate(const GenerateCliOptions& cli) {
       return 2;
     }
     edge_split = *spec;
+    edge_split->candidates = cli.split_candidates;
   }
   opt.threads = cli.threads;
   opt.output = cli.out;
@@ -191,10 +193,12 @@ RunFn Setup(CLI::App& app) {
                                 "'per-class:TRAIN,VALID[,TEST]' counts [0.6,0.2,0.2; presets "
                                 "differ]");
   app.add_option("--seed", o->seed, "Random seed [1]")->check(NonNegative());
-  app.add_option("--split-edges", o->split_edges,
-                 "Hold out edges for link prediction: fractions 'TRAIN,VALID,TEST' (e.g. "
-                 "0.85,0.05,0.1); valid and test edges leave the graph (docs/FORMAT.md)")
-      ->check(NonEmpty());
+  CLI::Option* split_edges =
+      app.add_option("--split-edges", o->split_edges,
+                     "Hold out edges for link prediction: fractions 'TRAIN,VALID,TEST' (e.g. "
+                     "0.85,0.05,0.1); valid and test edges leave the graph (docs/FORMAT.md)")
+          ->check(NonEmpty());
+  AddSplitCandidatesOption(app, &o->split_candidates, split_edges);
   o->split_seed_opt =
       app.add_option("--split-seed", o->split_seed, "Seed of the edge split [--seed]")
           ->check(NonNegative())

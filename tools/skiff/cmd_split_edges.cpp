@@ -45,12 +45,21 @@ Result<convert::EdgeSplitSummary> SplitEdgesInto(const std::string& input,
   return summary;
 }
 
+void AddSplitCandidatesOption(CLI::App& app, int64_t* candidates, CLI::Option* split_edges) {
+  app.add_option("--split-candidates", *candidates,
+                 "Also draw K ranking candidates per valid and test edge (uniform destinations, "
+                 "as OGB's ogbl-citation2 gives 1000; directed datasets only)")
+      ->check(NonNegative())
+      ->needs(split_edges);
+}
+
 namespace {
 
 struct SplitEdgesOptions {
   std::string input, output;
   std::string fractions;
   uint64_t seed = 0;
+  int64_t candidates = 0;
   bool overwrite = false;
 };
 
@@ -63,6 +72,7 @@ int RunSplitEdges(const SplitEdgesOptions& o) {
     std::fprintf(stderr, "skiff split-edges: %s\n", spec.status().message().c_str());
     return 2;
   }
+  spec->candidates = o.candidates;
   auto summary = SplitEdgesInto(o.input, o.output, o.overwrite, *spec, ", edge split");
   if (!summary.ok()) return ReportStatus("split-edges", summary.status());
   std::printf("split        %s -> %s\n", o.input.c_str(), o.output.c_str());
@@ -79,10 +89,12 @@ RunFn Setup(CLI::App& app) {
   app.add_option("input", o->input, "Dataset directory (unpartitioned, without an edge split)")
       ->required();
   app.add_option("output", o->output, "Dataset directory to create")->required();
-  app.add_option("--split-edges", o->fractions,
-                 "Fractions 'TRAIN,VALID,TEST' of the edges (e.g. 0.85,0.05,0.1)")
-      ->required()
-      ->check(NonEmpty());
+  CLI::Option* fractions =
+      app.add_option("--split-edges", o->fractions,
+                     "Fractions 'TRAIN,VALID,TEST' of the edges (e.g. 0.85,0.05,0.1)")
+          ->required()
+          ->check(NonEmpty());
+  AddSplitCandidatesOption(app, &o->candidates, fractions);
   app.add_option("--seed", o->seed, "Seed of the split")
       ->capture_default_str()
       ->check(NonNegative());

@@ -4,6 +4,7 @@
 // Thread safety: plain functions.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
@@ -27,5 +28,9 @@ Result<convert::EdgeSplitSummary> SplitEdgesInto(const std::string& input,
                                                  const std::string& output, bool overwrite,
                                                  const convert::EdgeSplitSpec& spec,
                                                  const std::string& source_note);
+
+// Adds `--split-candidates K` (ranking candidates drawn per valid / test pair;
+// convert::EdgeSplitSpec::candidates) to `app`, writing into *candidates; it needs `split_edges`.
+void AddSplitCandidatesOption(CLI::App& app, int64_t* candidates, CLI::Option* split_edges);
 
 }  // namespace skiff::cli

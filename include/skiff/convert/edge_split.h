@@ -18,8 +18,14 @@
 // Every other file (features, labels, node splits, relabel.old_ids) is copied unchanged, and
 // idmap/ copied as it is.
 //
-// Memory: one streamed chunk of rows (~16 MiB), the valid and test pairs (16 bytes each) and a
-// hash set of the non-edges drawn (about 48 bytes each).
+// With EdgeSplitSpec::candidates = K > 0 (directed datasets only), each valid and test pair also
+// gets K ranking candidates: destinations drawn uniformly from [0, N), row i of a split from
+// Rng(HashKey(seed, stream of the split, i)) alone, so a row depends on the seed and its pair's
+// position only. They are not filtered (OGB ogbl-citation2 draws its 1000 alike): a candidate may
+// be the pair's own destination, which the ranking counts as a tie, or another edge.
+//
+// Memory: one streamed chunk of rows (~16 MiB), the valid and test pairs (16 bytes each), a hash
+// set of the non-edges drawn (about 48 bytes each) and a 4 MiB chunk of candidates.
 //
 // Thread safety: WriteEdgeSplit may run concurrently for different outputs.
 #pragma once
@@ -36,6 +42,9 @@ namespace skiff::convert {
 struct EdgeSplitSpec {
   double train_fraction = 0.85, valid_fraction = 0.05, test_fraction = 0.1;
   uint64_t seed = 0;
+  // Ranking candidates drawn per valid / test pair (OGB ogbl-citation2's protocol: 1000); 0: none.
+  // Directed datasets only (docs/FORMAT.md, "Ranking candidates").
+  int64_t candidates = 0;
 };
 
 // Parses "TRAIN,VALID,TEST" (three fractions, each in [0, 1], summing to at most 1).
@@ -53,7 +62,8 @@ struct EdgeSplitSummary {
 // `spec`: every file, idmap/ when the source has one, and the whole manifest (name and source
 // copied; the caller may change them, then commits). InvalidArgument when the source already has
 // an edge split or is partitioned (split first; `skiff partition` carries the split), or for a
-// spec outside [0, 1], or when the graph is too dense to hold the non-edges asked for (not all
+// spec outside [0, 1], for candidates on an undirected dataset or a negative count, or when the
+// graph is too dense to hold the non-edges asked for (not all
 // found within 64 draws per non-edge); Corruption when the source's CSR is
 // inconsistent; errors of the reads and writes, naming the file.
 Result<EdgeSplitSummary> WriteEdgeSplit(const format::Dataset& source, format::DatasetWriter& out,
