@@ -40,6 +40,23 @@ int64_t LinkIds(const train::LinkData& data, const train::TrainOptions& options,
          (scratch + 7) / 8;
 }
 
+// IDs (8-byte units) that ranking among the dataset's candidates holds besides the pass it runs
+// (train::RankAmongCandidates): the candidates as loaded (of the pairs evaluation scores), and
+// while a split is ranked its pairs' ends with their rows, one chunk of `chunk_bytes`, the
+// bitmap of needed nodes, two counters per pair and, filtered, a byte per candidate.
+int64_t CandidateRankingIds(const train::LinkData& data, const train::TrainOptions& options,
+                            int64_t num_nodes, uint64_t chunk_bytes) {
+  if (!train::UsesDatasetCandidates(data, options)) return 0;
+  const auto held = static_cast<int64_t>(data.valid_cand.size() + data.test_cand.size());
+  int64_t pairs = static_cast<int64_t>(std::max(data.valid.size(), data.test.size()) / 2);
+  if (options.link.eval_edges > 0) pairs = std::min(pairs, options.link.eval_edges);
+  const bool filtered = options.link.ranking == train::Ranking::kFiltered;
+  const int64_t bytes = pairs * 2 * (8 + 4 * int64_t{options.link.out_dim}) +
+                        static_cast<int64_t>(chunk_bytes) + num_nodes / 8 + 8 * pairs +
+                        (filtered ? pairs * data.candidates : 0);
+  return held + (bytes + 7) / 8;
+}
+
 // Hands a pipeline batch to the trainer's step (train::PreparedBatch), its buffer back after.
 Status HandOverLink(PreparedBatch& prepared,
                     const std::function<Status(train::PreparedBatch&)>& consume) {
@@ -174,7 +191,14 @@ Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* 
     out->data.train = {};
     out->data.reload_train = [dataset] { return dataset->LoadEdgePairs(format::kLinkTrainFile); };
   }
-  o.extra_ids = LinkIds(out->data, options, m.num_nodes, train_pairs);
+  // Under a budget the candidates are ranked a chunk of representations at a time (no larger
+  // than every node's).
+  const uint64_t every_row =
+      static_cast<uint64_t>(m.num_nodes) * (4 * static_cast<uint64_t>(options.link.out_dim) + 8);
+  out->candidate_chunk_bytes =
+      memory_bytes > 0 ? std::min(kBudgetedCandidateChunkBytes, every_row) : 0;
+  o.extra_ids = LinkIds(out->data, options, m.num_nodes, train_pairs) +
+                CandidateRankingIds(out->data, options, m.num_nodes, out->candidate_chunk_bytes);
   o.node_labels = false;
   o.normalize_rows = options.feature_norm == train::FeatureNorm::kRow;
   // GraphSAGE on the CPU takes its first layer's input aggregated as it is read (docs/pipeline.md).

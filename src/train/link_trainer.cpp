@@ -15,6 +15,7 @@
 #include "skiff/random.h"
 #include "skiff/train/batch_plan.h"
 #include "skiff/train/batch_stream.h"
+#include "skiff/train/candidate_ranking.h"
 #include "skiff/train/metrics_file.h"
 #include "skiff/units.h"
 
@@ -502,9 +503,13 @@ Result<LinkEvaluation> LinkTrainer::Evaluate(const std::vector<int64_t>& pairs,
   return out;
 }
 
+bool UsesDatasetCandidates(const LinkData& data, const TrainOptions& options) {
+  return data.candidates > 0 && options.link.eval_negatives > 0 &&
+         options.link.eval_candidates == EvalCandidates::kDataset;
+}
+
 bool LinkTrainer::UsesDatasetCandidates() const {
-  return data_.candidates > 0 && options_.link.eval_negatives > 0 &&
-         options_.link.eval_candidates == EvalCandidates::kDataset;
+  return train::UsesDatasetCandidates(data_, options_);
 }
 
 Status LinkTrainer::AddRank(int64_t s, float positive, std::span<const float> candidates,
@@ -526,56 +531,35 @@ Status LinkTrainer::AddRank(int64_t s, float positive, std::span<const float> ca
 Status LinkTrainer::RankAmongGiven(const std::vector<int64_t>& pairs, int64_t count,
                                    const std::vector<int64_t>& candidates,
                                    RankingAccumulator* ranks) {
-  const int64_t k = data_.candidates;
-  SKIFF_CHECK(static_cast<int64_t>(candidates.size()) >= count * k);
-  const int64_t n = data_.graph->num_nodes();
-  // The nodes involved, and the node batches that hold them.
-  const int64_t batch_nodes = std::max<int64_t>(1, options_.eval_batch_size);
-  std::vector<int32_t> row_of(static_cast<size_t>(n), -1);
-  std::vector<int64_t> batches;
-  auto need = [&](int64_t v) {
-    if (row_of[static_cast<size_t>(v)] == -1) row_of[static_cast<size_t>(v)] = -2;
+  const CandidateRankingInput in{.pairs = pairs,
+                                 .count = count,
+                                 .candidates = candidates,
+                                 .k = data_.candidates,
+                                 .num_nodes = data_.graph->num_nodes(),
+                                 .batch_nodes = std::max<int64_t>(1, options_.eval_batch_size),
+                                 .dim = options_.link.out_dim,
+                                 .chunk_bytes = candidate_chunk_bytes_};
+  const BatchEncoder encode = [&](std::span<const int64_t> batches, const EmbeddingSink& sink) {
+    return EncodeBatches(batches, in.batch_nodes, sink);
   };
-  for (int64_t i = 0; i < count; ++i) {
-    need(pairs[2 * i]);
-    need(pairs[2 * i + 1]);
-    for (int64_t j = 0; j < k; ++j) need(candidates[static_cast<size_t>(i * k + j)]);
+  std::vector<int32_t> src(1);
+  const CrossScorer score = [&](const float* emb, int64_t rows, int32_t s,
+                                std::span<const int32_t> cand, std::vector<float>* out) {
+    src[0] = s;
+    return decoder_->ScoreCross(emb, rows, src, cand, out);
+  };
+  KnownFilter known = nullptr;
+  if (options_.link.ranking == Ranking::kFiltered) {
+    known = [&](int64_t s, std::span<const int64_t> nodes, std::span<uint8_t> out) -> Status {
+      std::vector<int64_t> row;
+      SKIFF_RETURN_IF_ERROR(data_.graph->Neighbors(s, &row));
+      for (size_t j = 0; j < nodes.size(); ++j) out[j] = KnownEdge(s, nodes[j], row) ? 1 : 0;
+      return Status::Ok();
+    };
   }
-  for (int64_t c = 0; c * batch_nodes < n; ++c) {
-    const auto first = row_of.begin() + c * batch_nodes;
-    if (std::find(first, first + std::min(batch_nodes, n - c * batch_nodes), -2) !=
-        first + std::min(batch_nodes, n - c * batch_nodes)) {
-      batches.push_back(c);
-    }
-  }
-  // Their representations, rows in the order they arrive (reserved: no copy as they grow).
-  const auto dim = static_cast<size_t>(options_.link.out_dim);
-  std::vector<float> emb;
-  emb.reserve(static_cast<size_t>(std::count(row_of.begin(), row_of.end(), -2)) * dim);
-  int32_t rows = 0;
-  SKIFF_RETURN_IF_ERROR(EncodeBatches(
-      batches, batch_nodes, [&](std::span<const int64_t> nodes, const float* out) -> Status {
-        for (size_t i = 0; i < nodes.size(); ++i) {
-          if (row_of[static_cast<size_t>(nodes[i])] != -2) continue;
-          row_of[static_cast<size_t>(nodes[i])] = rows++;
-          emb.insert(emb.end(), out + i * dim, out + (i + 1) * dim);
-        }
-        return Status::Ok();
-      }));
-  // The destination first, then its candidates: one call scores them alike (a candidate equal to
-  // the destination ties it exactly).
-  std::vector<int32_t> cand_rows(static_cast<size_t>(k) + 1);
-  std::vector<float> scores;
-  for (int64_t i = 0; i < count; ++i) {
-    const int64_t s = pairs[2 * i];
-    const int32_t src[1] = {row_of[static_cast<size_t>(s)]};
-    cand_rows[0] = row_of[static_cast<size_t>(pairs[2 * i + 1])];
-    const std::span<const int64_t> nodes(candidates.data() + i * k, static_cast<size_t>(k));
-    for (int64_t j = 0; j < k; ++j) cand_rows[j + 1] = row_of[static_cast<size_t>(nodes[j])];
-    SKIFF_RETURN_IF_ERROR(decoder_->ScoreCross(emb.data(), rows, src, cand_rows, &scores));
-    SKIFF_RETURN_IF_ERROR(
-        AddRank(s, scores[0], std::span<const float>(scores).subspan(1), nodes, ranks));
-  }
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<double> ranked,
+                         RankAmongCandidates(in, encode, score, known));
+  for (const double rank : ranked) ranks->AddRank(rank);
   return Status::Ok();
 }
 

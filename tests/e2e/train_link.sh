@@ -124,10 +124,12 @@ ONE_EPOCH=("${COMMON[@]}")
 for i in "${!ONE_EPOCH[@]}"; do
   [ "${ONE_EPOCH[$i]}" = --epochs ] && ONE_EPOCH[$((i + 1))]=1
 done
-# The smallest budget `skiff train ds OPTIONS...` accepts (the minimum it names for 64 KiB) plus
+# The smallest budget `skiff train DATASET OPTIONS...` accepts (the minimum it names for 64 KiB) plus
 # 256 KiB.
 smallest_budget() {
-  if "$SKIFF" train ds "$@" --memory 64KiB > small.log 2>&1; then
+  local dataset=$1
+  shift
+  if "$SKIFF" train "$dataset" "$@" --memory 64KiB > small.log 2>&1; then
     echo "FAIL: a 64KiB budget was accepted" >&2; return 1
   fi
   local minimum
@@ -139,7 +141,7 @@ v, unit = sys.argv[1].split()[-2:]
 print(int(float(v) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]) + (256 << 10))
 PY
 }
-budget=$(smallest_budget "${COMMON[@]}")
+budget=$(smallest_budget ds "${COMMON[@]}")
 "$SKIFF" train ds "${COMMON[@]}" --metrics mem.jsonl > mem.log 2>&1 || {
   echo "FAIL: in memory"; cat mem.log; exit 1; }
 # The memory promise: peak RSS <= budget + the fixed overhead (96 MiB), to process exit.
@@ -162,7 +164,7 @@ grep -q "peak RSS .* (budget" ooc.log || { echo "FAIL: no peak line"; cat ooc.lo
 # --link-loss gae: out of core within its smallest budget (its batches' R x R scores counted) as in
 # memory; refused with the mlp decoder.
 GAE=("${ONE_EPOCH[@]}" --link-loss gae)
-gae_budget=$(smallest_budget "${GAE[@]}")
+gae_budget=$(smallest_budget ds "${GAE[@]}")
 "$SKIFF" train ds "${GAE[@]}" --metrics gae-mem.jsonl > gae-mem.log 2>&1 || {
   echo "FAIL: gae in memory"; cat gae-mem.log; exit 1; }
 python3 "$HERE/peak_rss_within.py" "$gae_budget" $((96 << 20)) gae-ooc.log -- \
@@ -179,6 +181,26 @@ if "$SKIFF" train ds "${GAE[@]}" --decoder mlp > gae-mlp.log 2>&1; then
   echo "FAIL: --link-loss gae was accepted with --decoder mlp"; exit 1
 fi
 grep -q "use --decoder dot or distmult" gae-mlp.log || { cat gae-mlp.log; exit 1; }
+
+# The dataset's own ranking candidates (--split-candidates, 100 per held-out edge): ranked in
+# memory and within the smallest budget alike (there a chunk of representations at a time).
+"$SKIFF" generate --nodes 20000 --avg-degree 8 --classes 4 --feature-dim 32 --split 0.5,0.2,0.3 \
+  --split-edges 0.2,0.02,0.02 --split-candidates 100 --seed 3 --out craw > /dev/null 2>&1
+"$SKIFF" partition craw -k 12 --algo grem -o cds > /dev/null 2>&1
+"$SKIFF" info cds --verify > cinfo.log 2>&1 || { echo "FAIL: verify"; cat cinfo.log; exit 1; }
+cand_budget=$(smallest_budget cds "${ONE_EPOCH[@]}")
+"$SKIFF" train cds "${ONE_EPOCH[@]}" --metrics cand-mem.jsonl > cand-mem.log 2>&1 || {
+  echo "FAIL: candidates in memory"; cat cand-mem.log; exit 1; }
+python3 "$HERE/peak_rss_within.py" "$cand_budget" $((96 << 20)) cand-ooc.log -- \
+  "$SKIFF" train cds "${ONE_EPOCH[@]}" --memory "$cand_budget" --metrics cand-ooc.jsonl
+python3 - cand-mem.jsonl cand-ooc.jsonl <<'PY'
+import json, sys
+mem, ooc = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+for key in ("loss", "valid_mrr", "valid_hits@10", "test_mrr", "test_hits@50", "test_auc"):
+    assert mem[0][key] == ooc[0][key], (key, mem[0][key], ooc[0][key])
+assert mem[0]["valid_mrr"] > 1 / 50, mem[0]  # better than chance among 100
+print(f"own candidates, in memory = within --memory: valid MRR {ooc[0]['valid_mrr']}")
+PY
 
 # Checkpoints: one epoch, then --resume to two, gives the two-epoch run's metrics lines.
 "$SKIFF" train ds "${ONE_EPOCH[@]}" --checkpoint r.ckpt --metrics r.jsonl > r1.log 2>&1 || {

@@ -542,6 +542,25 @@ TEST_CASE("link trainer: held-out edges ranked among the dataset's own candidate
   CHECK(ranked->ranking.count == count);
   CHECK(ranked->ranking.mrr == doctest::Approx(drawn->ranking.mrr).epsilon(0.05));
   CHECK(ranked->auc == drawn->auc);  // the non-edges are scored as before
+  // Ranked a few representations at a time (as under a budget), filtered and raw: the same ranks.
+  for (const Ranking ranking : {Ranking::kRaw, Ranking::kFiltered}) {
+    TrainOptions chunked_options = o;
+    chunked_options.link.ranking = ranking;
+    chunked_options.eval_batch_size = 16;
+    std::vector<double> mrr;
+    for (const uint64_t chunk : {uint64_t{0}, uint64_t{1}, uint64_t{40 * 8 * 4}}) {
+      auto chunked = LinkTrainer::Create(given, chunked_options);
+      REQUIRE(chunked.ok());
+      REQUIRE((*chunked)->Restore(*(*trainer)->MakeCheckpoint(1)).ok());
+      (*chunked)->SetCandidateChunkBytes(chunk);
+      const auto r =
+          (*chunked)->Evaluate(given.valid, given.valid_neg, kValidStream, given.valid_cand);
+      REQUIRE(r.ok());
+      mrr.push_back(r->ranking.mrr);
+    }
+    CHECK(mrr[1] == mrr[0]);
+    CHECK(mrr[2] == mrr[0]);
+  }
 
   // Every candidate the edge's own destination: all tie with it, rank 1 + k / 2.
   LinkData ties = f->data;

@@ -315,13 +315,6 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
   SKIFF_RETURN_IF_ERROR(train::CheckLinkLoss(t, ds->manifest().num_nodes));  // before any load
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
   const auto& split = ds->manifest().link_split;
-  if (memory_bytes > 0 && split && split->candidates > 0 && t.link.eval_negatives > 0 &&
-      t.link.eval_candidates == train::EvalCandidates::kDataset) {
-    return Status::InvalidArgument(
-        "--memory with the dataset's ranking candidates (" + std::to_string(split->candidates) +
-        " per held-out edge) is not built yet: ranking them holds the representations of every "
-        "candidate at once, outside the budget; use --eval-candidates drawn, or train in memory");
-  }
   SKIFF_ASSIGN_OR_RETURN(const pipeline::SamplingMode sampling,
                          pipeline::ParseSamplingMode(o.sampling));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::OutOfCoreLink> engine,
@@ -336,6 +329,7 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
                          train::LinkTrainer::Create(engine->data, t, ModelFactoryFor(device)));
   trainer->SetPassRunner(pipeline::MakeOutOfCoreLinkRunner(engine.get(), t, t.show_progress));
   trainer->SetEvalBatchEdges(engine->eval_batch_edges);
+  trainer->SetCandidateChunkBytes(engine->candidate_chunk_bytes);
   SKIFF_RETURN_IF_ERROR(
       OfferLinkFeaturesToDevice(device, memory_bytes, t.device_memory_bytes, trainer.get()));
   if (resume.has_value()) {

@@ -35,6 +35,11 @@
 
 namespace skiff::pipeline {
 
+// Representations a budgeted run holds at once while ranking among the dataset's candidates:
+// 64k rows of 64 floats; fewer chunks would save little (each node batch is encoded once either
+// way) and take the training batches' bytes.
+inline constexpr uint64_t kBudgetedCandidateChunkBytes = uint64_t{16} << 20;
+
 struct OutOfCoreLink {
   std::unique_ptr<OutOfCore> ooc;
   std::unique_ptr<DiskGraphSource> graph;
@@ -42,6 +47,10 @@ struct OutOfCoreLink {
   std::unique_ptr<sampler::DatasetCsr> csr;
   train::LinkData data;          // sources above, the edge split in memory
   int64_t eval_batch_edges = 0;  // held-out edges per evaluation batch (LinkTrainer)
+  // Representations held at once when pairs are ranked among the dataset's candidates
+  // (LinkTrainer::SetCandidateChunkBytes): under a budget kBudgetedCandidateChunkBytes, or every
+  // node's when less, counted in it; 0 (all at once) in memory.
+  uint64_t candidate_chunk_bytes = 0;
   // The disk's sequential read rate for the passes' physical-limit line (EpochReport; skiff train
   // --disk-bandwidth); 0: unknown.
   double disk_bytes_per_second = 0;

@@ -89,6 +89,10 @@ Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* data);
 // is 18 MiB of the 25% budget's resident IDs.
 void DropUnscoredPairs(const TrainOptions& options, LinkData* data);
 
+// Whether held-out edges are ranked among the dataset's candidates under `options`: it has them,
+// ranking is on (eval_negatives > 0) and eval_candidates is kDataset.
+bool UsesDatasetCandidates(const LinkData& data, const TrainOptions& options);
+
 // The training pairs of `data`: data.train, or data.reload_train()'s into *held (which then
 // holds them) when that is set. IOError/Corruption from the reload.
 Result<std::span<const int64_t>> TrainPairsOf(const LinkData& data, std::vector<int64_t>* held);
@@ -192,6 +196,11 @@ class LinkTrainer {
     eval_batch_edges_ = edges;
   }
 
+  // Representations held at once while pairs are ranked among the dataset's candidates
+  // (CandidateRankingInput::chunk_bytes; default 0: all of them), e.g. what a memory budget
+  // reserves for them (pipeline/link_passes.h).
+  void SetCandidateChunkBytes(uint64_t bytes) { candidate_chunk_bytes_ = bytes; }
+
   // Trains the epochs from the next one (0, or after the restored checkpoint's) to
   // options.epochs, evaluating after each; writes the metrics lines (options.metrics_path; a
   // resumed run continues the file) and the checkpoints. InvalidArgument, naming the epoch, when
@@ -255,8 +264,8 @@ class LinkTrainer {
   // split (filtered ranking).
   bool KnownEdge(int64_t s, int64_t c, const std::vector<int64_t>& row) const;
   // Ranks each of the first `count` pairs among its own row of `candidates` (data_.candidates
-  // per pair): the representations of every node involved, encoded at once (EncodeBatches over
-  // the node batches that hold them, eval_batch_size nodes each), then the decoder's scores.
+  // per pair): RankAmongCandidates over EncodeBatches' node batches (eval_batch_size nodes each)
+  // and the decoder's scores, candidate_chunk_bytes_ of representations at a time.
   Status RankAmongGiven(const std::vector<int64_t>& pairs, int64_t count,
                         const std::vector<int64_t>& candidates, RankingAccumulator* ranks);
   // Ranks of one pair's scores (`candidates` of source s), filtered when asked, into *ranks.
@@ -271,6 +280,7 @@ class LinkTrainer {
   std::vector<std::vector<float>> decoder_state_;  // optimiser state of the decoder's parameters
   int64_t decoder_steps_ = 0;
   int64_t eval_batch_edges_ = 0;  // 0: options_.batch_size
+  uint64_t candidate_chunk_bytes_ = 0;
   std::unique_ptr<sampler::NeighborSampler> train_sampler_, eval_sampler_;
   LinkPassRunner runner_;                    // empty: a BatchStream over LinkData's sources
   std::vector<uint64_t> split_edges_;        // filtered ranking: every split pair's key, sorted
