@@ -107,6 +107,17 @@ Status Split(const std::string& in, const std::string& out, const EdgeSplitSpec&
   return w->Commit();
 }
 
+// Partitions `in` into `out` with GREM, k = 4.
+void PartitionInto(const std::string& in, const std::string& out) {
+  partition::PartitionOptions o;
+  o.dataset_dir = in;
+  o.output_dir = out;
+  o.partitioner.k = 4;
+  o.memory_bytes = 256ull << 20;
+  auto report = partition::PartitionDataset(o);
+  REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+}
+
 // The stored edges of a dataset's graph.
 std::set<Pair> GraphEdges(const Dataset& ds) {
   auto offsets = ds.LoadOffsets();
@@ -285,13 +296,7 @@ TEST_CASE("edge split: drawn ranking candidates, K per held-out pair, through pa
   CHECK(*Open(tmp / "other")->LoadCandidates(format::kLinkValidCandFile) != *valid);
 
   // Partitioning relabels each row with its pair: mapped back, the same rows in the same order.
-  partition::PartitionOptions o;
-  o.dataset_dir = tmp / "out";
-  o.output_dir = tmp / "parts";
-  o.partitioner.k = 4;
-  o.memory_bytes = 256ull << 20;
-  auto report = partition::PartitionDataset(o);
-  REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+  PartitionInto(tmp / "out", tmp / "parts");
   auto parts = Open(tmp / "parts");
   REQUIRE(parts->VerifyAll().ok());
   std::vector<int64_t> old(static_cast<size_t>(kN));
@@ -388,13 +393,7 @@ TEST_CASE("edge split: partitioning relabels the pairs and keeps the split consi
   testing::TempDir tmp;
   WriteGraphDataset(tmp / "in", 600, RandomEdges(600, 2400, true, 8), true);
   REQUIRE(Split(tmp / "in", tmp / "split", {0.85, 0.05, 0.1, 5}).ok());
-  partition::PartitionOptions o;
-  o.dataset_dir = tmp / "split";
-  o.output_dir = tmp / "parts";
-  o.partitioner.k = 4;
-  o.memory_bytes = 256ull << 20;
-  auto report = partition::PartitionDataset(o);
-  REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+  PartitionInto(tmp / "split", tmp / "parts");
   auto before = Open(tmp / "split");
   auto after = Open(tmp / "parts");
   const Status verified = after->VerifyAll();
