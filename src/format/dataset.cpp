@@ -561,10 +561,14 @@ Result<const ChecksummedFileReader*> Dataset::File(const std::string& name) cons
 }
 
 namespace {
+// The file's items, or its first `max_items` when that is >= 0 (only their blocks are read).
 template <typename T>
-Result<std::vector<T>> LoadArray(const Dataset& ds, const std::string& name) {
+Result<std::vector<T>> LoadArray(const Dataset& ds, const std::string& name,
+                                 int64_t max_items = -1) {
   SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* r, ds.File(name));
-  std::vector<T> v(r->info().data_bytes / sizeof(T));
+  size_t items = r->info().data_bytes / sizeof(T);
+  if (max_items >= 0) items = std::min(items, static_cast<size_t>(max_items));
+  std::vector<T> v(items);
   SKIFF_RETURN_IF_ERROR(r->ReadAt(0, v.size() * sizeof(T), v.data()));
   return v;
 }
@@ -666,7 +670,8 @@ constexpr const char* kLinkFiles[] = {kLinkTrainFile, kLinkValidFile, kLinkTestF
                                       kLinkValidNegFile, kLinkTestNegFile};
 }  // namespace
 
-Result<std::vector<int64_t>> Dataset::LoadEdgePairs(const std::string& name) const {
+Result<std::vector<int64_t>> Dataset::LoadEdgePairs(const std::string& name,
+                                                    int64_t max_pairs) const {
   if (std::find(std::begin(kLinkFiles), std::end(kLinkFiles), name) == std::end(kLinkFiles)) {
     return Status::InvalidArgument(name + " is not an edge-split file (link_*.edges)");
   }
@@ -681,7 +686,8 @@ Result<std::vector<int64_t>> Dataset::LoadEdgePairs(const std::string& name) con
       return std::vector<int64_t>{};
     }
   }
-  SKIFF_ASSIGN_OR_RETURN(auto pairs, LoadArray<int64_t>(*this, name));
+  SKIFF_ASSIGN_OR_RETURN(auto pairs,
+                         LoadArray<int64_t>(*this, name, max_pairs >= 0 ? 2 * max_pairs : -1));
   for (size_t i = 0; i < pairs.size(); ++i) {
     if (pairs[i] < 0 || pairs[i] >= manifest_.num_nodes) {
       return Status::Corruption(dir_ + "/" + name + ": pair " + std::to_string(i / 2) + " (" +
@@ -693,7 +699,8 @@ Result<std::vector<int64_t>> Dataset::LoadEdgePairs(const std::string& name) con
   return pairs;
 }
 
-Result<std::vector<int64_t>> Dataset::LoadCandidates(const std::string& name) const {
+Result<std::vector<int64_t>> Dataset::LoadCandidates(const std::string& name,
+                                                     int64_t max_pairs) const {
   if (name != kLinkValidCandFile && name != kLinkTestCandFile) {
     return Status::InvalidArgument(name + " is not a candidate file (link_*_cand.nodes)");
   }
@@ -701,7 +708,8 @@ Result<std::vector<int64_t>> Dataset::LoadCandidates(const std::string& name) co
     return std::vector<int64_t>{};
   }
   const int64_t k = manifest_.link_split->candidates;
-  SKIFF_ASSIGN_OR_RETURN(auto ids, LoadArray<int64_t>(*this, name));
+  SKIFF_ASSIGN_OR_RETURN(auto ids,
+                         LoadArray<int64_t>(*this, name, max_pairs >= 0 ? k * max_pairs : -1));
   for (size_t i = 0; i < ids.size(); ++i) {
     if (ids[i] < 0 || ids[i] >= manifest_.num_nodes) {
       return Status::Corruption(

@@ -20,14 +20,14 @@ int64_t EvalBatchSeeds(const train::TrainOptions& o, int64_t edges) {
   return 4 * edges + o.link.eval_negatives;
 }
 
-// IDs held besides the node splits: the edge split's pairs as held (train::DropUnscoredPairs;
-// the training pairs only when `train_held`), and one training epoch's plan of `train_pairs`
-// pairs: each batch's seeds (its pairs' two ends and the shared negatives), held once -- the
-// trainer hands them to the runner, whose plan keeps them as its order -- and each positive's two
-// int32 rows. Beside them, in 8-byte units, the decoder's loss scratch for one training batch
-// (train::TrainingLossScratchBytes). Transient, before a training pass admits its first batch
-// (while no batch, and no activation, is held): the order's second copy of the seeds while it is
-// built, and released training pairs reloaded for the plan (OpenOutOfCoreLink).
+// IDs held besides the node splits: the edge split's pairs as loaded (train::ScoredPairs; the
+// training pairs only when held, not under a budget), and one training epoch's plan of
+// `train_pairs` pairs: each batch's seeds (its pairs' two ends and the shared negatives), held once
+// -- the trainer hands them to the runner, whose plan keeps them as its order -- and each
+// positive's two int32 rows. Beside them, in 8-byte units, the decoder's loss scratch for one
+// training batch (train::TrainingLossScratchBytes). Transient, before a training pass admits its
+// first batch (while no batch, and no activation, is held): the order's second copy of the seeds
+// while it is built, and released training pairs reloaded for the plan (OpenOutOfCoreLink).
 int64_t LinkIds(const train::LinkData& data, const train::TrainOptions& options, int64_t num_nodes,
                 int64_t train_pairs) {
   const auto size = [](const std::vector<int64_t>& v) { return static_cast<int64_t>(v.size()); };
@@ -163,8 +163,8 @@ Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* 
                                    "(skiff convert --features)");
   }
   auto out = std::make_unique<OutOfCoreLink>();
-  SKIFF_RETURN_IF_ERROR(train::LoadEdgeSplit(*dataset, &out->data));
-  train::DropUnscoredPairs(options, &out->data);
+  // Only what evaluation scores is read: under a budget the rest would pass it before the plan.
+  SKIFF_RETURN_IF_ERROR(train::LoadEdgeSplit(*dataset, &out->data, train::ScoredPairs(options)));
   model::ModelConfig config = options.model;
   config.in_dim = m.feature_dim;
   config.num_classes = options.link.out_dim;

@@ -111,7 +111,12 @@ int64_t TrainingLossScratchBytes(const TrainOptions& options, int64_t num_nodes)
                                  options.link.negatives);
 }
 
-Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* d) {
+int64_t ScoredPairs(const TrainOptions& options) {
+  const int64_t edges = options.link.eval_edges;
+  return edges > 0 && options.link.ranking == Ranking::kRaw ? edges : -1;
+}
+
+Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* d, int64_t held_out_pairs) {
   const auto& split = dataset.manifest().link_split;
   if (!split.has_value()) {
     return Status::InvalidArgument(
@@ -121,8 +126,8 @@ Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* d) {
   }
   d->undirected = dataset.manifest().undirected;
   SKIFF_ASSIGN_OR_RETURN(d->train, dataset.LoadEdgePairs(format::kLinkTrainFile));
-  SKIFF_ASSIGN_OR_RETURN(d->valid, dataset.LoadEdgePairs(format::kLinkValidFile));
-  SKIFF_ASSIGN_OR_RETURN(d->test, dataset.LoadEdgePairs(format::kLinkTestFile));
+  SKIFF_ASSIGN_OR_RETURN(d->valid, dataset.LoadEdgePairs(format::kLinkValidFile, held_out_pairs));
+  SKIFF_ASSIGN_OR_RETURN(d->test, dataset.LoadEdgePairs(format::kLinkTestFile, held_out_pairs));
   // A pair in two splits would be trained on and scored as held out.
   const std::vector<int64_t>* positives[] = {&d->train, &d->valid, &d->test};
   const char* names[] = {format::kLinkTrainFile, format::kLinkValidFile, format::kLinkTestFile};
@@ -131,20 +136,24 @@ Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* d) {
   d->valid_neg.clear();
   d->test_neg.clear();
   if (split->valid_neg > 0) {
-    SKIFF_ASSIGN_OR_RETURN(d->valid_neg, dataset.LoadEdgePairs(format::kLinkValidNegFile));
+    SKIFF_ASSIGN_OR_RETURN(d->valid_neg,
+                           dataset.LoadEdgePairs(format::kLinkValidNegFile, held_out_pairs));
   }
   if (split->test_neg > 0) {
-    SKIFF_ASSIGN_OR_RETURN(d->test_neg, dataset.LoadEdgePairs(format::kLinkTestNegFile));
+    SKIFF_ASSIGN_OR_RETURN(d->test_neg,
+                           dataset.LoadEdgePairs(format::kLinkTestNegFile, held_out_pairs));
   }
   d->candidates = split->candidates;
-  SKIFF_ASSIGN_OR_RETURN(d->valid_cand, dataset.LoadCandidates(format::kLinkValidCandFile));
-  SKIFF_ASSIGN_OR_RETURN(d->test_cand, dataset.LoadCandidates(format::kLinkTestCandFile));
+  SKIFF_ASSIGN_OR_RETURN(d->valid_cand,
+                         dataset.LoadCandidates(format::kLinkValidCandFile, held_out_pairs));
+  SKIFF_ASSIGN_OR_RETURN(d->test_cand,
+                         dataset.LoadCandidates(format::kLinkTestCandFile, held_out_pairs));
   return Status::Ok();
 }
 
 void DropUnscoredPairs(const TrainOptions& options, LinkData* data) {
-  const int64_t edges = options.link.eval_edges;
-  if (edges <= 0 || options.link.ranking != Ranking::kRaw) return;
+  const int64_t edges = ScoredPairs(options);
+  if (edges < 0) return;
   for (std::vector<int64_t>* pairs :
        {&data->valid, &data->test, &data->valid_neg, &data->test_neg}) {
     if (static_cast<int64_t>(pairs->size()) <= 2 * edges) continue;

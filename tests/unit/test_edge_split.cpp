@@ -21,6 +21,7 @@
 #include "skiff/format/dataset.h"
 #include "skiff/partition/partition_dataset.h"
 #include "skiff/random.h"
+#include "skiff/train/link_trainer.h"
 #include "tests/unit/test_dataset_util.h"
 #include "tests/unit/test_text_files.h"
 #include "tests/unit/test_util.h"
@@ -293,6 +294,15 @@ TEST_CASE("edge split: drawn ranking candidates, K per held-out pair, through pa
   CHECK(std::abs(sum / static_cast<double>(valid->size()) - (kN - 1) / 2.0) < 10);
   CHECK(*valid != *test);
   CHECK(*Open(tmp / "again")->LoadCandidates(format::kLinkValidCandFile) == *valid);
+  // Loaded for evaluation of the first 3 held-out pairs: only their rows, the training pairs whole.
+  train::LinkData scored;
+  REQUIRE(train::LoadEdgeSplit(*out, &scored, 3).ok());
+  CHECK(static_cast<int64_t>(scored.train.size()) == 2 * info.train);
+  CHECK(scored.valid.size() == 6);
+  CHECK(scored.test_neg.size() == 6);
+  REQUIRE(scored.valid_cand.size() == 3 * kK);
+  CHECK(std::equal(scored.valid_cand.begin(), scored.valid_cand.end(), valid->begin()));
+  CHECK(scored.test_cand.size() == 3 * kK);
   CHECK(*Open(tmp / "other")->LoadCandidates(format::kLinkValidCandFile) != *valid);
 
   // Partitioning relabels each row with its pair: mapped back, the same rows in the same order.

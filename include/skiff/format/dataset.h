@@ -221,11 +221,15 @@ class Dataset {
   // (checksums; endpoints in [0, N), else Corruption naming the file and the pair). Empty for a
   // non-edge file whose count is 0 and that is absent. NotFound when the dataset has no edge
   // split; InvalidArgument for a name that is not an edge-split file.
-  Result<std::vector<int64_t>> LoadEdgePairs(const std::string& file_name) const;
+  // With max_pairs >= 0, only the first max_pairs pairs (only their blocks are read).
+  Result<std::vector<int64_t>> LoadEdgePairs(const std::string& file_name,
+                                             int64_t max_pairs = -1) const;
   // A candidate file (kLinkValidCandFile, kLinkTestCandFile): count x K node IDs, verified
   // (checksums; every ID in [0, N), else Corruption naming the file, the pair and the position).
-  // Empty when the split has no candidates; InvalidArgument for another name.
-  Result<std::vector<int64_t>> LoadCandidates(const std::string& file_name) const;
+  // Empty when the split has no candidates; InvalidArgument for another name. With
+  // max_pairs >= 0, only the rows of the first max_pairs pairs.
+  Result<std::vector<int64_t>> LoadCandidates(const std::string& file_name,
+                                              int64_t max_pairs = -1) const;
   // Feature rows [first, first+count) as float32 (handles partition extents and fp16); every
   // value finite, else Corruption naming the node, the column and the value.
   Status ReadFeatureRows(int64_t first, int64_t count, float* dst) const;

@@ -79,9 +79,16 @@ struct LinkData {
   std::vector<int64_t> valid_cand, test_cand;
 };
 
-// Loads the edge split: the pairs, and the manifest's word on direction. InvalidArgument, saying
-// how to make one, when the dataset has no edge split.
-Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* data);
+// Loads the edge split: the pairs, and the manifest's word on direction; with held_out_pairs >=
+// 0, of each held-out file (valid, test, their non-edges and candidates) only the rows of the
+// first held_out_pairs pairs, read alone (ScoredPairs: what evaluation scores). InvalidArgument,
+// saying how to make one, when the dataset has no edge split.
+Status LoadEdgeSplit(const format::Dataset& dataset, LinkData* data, int64_t held_out_pairs = -1);
+
+// The held-out pairs of each split that evaluation under `options` scores: the first
+// LinkOptions::eval_edges when that is set and ranking is raw; -1 (all) otherwise (filtered
+// ranking looks every split edge up).
+int64_t ScoredPairs(const TrainOptions& options);
 
 // Drops the held-out pairs and non-edges that evaluation under `options` never scores: past the
 // first LinkOptions::eval_edges of each split, when that is set and ranking is raw (filtered
