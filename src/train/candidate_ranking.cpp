@@ -1,7 +1,6 @@
 #include "skiff/train/candidate_ranking.h"
 
 #include <algorithm>
-#include <bit>
 #include <string>
 
 namespace skiff::train {
@@ -43,21 +42,16 @@ class NodeSet {
  public:
   explicit NodeSet(int64_t n) : words_(static_cast<size_t>((n + 63) / 64), 0) {}
   void Add(int64_t v) { words_[static_cast<size_t>(v >> 6)] |= uint64_t{1} << (v & 63); }
-  // The members of [lo, hi), ascending, appended to *out; returns how many.
-  int64_t Collect(int64_t lo, int64_t hi, std::vector<int64_t>* out) const {
-    int64_t found = 0;
+  // Appends the members of [lo, hi) to *out, ascending.
+  void Collect(int64_t lo, int64_t hi, std::vector<int64_t>* out) const {
     for (int64_t v = lo; v < hi; ++v) {
       const uint64_t word = words_[static_cast<size_t>(v >> 6)];
       if ((v & 63) == 0 && word == 0) {
         v += 63;  // a whole empty word (the loop adds the last one)
         continue;
       }
-      if ((word >> (v & 63)) & 1) {
-        if (out != nullptr) out->push_back(v);
-        ++found;
-      }
+      if ((word >> (v & 63)) & 1) out->push_back(v);
     }
-    return found;
   }
 
  private:
@@ -130,10 +124,12 @@ Result<std::vector<double>> RankAmongCandidates(const CandidateRankingInput& in,
     nodes.clear();
     int64_t last = first;
     while (last < batches) {
-      const int64_t held = static_cast<int64_t>(nodes.size());
-      const int64_t more = needed.Collect(last * in.batch_nodes, batch_end(last), nullptr);
-      if (held > 0 && held + more > cap) break;
+      const size_t held = nodes.size();
       needed.Collect(last * in.batch_nodes, batch_end(last), &nodes);
+      if (held > 0 && static_cast<int64_t>(nodes.size()) > cap) {
+        nodes.resize(held);  // batch `last` opens the next chunk
+        break;
+      }
       ++last;
     }
     const int64_t lo = first * in.batch_nodes, hi = batch_end(last - 1);
