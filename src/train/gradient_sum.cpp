@@ -45,6 +45,12 @@ void GradientSum::Store(const std::vector<model::Parameter>& params, int64_t ste
   SKIFF_CHECK(offset == sum_.size());
 }
 
+void GradientSum::Replace(std::span<const float> values, int64_t batches) {
+  SKIFF_CHECK(values.size() == sum_.size() && batches >= 1);
+  std::copy(values.begin(), values.end(), sum_.begin());
+  batches_ = batches;
+}
+
 void GradientSum::Clear() {
   std::fill(sum_.begin(), sum_.end(), 0.0f);
   batches_ = 0;

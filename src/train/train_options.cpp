@@ -265,7 +265,7 @@ std::vector<TrainOption> SamplingOptions() {
       Entry(
           "accumulate", kRun,
           "Batches per optimiser step: their gradients are summed in batch order and averaged "
-          "(with --distributed, each step takes one batch from every rank instead)",
+          "(with --distributed, this many batches from every rank)",
           [](auto& o) -> auto& { return o.accumulate; }, IntCodec<int>{1}),
       EnumEntry(
           "ownership", kRun,

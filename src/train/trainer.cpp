@@ -385,14 +385,18 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   const int64_t num_batches =
       CeilDiv(static_cast<int64_t>(TrainNodes().size()), options_.batch_size);
   int64_t steps_done = 0;
+  int64_t rounds_done = 0;  // a data-parallel run's rounds of one batch per rank (ReduceRound)
   if ((step_batches > 1 || Owned()) && gradients_ == nullptr) {
     gradients_ = std::make_unique<GradientSum>(model_->NumParameters());
   }
   auto consume = [&](PreparedBatch& next) -> Status {
     const auto c0 = Clock::now();
     const model::BatchInput input = InputOf(next, options_.fanouts);
+    const bool step_ends = (next.index + 1) % step_batches == 0 || next.index + 1 == num_batches;
     if (Owned()) {
-      SKIFF_RETURN_IF_ERROR(TrainOwnedPart(next, dropout_seed(next.index), steps_done++));
+      // Every rank consumes every plan batch (its part may be empty): the steps line up.
+      SKIFF_RETURN_IF_ERROR(AddOwnedPart(next, dropout_seed(next.index)));
+      if (step_ends) SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
     } else if (step_batches == 1 && micro_batches_ <= 1) {
       SKIFF_RETURN_IF_ERROR(model_->TrainStep(input, dropout_seed(next.index), *optimizer_));
     } else if (step_batches == 1) {
@@ -402,13 +406,18 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
     } else {
       SKIFF_RETURN_IF_ERROR(
           model_->ComputeGradientsInParts(input, micro_batches_, dropout_seed(next.index)));
-      gradients_->Add(model_->Parameters());
-      const int64_t step = next.index / step_batches;
-      const bool step_ends =
-          Distributed() || (next.index + 1) % step_batches == 0 || next.index + 1 == num_batches;
-      if (step_ends) {
-        SKIFF_CHECK(step == steps_done);
-        SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
+      if (Distributed()) {
+        SKIFF_CHECK(next.index / comm_->size() == rounds_done);
+        SKIFF_RETURN_IF_ERROR(ReduceRound(/*has_batch=*/true, rounds_done++));
+        if (RoundEndsStep(rounds_done, num_batches)) {
+          SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
+        }
+      } else {
+        gradients_->Add(model_->Parameters());
+        if (step_ends) {
+          SKIFF_CHECK(next.index / step_batches == steps_done);
+          SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
+        }
       }
     }
     compute_seconds += Seconds(c0, Clock::now());
@@ -416,10 +425,15 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
     return Status::Ok();
   };
   SKIFF_RETURN_IF_ERROR(RunTrainingPass(epoch, consume, dropout_seed, &m));
-  // A rank without a batch in the last step still takes part in it.
-  while (step_batches > 1 && steps_done < CeilDiv(num_batches, step_batches)) {
-    SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
+  // A rank without a batch in the last round still takes part in it, and in the last step.
+  while (step_batches > 1 && !Owned() && Distributed() &&
+         rounds_done < CeilDiv(num_batches, comm_->size())) {
+    SKIFF_RETURN_IF_ERROR(ReduceRound(/*has_batch=*/false, rounds_done++));
+    if (RoundEndsStep(rounds_done, num_batches)) {
+      SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
+    }
   }
+  SKIFF_CHECK(step_batches == 1 || steps_done == CeilDiv(num_batches, step_batches));
   // A device model may still be computing: its totals wait for the last step.
   const auto f0 = Clock::now();
   SKIFF_ASSIGN_OR_RETURN(model::LossTotals totals, model_->TakeLossTotals());
@@ -543,8 +557,30 @@ uint64_t Trainer::OwnEvalNodes(const std::vector<int64_t>& nodes) const {
 }
 
 int64_t Trainer::StepBatches() const {
-  if (Owned()) return 1;  // a plan batch, split among the ranks
-  return Distributed() ? comm_->size() : options_.accumulate;
+  if (Owned()) return options_.accumulate;  // plan batches, each split among the ranks
+  return Distributed() ? comm_->size() * options_.accumulate : options_.accumulate;
+}
+
+Status Trainer::ReduceRound(bool has_batch, int64_t round) {
+  // Rank 0 adds its batch to the step's sum so far; the others send their batch alone (zeros
+  // without one); the ordered all-reduce then adds them in batch order (gradient_sum.h).
+  if (round_ == nullptr) round_ = std::make_unique<GradientSum>(model_->NumParameters());
+  const std::string what = "gradients (round " + std::to_string(round) + ")";
+  if (comm_->rank() == 0) {
+    SKIFF_CHECK(has_batch);  // round k holds batch kW, rank 0's
+    gradients_->Add(model_->Parameters());
+    return comm_->AllReduceSum(gradients_->values(), what);
+  }
+  round_->Clear();
+  if (has_batch) round_->Add(model_->Parameters());
+  SKIFF_RETURN_IF_ERROR(comm_->AllReduceSum(round_->values(), what));
+  gradients_->Replace(round_->values(), 1);
+  return Status::Ok();
+}
+
+bool Trainer::RoundEndsStep(int64_t rounds_done, int64_t num_batches) const {
+  return rounds_done % options_.accumulate == 0 ||
+         rounds_done == CeilDiv(num_batches, static_cast<int64_t>(comm_->size()));
 }
 
 Status Trainer::SetOwnership(const NodeRanges* ranges, const ExchangeTraffic* graph_traffic,
@@ -560,7 +596,7 @@ Status Trainer::SetOwnership(const NodeRanges* ranges, const ExchangeTraffic* gr
   return Status::Ok();
 }
 
-Status Trainer::TrainOwnedPart(const PreparedBatch& next, uint64_t dropout_seed, int64_t step) {
+Status Trainer::AddOwnedPart(const PreparedBatch& next, uint64_t dropout_seed) {
   int64_t mine = 0;
   for (int32_t label : next.batch.labels) mine += label >= 0 ? 1 : 0;
   if (mine > 0) {
@@ -573,8 +609,7 @@ Status Trainer::TrainOwnedPart(const PreparedBatch& next, uint64_t dropout_seed,
     gradients_->AddScaled(model_->Parameters(),
                           static_cast<float>(mine) / static_cast<float>(next.whole_labelled));
   }
-  // A step is one plan batch: StepBatches() is 1, so no pass length can shorten it.
-  return FinishStep(step, std::numeric_limits<int64_t>::max());
+  return Status::Ok();
 }
 
 Status Trainer::SetCommunicator(dist::Communicator* comm) {
@@ -583,12 +618,6 @@ Status Trainer::SetCommunicator(dist::Communicator* comm) {
     return Status::InvalidArgument("the run's options are for " +
                                    std::to_string(options_.world_size) + " rank(s), the job has " +
                                    std::to_string(ranks));
-  }
-  if (ranks > 1 && options_.accumulate > 1) {
-    return Status::InvalidArgument(
-        "--accumulate with --distributed is not built yet: a data-parallel step takes one batch "
-        "per rank (--accumulate " +
-        std::to_string(ranks) + " in one process is the same step)");
   }
   comm_ = comm;
   return Status::Ok();
@@ -607,9 +636,9 @@ std::vector<std::vector<int64_t>> Trainer::OwnBatches(const std::vector<int64_t>
 Status Trainer::FinishStep(int64_t step, int64_t num_batches) {
   const int64_t step_batches = std::min(StepBatches(), num_batches - step * StepBatches());
   SKIFF_CHECK(step_batches >= 1);
-  if (Distributed()) {
-    SKIFF_RETURN_IF_ERROR(comm_->AllReduceSum(gradients_->values(), "gradients"));
-  }
+  // A replicated run's rounds have summed its batches already (ReduceRound); an owned run's
+  // ranks each hold their weighted part of the one plan batch.
+  if (Owned()) SKIFF_RETURN_IF_ERROR(comm_->AllReduceSum(gradients_->values(), "gradients"));
   gradients_->Store(model_->Parameters(), step_batches);
   gradients_->Clear();
   return optimizer_->Step();

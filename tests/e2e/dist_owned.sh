@@ -7,7 +7,8 @@
 #     recorded degrees too.
 #   - Three epochs of a W-rank job (dropout 0) match the one-process run of the same plan
 #     (--ownership partitions alone): accuracies within 0.2 points (measured: equal), losses within
-#     1e-5 relative (measured: 1e-8; the ranks' gradient sums are ordered differently).
+#     1e-5 relative (measured: 1e-8; the ranks' gradient sums are ordered differently); with
+#     --accumulate 2 too.
 #   - Rank 0's checkpoint resumes under the same job size; an unpartitioned dataset, --export and
 #     ranks with different --ownership are refused, naming the problem.
 #   bash dist_owned.sh SKIFF_EXE DATASETS_DIR WORK_DIR
@@ -48,10 +49,8 @@ done
 # Training: W ranks against one process of the same plan.
 RUN=(train smallp "${COMMON[@]}" --epochs 3 --dropout 0 --ownership partitions)
 "$SKIFF" "${RUN[@]}" --metrics one.jsonl > one.log 2>&1 || { echo "FAIL: one process"; cat one.log; exit 1; }
-for W in 2 4; do
-  "${MPI[@]}" -np $W "$SKIFF" "${RUN[@]}" --distributed --metrics own$W.jsonl \
-    --checkpoint own$W.ckpt > own$W.log 2>&1 || { echo "FAIL: $W ranks"; cat own$W.log; exit 1; }
-  python3 - one.jsonl own$W.jsonl <<'PY'
+close_runs() {  # close_runs ONE.jsonl JOB.jsonl
+  python3 - "$1" "$2" <<'PY'
 import json, sys
 a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
 assert len(a) == len(b) == 3, (len(a), len(b))
@@ -63,9 +62,26 @@ for x, y in zip(a, b):
 print("  last epoch: test accuracy %.4f (one process %.4f), loss %.8f (%.8f)"
       % (b[-1]["test_acc"], a[-1]["test_acc"], b[-1]["loss"], a[-1]["loss"]))
 PY
+}
+for W in 2 4; do
+  "${MPI[@]}" -np $W "$SKIFF" "${RUN[@]}" --distributed --metrics own$W.jsonl \
+    --checkpoint own$W.ckpt > own$W.log 2>&1 || { echo "FAIL: $W ranks"; cat own$W.log; exit 1; }
+  close_runs one.jsonl own$W.jsonl
   grep -q "the ranks fetched the picks of [1-9]" own$W.log || { echo "FAIL: nothing fetched"; cat own$W.log; exit 1; }
   echo "$W ranks train what one process trains: OK"
 done
+# Steps of two plan batches.
+"$SKIFF" "${RUN[@]}" --accumulate 2 --metrics one_acc.jsonl > one_acc.log 2>&1 ||
+  { echo "FAIL: one process, --accumulate 2"; cat one_acc.log; exit 1; }
+"${MPI[@]}" -np 2 "$SKIFF" "${RUN[@]}" --accumulate 2 --distributed --metrics own_acc.jsonl \
+  > own_acc.log 2>&1 || { echo "FAIL: 2 ranks, --accumulate 2"; cat own_acc.log; exit 1; }
+close_runs one_acc.jsonl own_acc.jsonl
+python3 - one.jsonl one_acc.jsonl <<'PY' || { echo "FAIL: --accumulate 2 changed nothing"; exit 1; }
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+assert a[-1]["loss"] != b[-1]["loss"]
+PY
+echo "2 ranks with --accumulate 2 train what one process trains: OK"
 
 # Resume under the same job size.
 "${MPI[@]}" -np 2 "$SKIFF" train smallp --resume own2.ckpt --epochs 4 --distributed --threads 1 \

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `mpirun -np W skiff train --distributed`: a W-rank run computes what one process computes with
-# --accumulate W (the same batches, gradients summed in batch order, one step): the same metrics
-# every epoch (accuracies exactly, losses to 1e-9: the ranks add their loss totals in another
-# order) and bitwise the same model (predictions and embeddings of the last epoch's checkpoint).
+# --accumulate W, and with --accumulate A what one process computes with W * A (the same
+# batches, gradients summed in batch order, one step): the same metrics every epoch (accuracies
+# exactly, losses to 1e-9: the ranks add their loss totals in another order) and bitwise the
+# same model (predictions and embeddings of the last epoch's checkpoint).
 # Ranks started with different options refuse to train, naming the option; --resume needs the
 # job size the checkpoint was written by.
 #   bash dist_train.sh SKIFF_EXE DATASETS_DIR WORK_DIR
@@ -50,6 +51,12 @@ for W in 2 4; do
   [ "$(grep -c '^.*epoch 2: loss' dist$W.log)" -eq 1 ] || { echo "FAIL: epoch lines"; cat dist$W.log; exit 1; }
   echo "$W ranks = --accumulate $W: OK"
 done
+
+# Two ranks accumulating two batches each: one process's --accumulate 4 (acc4, above).
+"${MPI[@]}" -np 2 "$SKIFF" "${RUN[@]}" --distributed --accumulate 2 --checkpoint dist2x2.ckpt \
+  --metrics dist2x2.jsonl > dist2x2.log 2>&1 || { echo "FAIL: 2 ranks x 2"; cat dist2x2.log; exit 1; }
+same_run acc4 dist2x2 || { echo "FAIL: 2 ranks --accumulate 2 differ from --accumulate 4"; exit 1; }
+echo "2 ranks --accumulate 2 = --accumulate 4: OK"
 
 # One rank with --distributed is the plain run.
 "$SKIFF" "${RUN[@]}" --metrics plain.jsonl --checkpoint plain.ckpt > plain.log 2>&1

@@ -229,10 +229,15 @@ Outcome OutcomeOf(Trainer& trainer, const Result<TrainSummary>& summary) {
 
 TEST_CASE("owned partitions: W ranks train the model one process trains, to rounding") {
   const auto d = MakeData(1000, 6);
-  for (model::ModelKind kind : {model::ModelKind::kSage, model::ModelKind::kGcn}) {
+  // Accumulating 3 plan batches a step, as one process does with --accumulate 3.
+  for (const auto& [kind, accumulate] :
+       {std::pair{model::ModelKind::kSage, 1}, std::pair{model::ModelKind::kGcn, 1},
+        std::pair{model::ModelKind::kSage, 3}}) {
     CAPTURE(static_cast<int>(kind));
+    CAPTURE(accumulate);
     TrainOptions o = Options();
     o.model.kind = kind;
+    o.accumulate = accumulate;
     auto plain = Trainer::Create(d->data, o);
     REQUIRE(plain.ok());
     auto plain_summary = (*plain)->Run();

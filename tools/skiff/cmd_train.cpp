@@ -385,10 +385,11 @@ Status TrainInSteps(const TrainCliOptions& o, train::TrainOptions t, format::Dat
   SKIFF_RETURN_IF_ERROR(RestoreForRun(*trainer, resume, o.resume, lead));
   if (lead) {
     LogTraining(o.dataset, t, data->data.train.size(), trainer->model(), Device::kCpu);
-    LogInfo(comm.size() > 1 ? std::to_string(comm.size()) +
-                                  " ranks: each step sums one batch "
-                                  "from every rank"
-                            : std::to_string(t.accumulate) + " batches per optimiser step");
+    const std::string per_step =
+        std::to_string(comm.size() * t.accumulate) + " batches per optimiser step";
+    LogInfo(comm.size() > 1 ? std::to_string(comm.size()) + " ranks: " + per_step + ", " +
+                                  std::to_string(t.accumulate) + " from every rank"
+                            : per_step);
   }
   const RssParts resident_when_loaded = CurrentRssParts();
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
@@ -428,8 +429,8 @@ void LogOwnedRun(const TrainCliOptions& o, const train::TrainOptions& t,
               ")";
   }
   LogInfo(std::to_string(ranks) +
-          " rank(s), owned partitions: each step is one plan batch split by who owns its seeds; "
-          "nodes owned: " +
+          " rank(s), owned partitions: each plan batch is split by who owns its seeds; nodes "
+          "owned: " +
           owners);
 }
 

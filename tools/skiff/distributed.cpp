@@ -66,11 +66,6 @@ Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
   const std::string what = owned       ? "--ownership partitions"
                            : ranks > 1 ? "--distributed (" + std::to_string(ranks) + " ranks)"
                                        : "--accumulate";
-  if (owned && t.accumulate > 1) {
-    return Status::InvalidArgument(
-        "--accumulate with --ownership partitions is not built yet: a step is one plan batch, "
-        "split among the ranks");
-  }
   if (device != Device::kCpu) {
     return Status::InvalidArgument(what +
                                    " runs on --device cpu: device gradients are not built yet");

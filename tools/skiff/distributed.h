@@ -16,7 +16,7 @@ namespace skiff::cli {
 
 // InvalidArgument, naming the option, for what a step over several batches (`ranks` > 1, or
 // --accumulate > 1) or an owned-partition run does not do yet: --device cuda, --memory, --task
-// link (and --accumulate with --ownership partitions).
+// link.
 Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
                         uint64_t memory_bytes);
 

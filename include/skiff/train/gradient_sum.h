@@ -3,11 +3,14 @@
 // A step over several batches (TrainOptions::accumulate in one process, or one batch per rank of
 // a data-parallel run) computes each batch's gradients alone (Model::ComputeGradients) and adds
 // them here: the first batch's are copied, each later batch's added element by element
-// (sum = g0; sum += g1; ...). A data-parallel run adds its ranks' sums in rank order
-// (dist::Communicator::AllReduceSum), which is the same arithmetic when rank r holds batch r of
-// the step: the two give bitwise the same step. Store() writes sum * (1 / batches) into the
-// model's gradients, so a step's gradient is the mean of its batches' (each a mean over that
-// batch's labelled seeds) -- with one batch, the batch's own gradient, unscaled.
+// (sum = g0; sum += g1; ...). A data-parallel run of W ranks sums a step in rounds of W batches,
+// batch kW + r on rank r: rank 0 adds its batch to the step's sum so far, the others contribute
+// their batch alone, and the ranks' vectors are added in rank order (dist::Communicator::
+// AllReduceSum), the result replacing every rank's sum (Replace). That is the same arithmetic
+// as one process adding the step's batches in batch order: the two give bitwise the same step.
+// Store() writes sum * (1 / batches) into the model's gradients, so a step's gradient is the mean
+// of its batches' (each a mean over that batch's labelled seeds) -- with one batch, the batch's own
+// gradient, unscaled.
 //
 // Thread safety: one thread.
 #pragma once
@@ -34,6 +37,9 @@ class GradientSum {
   std::span<float> values() { return sum_; }
   // Batches added since Clear().
   int64_t batches() const { return batches_; }
+  // Makes the sum `values` (num_values of them), of `batches` (>= 1) batches: a round's
+  // all-reduced sum on a rank that contributed only its own batch to it.
+  void Replace(std::span<const float> values, int64_t batches);
   // Writes the sum times 1 / `step_batches` (>= 1; exactly the sum when 1) into the gradients
   // of `params`.
   void Store(const std::vector<model::Parameter>& params, int64_t step_batches) const;

@@ -19,20 +19,21 @@
 //
 // Data-parallel (SetCommunicator with size() W > 1; docs/distributed.md): every rank holds the
 // same data and model. Each training pass, rank r takes batches r, r + W, ... of the one-process
-// plan (ShardBatches), with their one-process batch numbers for every random stream; each step,
-// the ranks' gradients are all-reduced (summed in rank order) and every rank takes the same
-// optimiser step, so a W-rank run computes what one process computes with accumulate = W.
+// plan (ShardBatches), with their one-process batch numbers for every random stream. A step is
+// accumulate rounds of W batches; after each round the ranks' gradients are all-reduced into the
+// step's sum in batch order (ReduceRound), and every rank takes the same optimiser step, so a
+// W-rank run with accumulate A computes what one process computes with accumulate = W * A.
 // Evaluation passes are sharded the same way and their loss totals summed.
 //
 // Owned partitions (SetOwnership; docs/distributed.md): each rank holds the rows of its node range
 // only (TrainData's sources are its ExchangeGraph and ExchangeFeatures). Every pass runs the
 // one-process plan's batches, each split among the ranks by who owns its seeds (owned_pass.h),
-// one part at a time on the calling thread. A step is one plan batch: each rank's part's gradient
-// (its mean loss) weighted by its share of the batch's labelled seeds, summed over the ranks in
-// rank order, so the step's gradient is the batch's mean-loss gradient, as in one process, up to
-// the order of the floating-point sums. Rank 0 alone writes
-// metrics and checkpoints. A failed collective ends Run() with its Status (the caller aborts the
-// job).
+// one part at a time on the calling thread. A step is `accumulate` plan batches (1 by default):
+// each rank's part's gradient (its mean loss) weighted by its share of the batch's labelled seeds,
+// summed over the step's batches and then over the ranks in rank order, so the step's gradient is
+// what one process computes for those batches, up to the order of the floating-point sums. Rank 0
+// alone writes metrics and checkpoints. A failed collective ends Run() with its Status (the caller
+// aborts the job).
 //
 // Thread safety: a Trainer is driven by one thread; it starts its own sampler threads.
 #pragma once
@@ -202,8 +203,7 @@ class Trainer {
     eval_part_seeds_ = std::max<int64_t>(0, eval_part_seeds);
   }
   // Makes the run data-parallel over `comm`'s ranks (which must outlive the Trainer; null: one
-  // process). InvalidArgument when TrainOptions::world_size is not comm->size(), or when a
-  // data-parallel run also asks for accumulate > 1 (not built yet).
+  // process). InvalidArgument when TrainOptions::world_size is not comm->size().
   Status SetCommunicator(dist::Communicator* comm);
   // Makes the data-parallel run owned-partition over `ranges` (which must outlive the Trainer;
   // ranges->size() == the communicator's size, set first). TrainData's graph and features must be
@@ -260,13 +260,19 @@ class Trainer {
   // Whether passes go through the pass runner (one is set, the model samples on the host, and a
   // step is one batch of one process).
   bool RunsPasses() const;
-  // Batches per optimiser step: the ranks of a data-parallel run, else TrainOptions::accumulate.
+  // Batches per optimiser step: TrainOptions::accumulate, times the ranks of a data-parallel run.
   int64_t StepBatches() const;
+  // Round `round` of a data-parallel training pass (batches kW .. kW + W - 1, one per rank): adds
+  // this rank's batch's gradients (none: `has_batch` false, a last round with fewer batches) to
+  // the step's sum on every rank, in batch order (gradient_sum.h).
+  Status ReduceRound(bool has_batch, int64_t round);
+  // Whether the step ends after `rounds_done` rounds of a pass of `num_batches` batches.
+  bool RoundEndsStep(int64_t rounds_done, int64_t num_batches) const;
   bool Distributed() const { return comm_ != nullptr && comm_->size() > 1; }
   bool Owned() const { return ranges_ != nullptr; }
-  // The consume step of an owned-partition training part: its weighted gradient into the sum, and
-  // the step (every rank, with or without seeds of its own in the batch).
-  Status TrainOwnedPart(const PreparedBatch& next, uint64_t dropout_seed, int64_t step);
+  // An owned-partition training part: its gradient, weighted by its share of the plan batch's
+  // labelled seeds, into the step's sum (nothing for a part without labelled seeds).
+  Status AddOwnedPart(const PreparedBatch& next, uint64_t dropout_seed);
   // RunTrainingPass of an owned-partition run (owned_pass.h), with its exchanges' report.
   Status RunOwnedTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
                               EpochMetrics* m);
@@ -321,6 +327,7 @@ class Trainer {
   const ExchangeTraffic* feature_traffic_ = nullptr;  // SetOwnership's (may be null)
   std::function<Status(const std::string&)> digest_;  // SetBatchDigest
   std::unique_ptr<GradientSum> gradients_;            // steps over several batches only
+  std::unique_ptr<GradientSum> round_;  // a data-parallel round's contribution (ranks > 0)
   bool features_offered_ = false;
   model::DeviceSampling device_sampling_;  // InputOf's, for the batch being computed
   int64_t next_epoch_ = 0;
