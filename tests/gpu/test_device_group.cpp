@@ -1,7 +1,8 @@
 // DeviceGroup (src/model/cuda/device_group.h): NCCL over the GPUs of one process. The smoke test
 // sums buffers across every visible GPU (one on a one-GPU machine: the buffer itself) and checks
 // the sums exactly (small integers, exact in float whatever the order); the refusals are checked
-// before any device is touched.
+// before any device is touched. Where NCCL is absent (the build found no nccl.h, or libnccl.so.2
+// does not load) the smoke test says so and does not run.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -39,9 +40,10 @@ TEST_CASE("device group: NCCL all-reduce over every visible GPU sums the buffers
   std::vector<int> devices;
   for (int d = 0; d < n; ++d) devices.push_back(d);
   auto group = DeviceGroup::Create(devices);
-  if (!group.ok() && group.status().code() == StatusCode::kUnavailable &&
-      group.status().message().find("has no NCCL") != std::string::npos) {
-    MESSAGE("built without NCCL: " << group.status().ToString());
+  const std::string& why = group.ok() ? std::string() : group.status().message();
+  if (why.find("has no NCCL") != std::string::npos ||
+      why.find("not installed here") != std::string::npos) {
+    MESSAGE("NCCL smoke test not run: " << group.status().ToString());
     return;
   }
   REQUIRE_MESSAGE(group.ok(), group.status().ToString());

@@ -7,7 +7,9 @@
 // call. NCCL chooses the order of the additions (ring or tree), so with more than one device the
 // sum is not bitwise the one of a fixed order; with one device it is the buffer itself.
 //
-// Built without NCCL (CMake found no nccl.h and libnccl), Create() is Unavailable, saying so.
+// NCCL is loaded on the first Create() (dlopen of libnccl.so.2), so the CUDA library has no link
+// dependency on it. Where it is not installed, or the build found no nccl.h, Create() is
+// Unavailable, saying which.
 //
 // Thread safety: one thread at a time. Move-only RAII: the destructor destroys the communicators.
 #pragma once
