@@ -297,6 +297,8 @@ def test_peak_rss_within_the_budget_while_batches_are_held(large):
     # As test_torch.py's promise for NodeLoader: a child that imports torch, measures its
     # baseline, resets its peak and trains a link model out of core for two epochs over pairs it
     # gives, on a dataset larger than budget + overhead.
+    pytest.importorskip("torch")
+    pytest.importorskip("torch_geometric")
     budget = LARGE_BUDGET
     assert skiff.open(large).num_bytes > skiff.parse_bytes(budget) + (96 << 20)
     script = textwrap.dedent(f"""

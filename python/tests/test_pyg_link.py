@@ -10,7 +10,7 @@ import pytest
 import skiff
 from skiff_dataset import SkiffDataset
 
-torch = pytest.importorskip("torch")  # installed in CI (tools/python-tests.sh): never skipped there
+torch = pytest.importorskip("torch")  # tools/python-tests.sh installs it where the disk allows
 pytest.importorskip("torch_geometric")
 import skiff.pyg  # noqa: E402
 from torch_geometric.loader import LinkLoader, LinkNeighborLoader  # noqa: E402

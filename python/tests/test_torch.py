@@ -13,7 +13,7 @@ import pytest
 import skiff
 from conftest import LARGE_BUDGET, MEDIUM_BUDGET, MEDIUM_MODEL_MEMORY
 
-torch = pytest.importorskip("torch")  # installed in CI (tools/python-tests.sh): never skipped there
+torch = pytest.importorskip("torch")  # tools/python-tests.sh installs it where the disk allows
 torch_geometric = pytest.importorskip("torch_geometric")
 
 
