@@ -1,6 +1,7 @@
 #include "skiff/train/gradient_sum.h"
 
 #include <algorithm>
+#include <string>
 
 #include "skiff/status.h"
 
@@ -54,6 +55,26 @@ void GradientSum::Replace(std::span<const float> values, int64_t batches) {
 void GradientSum::Clear() {
   std::fill(sum_.begin(), sum_.end(), 0.0f);
   batches_ = 0;
+}
+
+Status AddRoundInBatchOrder(dist::Communicator& comm, const std::vector<model::Parameter>* params,
+                            int64_t round, GradientSum* sum, GradientSum* scratch) {
+  const std::string what = "gradients (round " + std::to_string(round) + ")";
+  if (comm.rank() == 0) {
+    SKIFF_CHECK(params != nullptr);  // round k holds batch kW, rank 0's
+    sum->Add(*params);
+    return comm.AllReduceSum(sum->values(), what);
+  }
+  scratch->Clear();
+  if (params != nullptr) scratch->Add(*params);
+  SKIFF_RETURN_IF_ERROR(comm.AllReduceSum(scratch->values(), what));
+  sum->Replace(scratch->values(), 1);
+  return Status::Ok();
+}
+
+bool StepEndsAfterRound(int64_t rounds_done, int accumulate, int64_t num_batches, int ranks) {
+  SKIFF_CHECK(accumulate >= 1 && ranks >= 1);
+  return rounds_done % accumulate == 0 || rounds_done == (num_batches + ranks - 1) / ranks;
 }
 
 }  // namespace skiff::train

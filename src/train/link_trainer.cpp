@@ -28,6 +28,8 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 std::string Fixed(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.6f", v);
@@ -235,6 +237,7 @@ Result<std::unique_ptr<LinkTrainer>> LinkTrainer::Create(const LinkData& data, T
   if (options.batch_size <= 0 || options.epochs < 0) {
     return Status::InvalidArgument("the batch size must be positive and epochs non-negative");
   }
+  if (options.accumulate < 1) return Status::InvalidArgument("--accumulate must be >= 1");
   if (options.link.negatives < 1 || options.link.out_dim < 1 || options.link.eval_negatives < 0 ||
       options.link.eval_edges < 0) {
     return Status::InvalidArgument(
@@ -341,8 +344,8 @@ Status LinkTrainer::ForwardPrepared(const PreparedBatch& prepared, bool training
   return model_->ForwardInput(input, training, dropout_seed, &step_out_);
 }
 
-Result<double> LinkTrainer::Step(const PreparedBatch& prepared, const EdgeBatch& edges,
-                                 int64_t rows, uint64_t dropout_seed) {
+Result<double> LinkTrainer::ComputeGradients(const PreparedBatch& prepared, const EdgeBatch& edges,
+                                             int64_t rows, uint64_t dropout_seed) {
   SKIFF_CHECK(static_cast<int64_t>(prepared.batch.seeds.size()) == rows);
   model_->ZeroGrad();
   SKIFF_RETURN_IF_ERROR(ForwardPrepared(prepared, /*training=*/true, dropout_seed));
@@ -354,9 +357,58 @@ Result<double> LinkTrainer::Step(const PreparedBatch& prepared, const EdgeBatch&
       const model::LinkLossResult loss,
       decoder_->LossAndGrad(step_out_.data(), rows, batch, options_.link.loss, step_grad_.data()));
   SKIFF_RETURN_IF_ERROR(model_->Backward(step_grad_.data()));
+  return loss.loss;
+}
+
+Status LinkTrainer::ApplyUpdate() {
   SKIFF_RETURN_IF_ERROR(optimizer_->Step());
   model::UpdateOnHost(options_.optimizer, ++decoder_steps_, decoder_->Parameters(), decoder_state_);
-  return loss.loss;
+  return Status::Ok();
+}
+
+Status LinkTrainer::SetCommunicator(dist::Communicator* comm) {
+  const int ranks = comm == nullptr ? 1 : comm->size();
+  if (options_.world_size != ranks) {
+    return Status::InvalidArgument("the run's options are for " +
+                                   std::to_string(options_.world_size) + " rank(s), the job has " +
+                                   std::to_string(ranks));
+  }
+  comm_ = comm;
+  return Status::Ok();
+}
+
+std::vector<model::Parameter> LinkTrainer::AllParameters() {
+  std::vector<model::Parameter> all = model_->Parameters();
+  for (model::Parameter& p : decoder_->Parameters()) all.push_back(std::move(p));
+  return all;
+}
+
+Status LinkTrainer::AddToStep(bool has_batch, int64_t number, int64_t num_batches,
+                              StepState* state) {
+  const int64_t step_batches = StepBatches();
+  if (gradients_ == nullptr) {
+    int64_t values = 0;
+    for (const model::Parameter& p : AllParameters()) values += p.size();
+    gradients_ = std::make_unique<GradientSum>(values);
+    round_ = std::make_unique<GradientSum>(values);
+  }
+  const std::vector<model::Parameter> params =
+      has_batch ? AllParameters() : std::vector<model::Parameter>{};
+  bool step_ends = false;
+  if (Distributed()) {
+    SKIFF_CHECK(!has_batch || number / comm_->size() == state->rounds);
+    SKIFF_RETURN_IF_ERROR(AddRoundInBatchOrder(*comm_, has_batch ? &params : nullptr,
+                                               state->rounds++, gradients_.get(), round_.get()));
+    step_ends = StepEndsAfterRound(state->rounds, options_.accumulate, num_batches, comm_->size());
+  } else {
+    gradients_->Add(params);
+    step_ends = (number + 1) % step_batches == 0 || number + 1 == num_batches;
+  }
+  if (!step_ends) return Status::Ok();
+  const int64_t done = state->steps++;
+  gradients_->Store(AllParameters(), std::min(step_batches, num_batches - done * step_batches));
+  gradients_->Clear();
+  return ApplyUpdate();
 }
 
 Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
@@ -377,29 +429,54 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
   plan.pair_ids = {};  // the batches' rows say all a step needs
   held = {};
   std::vector<EdgeBatch>& batches = plan.batches;
+  const auto num_batches = static_cast<int64_t>(batches.size());
   LinkPassSpec pass = MakePass(/*training=*/true, kTrainStream, epoch);
+  // This process's batches: every one, or a rank's share (r, r + W, ...) with its plan numbers.
+  const int rank = comm_ == nullptr ? 0 : comm_->rank();
+  const int ranks = comm_ == nullptr ? 1 : comm_->size();
+  std::vector<int64_t> numbers;  // per batch of the pass: its number in the plan
+  for (int64_t b = rank; b < num_batches; b += ranks) numbers.push_back(b);
+  if (Distributed()) {
+    pass.batch_numbers.assign(numbers.begin(), numbers.end());
+    if (pass.dropout_seed) {
+      pass.dropout_seed = [seed = pass.dropout_seed, &numbers](int64_t i) {
+        return seed(numbers[static_cast<size_t>(i)]);
+      };
+    }
+  }
   const std::function<uint64_t(int64_t)> dropout_seed = pass.dropout_seed;
-  std::vector<int64_t> seed_counts;  // per batch: its seeds, which go to the runner
-  seed_counts.reserve(batches.size());
-  pass.seeds.reserve(batches.size());
-  for (EdgeBatch& batch : batches) {
+  std::vector<int64_t> seed_counts;  // per batch of the pass: its seeds, which go to the runner
+  seed_counts.reserve(numbers.size());
+  pass.seeds.reserve(numbers.size());
+  uint64_t own_pairs = 0;
+  for (int64_t b : numbers) {
+    EdgeBatch& batch = batches[static_cast<size_t>(b)];
     seed_counts.push_back(static_cast<int64_t>(batch.seeds.size()));
     pass.seeds.push_back(std::move(batch.seeds));  // the epoch's plan: one copy, the runner's
+    own_pairs += batch.pos_src.size();
   }
-  OptionalProgress progress(options_.show_progress, "epoch " + std::to_string(epoch),
-                            static_cast<uint64_t>(pairs), "edges");
+  OptionalProgress progress(options_.show_progress, "epoch " + std::to_string(epoch), own_pairs,
+                            "edges");
   LinkEpochMetrics m;
   m.epoch = epoch;
   double loss_sum = 0;
+  StepState steps;
   auto consume = [&](PreparedBatch& next) -> Status {
-    const auto b = static_cast<size_t>(next.index);
+    const auto i = static_cast<size_t>(next.index);
+    const int64_t b = numbers[i];
+    const EdgeBatch& edges = batches[static_cast<size_t>(b)];
+    const uint64_t batch_dropout_seed =
+        dropout_seed ? dropout_seed(next.index)
+                     : sampler::BatchSeed(options_.seed, kDropoutStream,
+                                          static_cast<uint64_t>(epoch), static_cast<uint64_t>(b));
     const auto compute_start = Clock::now();
-    SKIFF_ASSIGN_OR_RETURN(
-        const double loss,
-        Step(next, batches[b], seed_counts[b],
-             dropout_seed ? dropout_seed(next.index)
-                          : sampler::BatchSeed(options_.seed, kDropoutStream,
-                                               static_cast<uint64_t>(epoch), b)));
+    SKIFF_ASSIGN_OR_RETURN(const double loss,
+                           ComputeGradients(next, edges, seed_counts[i], batch_dropout_seed));
+    if (StepBatches() == 1) {
+      SKIFF_RETURN_IF_ERROR(ApplyUpdate());
+    } else {
+      SKIFF_RETURN_IF_ERROR(AddToStep(/*has_batch=*/true, b, num_batches, &steps));
+    }
     m.compute_seconds += SecondsSince(compute_start);
     if (!std::isfinite(loss)) {
       return Status::InvalidArgument(
@@ -407,10 +484,18 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
           ": training diverged; lower --lr, or check the features for NaN or Inf values");
     }
     loss_sum += loss;
-    progress.Add(batches[b].pos_src.size());
+    progress.Add(edges.pos_src.size());
     return Status::Ok();
   };
   SKIFF_RETURN_IF_ERROR(RunPass(std::move(pass), consume, &m.pipeline_json));
+  // A rank without a batch in the last round still takes part in it.
+  while (Distributed() && steps.rounds < CeilDiv(num_batches, static_cast<int64_t>(ranks))) {
+    SKIFF_RETURN_IF_ERROR(AddToStep(/*has_batch=*/false, -1, num_batches, &steps));
+  }
+  SKIFF_CHECK(StepBatches() == 1 || steps.steps == CeilDiv(num_batches, StepBatches()));
+  if (Distributed()) {
+    SKIFF_RETURN_IF_ERROR(comm_->AllReduceSum(std::span<double>(&loss_sum, 1), "loss totals"));
+  }
   progress.Finish();
   m.loss = batches.empty() ? 0 : loss_sum / static_cast<double>(batches.size());
   m.epoch_seconds = SecondsSince(start);
@@ -591,7 +676,9 @@ Status LinkTrainer::SaveCheckpoints(int64_t epoch, bool improved) {
 Result<LinkSummary> LinkTrainer::Run() {
   LinkSummary summary;
   MetricsFile metrics;
-  SKIFF_RETURN_IF_ERROR(metrics.Open(options_.metrics_path, next_epoch_));
+  // Rank 0 writes the metrics and checkpoints; every rank evaluates (below).
+  const bool writes = comm_ == nullptr || comm_->rank() == 0;
+  if (writes) SKIFF_RETURN_IF_ERROR(metrics.Open(options_.metrics_path, next_epoch_));
   for (int64_t epoch = next_epoch_; epoch < options_.epochs; ++epoch) {
     SKIFF_ASSIGN_OR_RETURN(LinkEpochMetrics m, TrainEpoch(epoch));
     const auto eval_start = Clock::now();
@@ -602,8 +689,10 @@ Result<LinkSummary> LinkTrainer::Run() {
     m.eval_seconds = SecondsSince(eval_start);
     const bool improved = RecordBest(epoch, m);
     next_epoch_ = epoch + 1;
-    SKIFF_RETURN_IF_ERROR(SaveCheckpoints(epoch, improved));
-    SKIFF_RETURN_IF_ERROR(metrics.Append(m.ToJson()));
+    if (writes) {
+      SKIFF_RETURN_IF_ERROR(SaveCheckpoints(epoch, improved));
+      SKIFF_RETURN_IF_ERROR(metrics.Append(m.ToJson()));
+    }
     if (options_.show_progress) LogEpoch(m, improved);
     summary.epochs.push_back(std::move(m));
   }

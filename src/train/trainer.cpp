@@ -409,7 +409,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
       if (Distributed()) {
         SKIFF_CHECK(next.index / comm_->size() == rounds_done);
         SKIFF_RETURN_IF_ERROR(ReduceRound(/*has_batch=*/true, rounds_done++));
-        if (RoundEndsStep(rounds_done, num_batches)) {
+        if (StepEndsAfterRound(rounds_done, options_.accumulate, num_batches, comm_->size())) {
           SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
         }
       } else {
@@ -429,7 +429,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   while (step_batches > 1 && !Owned() && Distributed() &&
          rounds_done < CeilDiv(num_batches, comm_->size())) {
     SKIFF_RETURN_IF_ERROR(ReduceRound(/*has_batch=*/false, rounds_done++));
-    if (RoundEndsStep(rounds_done, num_batches)) {
+    if (StepEndsAfterRound(rounds_done, options_.accumulate, num_batches, comm_->size())) {
       SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
     }
   }
@@ -562,25 +562,11 @@ int64_t Trainer::StepBatches() const {
 }
 
 Status Trainer::ReduceRound(bool has_batch, int64_t round) {
-  // Rank 0 adds its batch to the step's sum so far; the others send their batch alone (zeros
-  // without one); the ordered all-reduce then adds them in batch order (gradient_sum.h).
   if (round_ == nullptr) round_ = std::make_unique<GradientSum>(model_->NumParameters());
-  const std::string what = "gradients (round " + std::to_string(round) + ")";
-  if (comm_->rank() == 0) {
-    SKIFF_CHECK(has_batch);  // round k holds batch kW, rank 0's
-    gradients_->Add(model_->Parameters());
-    return comm_->AllReduceSum(gradients_->values(), what);
-  }
-  round_->Clear();
-  if (has_batch) round_->Add(model_->Parameters());
-  SKIFF_RETURN_IF_ERROR(comm_->AllReduceSum(round_->values(), what));
-  gradients_->Replace(round_->values(), 1);
-  return Status::Ok();
-}
-
-bool Trainer::RoundEndsStep(int64_t rounds_done, int64_t num_batches) const {
-  return rounds_done % options_.accumulate == 0 ||
-         rounds_done == CeilDiv(num_batches, static_cast<int64_t>(comm_->size()));
+  const std::vector<model::Parameter> params =
+      has_batch ? model_->Parameters() : std::vector<model::Parameter>{};
+  return AddRoundInBatchOrder(*comm_, has_batch ? &params : nullptr, round, gradients_.get(),
+                              round_.get());
 }
 
 Status Trainer::SetOwnership(const NodeRanges* ranges, const ExchangeTraffic* graph_traffic,

@@ -3,7 +3,8 @@
 # --accumulate W, and with --accumulate A what one process computes with W * A (the same
 # batches, gradients summed in batch order, one step): the same metrics every epoch (accuracies
 # exactly, losses to 1e-9: the ranks add their loss totals in another order) and bitwise the
-# same model (predictions and embeddings of the last epoch's checkpoint).
+# same model (predictions and embeddings of the last epoch's checkpoint); for node
+# classification and for link prediction.
 # Ranks started with different options refuse to train, naming the option; --resume needs the
 # job size the checkpoint was written by.
 #   bash dist_train.sh SKIFF_EXE DATASETS_DIR WORK_DIR
@@ -57,6 +58,41 @@ done
   --metrics dist2x2.jsonl > dist2x2.log 2>&1 || { echo "FAIL: 2 ranks x 2"; cat dist2x2.log; exit 1; }
 same_run acc4 dist2x2 || { echo "FAIL: 2 ranks --accumulate 2 differ from --accumulate 4"; exit 1; }
 echo "2 ranks --accumulate 2 = --accumulate 4: OK"
+
+# Link prediction: W ranks (x A) against one process's --accumulate W*A -- the same metrics
+# (losses to 1e-9) and bitwise the same encoder (the last checkpoint's embeddings).
+"$SKIFF" generate --nodes 5000 --avg-degree 8 --classes 4 --feature-dim 16 --split 0.5,0.2,0.3 \
+  --split-edges 0.3,0.05,0.05 --seed 3 --out links > /dev/null 2>&1
+LINK=(train links --task link --hidden 16 --fanouts 5,5 --eval-fanouts 5,5 --batch-size 256
+      --epochs 3 --seed 5 --threads 1 --eval-negatives 50)
+same_link_run() {
+  python3 - "$1.jsonl" "$2.jsonl" <<'PY'
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+assert len(a) == len(b) == 3, (len(a), len(b))
+for x, y in zip(a, b):
+    for k in x:
+        if k == "loss":
+            assert abs(x[k] - y[k]) <= 1e-9 * abs(x[k]), (x["epoch"], k, x[k], y[k])
+        elif k.startswith(("valid_", "test_")) and not k.endswith("seconds"):
+            assert x[k] == y[k], (x["epoch"], k, x[k], y[k])
+PY
+  for run in "$1" "$2"; do
+    "$SKIFF" predict links --task link --checkpoint "$run.ckpt.last" --out "$run.emb" --threads 1 \
+      > /dev/null 2>&1 || { echo "FAIL: predict $run"; exit 1; }
+  done
+  cmp "$1.emb/embeddings.npy" "$2.emb/embeddings.npy"
+}
+for WA in "2 1" "4 1" "2 2"; do
+  read -r W A <<< "$WA"
+  "$SKIFF" "${LINK[@]}" --accumulate $((W * A)) --checkpoint lacc$W$A.ckpt --metrics lacc$W$A.jsonl \
+    > lacc$W$A.log 2>&1 || { echo "FAIL: link --accumulate $((W * A))"; cat lacc$W$A.log; exit 1; }
+  "${MPI[@]}" -np $W "$SKIFF" "${LINK[@]}" --distributed --accumulate $A --checkpoint ldist$W$A.ckpt \
+    --metrics ldist$W$A.jsonl > ldist$W$A.log 2>&1 || { echo "FAIL: link, $W ranks"; cat ldist$W$A.log; exit 1; }
+  same_link_run lacc$W$A ldist$W$A ||
+    { echo "FAIL: link, $W ranks x $A differ from --accumulate $((W * A))"; exit 1; }
+  echo "link: $W ranks x --accumulate $A = --accumulate $((W * A)): OK"
+done
 
 # One rank with --distributed is the plain run.
 "$SKIFF" "${RUN[@]}" --metrics plain.jsonl --checkpoint plain.ckpt > plain.log 2>&1

@@ -8,8 +8,10 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <thread>
 #include <vector>
 
+#include "skiff/dist/communicator.h"
 #include "skiff/sampler/feature_source.h"
 #include "skiff/sampler/graph_source.h"
 #include "skiff/train/link_trainer.h"
@@ -584,4 +586,92 @@ TEST_CASE("link trainer: held-out edges ranked among the dataset's own candidate
   o.link.eval_edges = 3;
   DropUnscoredPairs(o, &ties);
   CHECK(ties.valid_cand.size() == 12);
+}
+
+namespace {
+
+struct LinkOutcome {
+  std::vector<LinkEpochMetrics> epochs;
+  std::vector<std::vector<float>> parameters;  // the encoder's, then the decoder's
+};
+
+LinkOutcome OutcomeOf(LinkTrainer& trainer, const Result<LinkSummary>& summary) {
+  SKIFF_CHECK(summary.ok());
+  LinkOutcome out{.epochs = summary->epochs, .parameters = {}};
+  for (auto params : {trainer.model().Parameters(), trainer.decoder().Parameters()}) {
+    for (const model::Parameter& p : params) out.parameters.emplace_back(p.data, p.data + p.size());
+  }
+  return out;
+}
+
+// `ranks` link trainers on threads joined by a communicator of threads, `accumulate` each.
+std::vector<LinkOutcome> RunLinkRanks(const LinkData& data, TrainOptions o, int ranks,
+                                      int accumulate) {
+  auto comms = dist::CreateThreadCommunicators(ranks, {});
+  std::vector<LinkOutcome> outcomes(static_cast<size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < ranks; ++rank) {
+    threads.emplace_back([&, rank] {
+      TrainOptions ro = o;
+      ro.world_size = ranks;
+      ro.accumulate = accumulate;
+      ro.sampler_threads = 1;
+      auto trainer = LinkTrainer::Create(data, ro);
+      SKIFF_CHECK(trainer.ok());
+      SKIFF_CHECK((*trainer)->SetCommunicator(comms[static_cast<size_t>(rank)].get()).ok());
+      auto summary = (*trainer)->Run();
+      outcomes[static_cast<size_t>(rank)] = OutcomeOf(**trainer, summary);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return outcomes;
+}
+
+}  // namespace
+
+TEST_CASE("link trainer: W ranks accumulating A compute one process's accumulate W*A, bitwise") {
+  // About 14 edge batches an epoch: with 3 ranks the last round has no batch for rank 2. Dropout
+  // on: each batch's masks come from its plan number on whichever rank runs it.
+  const auto f = MakeFixture();
+  TrainOptions o = Options();
+  o.epochs = 2;
+  o.model.dropout = 0.2f;
+  auto one_process = [&](int accumulate) {
+    TrainOptions a = o;
+    a.accumulate = accumulate;
+    auto trainer = LinkTrainer::Create(f->data, a);
+    REQUIRE(trainer.ok());
+    auto summary = (*trainer)->Run();
+    REQUIRE(summary.ok());
+    return OutcomeOf(**trainer, summary);
+  };
+  const LinkOutcome plain = one_process(1);
+  CHECK(plain.parameters != one_process(2).parameters);  // accumulating changes the steps
+  for (const auto& [ranks, accumulate] : {std::pair{2, 1}, std::pair{3, 1}, std::pair{2, 2}}) {
+    CAPTURE(ranks);
+    CAPTURE(accumulate);
+    const LinkOutcome one = one_process(ranks * accumulate);
+    for (const LinkOutcome& rank : RunLinkRanks(f->data, o, ranks, accumulate)) {
+      CHECK(rank.parameters == one.parameters);  // bitwise
+      REQUIRE(rank.epochs.size() == one.epochs.size());
+      for (size_t e = 0; e < one.epochs.size(); ++e) {
+        CAPTURE(e);
+        // The ranks add their loss totals in another order.
+        CHECK(rank.epochs[e].loss == doctest::Approx(one.epochs[e].loss).epsilon(1e-12));
+        CHECK(rank.epochs[e].valid.auc == one.epochs[e].valid.auc);
+        CHECK(rank.epochs[e].valid.ranking.mrr == one.epochs[e].valid.ranking.mrr);
+        CHECK(rank.epochs[e].test.ranking.mrr == one.epochs[e].test.ranking.mrr);
+      }
+    }
+  }
+}
+
+TEST_CASE("link trainer: refuses a communicator of another size than the options'") {
+  const auto f = MakeFixture();
+  auto trainer = LinkTrainer::Create(f->data, Options());
+  REQUIRE(trainer.ok());
+  auto comms = dist::CreateThreadCommunicators(2, {});
+  const Status st = (*trainer)->SetCommunicator(comms[0].get());
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(st.message().find("for 1 rank(s), the job has 2") != std::string::npos);
 }

@@ -286,6 +286,12 @@ void PrintLinkSummary(const train::LinkSummary& summary, const train::TrainOptio
   }
 }
 
+// Rank 0 of a data-parallel run prints; the others' progress and log lines would repeat its.
+void QuietUnlessLead(bool lead, train::TrainOptions* t) {
+  t->show_progress = t->show_progress && lead;
+  if (!lead && GetLogLevel() < LogLevel::kWarning) SetLogLevel(LogLevel::kWarning);
+}
+
 // With --export, the encoder's output for every node (tools/skiff/link_predict.h) from the best
 // model when --checkpoint kept it, else from the last epoch's.
 Status ExportLink(const TrainCliOptions& o, const format::Dataset& ds, const train::TrainOptions& t,
@@ -303,9 +309,11 @@ Status ExportLink(const TrainCliOptions& o, const format::Dataset& ds, const tra
 // `skiff train --task link`: link prediction (train/link_trainer.h) through the pipeline, with
 // every partition resident or within --memory (pipeline/link_passes.h); checkpoints, --resume and
 // --export as for node classification (the export: embeddings, no classes).
-Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device device,
-                 const std::optional<train::Checkpoint>& resume) {
-  SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
+Status TrainLink(const TrainCliOptions& o, train::TrainOptions t, Device device,
+                 const std::optional<train::Checkpoint>& resume, dist::Communicator& comm) {
+  const bool lead = comm.rank() == 0;
+  QuietUnlessLead(lead, &t);
+  if (lead) SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
   if (t.micro_batches > 1) {
     return Status::InvalidArgument(
         "--micro-batches cuts node classification's batches; --task link computes whole batches");
@@ -313,6 +321,7 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
   SKIFF_RETURN_IF_ERROR(train::CheckLinkLoss(t, ds->manifest().num_nodes));  // before any load
+  if (comm.size() > 1) SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
   const auto& split = ds->manifest().link_split;
   SKIFF_ASSIGN_OR_RETURN(const pipeline::SamplingMode sampling,
@@ -327,6 +336,7 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
   if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::LinkTrainer> trainer,
                          train::LinkTrainer::Create(engine->data, t, ModelFactoryFor(device)));
+  SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
   trainer->SetPassRunner(pipeline::MakeOutOfCoreLinkRunner(engine.get(), t, t.show_progress));
   trainer->SetEvalBatchEdges(engine->eval_batch_edges);
   trainer->SetCandidateChunkBytes(engine->candidate_chunk_bytes);
@@ -337,6 +347,12 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
     LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);
   }
   const RssParts resident_when_loaded = CurrentRssParts();
+  if (comm.size() > 1 || t.accumulate > 1) {
+    LogInfo(std::to_string(comm.size() * t.accumulate) + " batches per optimiser step" +
+            (comm.size() > 1 ? ", " + std::to_string(t.accumulate) + " from each of " +
+                                   std::to_string(comm.size()) + " ranks"
+                             : std::string()));
+  }
   LogInfo(
       std::string("training ") + model::ModelKindName(t.model.kind) + " + " +
       NameOf(model::kDecoderKindNames, t.link.decoder) + " decoder for link prediction on " +
@@ -347,17 +363,12 @@ Status TrainLink(const TrainCliOptions& o, const train::TrainOptions& t, Device 
       std::to_string(trainer->model().NumParameters()) + " encoder parameters, " +
       (device == Device::kCuda ? trainer->model().DeviceDescription() : cpu::BlasDescription()));
   SKIFF_ASSIGN_OR_RETURN(const train::LinkSummary summary, trainer->Run());
+  if (!lead) return Status::Ok();
   PrintLinkSummary(summary, t);
   SKIFF_RETURN_IF_ERROR(ExportLink(o, *ds, t, *engine, trainer.get()));
   PrintPeakRss(memory_bytes, CudaRuntimeShare{.used = device == Device::kCuda},
                resident_when_loaded);
   return Status::Ok();
-}
-
-// Rank 0 of a data-parallel run prints; the others' progress and log lines would repeat its.
-void QuietUnlessLead(bool lead, train::TrainOptions* t) {
-  t->show_progress = t->show_progress && lead;
-  if (!lead && GetLogLevel() < LogLevel::kWarning) SetLogLevel(LogLevel::kWarning);
 }
 
 // --resume's checkpoint into the trainer; rank 0 says so.
@@ -483,7 +494,7 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   t.world_size = comm.size();
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
   SKIFF_RETURN_IF_ERROR(CheckStepOptions(t, comm.size(), device, memory_bytes));
-  if (t.task == train::Task::kLink) return TrainLink(o, t, device, resume);
+  if (t.task == train::Task::kLink) return TrainLink(o, t, device, resume, comm);
   // The outputs are rank 0's, on its machine: the other ranks write nothing.
   if (comm.rank() == 0) SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));

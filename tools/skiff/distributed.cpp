@@ -73,7 +73,7 @@ Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
   if (memory_bytes > 0) {
     return Status::InvalidArgument(what + " trains in memory: --memory is not built yet with it");
   }
-  if (t.task != train::Task::kNode) {
+  if (owned && t.task != train::Task::kNode) {
     return Status::InvalidArgument(what +
                                    " trains node classification: --task link is not built "
                                    "yet with it");

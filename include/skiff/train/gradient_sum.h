@@ -19,7 +19,9 @@
 #include <span>
 #include <vector>
 
+#include "skiff/dist/communicator.h"
 #include "skiff/model/model.h"
+#include "skiff/status.h"
 
 namespace skiff::train {
 
@@ -50,5 +52,19 @@ class GradientSum {
   std::vector<float> sum_;
   int64_t batches_ = 0;
 };
+
+// Round `round` of a data-parallel step over `comm`'s W ranks (batches kW .. kW + W - 1, batch
+// kW + r on rank r): adds every rank's batch's gradients to `sum`, the step's sum so far, on every
+// rank, in batch order. `params` holds this rank's batch's gradients (null: the rank has no batch
+// in the round, a last round with fewer batches; rank 0 always has one). Rank 0 adds its batch to
+// `sum` and contributes that; the others contribute their batch alone (in `scratch`, which they
+// keep for it), and the ordered all-reduce adds the contributions in rank order: the arithmetic of
+// one process adding the batches in batch order. Errors: the all-reduce's.
+Status AddRoundInBatchOrder(dist::Communicator& comm, const std::vector<model::Parameter>* params,
+                            int64_t round, GradientSum* sum, GradientSum* scratch);
+
+// Whether a data-parallel step of `accumulate` rounds ends after `rounds_done` rounds of a pass
+// of `num_batches` batches over `ranks` ranks (the pass's last round ends its last step).
+bool StepEndsAfterRound(int64_t rounds_done, int accumulate, int64_t num_batches, int ranks);
 
 }  // namespace skiff::train

@@ -11,7 +11,9 @@
 //
 // Training step: Forward over the batch, the decoder's loss and its gradient with respect to the
 // node representations, the encoder's Backward, and one optimiser step for both (the decoder's
-// parameters on the host with the same optimiser settings).
+// parameters on the host with the same optimiser settings). With TrainOptions::accumulate > 1,
+// or data-parallel (SetCommunicator), a step sums several batches' gradients first, as
+// Trainer does (train/gradient_sum.h).
 //
 // Evaluation after each epoch, in batches of at most `batch_size` held-out edges
 // (SetEvalBatchEdges; the first eval_edges of each split, or all) with the evaluation fanouts and
@@ -51,6 +53,7 @@
 #include "skiff/train/batch_plan.h"
 #include "skiff/train/batch_stream.h"
 #include "skiff/train/checkpoint.h"
+#include "skiff/train/gradient_sum.h"
 #include "skiff/train/link_batches.h"
 #include "skiff/train/link_metrics.h"
 #include "skiff/train/train_options.h"
@@ -189,6 +192,16 @@ class LinkTrainer {
   static Result<std::unique_ptr<LinkTrainer>> Create(const LinkData& data, TrainOptions options,
                                                      ModelFactory factory = nullptr);
 
+  // Makes the run data-parallel over `comm`'s ranks (which must outlive the trainer; null: one
+  // process), as Trainer::SetCommunicator does for node classification: rank r trains the
+  // epoch's edge batches r, r + W, ... (each sampled as its plan number), a step is
+  // TrainOptions::accumulate rounds of one batch per rank, the encoder's and the decoder's
+  // gradients summed in batch order (gradient_sum.h), so W ranks with accumulate A compute what
+  // one process computes with accumulate W * A. Every rank evaluates every split (the same
+  // metrics; none waits on another past --dist-timeout while rank 0 evaluates); rank 0 alone
+  // writes metrics and checkpoints. A model on the host only. InvalidArgument when
+  // TrainOptions::world_size is not comm->size().
+  Status SetCommunicator(dist::Communicator* comm);
   // Replaces the default BatchStream runner (see LinkPassRunner).
   void SetPassRunner(LinkPassRunner runner) { runner_ = std::move(runner); }
   // Offers every feature row to the model's device (Model::HoldFeatures within `device_bytes`; 0:
@@ -256,10 +269,29 @@ class LinkTrainer {
   Status ForwardPrepared(const PreparedBatch& prepared, bool training, uint64_t dropout_seed);
   Status RunPass(LinkPassSpec pass, const std::function<Status(PreparedBatch&)>& consume,
                  std::string* report_json);
-  // One optimisation step over a prepared batch of `edges`: `rows` seeds (edges.seeds went to
-  // the pass), which the batch's positives and negatives index.
-  Result<double> Step(const PreparedBatch& prepared, const EdgeBatch& edges, int64_t rows,
-                      uint64_t dropout_seed);
+  // The gradients of the encoder and the decoder for a prepared batch of `edges` (its loss):
+  // `rows` seeds (edges.seeds went to the pass), which the batch's positives and negatives index.
+  Result<double> ComputeGradients(const PreparedBatch& prepared, const EdgeBatch& edges,
+                                  int64_t rows, uint64_t dropout_seed);
+  // One optimiser update of the encoder and the decoder from their gradients.
+  Status ApplyUpdate();
+  // The encoder's parameters, then the decoder's.
+  std::vector<model::Parameter> AllParameters();
+  bool Distributed() const { return comm_ != nullptr && comm_->size() > 1; }
+  // Batches per optimiser step: TrainOptions::accumulate, times the ranks of a data-parallel run.
+  int64_t StepBatches() const {
+    return options_.accumulate * (comm_ == nullptr ? 1 : comm_->size());
+  }
+  // Where a training pass's steps over several batches stand.
+  struct StepState {
+    int64_t rounds = 0;  // data-parallel rounds done (one batch per rank each)
+    int64_t steps = 0;   // optimiser steps taken
+  };
+  // Adds batch `number` of a pass of `num_batches` (its gradients now in the parameters; none
+  // when !has_batch: a data-parallel rank's empty place in the last round) to the step's sum, in
+  // batch order, and ends the step -- the mean into the gradients, one update -- after its last
+  // batch (gradient_sum.h).
+  Status AddToStep(bool has_batch, int64_t number, int64_t num_batches, StepState* state);
   // Scores one evaluation batch into the split's accumulators.
   struct SplitScores;
   Status ScoreEvalBatch(const PreparedBatch& prepared, const EvalEdgeBatch& batch,
@@ -281,6 +313,8 @@ class LinkTrainer {
 
   const LinkData& data_;
   TrainOptions options_;
+  dist::Communicator* comm_ = nullptr;              // a data-parallel run's (SetCommunicator)
+  std::unique_ptr<GradientSum> gradients_, round_;  // steps over several batches only
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<model::Optimizer> optimizer_;
   std::unique_ptr<model::LinkDecoder> decoder_;

@@ -266,8 +266,6 @@ class Trainer {
   // this rank's batch's gradients (none: `has_batch` false, a last round with fewer batches) to
   // the step's sum on every rank, in batch order (gradient_sum.h).
   Status ReduceRound(bool has_batch, int64_t round);
-  // Whether the step ends after `rounds_done` rounds of a pass of `num_batches` batches.
-  bool RoundEndsStep(int64_t rounds_done, int64_t num_batches) const;
   bool Distributed() const { return comm_ != nullptr && comm_->size() > 1; }
   bool Owned() const { return ranges_ != nullptr; }
   // An owned-partition training part: its gradient, weighted by its share of the plan batch's
