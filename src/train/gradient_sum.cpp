@@ -72,6 +72,13 @@ Status AddRoundInBatchOrder(dist::Communicator& comm, const std::vector<model::P
   return Status::Ok();
 }
 
+Status CheckWorldSize(int world_size, const dist::Communicator* comm) {
+  const int ranks = comm == nullptr ? 1 : comm->size();
+  if (world_size == ranks) return Status::Ok();
+  return Status::InvalidArgument("the run's options are for " + std::to_string(world_size) +
+                                 " rank(s), the job has " + std::to_string(ranks));
+}
+
 bool StepEndsAfterRound(int64_t rounds_done, int accumulate, int64_t num_batches, int ranks) {
   SKIFF_CHECK(accumulate >= 1 && ranks >= 1);
   return rounds_done % accumulate == 0 || rounds_done == (num_batches + ranks - 1) / ranks;

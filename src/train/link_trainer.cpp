@@ -367,12 +367,7 @@ Status LinkTrainer::ApplyUpdate() {
 }
 
 Status LinkTrainer::SetCommunicator(dist::Communicator* comm) {
-  const int ranks = comm == nullptr ? 1 : comm->size();
-  if (options_.world_size != ranks) {
-    return Status::InvalidArgument("the run's options are for " +
-                                   std::to_string(options_.world_size) + " rank(s), the job has " +
-                                   std::to_string(ranks));
-  }
+  SKIFF_RETURN_IF_ERROR(CheckWorldSize(options_.world_size, comm));
   comm_ = comm;
   return Status::Ok();
 }

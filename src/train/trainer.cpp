@@ -599,12 +599,7 @@ Status Trainer::AddOwnedPart(const PreparedBatch& next, uint64_t dropout_seed) {
 }
 
 Status Trainer::SetCommunicator(dist::Communicator* comm) {
-  const int ranks = comm == nullptr ? 1 : comm->size();
-  if (options_.world_size != ranks) {
-    return Status::InvalidArgument("the run's options are for " +
-                                   std::to_string(options_.world_size) + " rank(s), the job has " +
-                                   std::to_string(ranks));
-  }
+  SKIFF_RETURN_IF_ERROR(CheckWorldSize(options_.world_size, comm));
   comm_ = comm;
   return Status::Ok();
 }

@@ -63,6 +63,10 @@ class GradientSum {
 Status AddRoundInBatchOrder(dist::Communicator& comm, const std::vector<model::Parameter>* params,
                             int64_t round, GradientSum* sum, GradientSum* scratch);
 
+// InvalidArgument unless `comm` (null: one process) has `world_size` ranks, the number a run's
+// options were made for (TrainOptions::world_size).
+Status CheckWorldSize(int world_size, const dist::Communicator* comm);
+
 // Whether a data-parallel step of `accumulate` rounds ends after `rounds_done` rounds of a pass
 // of `num_batches` batches over `ranks` ranks (the pass's last round ends its last step).
 bool StepEndsAfterRound(int64_t rounds_done, int accumulate, int64_t num_batches, int ranks);
