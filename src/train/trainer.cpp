@@ -618,7 +618,7 @@ Status Trainer::FinishStep(int64_t step, int64_t num_batches) {
   const int64_t step_batches = std::min(StepBatches(), num_batches - step * StepBatches());
   SKIFF_CHECK(step_batches >= 1);
   // A replicated run's rounds have summed its batches already (ReduceRound); an owned run's
-  // ranks each hold their weighted part of the one plan batch.
+  // ranks each hold the sum of their weighted parts of the step's plan batches.
   if (Owned()) SKIFF_RETURN_IF_ERROR(comm_->AllReduceSum(gradients_->values(), "gradients"));
   gradients_->Store(model_->Parameters(), step_batches);
   gradients_->Clear();
