@@ -286,6 +286,14 @@ void PrintLinkSummary(const train::LinkSummary& summary, const train::TrainOptio
   }
 }
 
+// What a step takes in a run of `ranks` ranks with --accumulate `accumulate`, for the log.
+std::string DescribeSteps(int ranks, int accumulate) {
+  const std::string per_step = std::to_string(ranks * accumulate) + " batches per optimiser step";
+  if (ranks == 1) return per_step;
+  return per_step + ", " + std::to_string(accumulate) + " from each of " + std::to_string(ranks) +
+         " ranks";
+}
+
 // Rank 0 of a data-parallel run prints; the others' progress and log lines would repeat its.
 void QuietUnlessLead(bool lead, train::TrainOptions* t) {
   t->show_progress = t->show_progress && lead;
@@ -347,12 +355,7 @@ Status TrainLink(const TrainCliOptions& o, train::TrainOptions t, Device device,
     LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);
   }
   const RssParts resident_when_loaded = CurrentRssParts();
-  if (comm.size() > 1 || t.accumulate > 1) {
-    LogInfo(std::to_string(comm.size() * t.accumulate) + " batches per optimiser step" +
-            (comm.size() > 1 ? ", " + std::to_string(t.accumulate) + " from each of " +
-                                   std::to_string(comm.size()) + " ranks"
-                             : std::string()));
-  }
+  if (comm.size() > 1 || t.accumulate > 1) LogInfo(DescribeSteps(comm.size(), t.accumulate));
   LogInfo(
       std::string("training ") + model::ModelKindName(t.model.kind) + " + " +
       NameOf(model::kDecoderKindNames, t.link.decoder) + " decoder for link prediction on " +
@@ -396,11 +399,7 @@ Status TrainInSteps(const TrainCliOptions& o, train::TrainOptions t, format::Dat
   SKIFF_RETURN_IF_ERROR(RestoreForRun(*trainer, resume, o.resume, lead));
   if (lead) {
     LogTraining(o.dataset, t, data->data.train.size(), trainer->model(), Device::kCpu);
-    const std::string per_step =
-        std::to_string(comm.size() * t.accumulate) + " batches per optimiser step";
-    LogInfo(comm.size() > 1 ? std::to_string(comm.size()) + " ranks: " + per_step + ", " +
-                                  std::to_string(t.accumulate) + " from every rank"
-                            : per_step);
+    LogInfo(DescribeSteps(comm.size(), t.accumulate));
   }
   const RssParts resident_when_loaded = CurrentRssParts();
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
