@@ -28,8 +28,6 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 std::string Fixed(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.6f", v);
@@ -378,32 +376,17 @@ std::vector<model::Parameter> LinkTrainer::AllParameters() {
   return all;
 }
 
-Status LinkTrainer::AddToStep(bool has_batch, int64_t number, int64_t num_batches,
-                              StepState* state) {
-  const int64_t step_batches = StepBatches();
-  if (gradients_ == nullptr) {
+StepAccumulator& LinkTrainer::Steps() {
+  if (steps_ == nullptr) {
     int64_t values = 0;
     for (const model::Parameter& p : AllParameters()) values += p.size();
-    gradients_ = std::make_unique<GradientSum>(values);
-    round_ = std::make_unique<GradientSum>(values);
+    steps_ = std::make_unique<StepAccumulator>(
+        Distributed() ? StepAccumulator::Kind::kReplicated : StepAccumulator::Kind::kOneProcess,
+        values, options_.accumulate, comm_,
+        StepAccumulator::Hooks{.params = [this] { return AllParameters(); },
+                               .update = [this] { return ApplyUpdate(); }});
   }
-  const std::vector<model::Parameter> params =
-      has_batch ? AllParameters() : std::vector<model::Parameter>{};
-  bool step_ends = false;
-  if (Distributed()) {
-    SKIFF_CHECK(!has_batch || number / comm_->size() == state->rounds);
-    SKIFF_RETURN_IF_ERROR(AddRoundInBatchOrder(*comm_, has_batch ? &params : nullptr,
-                                               state->rounds++, gradients_.get(), round_.get()));
-    step_ends = StepEndsAfterRound(state->rounds, options_.accumulate, num_batches, comm_->size());
-  } else {
-    gradients_->Add(params);
-    step_ends = (number + 1) % step_batches == 0 || number + 1 == num_batches;
-  }
-  if (!step_ends) return Status::Ok();
-  const int64_t done = state->steps++;
-  gradients_->Store(AllParameters(), std::min(step_batches, num_batches - done * step_batches));
-  gradients_->Clear();
-  return ApplyUpdate();
+  return *steps_;
 }
 
 Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
@@ -455,7 +438,7 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
   LinkEpochMetrics m;
   m.epoch = epoch;
   double loss_sum = 0;
-  StepState steps;
+  if (StepBatches() > 1) Steps().BeginPass(num_batches);
   auto consume = [&](PreparedBatch& next) -> Status {
     const auto i = static_cast<size_t>(next.index);
     const int64_t b = numbers[i];
@@ -470,7 +453,7 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
     if (StepBatches() == 1) {
       SKIFF_RETURN_IF_ERROR(ApplyUpdate());
     } else {
-      SKIFF_RETURN_IF_ERROR(AddToStep(/*has_batch=*/true, b, num_batches, &steps));
+      SKIFF_RETURN_IF_ERROR(Steps().Add(b));
     }
     m.compute_seconds += SecondsSince(compute_start);
     if (!std::isfinite(loss)) {
@@ -483,11 +466,7 @@ Result<LinkEpochMetrics> LinkTrainer::TrainEpoch(int64_t epoch) {
     return Status::Ok();
   };
   SKIFF_RETURN_IF_ERROR(RunPass(std::move(pass), consume, &m.pipeline_json));
-  // A rank without a batch in the last round still takes part in it.
-  while (Distributed() && steps.rounds < CeilDiv(num_batches, static_cast<int64_t>(ranks))) {
-    SKIFF_RETURN_IF_ERROR(AddToStep(/*has_batch=*/false, -1, num_batches, &steps));
-  }
-  SKIFF_CHECK(StepBatches() == 1 || steps.steps == CeilDiv(num_batches, StepBatches()));
+  if (StepBatches() > 1) SKIFF_RETURN_IF_ERROR(Steps().EndPass());
   if (Distributed()) {
     SKIFF_RETURN_IF_ERROR(comm_->AllReduceSum(std::span<double>(&loss_sum, 1), "loss totals"));
   }

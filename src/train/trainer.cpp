@@ -379,61 +379,35 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   const std::function<uint64_t(int64_t)> dropout_seed = [this, epoch](int64_t index) {
     return sampler::BatchSeed(options_.seed, kDropoutStream, epoch, static_cast<uint64_t>(index));
   };
-  // Steps over several batches: each batch's gradients into the sum, one update per step (every
-  // rank ends every step, with or without a batch of its own in it).
+  // Steps over several batches (and every owned-partition step): each batch's gradients into
+  // the step's sum, one update per step (step_accumulator.h).
   const int64_t step_batches = StepBatches();
-  const int64_t num_batches =
-      CeilDiv(static_cast<int64_t>(TrainNodes().size()), options_.batch_size);
-  int64_t steps_done = 0;
-  int64_t rounds_done = 0;  // a data-parallel run's rounds of one batch per rank (ReduceRound)
-  if ((step_batches > 1 || Owned()) && gradients_ == nullptr) {
-    gradients_ = std::make_unique<GradientSum>(model_->NumParameters());
+  StepAccumulator* steps = Steps();
+  if (steps != nullptr) {
+    // A data-parallel pass's batches (every rank's) are the in-memory plan's; an owned pass's
+    // are the plan batches; one process counts its batches as they come.
+    const int64_t planned = CeilDiv(static_cast<int64_t>(TrainNodes().size()), options_.batch_size);
+    steps->BeginPass(Distributed() || Owned() ? planned : -1);
   }
   auto consume = [&](PreparedBatch& next) -> Status {
     const auto c0 = Clock::now();
     const model::BatchInput input = InputOf(next, options_.fanouts);
-    const bool step_ends = (next.index + 1) % step_batches == 0 || next.index + 1 == num_batches;
     if (Owned()) {
       // Every rank consumes every plan batch (its part may be empty): the steps line up.
       SKIFF_RETURN_IF_ERROR(AddOwnedPart(next, dropout_seed(next.index)));
-      if (step_ends) SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
     } else if (step_batches == 1 && micro_batches_ <= 1) {
       SKIFF_RETURN_IF_ERROR(model_->TrainStep(input, dropout_seed(next.index), *optimizer_));
-    } else if (step_batches == 1) {
-      SKIFF_RETURN_IF_ERROR(
-          model_->ComputeGradientsInParts(input, micro_batches_, dropout_seed(next.index)));
-      SKIFF_RETURN_IF_ERROR(optimizer_->Step());
     } else {
       SKIFF_RETURN_IF_ERROR(
           model_->ComputeGradientsInParts(input, micro_batches_, dropout_seed(next.index)));
-      if (Distributed()) {
-        SKIFF_CHECK(next.index / comm_->size() == rounds_done);
-        SKIFF_RETURN_IF_ERROR(ReduceRound(/*has_batch=*/true, rounds_done++));
-        if (StepEndsAfterRound(rounds_done, options_.accumulate, num_batches, comm_->size())) {
-          SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
-        }
-      } else {
-        gradients_->Add(model_->Parameters());
-        if (step_ends) {
-          SKIFF_CHECK(next.index / step_batches == steps_done);
-          SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
-        }
-      }
+      SKIFF_RETURN_IF_ERROR(step_batches == 1 ? optimizer_->Step() : steps->Add(next.index));
     }
     compute_seconds += Seconds(c0, Clock::now());
     if (progress) progress->Add(next.batch.seeds.size());
     return Status::Ok();
   };
   SKIFF_RETURN_IF_ERROR(RunTrainingPass(epoch, consume, dropout_seed, &m));
-  // A rank without a batch in the last round still takes part in it, and in the last step.
-  while (step_batches > 1 && !Owned() && Distributed() &&
-         rounds_done < CeilDiv(num_batches, comm_->size())) {
-    SKIFF_RETURN_IF_ERROR(ReduceRound(/*has_batch=*/false, rounds_done++));
-    if (StepEndsAfterRound(rounds_done, options_.accumulate, num_batches, comm_->size())) {
-      SKIFF_RETURN_IF_ERROR(FinishStep(steps_done++, num_batches));
-    }
-  }
-  SKIFF_CHECK(step_batches == 1 || steps_done == CeilDiv(num_batches, step_batches));
+  if (steps != nullptr) SKIFF_RETURN_IF_ERROR(steps->EndPass());
   // A device model may still be computing: its totals wait for the last step.
   const auto f0 = Clock::now();
   SKIFF_ASSIGN_OR_RETURN(model::LossTotals totals, model_->TakeLossTotals());
@@ -529,7 +503,8 @@ PassSpec Trainer::EvaluateBothPass(const std::vector<int64_t>& first, uint64_t f
 bool Trainer::RunsPasses() const {
   // A model that samples on its device holds the graph and the features there: its batches are
   // seeds and labels, which the BatchStream hands over without the runner's reads or plan.
-  return pass_runner_ && !model_->samples_on_device() && StepBatches() == 1;
+  // A data-parallel rank's batches are its share of the in-memory plan (BatchStream).
+  return pass_runner_ && !model_->samples_on_device() && !Distributed();
 }
 
 uint64_t Trainer::OwnSeeds() const {
@@ -561,14 +536,6 @@ int64_t Trainer::StepBatches() const {
   return Distributed() ? comm_->size() * options_.accumulate : options_.accumulate;
 }
 
-Status Trainer::ReduceRound(bool has_batch, int64_t round) {
-  if (round_ == nullptr) round_ = std::make_unique<GradientSum>(model_->NumParameters());
-  const std::vector<model::Parameter> params =
-      has_batch ? model_->Parameters() : std::vector<model::Parameter>{};
-  return AddRoundInBatchOrder(*comm_, has_batch ? &params : nullptr, round, gradients_.get(),
-                              round_.get());
-}
-
 Status Trainer::SetOwnership(const NodeRanges* ranges, const ExchangeTraffic* graph_traffic,
                              const ExchangeTraffic* feature_traffic) {
   SKIFF_CHECK(ranges != nullptr && comm_ != nullptr && ranges->size() == comm_->size());
@@ -592,10 +559,10 @@ Status Trainer::AddOwnedPart(const PreparedBatch& next, uint64_t dropout_seed) {
         sampler::BatchSeed(dropout_seed, kDropoutStream, static_cast<uint64_t>(comm_->rank()), 0);
     SKIFF_RETURN_IF_ERROR(model_->ComputeGradientsInParts(InputOf(next, options_.fanouts),
                                                           micro_batches_, part_seed));
-    gradients_->AddScaled(model_->Parameters(),
-                          static_cast<float>(mine) / static_cast<float>(next.whole_labelled));
   }
-  return Status::Ok();
+  const float weight =
+      mine > 0 ? static_cast<float>(mine) / static_cast<float>(next.whole_labelled) : 0.0f;
+  return Steps()->AddWeighted(mine > 0, weight);
 }
 
 Status Trainer::SetCommunicator(dist::Communicator* comm) {
@@ -614,15 +581,18 @@ std::vector<std::vector<int64_t>> Trainer::OwnBatches(const std::vector<int64_t>
   return ShardBatches(std::move(all), rank, comm_ == nullptr ? 1 : comm_->size(), numbers);
 }
 
-Status Trainer::FinishStep(int64_t step, int64_t num_batches) {
-  const int64_t step_batches = std::min(StepBatches(), num_batches - step * StepBatches());
-  SKIFF_CHECK(step_batches >= 1);
-  // A replicated run's rounds have summed its batches already (ReduceRound); an owned run's
-  // ranks each hold the sum of their weighted parts of the step's plan batches.
-  if (Owned()) SKIFF_RETURN_IF_ERROR(comm_->AllReduceSum(gradients_->values(), "gradients"));
-  gradients_->Store(model_->Parameters(), step_batches);
-  gradients_->Clear();
-  return optimizer_->Step();
+StepAccumulator* Trainer::Steps() {
+  if (StepBatches() == 1 && !Owned()) return nullptr;
+  if (steps_ == nullptr) {
+    const StepAccumulator::Kind kind = Owned()         ? StepAccumulator::Kind::kOwned
+                                       : Distributed() ? StepAccumulator::Kind::kReplicated
+                                                       : StepAccumulator::Kind::kOneProcess;
+    steps_ = std::make_unique<StepAccumulator>(
+        kind, model_->NumParameters(), options_.accumulate, comm_,
+        StepAccumulator::Hooks{.params = [this] { return model_->Parameters(); },
+                               .update = [this] { return optimizer_->Step(); }});
+  }
+  return steps_.get();
 }
 
 Status Trainer::ReduceTotals(model::LossTotals* totals) {

@@ -13,7 +13,7 @@
 // node representations, the encoder's Backward, and one optimiser step for both (the decoder's
 // parameters on the host with the same optimiser settings). With TrainOptions::accumulate > 1,
 // or data-parallel (SetCommunicator), a step sums several batches' gradients first, as
-// Trainer does (train/gradient_sum.h).
+// Trainer does (train/step_accumulator.h).
 //
 // Evaluation after each epoch, in batches of at most `batch_size` held-out edges
 // (SetEvalBatchEdges; the first eval_edges of each split, or all) with the evaluation fanouts and
@@ -53,9 +53,9 @@
 #include "skiff/train/batch_plan.h"
 #include "skiff/train/batch_stream.h"
 #include "skiff/train/checkpoint.h"
-#include "skiff/train/gradient_sum.h"
 #include "skiff/train/link_batches.h"
 #include "skiff/train/link_metrics.h"
+#include "skiff/train/step_accumulator.h"
 #include "skiff/train/train_options.h"
 #include "skiff/train/trainer.h"
 
@@ -196,7 +196,7 @@ class LinkTrainer {
   // process), as Trainer::SetCommunicator does for node classification: rank r trains the
   // epoch's edge batches r, r + W, ... (each sampled as its plan number), a step is
   // TrainOptions::accumulate rounds of one batch per rank, the encoder's and the decoder's
-  // gradients summed in batch order (gradient_sum.h), so W ranks with accumulate A compute what
+  // gradients summed in batch order (step_accumulator.h), so W ranks with accumulate A compute what
   // one process computes with accumulate W * A. Every rank evaluates every split (the same
   // metrics; none waits on another past --dist-timeout while rank 0 evaluates); rank 0 alone
   // writes metrics and checkpoints. A model on the host only. InvalidArgument when
@@ -282,16 +282,8 @@ class LinkTrainer {
   int64_t StepBatches() const {
     return options_.accumulate * (comm_ == nullptr ? 1 : comm_->size());
   }
-  // Where a training pass's steps over several batches stand.
-  struct StepState {
-    int64_t rounds = 0;  // data-parallel rounds done (one batch per rank each)
-    int64_t steps = 0;   // optimiser steps taken
-  };
-  // Adds batch `number` of a pass of `num_batches` (its gradients now in the parameters; none
-  // when !has_batch: a data-parallel rank's empty place in the last round) to the step's sum, in
-  // batch order, and ends the step -- the mean into the gradients, one update -- after its last
-  // batch (gradient_sum.h).
-  Status AddToStep(bool has_batch, int64_t number, int64_t num_batches, StepState* state);
+  // The accumulator of steps over several batches (made on first use; StepBatches() > 1).
+  StepAccumulator& Steps();
   // Scores one evaluation batch into the split's accumulators.
   struct SplitScores;
   Status ScoreEvalBatch(const PreparedBatch& prepared, const EvalEdgeBatch& batch,
@@ -313,8 +305,8 @@ class LinkTrainer {
 
   const LinkData& data_;
   TrainOptions options_;
-  dist::Communicator* comm_ = nullptr;              // a data-parallel run's (SetCommunicator)
-  std::unique_ptr<GradientSum> gradients_, round_;  // steps over several batches only
+  dist::Communicator* comm_ = nullptr;      // a data-parallel run's (SetCommunicator)
+  std::unique_ptr<StepAccumulator> steps_;  // Steps()
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<model::Optimizer> optimizer_;
   std::unique_ptr<model::LinkDecoder> decoder_;

@@ -13,15 +13,17 @@
 // checkpoint of epoch e reproduces epochs e+1.. of the uninterrupted run.
 //
 // Steps over several batches (TrainOptions::accumulate > 1, or a data-parallel run): each batch's
-// gradients are computed alone and summed in batch order (GradientSum), then one optimiser step
-// takes their mean. Such runs draw their batches from a BatchStream (a pass runner is not used),
-// and need a model on the host.
+// gradients are computed alone and summed in batch order, then one optimiser step takes their mean
+// (StepAccumulator). One process takes its batches from the pass runner when one is set (so the
+// out-of-core pipeline feeds such steps too), every `accumulate` batches of the runner's pass a
+// step; a data-parallel rank takes its share of the in-memory plan from a BatchStream. Both need
+// a model on the host.
 //
 // Data-parallel (SetCommunicator with size() W > 1; docs/distributed.md): every rank holds the
 // same data and model. Each training pass, rank r takes batches r, r + W, ... of the one-process
 // plan (ShardBatches), with their one-process batch numbers for every random stream. A step is
 // accumulate rounds of W batches; after each round the ranks' gradients are all-reduced into the
-// step's sum in batch order (ReduceRound), and every rank takes the same optimiser step, so a
+// step's sum in batch order (StepAccumulator), and every rank takes the same optimiser step, so a
 // W-rank run with accumulate A computes what one process computes with accumulate = W * A.
 // Evaluation passes are sharded the same way and their loss totals summed.
 //
@@ -57,8 +59,8 @@
 #include "skiff/train/batch_stream.h"
 #include "skiff/train/checkpoint.h"
 #include "skiff/train/exchange_graph.h"
-#include "skiff/train/gradient_sum.h"
 #include "skiff/train/node_ranges.h"
+#include "skiff/train/step_accumulator.h"
 #include "skiff/train/train_options.h"
 
 namespace skiff::train {
@@ -257,15 +259,14 @@ class Trainer {
   PassSpec EvaluateBothPass(const std::vector<int64_t>& first, uint64_t first_stream,
                             const std::vector<int64_t>& second, uint64_t second_stream,
                             bool repeats) const;
-  // Whether passes go through the pass runner (one is set, the model samples on the host, and a
-  // step is one batch of one process).
+  // Whether passes go through the pass runner (one is set, the model samples on the host, and the
+  // run is one process).
   bool RunsPasses() const;
   // Batches per optimiser step: TrainOptions::accumulate, times the ranks of a data-parallel run.
   int64_t StepBatches() const;
-  // Round `round` of a data-parallel training pass (batches kW .. kW + W - 1, one per rank): adds
-  // this rank's batch's gradients (none: `has_batch` false, a last round with fewer batches) to
-  // the step's sum on every rank, in batch order (gradient_sum.h).
-  Status ReduceRound(bool has_batch, int64_t round);
+  // The accumulator of steps over several batches (made on first use), or null when every step
+  // is one batch of one process.
+  StepAccumulator* Steps();
   bool Distributed() const { return comm_ != nullptr && comm_->size() > 1; }
   bool Owned() const { return ranges_ != nullptr; }
   // An owned-partition training part: its gradient, weighted by its share of the plan batch's
@@ -279,9 +280,6 @@ class Trainer {
   std::vector<std::vector<int64_t>> OwnBatches(const std::vector<int64_t>& nodes,
                                                int64_t batch_size, bool shuffle, uint64_t epoch,
                                                std::vector<uint64_t>* numbers) const;
-  // Ends step `step` of a pass of `num_batches` batches: the summed gradients (all-reduced over
-  // the ranks), their mean into the model, one optimiser update.
-  Status FinishStep(int64_t step, int64_t num_batches);
   // The training seeds this process trains on per epoch (its batches' in a data-parallel run).
   uint64_t OwnSeeds() const;
   // The nodes of `nodes` this process evaluates (its share in a data-parallel run).
@@ -324,8 +322,7 @@ class Trainer {
   const ExchangeTraffic* graph_traffic_ = nullptr;    // SetOwnership's (may be null)
   const ExchangeTraffic* feature_traffic_ = nullptr;  // SetOwnership's (may be null)
   std::function<Status(const std::string&)> digest_;  // SetBatchDigest
-  std::unique_ptr<GradientSum> gradients_;            // steps over several batches only
-  std::unique_ptr<GradientSum> round_;  // a data-parallel round's contribution (ranks > 0)
+  std::unique_ptr<StepAccumulator> steps_;            // Steps()
   bool features_offered_ = false;
   model::DeviceSampling device_sampling_;  // InputOf's, for the batch being computed
   int64_t next_epoch_ = 0;
