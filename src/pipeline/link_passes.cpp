@@ -7,6 +7,7 @@
 #include "skiff/log.h"
 #include "skiff/pipeline/trainer_passes.h"
 #include "skiff/random.h"
+#include "skiff/train/step_accumulator.h"
 #include "skiff/units.h"
 
 namespace skiff::pipeline {
@@ -183,7 +184,8 @@ Result<std::unique_ptr<OutOfCoreLink>> OpenOutOfCoreLink(const format::Dataset* 
              .heads = config.kind == model::ModelKind::kGat ? std::max(config.heads, 1) : 1,
              .attention = config.kind == model::ModelKind::kGat,
              .activation_in_place = model::ActivatesInPlace(config),
-             .num_parameters = sizing->NumParameters()};
+             .num_parameters = sizing->NumParameters(),
+             .gradient_sums = train::StepGradientCopies(options.accumulate, options.world_size)};
   // Under a budget the training pairs are not held: each epoch's plan reloads them (checksums
   // verified), and its pass holds the plan alone. In memory they stay.
   const auto train_pairs = static_cast<int64_t>(out->data.train.size() / 2);

@@ -346,6 +346,11 @@ void AddResidentItems(const MemoryBudgetInputs& in, MemoryPlan* plan) {
        8 * (n + 1) + (in.node_labels ? 4 * n : 0) + 8 * static_cast<uint64_t>(in.split_nodes)});
   plan->items.push_back({"model parameters, gradients, optimiser moments",
                          16 * static_cast<uint64_t>(in.model.num_parameters)});
+  if (in.model.gradient_sums > 0) {
+    plan->items.push_back({"gradient sums of steps over several batches",
+                           4 * static_cast<uint64_t>(in.model.gradient_sums) *
+                               static_cast<uint64_t>(in.model.num_parameters)});
+  }
 }
 
 // Bytes a batch of `seeds` seeds holds on the host when the model samples it on its device: the

@@ -13,6 +13,7 @@
 #include "skiff/random.h"
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/train/batch_plan.h"
+#include "skiff/train/step_accumulator.h"
 #include "skiff/units.h"
 
 namespace skiff::pipeline {
@@ -67,7 +68,8 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
              .heads = config.kind == model::ModelKind::kGat ? std::max(config.heads, 1) : 1,
              .attention = config.kind == model::ModelKind::kGat,
              .activation_in_place = model::ActivatesInPlace(config),
-             .num_parameters = sizing->NumParameters()};
+             .num_parameters = sizing->NumParameters(),
+             .gradient_sums = train::StepGradientCopies(options.accumulate, options.world_size)};
   o.normalize_rows = options.feature_norm == train::FeatureNorm::kRow;
   // In-buffer sampling follows the buffer states, which aggregated gathering does not need.
   o.aggregated_input = site.aggregated_input && sampling == SamplingMode::kExact &&

@@ -209,6 +209,48 @@ TEST_CASE("trainer passes: a budget far below the dataset reproduces the in-memo
   }
 }
 
+TEST_CASE(
+    "trainer passes: steps over several batches through the pipeline are the in-memory ones") {
+  // --accumulate in one process: the runner's batches, every `accumulate` of them a step. With
+  // every partition resident and at a budget far below the dataset (rows, so bit for bit), the
+  // in-memory run's steps -- which take their batches from a BatchStream.
+  testing::TempDir dir;
+  auto ds = Generated(dir / "g");
+  train::TrainOptions t = Options("none");
+  t.epochs = 2;
+  t.accumulate = 3;
+  const train::TrainSummary reference = InMemoryRun(*ds, t);
+  train::TrainOptions single = t;
+  single.accumulate = 1;
+  CHECK(InMemoryRun(*ds, single).epochs[0].loss != reference.epochs[0].loss);  // it steps less
+  auto resident = pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30,
+                                                  pipeline::SamplingMode::kExact, 2, {});
+  REQUIRE_MESSAGE(resident.ok(), resident.status().ToString());
+  auto small = OpenAtSmallestBudget(ds.get(), t, /*aggregated=*/false);
+  REQUIRE_MESSAGE(small.ok(), small.status().ToString());
+  CHECK_FALSE((*small)->ooc->fully_resident());
+  // The step's gradient sum is planned (one float per parameter).
+  bool planned = false;
+  for (const auto& item : (*small)->ooc->memory_plan().items) {
+    planned = planned || item.name.find("gradient sums") != std::string::npos;
+  }
+  CHECK(planned);
+  for (pipeline::OutOfCoreTraining* ooc : {resident->get(), small->get()}) {
+    CAPTURE(ooc->ooc->fully_resident());
+    const train::TrainSummary got =
+        TrainWith(*ooc, t, pipeline::MakeOutOfCorePassRunner(ooc, t, false));
+    REQUIRE(got.epochs.size() == reference.epochs.size());
+    for (size_t e = 0; e < reference.epochs.size(); ++e) {
+      CAPTURE(e);
+      CHECK(got.epochs[e].loss == reference.epochs[e].loss);
+      CHECK(got.epochs[e].train_acc == reference.epochs[e].train_acc);
+      CHECK(got.epochs[e].valid_acc == reference.epochs[e].valid_acc);
+      CHECK(got.epochs[e].test_acc == reference.epochs[e].test_acc);
+      CHECK_FALSE(got.epochs[e].pipeline_json.empty());  // through the runner
+    }
+  }
+}
+
 TEST_CASE("trainer passes: a device model with the rows on the host -- partitions keep them") {
   // What skiff train plans when the features do not fit on the device (ComputeSite::device without
   // features_on_device). The CPU model stands in for the device model: it takes the batches' rows

@@ -383,11 +383,11 @@ Status RestoreForRun(train::Trainer& trainer, const std::optional<train::Checkpo
   return Status::Ok();
 }
 
-// A run whose steps take several batches (--accumulate, or --distributed over several ranks):
-// the dataset in memory, batches from the trainer's batch stream (train/trainer.h), rank 0 alone
-// printing and writing. Every rank checks first that all hold the same dataset and options.
-Status TrainInSteps(const TrainCliOptions& o, train::TrainOptions t, format::Dataset* ds,
-                    const std::optional<train::Checkpoint>& resume, dist::Communicator& comm) {
+// A data-parallel run over several ranks (--distributed): the dataset in memory, each rank's
+// share of the batches from the trainer's batch stream (train/trainer.h), rank 0 alone printing
+// and writing. Every rank checks first that all hold the same dataset and options.
+Status TrainReplicated(const TrainCliOptions& o, train::TrainOptions t, format::Dataset* ds,
+                       const std::optional<train::Checkpoint>& resume, dist::Communicator& comm) {
   const bool lead = comm.rank() == 0;
   QuietUnlessLead(lead, &t);
   SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
@@ -504,7 +504,7 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   if (!o.batch_digest.empty()) {
     return Status::InvalidArgument("--batch-digest applies to --ownership partitions");
   }
-  if (comm.size() > 1 || t.accumulate > 1) return TrainInSteps(o, t, ds.get(), resume, comm);
+  if (comm.size() > 1) return TrainReplicated(o, t, ds.get(), resume, comm);
 
   // The CUDA runtime's resident pages are outside the budget (docs/pipeline.md): measured as it
   // loads (here, and as the model creates its context), then its libraries' pages to exit, and
@@ -532,6 +532,7 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
     LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);
   }
   LogTraining(o.dataset, t, engine->data.train.size(), trainer->model(), device);
+  if (t.accumulate > 1) LogInfo(DescribeSteps(1, t.accumulate));
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
   SKIFF_ASSIGN_OR_RETURN(const Inference inference,
                          ResolveInference(Inference::kAuto, device, memory_bytes));

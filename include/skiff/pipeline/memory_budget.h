@@ -6,7 +6,8 @@
 // Start-up terms (MemoryPlan::items):
 //   resident metadata   CSR offsets (8 B/node), labels (4 B/node) and split node lists (8 B/node)
 //                       when the run holds them (node classification), the run's further IDs;
-//   model               parameters, gradients and optimiser moments (4 floats per parameter);
+//   model               parameters, gradients and optimiser moments (4 floats per parameter),
+//                       and the sums of a step over several batches (1 or 2 floats more);
 //   activations         the model's forward/backward buffers for one expected batch (or for one
 //                       part of it, with micro-batches, and the part's copy of its input); for a
 //                       model on a device (device_compute, features_on_device), its pinned staging
@@ -136,6 +137,9 @@ struct ModelShape {
   // Hidden layers activate in place (the CPU model's ReLU without a norm): no separate activation.
   bool activation_in_place = false;
   int64_t num_parameters = 0;
+  // Further float copies of the parameters a step over several batches keeps (train/
+  // step_accumulator.h: the step's sum, and a data-parallel rank's round): 0, 1 or 2.
+  int gradient_sums = 0;
 };
 
 // Bytes a batch of `shape` holds from sampling to compute: its MiniBatch (node lists, CSR blocks,
