@@ -383,7 +383,8 @@ int PassParts::PartOf(int64_t index) const {
 
 uint64_t PassParts::SampleSeed(uint64_t seed, uint64_t epoch, int64_t index) const {
   const auto part = static_cast<size_t>(PartOf(index));
-  return BatchSampleSeed(seed, parts_[part].stream, epoch, index - first_[part]);
+  return BatchSampleSeed(seed, parts_[part].stream, epoch,
+                         parts_[part].first_batch + index - first_[part]);
 }
 
 std::vector<std::span<const int64_t>> CutBatches(std::span<const int64_t> nodes, int64_t batch_size,

@@ -144,7 +144,8 @@ uint64_t PassKey(std::span<const int64_t> nodes, std::span<const EpochRunnerOpti
   uint64_t key = format::Xxh3(nodes.data(), nodes.size_bytes());
   for (const int64_t v : {batch_size, epoch}) key = Mix64(key ^ static_cast<uint64_t>(v));
   for (const EpochRunnerOptions::Part& part : parts) {
-    key = Mix64(Mix64(key ^ static_cast<uint64_t>(part.nodes)) ^ part.stream);
+    key = Mix64(Mix64(Mix64(key ^ static_cast<uint64_t>(part.nodes)) ^ part.stream) ^
+                static_cast<uint64_t>(part.first_batch));
   }
   return key;
 }
@@ -190,20 +191,40 @@ Status ReplayPass(PassCache& cache, int batches, const ComputeFn& compute, std::
 
 namespace {
 
-// A pass's node sets (PassSpec::more), one after the other, as its pipeline pass cuts them.
+// A pass's node sets (PassSpec::more), one after the other, as its pipeline pass cuts them; or
+// the explicit batches of a rank's share (PassSpec::batch_numbers), a part each.
 struct PassLayout {
   int64_t batch_size = 0;
   std::vector<const std::vector<int64_t>*> sets;
-  std::vector<EpochRunnerOptions::Part> parts;  // each set's size and stream
+  std::vector<EpochRunnerOptions::Part> parts;  // each set's (or batch's) size and stream
   std::vector<int64_t> joined;                  // the sets' nodes, when there are several
+  bool explicit_batches = false;                // the parts are batches, in the pass's order
   const std::vector<int64_t>& nodes() const { return sets.size() > 1 ? joined : *sets[0]; }
   PassParts Split() const { return PassParts(parts, batch_size, parts[0].stream); }
+  // The node set of the pass's batch `index` (PreparedBatch::part): 0 for explicit batches.
+  int SetOf(const PassParts& split, int64_t index) const {
+    return explicit_batches ? 0 : split.PartOf(index);
+  }
 };
 
 PassLayout LayoutOf(const train::PassSpec& pass, int64_t batch_size) {
   PassLayout layout;
   layout.batch_size = batch_size;
   layout.sets = {pass.nodes};
+  if (pass.batch_numbers != nullptr) {
+    // Batches of `batch_size` seeds one after the other, the last possibly shorter.
+    SKIFF_CHECK(pass.more.empty());
+    layout.explicit_batches = true;
+    const auto n = static_cast<int64_t>(pass.nodes->size());
+    for (size_t i = 0; i < pass.batch_numbers->size(); ++i) {
+      const int64_t first = static_cast<int64_t>(i) * pass.batch_size;
+      SKIFF_CHECK(first < n);
+      layout.parts.push_back({std::min(pass.batch_size, n - first), pass.stream,
+                              static_cast<int64_t>((*pass.batch_numbers)[i])});
+    }
+    SKIFF_CHECK(static_cast<int64_t>(layout.parts.size()) * pass.batch_size >= n);
+    return layout;
+  }
   for (const train::PassSpec::MoreNodes& more : pass.more) layout.sets.push_back(more.nodes);
   for (size_t p = 0; p < layout.sets.size(); ++p) {
     layout.parts.push_back({static_cast<int64_t>(layout.sets[p]->size()),
@@ -218,6 +239,7 @@ PassLayout LayoutOf(const train::PassSpec& pass, int64_t batch_size) {
 // The training core's batch order over the layout's sets (train::BatchStream's, set by set).
 std::vector<int64_t> InMemoryOrder(const PassLayout& layout, bool training, uint64_t seed,
                                    int64_t epoch) {
+  if (layout.explicit_batches) return layout.nodes();  // the plan's batches already
   std::vector<int64_t> order;
   for (const std::vector<int64_t>* set : layout.sets) {
     for (const auto& batch : train::PlanBatches(*set, layout.batch_size, training, seed,
@@ -405,7 +427,7 @@ PassOptions OptionsFor(const RunnerState& state, const train::PassSpec& pass,
                       .aggregation = std::nullopt,
                       .dropout_seed = nullptr,
                       .gather_features = pass.gather_features};
-  if (layout.sets.size() > 1) options.parts = layout.parts;
+  if (layout.sets.size() > 1 || layout.explicit_batches) options.parts = layout.parts;
   if (aggregated) {
     options.aggregation = AggregationOptions{
         .kind = pass.aggregation, .dropout = pass.input_dropout, .training = pass.training};
@@ -508,6 +530,9 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
   if (!pass.more.empty() && (pass.training || !aggregated)) {
     return RunSetsOneByOne(state, pass, consume, report_json);
   }
+  // Explicit batches were cut by the caller, within the plan's evaluation batch size.
+  SKIFF_CHECK(pass.batch_numbers == nullptr || pass.training ||
+              pass.batch_size <= ooc->eval_batch_size());
   const PassLayout layout = LayoutOf(
       pass, pass.training ? pass.batch_size : std::min(pass.batch_size, ooc->eval_batch_size()));
   const PassParts split = layout.Split();
@@ -516,7 +541,7 @@ Status RunPass(const RunnerState& state, const train::PassSpec& pass,
       TakingAhead(&ahead, LabelledSampleFn(pass.training ? state.fanouts : state.eval_fanouts,
                                            state.record_degrees, state.labels));
   auto hand_over = [&](PreparedBatch& prepared) {
-    return HandOver(prepared, split.PartOf(prepared.index), consume);
+    return HandOver(prepared, layout.SetOf(split, prepared.index), consume);
   };
   const KeptPassUse use = UseOfKeptPasses(state, pass, layout, aggregated);
   if (use.replay_batches > 0) {

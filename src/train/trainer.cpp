@@ -230,6 +230,12 @@ Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(Prepar
   if (RunsPasses()) {
     PassSpec pass = MakePassSpec(&TrainNodes(), true, kTrainStream, epoch, options_.batch_size);
     pass.dropout_seed = dropout_seed;
+    if (Distributed()) {
+      std::vector<uint64_t> numbers;
+      std::vector<std::vector<int64_t>> batches = OwnBatches(
+          TrainNodes(), options_.batch_size, true, static_cast<uint64_t>(epoch), &numbers);
+      return RunShare(std::move(pass), std::move(batches), numbers, consume, &m->pipeline_json);
+    }
     if (EvaluatesSplitsTogether()) {
       // The evaluation EvaluateSplits runs next: the runner may start on it as this pass ends.
       pass.then = std::make_shared<const PassSpec>(EvaluateBothPass(
@@ -255,6 +261,32 @@ Status Trainer::RunTrainingPass(int64_t epoch, const std::function<Status(Prepar
   m->gather_seconds = stream.gather_busy_seconds();
   m->compute_wait_seconds = stream.consumer_wait_seconds();
   return Status::Ok();
+}
+
+Status Trainer::RunShare(PassSpec pass, std::vector<std::vector<int64_t>> batches,
+                         const std::vector<uint64_t>& numbers,
+                         const std::function<Status(PreparedBatch&)>& consume,
+                         std::string* report_json) {
+  if (batches.empty()) return Status::Ok();  // a rank without a batch in this pass
+  std::vector<int64_t> nodes;
+  for (std::vector<int64_t>& batch : batches) {
+    nodes.insert(nodes.end(), batch.begin(), batch.end());
+    batch = {};
+  }
+  pass.nodes = &nodes;
+  pass.batch_numbers = &numbers;
+  if (pass.dropout_seed) {
+    pass.dropout_seed = [seed = pass.dropout_seed, &numbers](int64_t i) {
+      return seed(static_cast<int64_t>(numbers[static_cast<size_t>(i)]));
+    };
+  }
+  return pass_runner_(
+      pass,
+      [&](PreparedBatch& next) {
+        next.index = static_cast<int64_t>(numbers[static_cast<size_t>(next.index)]);
+        return consume(next);
+      },
+      report_json);
 }
 
 Status Trainer::RunOwnedTrainingPass(int64_t epoch,
@@ -436,7 +468,7 @@ Status Trainer::RunEvalBatches(const std::vector<int64_t>& nodes, uint64_t strea
                                const std::function<Status(PreparedBatch&)>& consume) {
   if (Owned()) {
     SKIFF_CHECK(shard);  // prediction is refused in Predict
-    OwnedPassSpec spec{.plan = PlanBatches(nodes, options_.eval_batch_size, false, 0, 0),
+    OwnedPassSpec spec{.plan = PlanBatches(nodes, EvalBatchSize(), false, 0, 0),
                        .seed = options_.seed,
                        .stream = stream_id,
                        .epoch = 0,
@@ -451,8 +483,14 @@ Status Trainer::RunEvalBatches(const std::vector<int64_t>& nodes, uint64_t strea
   if (RunsPasses()) {
     // Epoch 0 for every evaluation, as the BatchStream below: evaluation draws the same
     // neighbours every epoch.
-    PassSpec pass = MakePassSpec(&nodes, false, stream_id, 0, options_.eval_batch_size);
+    PassSpec pass = MakePassSpec(&nodes, false, stream_id, 0, EvalBatchSize());
     pass.repeats = repeats;
+    if (shard && Distributed()) {
+      std::vector<uint64_t> numbers;
+      std::vector<std::vector<int64_t>> batches =
+          OwnBatches(nodes, EvalBatchSize(), false, 0, &numbers);
+      return RunShare(std::move(pass), std::move(batches), numbers, consume, nullptr);
+    }
     return pass_runner_(pass, consume, nullptr);
   }
   BatchStreamOptions so;
@@ -465,9 +503,9 @@ Status Trainer::RunEvalBatches(const std::vector<int64_t>& nodes, uint64_t strea
   std::vector<uint64_t> numbers;
   std::vector<std::vector<int64_t>> batches;
   if (shard) {
-    batches = OwnBatches(nodes, options_.eval_batch_size, false, 0, &numbers);
+    batches = OwnBatches(nodes, EvalBatchSize(), false, 0, &numbers);
   } else {
-    batches = PlanBatches(nodes, options_.eval_batch_size, false, 0, 0);
+    batches = PlanBatches(nodes, EvalBatchSize(), false, 0, 0);
     for (size_t b = 0; b < batches.size(); ++b) numbers.push_back(b);
   }
   so.batch_numbers = numbers;
@@ -494,7 +532,7 @@ Result<Trainer::Evaluation> Trainer::Evaluate(const std::vector<int64_t>& nodes,
 PassSpec Trainer::EvaluateBothPass(const std::vector<int64_t>& first, uint64_t first_stream,
                                    const std::vector<int64_t>& second, uint64_t second_stream,
                                    bool repeats) const {
-  PassSpec pass = MakePassSpec(&first, false, first_stream, 0, options_.eval_batch_size);
+  PassSpec pass = MakePassSpec(&first, false, first_stream, 0, EvalBatchSize());
   pass.repeats = repeats;
   pass.more = {{&second, second_stream}};
   return pass;
@@ -503,8 +541,8 @@ PassSpec Trainer::EvaluateBothPass(const std::vector<int64_t>& first, uint64_t f
 bool Trainer::RunsPasses() const {
   // A model that samples on its device holds the graph and the features there: its batches are
   // seeds and labels, which the BatchStream hands over without the runner's reads or plan.
-  // A data-parallel rank's batches are its share of the in-memory plan (BatchStream).
-  return pass_runner_ && !model_->samples_on_device() && !Distributed();
+  // A data-parallel rank gives the runner its share of each pass (RunShare).
+  return pass_runner_ && !model_->samples_on_device();
 }
 
 uint64_t Trainer::OwnSeeds() const {
@@ -522,10 +560,10 @@ uint64_t Trainer::OwnSeeds() const {
 
 uint64_t Trainer::OwnEvalNodes(const std::vector<int64_t>& nodes) const {
   if (Owned()) return OwnedPart(nodes, *ranges_, comm_->rank()).size();
-  if (!Distributed() || RunsPasses()) return nodes.size();
+  if (!Distributed()) return nodes.size();
   std::vector<uint64_t> numbers;
   uint64_t count = 0;
-  for (const auto& batch : OwnBatches(nodes, options_.eval_batch_size, false, 0, &numbers)) {
+  for (const auto& batch : OwnBatches(nodes, EvalBatchSize(), false, 0, &numbers)) {
     count += batch.size();
   }
   return count;
@@ -606,7 +644,8 @@ Status Trainer::ReduceTotals(model::LossTotals* totals) {
 }
 
 bool Trainer::EvaluatesSplitsTogether() const {
-  return RunsPasses() && !data_.valid.empty() && !data_.test.empty();
+  // A data-parallel rank's shares of the two sets run as two passes (PassSpec::batch_numbers).
+  return RunsPasses() && !Distributed() && !data_.valid.empty() && !data_.test.empty();
 }
 
 Result<std::array<Trainer::Evaluation, 2>> Trainer::EvaluateBoth(const std::vector<int64_t>& first,

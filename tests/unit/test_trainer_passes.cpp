@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "skiff/dist/communicator.h"
 #include "skiff/format/dataset.h"
 #include "skiff/generate/generator.h"
 #include "skiff/mutex.h"
@@ -247,6 +248,95 @@ TEST_CASE(
       CHECK(got.epochs[e].valid_acc == reference.epochs[e].valid_acc);
       CHECK(got.epochs[e].test_acc == reference.epochs[e].test_acc);
       CHECK_FALSE(got.epochs[e].pipeline_json.empty());  // through the runner
+    }
+  }
+}
+
+// A data-parallel run of `ranks` thread ranks, each with its own pipeline over `ds` (within
+// `budget`, 0: every partition resident) fed its share of every pass: each rank's summary and
+// last parameters.
+struct RankRun {
+  train::TrainSummary summary;
+  std::vector<std::vector<float>> parameters;
+};
+std::vector<RankRun> RunRanksThroughPipelines(const format::Dataset* ds, train::TrainOptions t,
+                                              int ranks, uint64_t budget) {
+  auto comms = dist::CreateThreadCommunicators(ranks, {});
+  t.world_size = ranks;
+  std::vector<RankRun> runs(static_cast<size_t>(ranks));
+  std::vector<std::string> errors(static_cast<size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < ranks; ++rank) {
+    threads.emplace_back([&, rank] {
+      std::string& error = errors[static_cast<size_t>(rank)];
+      auto ooc = budget > 0 ? OpenAtSmallestBudget(ds, t, /*aggregated=*/true)
+                            : pipeline::OpenOutOfCoreTraining(ds, t, 1ull << 30,
+                                                              pipeline::SamplingMode::kExact, 2,
+                                                              {.aggregated_input = true});
+      if (!ooc.ok()) return void(error = ooc.status().ToString());
+      auto trainer = train::Trainer::Create((*ooc)->data, t);
+      if (!trainer.ok()) return void(error = trainer.status().ToString());
+      if (Status st = (*trainer)->SetCommunicator(comms[static_cast<size_t>(rank)].get());
+          !st.ok()) {
+        return void(error = st.ToString());
+      }
+      (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(ooc->get(), t, false));
+      (*trainer)->SetMicroBatches((*ooc)->ooc->memory_plan().micro_batches,
+                                  (*ooc)->ooc->memory_plan().eval_part_seeds);
+      (*trainer)->SetEvalBatchLimit((*ooc)->ooc->eval_batch_size());
+      auto summary = (*trainer)->Run();
+      if (!summary.ok()) return void(error = summary.status().ToString());
+      RankRun& run = runs[static_cast<size_t>(rank)];
+      run.summary = std::move(*summary);
+      for (const model::Parameter& p : (*trainer)->model().Parameters()) {
+        run.parameters.emplace_back(p.data, p.data + p.size());
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (const std::string& error : errors) REQUIRE_MESSAGE(error.empty(), error);
+  return runs;
+}
+
+TEST_CASE("trainer passes: data-parallel ranks fed by their own pipelines train as one process") {
+  // Two ranks, each giving its pipeline its share of the plan (PassSpec::batch_numbers), compute
+  // what one process computes with --accumulate 2 through its pipeline: bitwise the same model,
+  // the same metrics -- with every partition resident, and at a budget far below the dataset.
+  testing::TempDir dir;
+  auto ds = Generated(dir / "g");
+  train::TrainOptions t = Options("none");
+  t.epochs = 2;
+  t.accumulate = 2;
+  auto one = pipeline::OpenOutOfCoreTraining(ds.get(), t, 1ull << 30,
+                                             pipeline::SamplingMode::kExact, 2, {});
+  REQUIRE_MESSAGE(one.ok(), one.status().ToString());
+  auto trainer = train::Trainer::Create((*one)->data, t);
+  REQUIRE(trainer.ok());
+  (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(one->get(), t, false));
+  auto reference = (*trainer)->Run();
+  REQUIRE_MESSAGE(reference.ok(), reference.status().ToString());
+  std::vector<std::vector<float>> parameters;
+  for (const model::Parameter& p : (*trainer)->model().Parameters()) {
+    parameters.emplace_back(p.data, p.data + p.size());
+  }
+  train::TrainOptions per_rank = t;
+  per_rank.accumulate = 1;
+  for (const uint64_t budget : {uint64_t{0}, uint64_t{1}}) {
+    CAPTURE(budget);
+    const std::vector<RankRun> runs = RunRanksThroughPipelines(ds.get(), per_rank, 2, budget);
+    for (const RankRun& run : runs) {
+      REQUIRE(run.summary.epochs.size() == reference->epochs.size());
+      for (size_t e = 0; e < reference->epochs.size(); ++e) {
+        CAPTURE(e);
+        const train::EpochMetrics& got = run.summary.epochs[e];
+        const train::EpochMetrics& want = reference->epochs[e];
+        CHECK(got.train_acc == want.train_acc);
+        CHECK(got.valid_acc == want.valid_acc);
+        CHECK(got.test_acc == want.test_acc);
+        CHECK(got.loss == doctest::Approx(want.loss).epsilon(1e-9));
+        CHECK_FALSE(got.pipeline_json.empty());  // through the pipeline
+      }
+      if (budget == 0) CHECK(run.parameters == parameters);  // bitwise
     }
   }
 }

@@ -383,31 +383,47 @@ Status RestoreForRun(train::Trainer& trainer, const std::optional<train::Checkpo
   return Status::Ok();
 }
 
-// A data-parallel run over several ranks (--distributed): the dataset in memory, each rank's
-// share of the batches from the trainer's batch stream (train/trainer.h), rank 0 alone printing
-// and writing. Every rank checks first that all hold the same dataset and options.
+// A data-parallel run over several ranks (--distributed): each rank its own pipeline over the
+// dataset (every partition resident, or within --memory), fed its share of every pass's batches
+// (train/trainer.h), rank 0 alone printing and writing. Every rank checks first that all hold the
+// same dataset and options.
 Status TrainReplicated(const TrainCliOptions& o, train::TrainOptions t, format::Dataset* ds,
-                       const std::optional<train::Checkpoint>& resume, dist::Communicator& comm) {
+                       uint64_t memory_bytes, const std::optional<train::Checkpoint>& resume,
+                       dist::Communicator& comm) {
   const bool lead = comm.rank() == 0;
   QuietUnlessLead(lead, &t);
   SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
-  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::InMemoryData> data, train::LoadInMemory(*ds));
-  if (t.feature_norm == train::FeatureNorm::kRow) data->features->NormalizeRows();
+  if (memory_bytes > 0 && o.sampling != "exact") {
+    return Status::InvalidArgument(
+        "--sampling " + o.sampling +
+        " follows one process's buffer states; data-parallel ranks draw the in-memory plan's "
+        "batches out of core: use --sampling exact");
+  }
+  SKIFF_ASSIGN_OR_RETURN(const pipeline::ComputeSite site,
+                         ComputeSiteFor(Device::kCpu, ds->manifest(), t, nullptr));
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::OutOfCoreTraining> engine,
+                         OpenEngine(o, t, memory_bytes, site, ds));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
-                         train::Trainer::Create(data->data, t, ModelFactoryFor(Device::kCpu)));
+                         train::Trainer::Create(engine->data, t, ModelFactoryFor(Device::kCpu)));
   SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
+  trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress));
+  trainer->SetMicroBatches(engine->ooc->memory_plan().micro_batches,
+                           engine->ooc->memory_plan().eval_part_seeds);
+  trainer->SetEvalBatchLimit(engine->ooc->eval_batch_size());
   SKIFF_RETURN_IF_ERROR(RestoreForRun(*trainer, resume, o.resume, lead));
   if (lead) {
-    LogTraining(o.dataset, t, data->data.train.size(), trainer->model(), Device::kCpu);
+    LogTraining(o.dataset, t, engine->data.train.size(), trainer->model(), Device::kCpu);
     LogInfo(DescribeSteps(comm.size(), t.accumulate));
   }
   const RssParts resident_when_loaded = CurrentRssParts();
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
   if (!lead) return Status::Ok();
+  SKIFF_ASSIGN_OR_RETURN(const Inference inference,
+                         ResolveInference(Inference::kAuto, Device::kCpu, memory_bytes));
   PrintSummary(summary, t);
   SKIFF_RETURN_IF_ERROR(Export(o, *ds, t, static_cast<int64_t>(summary.epochs.size()) - 1,
-                               Inference::kLayers, std::move(trainer), nullptr));
-  PrintPeakRss(0, CudaRuntimeShare{}, resident_when_loaded);
+                               inference, std::move(trainer), std::move(engine)));
+  PrintPeakRss(memory_bytes, CudaRuntimeShare{}, resident_when_loaded);
   return Status::Ok();
 }
 
@@ -504,7 +520,7 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   if (!o.batch_digest.empty()) {
     return Status::InvalidArgument("--batch-digest applies to --ownership partitions");
   }
-  if (comm.size() > 1) return TrainReplicated(o, t, ds.get(), resume, comm);
+  if (comm.size() > 1) return TrainReplicated(o, t, ds.get(), memory_bytes, resume, comm);
 
   // The CUDA runtime's resident pages are outside the budget (docs/pipeline.md): measured as it
   // loads (here, and as the model creates its context), then its libraries' pages to exit, and
@@ -526,6 +542,7 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress));
   trainer->SetMicroBatches(engine->ooc->memory_plan().micro_batches,
                            engine->ooc->memory_plan().eval_part_seeds);
+  trainer->SetEvalBatchLimit(engine->ooc->eval_batch_size());
   SKIFF_RETURN_IF_ERROR(OfferFeaturesToDevice(site, memory_bytes, trainer.get()));
   if (resume.has_value()) {
     SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));

@@ -70,11 +70,9 @@ Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
     return Status::InvalidArgument(what +
                                    " runs on --device cpu: device gradients are not built yet");
   }
-  // One process feeds its steps from the pipeline, and so does a link rank (its batches are the
-  // link plan's, given to the runner); a node-classification rank's share of the batches comes
-  // from the in-memory plan, and an owned rank's from its exchanges.
-  const bool pipelined = !owned && (ranks == 1 || t.task == train::Task::kLink);
-  if (memory_bytes > 0 && !pipelined) {
+  // One process feeds its steps from the pipeline, and so does a replicated rank (its share of
+  // the plan's batches, given to its runner); an owned rank's batches come from its exchanges.
+  if (memory_bytes > 0 && owned) {
     return Status::InvalidArgument(what + " trains in memory: --memory is not built yet with it");
   }
   if (owned && t.task != train::Task::kNode) {

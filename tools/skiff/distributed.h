@@ -15,8 +15,8 @@
 namespace skiff::cli {
 
 // InvalidArgument, naming the option, for what a step over several batches (`ranks` > 1, or
-// --accumulate > 1) or an owned-partition run does not do yet: --device cuda; --memory with
-// owned partitions or node classification over several ranks; --task link with owned partitions.
+// --accumulate > 1) or an owned-partition run does not do yet: --device cuda; --memory or --task
+// link with owned partitions.
 Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
                         uint64_t memory_bytes);
 

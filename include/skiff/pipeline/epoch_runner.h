@@ -151,9 +151,13 @@ struct EpochRunnerOptions {
   // each set, and batch i of set p is sampled with BatchSampleSeed(seed, parts[p].stream, epoch,
   // i), so each set draws the batches of a pass over it alone; gather groups span the sets, so
   // the sets share their reads of the feature file. Empty: one set, `stream`.
+  // `first_batch`: the number of the part's first batch in its stream, so that batch i of the part
+  // is sampled with BatchSampleSeed(seed, stream, epoch, first_batch + i) (a data-parallel rank's
+  // share of a plan: one part per batch, each numbered as in the plan).
   struct Part {
     int64_t nodes = 0;
     uint64_t stream = 0;
+    int64_t first_batch = 0;
   };
   std::vector<Part> parts = {};
   // Called once on the sample stage's thread after the pass's last batch is sampled. `hold(bytes)`

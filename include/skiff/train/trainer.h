@@ -14,10 +14,10 @@
 //
 // Steps over several batches (TrainOptions::accumulate > 1, or a data-parallel run): each batch's
 // gradients are computed alone and summed in batch order, then one optimiser step takes their mean
-// (StepAccumulator). One process takes its batches from the pass runner when one is set (so the
-// out-of-core pipeline feeds such steps too), every `accumulate` batches of the runner's pass a
-// step; a data-parallel rank takes its share of the in-memory plan from a BatchStream. Both need
-// a model on the host.
+// (StepAccumulator). Batches come from the pass runner when one is set (so the out-of-core
+// pipeline feeds such steps too): one process takes the runner's pass, every `accumulate` batches
+// a step; a data-parallel rank gives the runner its share of the plan's batches
+// (PassSpec::batch_numbers). Both need a model on the host.
 //
 // Data-parallel (SetCommunicator with size() W > 1; docs/distributed.md): every rank holds the
 // same data and model. Each training pass, rank r takes batches r, r + W, ... of the one-process
@@ -139,6 +139,13 @@ struct PassSpec {
     uint64_t stream = 0;
   };
   std::vector<MoreNodes> more = {};
+  // A data-parallel rank's share of a plan (not with `more`): `nodes` holds its batches one after
+  // the other, each `batch_size` seeds but possibly the last, batch i numbered
+  // (*batch_numbers)[i] in the plan and sampled as that batch of `stream`. The runner hands them
+  // over in this order, with PreparedBatch::index their position here (not their number), and
+  // cuts none of them: an evaluation's `batch_size` must be within the runner's limit (Trainer::
+  // SetEvalBatchLimit). Null: the runner plans the batches of `nodes` itself.
+  const std::vector<uint64_t>* batch_numbers = nullptr;
   // The pass the caller will ask for right after this one, when it knows (a hint: a runner may
   // start preparing it while this one ends; the Trainer names its evaluation after a training
   // pass). The runner must not depend on it: the next call may be another pass.
@@ -204,6 +211,11 @@ class Trainer {
     micro_batches_ = std::max(1, parts);
     eval_part_seeds_ = std::max<int64_t>(0, eval_part_seeds);
   }
+  // The largest evaluation batch the pass runner takes (its budget's; 0: no limit): evaluation
+  // and prediction batches are cut at the smaller of it and TrainOptions::eval_batch_size, so that
+  // a data-parallel rank's share, which the runner does not cut (PassSpec::batch_numbers), holds
+  // the batches one process evaluates.
+  void SetEvalBatchLimit(int64_t seeds) { eval_batch_limit_ = std::max<int64_t>(0, seeds); }
   // Makes the run data-parallel over `comm`'s ranks (which must outlive the Trainer; null: one
   // process). InvalidArgument when TrainOptions::world_size is not comm->size().
   Status SetCommunicator(dist::Communicator* comm);
@@ -259,8 +271,8 @@ class Trainer {
   PassSpec EvaluateBothPass(const std::vector<int64_t>& first, uint64_t first_stream,
                             const std::vector<int64_t>& second, uint64_t second_stream,
                             bool repeats) const;
-  // Whether passes go through the pass runner (one is set, the model samples on the host, and the
-  // run is one process).
+  // Whether passes go through the pass runner (one is set and the model samples on the host; a
+  // data-parallel rank gives it its share of each pass, RunShare).
   bool RunsPasses() const;
   // Batches per optimiser step: TrainOptions::accumulate, times the ranks of a data-parallel run.
   int64_t StepBatches() const;
@@ -272,6 +284,17 @@ class Trainer {
   // An owned-partition training part: its gradient, weighted by its share of the plan batch's
   // labelled seeds, into the step's sum (nothing for a part without labelled seeds).
   Status AddOwnedPart(const PreparedBatch& next, uint64_t dropout_seed);
+  // A data-parallel rank's share of `pass` through the pass runner: `batches` (the plan's,
+  // numbered `numbers`) one after the other (PassSpec::batch_numbers), each handed to `consume`
+  // with its plan number as PreparedBatch::index, the runner's dropout seeds taken by number too.
+  Status RunShare(PassSpec pass, std::vector<std::vector<int64_t>> batches,
+                  const std::vector<uint64_t>& numbers,
+                  const std::function<Status(PreparedBatch&)>& consume, std::string* report_json);
+  // TrainOptions::eval_batch_size within SetEvalBatchLimit's limit.
+  int64_t EvalBatchSize() const {
+    return eval_batch_limit_ > 0 ? std::min(options_.eval_batch_size, eval_batch_limit_)
+                                 : options_.eval_batch_size;
+  }
   // RunTrainingPass of an owned-partition run (owned_pass.h), with its exchanges' report.
   Status RunOwnedTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
                               EpochMetrics* m);
@@ -307,9 +330,10 @@ class Trainer {
   std::unique_ptr<model::Model> model_;
   std::unique_ptr<model::Optimizer> optimizer_;
   std::unique_ptr<sampler::NeighborSampler> train_sampler_, eval_sampler_;
-  PassRunner pass_runner_;       // empty: BatchStream
-  int micro_batches_ = 1;        // parts per training batch (SetMicroBatches)
-  int64_t eval_part_seeds_ = 0;  // seeds per evaluation part, 0: whole batches
+  PassRunner pass_runner_;        // empty: BatchStream
+  int micro_batches_ = 1;         // parts per training batch (SetMicroBatches)
+  int64_t eval_part_seeds_ = 0;   // seeds per evaluation part, 0: whole batches
+  int64_t eval_batch_limit_ = 0;  // SetEvalBatchLimit's
   // The parts an evaluation batch of `seeds` seeds is computed in (eval_part_seeds_).
   int EvalParts(size_t seeds) const {
     return eval_part_seeds_ > 0
