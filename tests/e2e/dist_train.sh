@@ -74,6 +74,16 @@ echo "--accumulate 4 out of core = in memory: OK"
   --metrics dooc2.jsonl > dooc2.log 2>&1 || { echo "FAIL: 2 ranks, --memory"; cat dooc2.log; exit 1; }
 grep -q "^skiff: info: out of core" dooc2.log || { echo "FAIL: not out of core"; cat dooc2.log; exit 1; }
 same_run acc2 dooc2 || { echo "FAIL: 2 ranks out of core differ from --accumulate 2"; exit 1; }
+# Every rank keeps its budget's promise: its peak RSS <= budget + the fixed overhead.
+python3 - dooc2.log <<'PY' || { echo "FAIL: a rank's peak RSS"; grep "peak RSS" dooc2.log; exit 1; }
+import re, sys
+line = next(l for l in open(sys.argv[1]) if "peak RSS per rank:" in l)
+unit = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+peaks = [float(v) * unit[u] for v, u in re.findall(r"rank \d+ ([0-9.]+) (B|KiB|MiB|GiB)", line)]
+budget, overhead = (float(v) * unit[u] for v, u in re.findall(r"(?:budget|overhead) ([0-9.]+) (B|KiB|MiB|GiB)", line))
+assert len(peaks) == 2 and max(peaks) <= budget + overhead, line
+print("  " + line.split("info: ")[-1].strip())
+PY
 echo "2 ranks out of core = --accumulate 2 in memory: OK"
 if "${MPI[@]}" -np 2 "$SKIFF" "${RUN[@]}" --distributed --memory 8MiB --sampling in-buffer \
     > inbuf.log 2>&1; then

@@ -366,6 +366,7 @@ Status TrainLink(const TrainCliOptions& o, train::TrainOptions t, Device device,
       std::to_string(trainer->model().NumParameters()) + " encoder parameters, " +
       (device == Device::kCuda ? trainer->model().DeviceDescription() : cpu::BlasDescription()));
   SKIFF_ASSIGN_OR_RETURN(const train::LinkSummary summary, trainer->Run());
+  SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));
   if (!lead) return Status::Ok();
   PrintLinkSummary(summary, t);
   SKIFF_RETURN_IF_ERROR(ExportLink(o, *ds, t, *engine, trainer.get()));
@@ -417,6 +418,7 @@ Status TrainReplicated(const TrainCliOptions& o, train::TrainOptions t, format::
   }
   const RssParts resident_when_loaded = CurrentRssParts();
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
+  SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));
   if (!lead) return Status::Ok();
   SKIFF_ASSIGN_OR_RETURN(const Inference inference,
                          ResolveInference(Inference::kAuto, Device::kCpu, memory_bytes));
@@ -490,6 +492,7 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
   SKIFF_RETURN_IF_ERROR(digest.Close());
   SKIFF_RETURN_IF_ERROR(ReportExchanges(comm, *data));
+  SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, 0));
   if (!lead) return Status::Ok();
   PrintSummary(summary, t);
   PrintPeakRss(0, CudaRuntimeShare{}, resident_when_loaded);

@@ -5,6 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "skiff/log.h"
+#include "skiff/pipeline/memory_budget.h"
+#include "skiff/process.h"
+#include "skiff/units.h"
+
 namespace skiff::cli {
 namespace {
 
@@ -80,6 +85,25 @@ Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
                                    " trains node classification: --task link is not built "
                                    "yet with it");
   }
+  return Status::Ok();
+}
+
+Status LogRankPeaks(dist::Communicator& comm, uint64_t memory_bytes) {
+  if (comm.size() == 1) return Status::Ok();
+  std::vector<int64_t> peaks(static_cast<size_t>(comm.size()), 0);
+  peaks[static_cast<size_t>(comm.rank())] = static_cast<int64_t>(PeakRssBytes());
+  SKIFF_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(peaks), "peak RSS"));
+  if (comm.rank() != 0) return Status::Ok();
+  std::string line = "peak RSS per rank:";
+  for (size_t r = 0; r < peaks.size(); ++r) {
+    line += std::string(r > 0 ? "," : "") + " rank " + std::to_string(r) + " " +
+            FormatBytes(static_cast<uint64_t>(peaks[r]));
+  }
+  if (memory_bytes > 0) {
+    line += " (each: budget " + FormatBytes(memory_bytes) + " + fixed overhead " +
+            FormatBytes(pipeline::kFixedOverheadBytes) + ")";
+  }
+  LogInfo(line);
   return Status::Ok();
 }
 

@@ -20,6 +20,11 @@ namespace skiff::cli {
 Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
                         uint64_t memory_bytes);
 
+// Logs, on rank 0, every rank's peak RSS so far ("peak RSS per rank: rank 0 ..., rank 1 ..."),
+// with the budget each was given when `memory_bytes` > 0 (each rank's promise is its own peak
+// <= budget + the fixed overhead). A collective: every rank calls it. Nothing for one process.
+Status LogRankPeaks(dist::Communicator& comm, uint64_t memory_bytes);
+
 // InvalidArgument when --resume's checkpoint was written by a job of another size, naming both.
 Status CheckResumeWorldSize(int saved_world_size, int ranks, const std::string& checkpoint);
 
