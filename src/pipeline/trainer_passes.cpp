@@ -608,4 +608,12 @@ train::PassRunner MakeOutOfCorePassRunner(OutOfCoreTraining* training,
       training->replay_dir, training->disk_bytes_per_second);
 }
 
+void AttachOutOfCore(train::Trainer* trainer, OutOfCoreTraining* training,
+                     const train::TrainOptions& options, bool print_reports) {
+  trainer->SetPassRunner(MakeOutOfCorePassRunner(training, options, print_reports));
+  const MemoryPlan& plan = training->ooc->memory_plan();
+  trainer->SetMicroBatches(plan.micro_batches, plan.eval_part_seeds);
+  trainer->SetEvalBatchLimit(training->ooc->eval_batch_size());
+}
+
 }  // namespace skiff::pipeline

@@ -280,10 +280,7 @@ std::vector<RankRun> RunRanksThroughPipelines(const format::Dataset* ds, train::
           !st.ok()) {
         return void(error = st.ToString());
       }
-      (*trainer)->SetPassRunner(pipeline::MakeOutOfCorePassRunner(ooc->get(), t, false));
-      (*trainer)->SetMicroBatches((*ooc)->ooc->memory_plan().micro_batches,
-                                  (*ooc)->ooc->memory_plan().eval_part_seeds);
-      (*trainer)->SetEvalBatchLimit((*ooc)->ooc->eval_batch_size());
+      pipeline::AttachOutOfCore(trainer->get(), ooc->get(), t, false);
       auto summary = (*trainer)->Run();
       if (!summary.ok()) return void(error = summary.status().ToString());
       RankRun& run = runs[static_cast<size_t>(rank)];

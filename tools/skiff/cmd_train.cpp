@@ -407,10 +407,7 @@ Status TrainReplicated(const TrainCliOptions& o, train::TrainOptions t, format::
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
                          train::Trainer::Create(engine->data, t, ModelFactoryFor(Device::kCpu)));
   SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
-  trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress));
-  trainer->SetMicroBatches(engine->ooc->memory_plan().micro_batches,
-                           engine->ooc->memory_plan().eval_part_seeds);
-  trainer->SetEvalBatchLimit(engine->ooc->eval_batch_size());
+  pipeline::AttachOutOfCore(trainer.get(), engine.get(), t, t.show_progress);
   SKIFF_RETURN_IF_ERROR(RestoreForRun(*trainer, resume, o.resume, lead));
   if (lead) {
     LogTraining(o.dataset, t, engine->data.train.size(), trainer->model(), Device::kCpu);
@@ -542,10 +539,7 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
     cuda.cuda_files_loaded = CudaLibraryFileRssBytes();
   }
   const RssParts resident_when_loaded = CurrentRssParts();
-  trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, t.show_progress));
-  trainer->SetMicroBatches(engine->ooc->memory_plan().micro_batches,
-                           engine->ooc->memory_plan().eval_part_seeds);
-  trainer->SetEvalBatchLimit(engine->ooc->eval_batch_size());
+  pipeline::AttachOutOfCore(trainer.get(), engine.get(), t, t.show_progress);
   SKIFF_RETURN_IF_ERROR(OfferFeaturesToDevice(site, memory_bytes, trainer.get()));
   if (resume.has_value()) {
     SKIFF_RETURN_IF_ERROR(trainer->Restore(*resume).WithContext(o.resume));

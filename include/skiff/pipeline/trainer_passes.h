@@ -101,6 +101,13 @@ std::vector<int> EffectiveEvalFanouts(const train::TrainOptions& options);
 train::PassRunner MakeOutOfCorePassRunner(OutOfCoreTraining* training,
                                           const train::TrainOptions& options, bool print_reports);
 
+// Makes `training` the batch engine of `trainer` (created with `options` over training->data):
+// its pass runner (above), the plan's micro-batches and evaluation parts
+// (Trainer::SetMicroBatches), and the plan's evaluation batch limit (Trainer::SetEvalBatchLimit).
+// `training` must outlive the trainer's passes.
+void AttachOutOfCore(train::Trainer* trainer, OutOfCoreTraining* training,
+                     const train::TrainOptions& options, bool print_reports);
+
 // `replay_dir`, `disk_bytes_per_second`: OutOfCoreTraining's.
 train::PassRunner MakeOutOfCorePassRunner(OutOfCore* ooc, const std::vector<int32_t>* labels,
                                           std::vector<int> fanouts, std::vector<int> eval_fanouts,

@@ -81,7 +81,7 @@ class StepAccumulator {
   GradientSum sum_;
   std::unique_ptr<GradientSum> round_;  // kReplicated, ranks > 0: the round's contribution
   int64_t num_batches_ = -1;            // this pass's (BeginPass)
-  int64_t in_step_ = 0;                 // batches (kOneProcess, kOwned) or rounds in the step
+  int64_t in_step_ = 0;                 // kOneProcess, kOwned: batches in the step so far
   int64_t rounds_ = 0;                  // kReplicated: rounds done in this pass
   int64_t steps_ = 0;
 };
