@@ -58,22 +58,42 @@ void ForColumnTiles(int64_t dim, Fn&& fn) {
 
 }  // namespace
 
+namespace {
+
+// One pair's score: sum over columns, in order, in double.
+float PairScore(const float* a, const float* b, int64_t dim, const float* rel) {
+  double sum = 0.0;
+  if (rel != nullptr) {
+    for (int64_t col = 0; col < dim; ++col) sum += static_cast<double>(a[col]) * rel[col] * b[col];
+  } else {
+    for (int64_t col = 0; col < dim; ++col) sum += static_cast<double>(a[col]) * b[col];
+  }
+  return static_cast<float>(sum);
+}
+
+}  // namespace
+
 void PairScores(const float* emb, int64_t dim, const int32_t* src, const int32_t* dst, int64_t n,
                 const float* rel, float* scores) {
   SKIFF_CHECK(dim >= 0 && n >= 0);
   ParallelFor(n, RowsPerChunk(std::max<int64_t>(dim, 1)), [&](int64_t begin, int64_t end) {
     for (int64_t pair = begin; pair < end; ++pair) {
       SKIFF_CHECK(src[pair] >= 0 && dst[pair] >= 0);
-      const float* a = emb + static_cast<int64_t>(src[pair]) * dim;
-      const float* b = emb + static_cast<int64_t>(dst[pair]) * dim;
-      double sum = 0.0;
-      if (rel != nullptr) {
-        for (int64_t col = 0; col < dim; ++col)
-          sum += static_cast<double>(a[col]) * rel[col] * b[col];
-      } else {
-        for (int64_t col = 0; col < dim; ++col) sum += static_cast<double>(a[col]) * b[col];
-      }
-      scores[pair] = static_cast<float>(sum);
+      scores[pair] = PairScore(emb + static_cast<int64_t>(src[pair]) * dim,
+                               emb + static_cast<int64_t>(dst[pair]) * dim, dim, rel);
+    }
+  });
+}
+
+void CrossPairScores(const float* emb, int64_t dim, const int32_t* src, int64_t n,
+                     const int32_t* cand, int64_t k, const float* rel, float* scores) {
+  SKIFF_CHECK(dim >= 0 && n >= 0 && k >= 0);
+  ParallelFor(n * k, RowsPerChunk(std::max<int64_t>(dim, 1)), [&](int64_t begin, int64_t end) {
+    for (int64_t at = begin; at < end; ++at) {
+      const int32_t s = src[at / k], c = cand[at % k];
+      SKIFF_CHECK(s >= 0 && c >= 0);
+      scores[at] = PairScore(emb + static_cast<int64_t>(s) * dim,
+                             emb + static_cast<int64_t>(c) * dim, dim, rel);
     }
   });
 }

@@ -12,6 +12,11 @@
 //   CrossScores:          scores[i*k+j] = sum_d emb[src[i],d] * r_d * emb[cand[j],d] (n x k): every
 //                         source against the same k candidates, as one GEMM on gathered rows.
 //   CrossScoresBackward:  accumulates as PairScoresBackward, for grad_scores of n x k.
+//   CrossPairScores:      CrossScores' n x k scores, each computed alone as PairScores computes a
+//                         pair (a double sum in column order): a score does not depend on the
+//                         other rows of the call or its place among them, so equal candidates
+//                         tie exactly whatever the call's shape (ranking; a GEMM's kernels may
+//                         round a row by its place in the tile).
 //   PairHadamard:         out[i,:] = emb[src[i],:] * emb[dst[i],:] (n x dim, overwritten).
 //   PairHadamardBackward: accumulates d(sum grad_out * out) into grad_emb.
 //   BceWithLogits:        returns sum_i [softplus(s_i) - target * s_i] (binary cross-entropy with
@@ -48,6 +53,8 @@ void PairScoresBackward(const float* emb, int64_t dim, const int32_t* src, const
                         float* grad_rel);
 void CrossScores(const float* emb, int64_t dim, const int32_t* src, int64_t n, const int32_t* cand,
                  int64_t k, const float* rel, float* scores);
+void CrossPairScores(const float* emb, int64_t dim, const int32_t* src, int64_t n,
+                     const int32_t* cand, int64_t k, const float* rel, float* scores);
 void CrossScoresBackward(const float* emb, int64_t dim, const int32_t* src, int64_t n,
                          const int32_t* cand, int64_t k, const float* rel, const float* grad_scores,
                          float* grad_emb, float* grad_rel);

@@ -269,8 +269,10 @@ Status LinkDecoder::ScoreCross(const float* emb, int64_t rows, std::span<const i
     MlpForward(state_->params, config_.dim, config_.hidden_dim, emb, pair_src.data(),
                pair_dst.data(), n * k, &scratch, scores->data());
   } else {
-    cpu::CrossScores(emb, config_.dim, src.data(), n, cand.data(), k, state_->relation(),
-                     scores->data());
+    // Each score alone (not one GEMM): candidates equal to each other tie exactly, whatever the
+    // number of candidates of the call, so rankings do not depend on how they were chunked.
+    cpu::CrossPairScores(emb, config_.dim, src.data(), n, cand.data(), k, state_->relation(),
+                         scores->data());
   }
   return Status::Ok();
 }

@@ -84,6 +84,39 @@ TEST_CASE("kernels: PairScores and CrossScores match plain loops, with and witho
   }
 }
 
+TEST_CASE("kernels: CrossPairScores scores each pair as PairScores does, wherever it stands") {
+  std::mt19937_64 rng(4);
+  const int64_t rows = 40;
+  for (int64_t dim : kDims) {
+    CAPTURE(dim);
+    const auto emb = testing::RandomVector(rows * dim, rng);
+    const auto rel = testing::RandomVector(dim, rng, 0.5f, 1.5f);
+    for (const float* r : {static_cast<const float*>(nullptr), rel.data()}) {
+      const Pairs p = RandomPairs(3, rows, rng);
+      // Candidates 0 .. 36, and row 5 again at the end: the same score as its first place.
+      std::vector<int32_t> cand(37);
+      for (int32_t j = 0; j < 37; ++j) cand[static_cast<size_t>(j)] = j;
+      cand.push_back(5);
+      const auto k = static_cast<int64_t>(cand.size());
+      std::vector<float> cross(static_cast<size_t>(3 * k), -7.0f);
+      cpu::CrossPairScores(emb.data(), dim, p.src.data(), 3, cand.data(), k, r, cross.data());
+      for (int64_t i = 0; i < 3; ++i) {
+        CAPTURE(i);
+        std::vector<int32_t> src(static_cast<size_t>(k), p.src[static_cast<size_t>(i)]);
+        std::vector<float> pairs(static_cast<size_t>(k));
+        cpu::PairScores(emb.data(), dim, src.data(), cand.data(), k, r, pairs.data());
+        CHECK(std::equal(pairs.begin(), pairs.end(), cross.begin() + i * k));  // bitwise
+        CHECK(cross[static_cast<size_t>(i * k + 5)] == cross[static_cast<size_t>(i * k + k - 1)]);
+        // One candidate alone, in a call of its own: the same bits.
+        float alone = 0;
+        cpu::CrossPairScores(emb.data(), dim, &p.src[static_cast<size_t>(i)], 1, &cand[7], 1, r,
+                             &alone);
+        CHECK(alone == cross[static_cast<size_t>(i * k + 7)]);
+      }
+    }
+  }
+}
+
 TEST_CASE("kernels: PairHadamard matches a plain loop") {
   std::mt19937_64 rng(2);
   const int64_t rows = 6, n = 14;

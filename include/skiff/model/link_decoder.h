@@ -98,8 +98,10 @@ class LinkDecoder {
   // size, or emb is null while there are rows.
   Status ScorePairs(const float* emb, int64_t rows, std::span<const int32_t> src,
                     std::span<const int32_t> dst, std::vector<float>* scores) const;
-  // Scores of each src[i] against every candidate cand[j]: scores[i*k+j] (n x k, resized).
-  // InvalidArgument as ScorePairs.
+  // Scores of each src[i] against every candidate cand[j]: scores[i*k+j] (n x k, resized). Dot
+  // and distmult score each pair as ScorePairs does (a double sum in column order), so equal
+  // candidates tie exactly and a score does not depend on the other candidates of the call; mlp
+  // scores the pairs through its GEMMs. InvalidArgument as ScorePairs.
   Status ScoreCross(const float* emb, int64_t rows, std::span<const int32_t> src,
                     std::span<const int32_t> cand, std::vector<float>* scores) const;
   // The loss of one training batch and its gradients: writes d loss / d emb into grad_emb
