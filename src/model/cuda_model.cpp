@@ -34,6 +34,8 @@ struct CudaLibrary {
   Status (*create)(std::unique_ptr<Model>*, std::unique_ptr<Model>*) = nullptr;
   Status (*placement)(uint64_t, int64_t, int64_t, int64_t, int, int,
                       Model::CudaPlacement*) = nullptr;
+  Status (*replicas)(const ModelConfig*, const std::vector<int>*, int,
+                     std::unique_ptr<Model>*) = nullptr;
 };
 
 // Loads the library once per process (it stays loaded); its entry points or the reason they are
@@ -62,13 +64,15 @@ Result<CudaLibrary> LoadCudaLibrary() {
       }
       void* create = ::dlsym(handle, "SkiffCreateCudaModel");
       void* placement = ::dlsym(handle, "SkiffCudaPlacement");
-      if (create == nullptr || placement == nullptr) {
-        errors += "; " + path + " lacks SkiffCreateCudaModel or SkiffCudaPlacement";
+      void* replicas = ::dlsym(handle, "SkiffCreateCudaReplicas");
+      if (create == nullptr || placement == nullptr || replicas == nullptr) {
+        errors += "; " + path + " lacks an entry point (an older build?)";
         continue;
       }
       CudaLibrary library;
       library.create = reinterpret_cast<decltype(library.create)>(create);
       library.placement = reinterpret_cast<decltype(library.placement)>(placement);
+      library.replicas = reinterpret_cast<decltype(library.replicas)>(replicas);
       loaded = library;
       return;
     }
@@ -92,6 +96,21 @@ Result<std::unique_ptr<Model>> Model::CreateCuda(const ModelConfig& config) {
   SKIFF_ASSIGN_OR_RETURN(const CudaLibrary library, LoadCudaLibrary());
   std::unique_ptr<Model> model;
   SKIFF_RETURN_IF_ERROR(library.create(&host_model, &model));
+  return model;
+#endif
+}
+
+Result<std::unique_ptr<Model>> Model::CreateCudaReplicas(const ModelConfig& config,
+                                                         const std::vector<int>& devices,
+                                                         int accumulate) {
+  SKIFF_RETURN_IF_ERROR(CreateCpu(config).status());  // the config's errors first
+#ifndef SKIFF_HAVE_CUDA
+  (void)devices, (void)accumulate;
+  return Status::Unavailable(kNoCudaBuild);
+#else
+  SKIFF_ASSIGN_OR_RETURN(const CudaLibrary library, LoadCudaLibrary());
+  std::unique_ptr<Model> model;
+  SKIFF_RETURN_IF_ERROR(library.replicas(&config, &devices, accumulate, &model));
   return model;
 #endif
 }

@@ -111,6 +111,41 @@ Status Model::ComputeGradients(const BatchInput& input, uint64_t dropout_seed) {
   return Backward(step_grad_.data());
 }
 
+std::span<float> Model::host_step_sum() {
+  if (step_sum_.empty()) step_sum_.assign(static_cast<size_t>(NumParameters()), 0.0f);
+  return step_sum_;
+}
+
+Status Model::AccumulateGradients(const BatchInput& input, uint64_t dropout_seed) {
+  SKIFF_RETURN_IF_ERROR(ComputeGradients(input, dropout_seed));
+  const std::span<float> sum = host_step_sum();
+  size_t offset = 0;
+  for (const Parameter& p : Parameters()) {
+    const auto n = static_cast<size_t>(p.size());
+    SKIFF_CHECK(offset + n <= sum.size());
+    for (size_t i = 0; i < n; ++i)
+      sum[offset + i] = step_empty_ ? p.grad[i] : sum[offset + i] + p.grad[i];
+    offset += n;
+  }
+  step_empty_ = false;
+  return Status::Ok();
+}
+
+Status Model::LoadStepGradients(float scale) {
+  const std::span<float> sum = host_step_sum();
+  size_t offset = 0;
+  for (const Parameter& p : Parameters()) {
+    const auto n = static_cast<size_t>(p.size());
+    SKIFF_CHECK(offset + n <= sum.size());
+    for (size_t i = 0; i < n; ++i)
+      p.grad[i] = scale == 1.0f ? sum[offset + i] : sum[offset + i] * scale;
+    offset += n;
+  }
+  std::fill(sum.begin(), sum.end(), 0.0f);
+  step_empty_ = true;
+  return Status::Ok();
+}
+
 namespace {
 
 // Copies rows `rows` (each `dim` floats) of `from` into *to, in order.

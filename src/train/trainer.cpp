@@ -440,6 +440,7 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   };
   SKIFF_RETURN_IF_ERROR(RunTrainingPass(epoch, consume, dropout_seed, &m));
   if (steps != nullptr) SKIFF_RETURN_IF_ERROR(steps->EndPass());
+  SKIFF_RETURN_IF_ERROR(model_->EndTrainingPass(*optimizer_));
   // A device model may still be computing: its totals wait for the last step.
   const auto f0 = Clock::now();
   SKIFF_ASSIGN_OR_RETURN(model::LossTotals totals, model_->TakeLossTotals());
@@ -570,7 +571,8 @@ uint64_t Trainer::OwnEvalNodes(const std::vector<int64_t>& nodes) const {
 }
 
 int64_t Trainer::StepBatches() const {
-  if (Owned()) return options_.accumulate;  // plan batches, each split among the ranks
+  if (model_->accumulates_steps()) return 1;  // a replica group: TrainStep takes every batch
+  if (Owned()) return options_.accumulate;    // plan batches, each split among the ranks
   return Distributed() ? comm_->size() * options_.accumulate : options_.accumulate;
 }
 

@@ -72,10 +72,20 @@ expect 1 "--sampler device samples on the GPU: it needs --device cuda" train sma
 expect 2 "--micro-batches: expected an integer >= 0 (got '-1')" train small --micro-batches -1
 expect 1 "--micro-batches cuts the CPU model's batches" train small --micro-batches 2 --device cuda
 expect 1 "--task link computes whole batches" train small --task link --micro-batches 2
+expect 2 "--gpus: 'x' is not a GPU number (a list such as 0,1,2)" train small --device cuda --gpus 0,x
+expect 2 "--gpus: GPU 1 is listed twice: each GPU holds one replica" train small --device cuda --gpus 1,0,1
+expect 1 "--gpus needs --device cuda" train small --gpus 0
+expect 1 "--gpus is not built yet with --ownership partitions" train small --device cuda --gpus 0 --ownership partitions
+expect 1 "--gpus trains node classification: --task link is not built yet with it" train small --device cuda --gpus 0 --task link
+expect 1 "--gpus with more than one GPU trains in memory" train small --device cuda --gpus 0,1 --memory 64MiB
+expect 1 "--ownership partitions runs on --device cpu" train small --device cuda --ownership partitions
+expect 1 "--accumulate runs on --device cpu with --task link" train small --device cuda --accumulate 2 --task link
 # Without a usable GPU, --device cuda stops before any planning or I/O, naming the way out.
 if ! nvidia-smi -L > /dev/null 2>&1; then
   expect 1 "use --device cpu" train small --device cuda --memory 64MiB
   expect 1 "use --device cpu" train small --device cuda --sampler device
+  expect 1 "use --device cpu" train small --device cuda --gpus 0
+  expect 1 "use --device cpu" train small --device cuda --accumulate 2
 fi
 # predict takes the device options of train (and no training option), checked the same way.
 "$SKIFF" train small --epochs 1 --threads 2 --checkpoint ck > /dev/null 2>&1 || { echo "FAIL: train"; exit 1; }

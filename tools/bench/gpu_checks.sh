@@ -3,6 +3,8 @@
 # for a short while (starting one costs minutes, so one call should do everything). Phases, in the
 # order of what is most wanted, each under `timeout` for what is left of the budget:
 #   tests     skiff_gpu_tests, every case (kernels vs CPU, CUDA model, device sampler, row cache)
+#   gpus      tests/e2e/cuda_gpus.sh: --gpus 0 (the multi-GPU path with one GPU) against the plain
+#             --device cuda run, --accumulate 2 on the GPU, and --gpus 0,1 where there are two GPUs
 #   predict   tests/e2e/cuda_predict.sh: skiff predict --device cuda against train --export and
 #             against the CPU (the one e2e test that needs a GPU; it skips in CI)
 #   e2e       one round of tools/bench/gpu_e2e.sh at the GPU bar's setting, TF32, 3 epochs:
@@ -25,12 +27,12 @@
 # With a build packed by tools/bench/gpu_pack.sh (here), on the GPU machine:
 #   tar -xJf .pack/gpu.tar.xz -C /tmp &&
 #     SKIFF="/tmp/gpu/run skiff" GPU_TESTS="/tmp/gpu/run skiff_gpu_tests" tools/bench/gpu_checks.sh OUT
-# It writes at most 8 files to OUT_DIR (the summary and one log per phase).
+# It writes at most 9 files to OUT_DIR (the summary, one log per phase, the e2e summary).
 #
 # Environment: SKIFF (the command that runs skiff; default build/skiff, e.g. "pack/run skiff"),
 # GPU_TESTS (skiff_gpu_tests; default build/tests/skiff_gpu_tests, or "pack/run skiff_gpu_tests"),
-# BUDGET_S (seconds for all phases; default 540), PHASES (default "tests memcheck racecheck predict
-# e2e perf": the sanitizers before the end-to-end runs, whose bars were measured on an H200),
+# BUDGET_S (seconds for all phases; default 540), PHASES (default "tests gpus memcheck racecheck
+# predict e2e perf": the sanitizers before the end-to-end runs, whose bars were measured on an H200),
 # DATA (where gpu_e2e.sh keeps its dataset; default /tmp/skiff-gpu-e2e), PERF_CASES (doctest
 # filters, comma-separated, e.g. "perf: CSR aggregation*,perf: scatter*": only those benchmarks).
 # gpu_e2e.sh's own variables (SAMPLERS, MEMORY, MEMORY_SAMPLERS, CACHE, CACHE_MEMORY) pass through.
@@ -120,9 +122,11 @@ racecheck_keep() {
 
 min() { echo $(($1 < $2 ? $1 : $2)); }
 
-for phase in ${PHASES:-tests memcheck racecheck predict e2e perf}; do
+for phase in ${PHASES:-tests gpus memcheck racecheck predict e2e perf}; do
   case $phase in
     tests) run tests $gpu_tests ;;
+    gpus) run gpus bash "$root/tests/e2e/cuda_gpus.sh" "${SKIFF:-$root/build/skiff}" none \
+      "${DATA:-/tmp/skiff-gpu-e2e}-gpus" ;;
     predict) run predict bash "$root/tests/e2e/cuda_predict.sh" "${SKIFF:-$root/build/skiff}" none \
       "${DATA:-/tmp/skiff-gpu-e2e}-predict" ;;
     e2e)
@@ -143,7 +147,7 @@ for phase in ${PHASES:-tests memcheck racecheck predict e2e perf}; do
         run perf $gpu_tests --perf
       fi
       ;;
-    *) echo "unknown phase '$phase' (expected tests, memcheck, racecheck, sanitize, predict, e2e or perf)" | tee -a "$out/summary.txt" ;;
+    *) echo "unknown phase '$phase' (expected tests, gpus, memcheck, racecheck, sanitize, predict, e2e or perf)" | tee -a "$out/summary.txt" ;;
   esac
 done
 echo "== done in $((SECONDS - start))s" | tee -a "$out/summary.txt"

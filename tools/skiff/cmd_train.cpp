@@ -40,6 +40,7 @@ struct TrainCliOptions {
   std::string dataset;
   TrainFlags flags;  // the options of train::TrainOptionTable()
   std::string device = "cpu";
+  std::string gpus;  // --device cuda: a model replica per listed GPU
   int threads = 0;
   int sampler_threads = 0;
   std::string resume, export_dir;
@@ -287,11 +288,13 @@ void PrintLinkSummary(const train::LinkSummary& summary, const train::TrainOptio
 }
 
 // What a step takes in a run of `ranks` ranks with --accumulate `accumulate`, for the log.
-std::string DescribeSteps(int ranks, int accumulate) {
-  const std::string per_step = std::to_string(ranks * accumulate) + " batches per optimiser step";
-  if (ranks == 1) return per_step;
-  return per_step + ", " + std::to_string(accumulate) + " from each of " + std::to_string(ranks) +
-         " ranks";
+std::string DescribeSteps(int ranks, int accumulate, int gpus = 1) {
+  const int replicas = ranks * gpus;
+  const std::string per_step =
+      std::to_string(replicas * accumulate) + " batches per optimiser step";
+  if (replicas == 1) return per_step;
+  return per_step + ", " + std::to_string(accumulate) + " from each of " +
+         std::to_string(replicas) + (ranks > 1 ? " ranks" : " GPUs");
 }
 
 // Rank 0 of a data-parallel run prints; the others' progress and log lines would repeat its.
@@ -508,7 +511,8 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   }
   t.world_size = comm.size();
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
-  SKIFF_RETURN_IF_ERROR(CheckStepOptions(t, comm.size(), device, memory_bytes));
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<int> gpus, ParseGpuList(o.gpus));
+  SKIFF_RETURN_IF_ERROR(CheckStepOptions(t, comm.size(), device, memory_bytes, gpus));
   if (t.task == train::Task::kLink) return TrainLink(o, t, device, resume, comm);
   // The outputs are rank 0's, on its machine: the other ranks write nothing.
   if (comm.rank() == 0) SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
@@ -532,8 +536,9 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
                          OpenEngine(o, t, memory_bytes, site, ds.get()));
   // The CUDA model loads cuBLAS and creates its streams and buffers.
   const uint64_t rss_before_model = CurrentRssBytes();
-  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
-                         train::Trainer::Create(engine->data, t, ModelFactoryFor(device)));
+  SKIFF_ASSIGN_OR_RETURN(
+      std::unique_ptr<train::Trainer> trainer,
+      train::Trainer::Create(engine->data, t, TrainingModelFactory(device, gpus, t.accumulate)));
   if (device == Device::kCuda) {
     cuda.as_loaded += std::max(CurrentRssBytes(), rss_before_model) - rss_before_model;
     cuda.cuda_files_loaded = CudaLibraryFileRssBytes();
@@ -546,7 +551,9 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
     LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + o.resume);
   }
   LogTraining(o.dataset, t, engine->data.train.size(), trainer->model(), device);
-  if (t.accumulate > 1) LogInfo(DescribeSteps(1, t.accumulate));
+  if (t.accumulate > 1 || gpus.size() > 1) {
+    LogInfo(DescribeSteps(1, t.accumulate, static_cast<int>(std::max<size_t>(gpus.size(), 1))));
+  }
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
   SKIFF_ASSIGN_OR_RETURN(const Inference inference,
                          ResolveInference(Inference::kAuto, device, memory_bytes));
@@ -582,6 +589,12 @@ RunFn Setup(CLI::App& app) {
       ->check(StatusCheck(
           [](const std::string& text) { return ParseName(kDeviceNames, "device", text).status(); },
           "NAME"));
+  app.add_option("--gpus", o->gpus,
+                 "With --device cuda: train a model replica on each listed GPU (0,1,...), "
+                 "gradients summed with NCCL, one optimiser step per batch of every GPU "
+                 "(docs/cuda.md)")
+      ->check(
+          StatusCheck([](const std::string& text) { return ParseGpuList(text).status(); }, "LIST"));
   AddTrainFlags(app, &o->flags);
   app.add_option("--threads", o->threads, "Compute threads (0 = all)")
       ->capture_default_str()

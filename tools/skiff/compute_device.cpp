@@ -1,6 +1,7 @@
 #include "tools/skiff/compute_device.h"
 
 #include <algorithm>
+#include <charconv>
 #include <string_view>
 
 #include "skiff/log.h"
@@ -63,6 +64,37 @@ uint64_t CudaLibraryFileRssBytes() {
 train::ModelFactory ModelFactoryFor(Device device) {
   return device == Device::kCuda ? train::ModelFactory(model::Model::CreateCuda)
                                  : train::ModelFactory(nullptr);
+}
+
+Result<std::vector<int>> ParseGpuList(const std::string& text) {
+  std::vector<int> gpus;
+  if (text.empty()) return gpus;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    int value = -1;
+    const auto [rest, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || rest != item.data() + item.size() || value < 0) {
+      return Status::InvalidArgument("--gpus: '" + item +
+                                     "' is not a GPU number (a list such as 0,1,2)");
+    }
+    if (std::find(gpus.begin(), gpus.end(), value) != gpus.end()) {
+      return Status::InvalidArgument("--gpus: GPU " + item +
+                                     " is listed twice: each GPU holds one replica");
+    }
+    gpus.push_back(value);
+    start = end + 1;
+  }
+  return gpus;
+}
+
+train::ModelFactory TrainingModelFactory(Device device, const std::vector<int>& gpus,
+                                         int accumulate) {
+  if (device != Device::kCuda || (gpus.empty() && accumulate == 1)) return ModelFactoryFor(device);
+  return [gpus, accumulate](const model::ModelConfig& config) {
+    return model::Model::CreateCudaReplicas(config, gpus, accumulate);
+  };
 }
 
 Status OfferFeaturesToDevice(const pipeline::ComputeSite& site, uint64_t memory_bytes,

@@ -52,6 +52,16 @@ uint64_t CudaLibraryFileRssBytes();
 // The model factory Trainer::Create takes for `device`.
 train::ModelFactory ModelFactoryFor(Device device);
 
+// --gpus: CUDA ordinals, each once ("0,1,3"); InvalidArgument naming the item that is not one.
+// Empty text: no list.
+Result<std::vector<int>> ParseGpuList(const std::string& text);
+
+// The model factory of node-classification training: on kCuda with a GPU list or steps over
+// several batches, a model::ReplicaGroup of CUDA replicas (Model::CreateCudaReplicas), which sums
+// each step's gradients on the GPUs; otherwise ModelFactoryFor(device).
+train::ModelFactory TrainingModelFactory(Device device, const std::vector<int>& gpus,
+                                         int accumulate);
+
 // Offers the features (and the graph) to the model's device. A plan that counted on the graph
 // there loaded no partition to sample from, and out of core one that counted on the features there
 // holds no rows, so the model declining them (its device filled up since it was asked) is an error.

@@ -64,16 +64,52 @@ std::string Difference(const json& first, const json& other, int rank) {
 
 }  // namespace
 
+namespace {
+
+// --gpus' refusals.
+Status CheckGpuOptions(const train::TrainOptions& t, int ranks, Device device,
+                       uint64_t memory_bytes, size_t gpus) {
+  if (device != Device::kCuda) return Status::InvalidArgument("--gpus needs --device cuda");
+  if (memory_bytes > 0 && gpus > 1) {
+    return Status::InvalidArgument(
+        "--gpus with more than one GPU trains in memory: --memory plans one GPU's pinned staging "
+        "(several are not built yet)");
+  }
+  if (ranks > 1) {
+    return Status::InvalidArgument(
+        "--gpus trains in one process: with --distributed each rank "
+        "uses one GPU (several per rank are not built yet)");
+  }
+  if (t.ownership == train::Ownership::kPartitions) {
+    return Status::InvalidArgument("--gpus is not built yet with --ownership partitions");
+  }
+  if (t.task != train::Task::kNode) {
+    return Status::InvalidArgument(
+        "--gpus trains node classification: --task link is not "
+        "built yet with it");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
-                        uint64_t memory_bytes) {
+                        uint64_t memory_bytes, const std::vector<int>& gpus) {
+  if (!gpus.empty()) {
+    SKIFF_RETURN_IF_ERROR(CheckGpuOptions(t, ranks, device, memory_bytes, gpus.size()));
+  }
   const bool owned = t.ownership == train::Ownership::kPartitions;
   if (ranks == 1 && t.accumulate == 1 && !owned) return Status::Ok();
   const std::string what = owned       ? "--ownership partitions"
                            : ranks > 1 ? "--distributed (" + std::to_string(ranks) + " ranks)"
                                        : "--accumulate";
-  if (device != Device::kCpu) {
-    return Status::InvalidArgument(what +
-                                   " runs on --device cpu: device gradients are not built yet");
+  // One process's steps over several batches sum on its GPU (model/replica_group.h); ranks and
+  // owned partitions sum on the host, which the CUDA model does not compute into.
+  const bool device_sums = ranks == 1 && !owned && t.task == train::Task::kNode;
+  if (device != Device::kCpu && !device_sums) {
+    return Status::InvalidArgument(what + " runs on --device cpu" +
+                                   (t.task == train::Task::kNode ? "" : " with --task link") +
+                                   ": device gradients across ranks are not built yet");
   }
   // One process feeds its steps from the pipeline, and so does a replicated rank (its share of
   // the plan's batches, given to its runner); an owned rank's batches come from its exchanges.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "skiff/dist/communicator.h"
 #include "skiff/format/dataset.h"
@@ -15,10 +16,12 @@
 namespace skiff::cli {
 
 // InvalidArgument, naming the option, for what a step over several batches (`ranks` > 1, or
-// --accumulate > 1) or an owned-partition run does not do yet: --device cuda; --memory or --task
-// link with owned partitions.
+// --accumulate > 1), several GPUs (`gpus`, --gpus) or an owned-partition run does not do yet:
+// --device cuda with ranks, owned partitions or --task link steps; --gpus without --device cuda,
+// or with ranks, owned partitions, --task link, or --memory and more than one GPU; --memory or
+// --task link with owned partitions.
 Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
-                        uint64_t memory_bytes);
+                        uint64_t memory_bytes, const std::vector<int>& gpus);
 
 // Logs, on rank 0, every rank's peak RSS so far ("peak RSS per rank: rank 0 ..., rank 1 ..."),
 // with the budget each was given when `memory_bytes` > 0 (each rank's promise is its own peak

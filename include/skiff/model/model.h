@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,14 @@ class Model {
   // host copies brought up to date when asked for (src/model/cuda/cuda_model.h and docs/cuda.md,
   // "GPU compute stage").
   static Result<std::unique_ptr<Model>> CreateCuda(const ModelConfig& config);
+  // A model::ReplicaGroup of CUDA models (model/replica_group.h): one per GPU of `devices`, their
+  // step sums added by NCCL, one optimiser step per `accumulate` global batches of
+  // devices.size() batches; with no devices, one CUDA model on the first device that sums a step's
+  // `accumulate` batches on the device. Errors as CreateCuda, and InvalidArgument for a bad GPU
+  // list (naming it), Unavailable without NCCL.
+  static Result<std::unique_ptr<Model>> CreateCudaReplicas(const ModelConfig& config,
+                                                           const std::vector<int>& devices,
+                                                           int accumulate);
   // Where a CUDA model would keep a dataset's features and graph, asked before any model exists:
   // the memory plan needs to know. `feature_memory`: the device memory HoldFeatures gives the
   // features for `device_bytes` (TrainOptions::device_memory_bytes; 0: the device's free memory
@@ -275,6 +284,24 @@ class Model {
   // for the whole batch and stays as it was. `parts` <= 1, or a batch sampled on the device:
   // ComputeGradients. For a model on the host, as ComputeGradients.
   Status ComputeGradientsInParts(const BatchInput& input, int parts, uint64_t dropout_seed);
+  // Steps whose gradients stay where the model computes (model/replica_group.h: a model replica
+  // per GPU, or one CUDA model's --accumulate). AccumulateGradients is ComputeGradients with this
+  // batch's gradients added to the model's step sum instead of left in Parameters() (sum = g0,
+  // then sum += g1, ... in call order: GradientSum's arithmetic). LoadStepGradients(scale) makes
+  // the model's gradients sum * scale (exactly the sum when scale is 1) for the next ApplyUpdate
+  // (Optimizer::Step), and zeroes the sum. The CPU model keeps the sum on the host, in Parameters()
+  // order (host_step_sum(), the reference); the CUDA model keeps the batch's gradients and the sum
+  // in device memory (src/model/cuda/replicas.cpp sums replicas there).
+  virtual Status AccumulateGradients(const BatchInput& input, uint64_t dropout_seed);
+  virtual Status LoadStepGradients(float scale);
+  // The host step sum (zeros until a batch is added; NumParameters() floats), which a host sum
+  // across replicas reads and replaces.
+  std::span<float> host_step_sum();
+  // Whether the model sums the batches of a step itself (a ReplicaGroup): the trainer then gives
+  // every batch to TrainStep, which updates when a step is complete, and calls EndTrainingPass
+  // after a pass's last batch to take a last, shorter step.
+  virtual bool accumulates_steps() const { return false; }
+  virtual Status EndTrainingPass(Optimizer& /*optimizer*/) { return Status::Ok(); }
   // Forward without dropout over the batch cut into `parts` parts as above: the logits (and, when
   // `embeddings` is non-null, the embeddings) of every seed in the batch's order, as Forward writes
   // them up to float order, with one part's activations alive at once. `parts` <= 1 or a batch
@@ -311,6 +338,9 @@ class Model {
   // may keep it on the device until ReadOptimizerState.
   virtual Status ApplyUpdate(const OptimizerConfig& config, int64_t step,
                              std::vector<std::vector<float>>& state);
+  // Whether ApplyUpdate keeps the optimiser state on the model's device, reading `state` only to
+  // take it up after ReadOptimizerState (a device model), rather than updating it in place.
+  virtual bool optimizer_state_on_device() const { return false; }
   // Makes `state` (and Parameters()) current on the host, for checkpoints or for changing them:
   // the next update takes them from the host again. No-op for a model on the host.
   virtual Status ReadOptimizerState(std::vector<std::vector<float>>& state);
@@ -328,6 +358,8 @@ class Model {
 
  private:
   LossTotals totals_;                           // TrainStep / EvalStep on the host
+  std::vector<float> step_sum_;                 // AccumulateGradients on the host
+  bool step_empty_ = true;                      // no batch added since LoadStepGradients
   std::vector<float> step_logits_, step_grad_;  // reused across steps
   // Forward (training: masks from `dropout_seed`) of seeds [first, first + count) of `whole`,
   // sliced out with their first-layer input rows (ComputeGradientsInParts, ForwardInParts).

@@ -90,9 +90,10 @@ enum class Owner { kHost, kDevice };
 
 class CudaModel final : public model::Model {
  public:
-  CudaModel(std::unique_ptr<model::Model> host, CudaStream stream, CublasHandle cublas,
+  CudaModel(std::unique_ptr<model::Model> host, int device, CudaStream stream, CublasHandle cublas,
             BatchStaging staging, GemmPrecision precision)
       : Model(host->config()),
+        device_(device),
         host_(std::move(host)),
         stream_(std::move(stream)),
         cublas_(std::move(cublas)),
@@ -108,9 +109,13 @@ class CudaModel final : public model::Model {
 
   // Device memory for the parameters, gradients and loss statistics.
   Status Init() {
+    SKIFF_RETURN_IF_ERROR(UseDevice());
     const int64_t total = offsets_.back();
     SKIFF_RETURN_IF_ERROR(params_dev_.Ensure(total, "parameters").status());
     SKIFF_RETURN_IF_ERROR(grads_dev_.Ensure(total, "gradients").status());
+    SKIFF_RETURN_IF_ERROR(step_sum_dev_.Ensure(total, "the step's gradient sum").status());
+    SKIFF_CUDA_RETURN(
+        cudaMemsetAsync(step_sum_dev_.get(), 0, sizeof(float) * total, stream_.get()));
     SKIFF_RETURN_IF_ERROR(step_stats_.Ensure(1, "loss statistics").status());
     SKIFF_ASSIGN_OR_RETURN(LossSums * sums, sums_.Ensure(1, "loss statistics"));
     SKIFF_CUDA_RETURN(cudaMemsetAsync(sums, 0, sizeof(LossSums), stream_.get()));
@@ -128,6 +133,8 @@ class CudaModel final : public model::Model {
   }
 
   ~CudaModel() override {
+    // The members free their device memory, streams and handle on the model's device.
+    (void)UseDevice();
     if (row_slots_ == nullptr || row_slots_->hits() + row_slots_->misses() == 0) return;
     const uint64_t hits = row_slots_->hits(), total = hits + row_slots_->misses();
     LogInfo("device row cache: " + std::to_string(hits) + " of " + std::to_string(total) +
@@ -138,6 +145,7 @@ class CudaModel final : public model::Model {
   Status Forward(const sampler::MiniBatch& batch, const float* x, bool training,
                  uint64_t dropout_seed, std::vector<float>* logits,
                  std::vector<float>* embeddings) override {
+    SKIFF_RETURN_IF_ERROR(UseDevice());
     ready_for_backward_ = false;
     SKIFF_CHECK(logits != nullptr);
     SKIFF_RETURN_IF_ERROR(Prepare(batch, x));
@@ -147,6 +155,7 @@ class CudaModel final : public model::Model {
   Status ForwardDeviceSampled(const sampler::MiniBatch& batch, const model::DeviceSampling& sample,
                               bool training, uint64_t dropout_seed, std::vector<float>* logits,
                               std::vector<float>* embeddings) override {
+    SKIFF_RETURN_IF_ERROR(UseDevice());
     ready_for_backward_ = false;
     SKIFF_CHECK(logits != nullptr);
     SKIFF_RETURN_IF_ERROR(Prepare(batch, nullptr, &sample));
@@ -171,6 +180,7 @@ class CudaModel final : public model::Model {
   // Host-facing Backward: this batch's gradients are added into the host gradients (the
   // Parameter::grad contract); TrainStep keeps them on the device instead.
   Status Backward(const float* grad_logits) override {
+    SKIFF_RETURN_IF_ERROR(UseDevice());
     if (!ready_for_backward_) {
       return Status::InvalidArgument("Model::Backward called without a preceding Forward");
     }
@@ -199,20 +209,62 @@ class CudaModel final : public model::Model {
 
   Status TrainStep(const model::BatchInput& input, uint64_t dropout_seed,
                    model::Optimizer& optimizer) override {
-    ready_for_backward_ = false;
-    SKIFF_CHECK(input.batch != nullptr);
-    SKIFF_RETURN_IF_ERROR(CheckInput(input));
-    SKIFF_RETURN_IF_ERROR(Prepare(*input.batch, input.x, input.sample));
-    SKIFF_ASSIGN_OR_RETURN(const float* out, RunForward(true, dropout_seed, nullptr));
-    SKIFF_ASSIGN_OR_RETURN(float* grad_out, Loss(out));
-    SKIFF_RETURN_IF_ERROR(ZeroDeviceGrads());
-    SKIFF_RETURN_IF_ERROR(RunBackward(grad_out));
-    host_grads_current_ = false;
+    SKIFF_RETURN_IF_ERROR(BatchGradients(input, dropout_seed));
     SKIFF_RETURN_IF_ERROR(optimizer.Step());  // ApplyUpdate, on the stream
     return BatchConsumed();
   }
 
+  // The step sum stays on the device: sum = g0, then sum += g (cuBLAS axpy with alpha 1, an exact
+  // float addition per element, as GradientSum adds on the host).
+  Status AccumulateGradients(const model::BatchInput& input, uint64_t dropout_seed) override {
+    SKIFF_RETURN_IF_ERROR(BatchGradients(input, dropout_seed));
+    const int64_t total = offsets_.back();
+    if (step_empty_) {
+      SKIFF_CUDA_RETURN(cudaMemcpyAsync(step_sum_dev_.get(), grads_dev_.get(),
+                                        sizeof(float) * total, cudaMemcpyDeviceToDevice,
+                                        stream_.get()));
+    } else {
+      SKIFF_RETURN_IF_ERROR(BindCublas());
+      const float one = 1.0f;
+      SKIFF_RETURN_IF_ERROR(
+          FromCublasStatus(cublasSaxpy(cublas_.get(), static_cast<int>(total), &one,
+                                       grads_dev_.get(), 1, step_sum_dev_.get(), 1),
+                           "cublasSaxpy"));
+    }
+    step_empty_ = false;
+    return BatchConsumed();
+  }
+
+  Status LoadStepGradients(float scale) override {
+    SKIFF_RETURN_IF_ERROR(UseDevice());
+    const int64_t total = offsets_.back();
+    cudaStream_t s = stream_.get();
+    SKIFF_CUDA_RETURN(cudaMemcpyAsync(grads_dev_.get(), step_sum_dev_.get(), sizeof(float) * total,
+                                      cudaMemcpyDeviceToDevice, s));
+    if (scale != 1.0f) {
+      SKIFF_RETURN_IF_ERROR(BindCublas());
+      SKIFF_RETURN_IF_ERROR(FromCublasStatus(
+          cublasSscal(cublas_.get(), static_cast<int>(total), &scale, grads_dev_.get(), 1),
+          "cublasSscal"));
+    }
+    SKIFF_CUDA_RETURN(cudaMemsetAsync(step_sum_dev_.get(), 0, sizeof(float) * total, s));
+    host_grads_current_ = false;
+    step_empty_ = true;
+    return Status::Ok();
+  }
+
+  bool optimizer_state_on_device() const override { return true; }
+
+  // For a sum across replicas (replicas.cpp): the step sum's device memory and its stream.
+  StepSumView step_sum() {
+    return {.device = device_,
+            .stream = stream_.get(),
+            .sum = step_sum_dev_.get(),
+            .count = static_cast<size_t>(offsets_.back())};
+  }
+
   Status EvalStep(const model::BatchInput& input) override {
+    SKIFF_RETURN_IF_ERROR(UseDevice());
     ready_for_backward_ = false;
     SKIFF_CHECK(input.batch != nullptr);
     SKIFF_RETURN_IF_ERROR(CheckInput(input));
@@ -223,6 +275,7 @@ class CudaModel final : public model::Model {
   }
 
   Result<model::LossTotals> TakeLossTotals() override {
+    SKIFF_RETURN_IF_ERROR(UseDevice());
     cudaStream_t s = stream_.get();
     SKIFF_CUDA_RETURN(cudaMemcpyAsync(sums_host_.data(), sums_.get(), sizeof(LossSums),
                                       cudaMemcpyDeviceToHost, s));
@@ -254,7 +307,9 @@ class CudaModel final : public model::Model {
     // before the device next uses the parameters.
     if (param_owner_ == Owner::kDevice) {
       // No Status to return here: a failure is reported by the model's next call.
-      if (Status st = DownloadParams(); !st.ok()) deferred_error_ = st;
+      Status st = UseDevice();
+      if (st.ok()) st = DownloadParams();
+      if (!st.ok()) deferred_error_ = st;
     }
     param_owner_ = Owner::kHost;
     return host_params_;
@@ -306,6 +361,33 @@ class CudaModel final : public model::Model {
         return BlockAugment::kSelfLoop;
     }
     return BlockAugment::kNone;
+  }
+
+  // Makes the model's device current for this thread: every entry point's first call, so that
+  // one thread can drive models on several devices (a replica group).
+  Status UseDevice() const {
+    SKIFF_CUDA_RETURN(cudaSetDevice(device_));
+    return Status::Ok();
+  }
+
+  Status BindCublas() {
+    return FromCublasStatus(cublasSetStream(cublas_.get(), stream_.get()), "cublasSetStream");
+  }
+
+  // Forward (training), the loss and this batch's gradients alone in grads_dev_, queued; the
+  // caller ends with BatchConsumed().
+  Status BatchGradients(const model::BatchInput& input, uint64_t dropout_seed) {
+    SKIFF_RETURN_IF_ERROR(UseDevice());
+    ready_for_backward_ = false;
+    SKIFF_CHECK(input.batch != nullptr);
+    SKIFF_RETURN_IF_ERROR(CheckInput(input));
+    SKIFF_RETURN_IF_ERROR(Prepare(*input.batch, input.x, input.sample));
+    SKIFF_ASSIGN_OR_RETURN(const float* out, RunForward(true, dropout_seed, nullptr));
+    SKIFF_ASSIGN_OR_RETURN(float* grad_out, Loss(out));
+    SKIFF_RETURN_IF_ERROR(ZeroDeviceGrads());
+    SKIFF_RETURN_IF_ERROR(RunBackward(grad_out));
+    host_grads_current_ = false;
+    return Status::Ok();
   }
 
   Status CheckInput(const model::BatchInput& input) const {
@@ -837,7 +919,10 @@ class CudaModel final : public model::Model {
   bool training_ = false;
   uint64_t dropout_seed_ = 0;
   bool ready_for_backward_ = false;
-  Status deferred_error_;  // from Parameters(), returned by the next call that can
+  int device_ = 0;                    // the CUDA ordinal the model lives on
+  DeviceBuffer<float> step_sum_dev_;  // AccumulateGradients' sum
+  bool step_empty_ = true;            // no batch in step_sum_dev_ since LoadStepGradients
+  Status deferred_error_;             // from Parameters(), returned by the next call that can
 };
 
 // What the model may still place on the device: `device_bytes` (--device-memory) less what it
@@ -853,6 +938,7 @@ Result<uint64_t> CudaModel::DeviceMemoryFor(uint64_t device_bytes, uint64_t held
 
 Result<bool> CudaModel::HoldFeatures(const sampler::FeatureSource& features,
                                      uint64_t device_bytes) {
+  SKIFF_RETURN_IF_ERROR(UseDevice());
   const int64_t rows = features.num_nodes(), dim = features.dim();
   if (dim != config_.in_dim) {
     return Status::InvalidArgument("CUDA model: features have " + std::to_string(dim) +
@@ -910,6 +996,7 @@ Result<bool> CudaModel::CacheRows(int64_t rows, int64_t dim, uint64_t bytes, uin
 
 Result<bool> CudaModel::HoldGraph(const sampler::CsrSource& graph, uint64_t device_bytes,
                                   int max_fanout) {
+  SKIFF_RETURN_IF_ERROR(UseDevice());
   if (!holds_features_) return false;  // batches would need their rows from the host
   if (const std::string why = SamplerDeclines(config_.num_layers, max_fanout); !why.empty()) {
     LogInfo(why + ": batches are sampled on the host");
@@ -934,6 +1021,7 @@ Result<bool> CudaModel::HoldGraph(const sampler::CsrSource& graph, uint64_t devi
 
 Status CudaModel::ApplyUpdate(const model::OptimizerConfig& config, int64_t step,
                               std::vector<std::vector<float>>& state) {
+  SKIFF_RETURN_IF_ERROR(UseDevice());
   cudaStream_t s = stream_.get();
   SKIFF_RETURN_IF_ERROR(EnsureParamsOnDevice());
   const int64_t total = offsets_.back();
@@ -981,6 +1069,7 @@ Status CudaModel::ApplyUpdate(const model::OptimizerConfig& config, int64_t step
 }
 
 Status CudaModel::ReadOptimizerState(std::vector<std::vector<float>>& state) {
+  SKIFF_RETURN_IF_ERROR(UseDevice());
   if (param_owner_ == Owner::kDevice) SKIFF_RETURN_IF_ERROR(DownloadParams());
   param_owner_ = Owner::kHost;
   if (moments_owner_ == Owner::kHost) return Status::Ok();
@@ -1016,15 +1105,23 @@ Result<model::Model::CudaPlacement> PlacementFor(uint64_t device_bytes, int64_t 
   return placement;
 }
 
-Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Model> host_model) {
+StepSumView StepSumOf(model::Model& cuda_model) {
+  auto* model = dynamic_cast<CudaModel*>(&cuda_model);
+  SKIFF_CHECK_MSG(model != nullptr, "StepSumOf takes a CUDA model");
+  return model->step_sum();
+}
+
+Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Model> host_model,
+                                                      int device) {
   SKIFF_CHECK(host_model != nullptr);
   const model::CudaMatmul matmul = host_model->config().cuda_matmul;
   SKIFF_RETURN_IF_ERROR(FirstDevice().status());
+  SKIFF_CUDA_RETURN(cudaSetDevice(device));
   SKIFF_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
   SKIFF_ASSIGN_OR_RETURN(CublasHandle cublas, CublasHandle::Create());
   SKIFF_ASSIGN_OR_RETURN(BatchStaging staging, BatchStaging::Create());
   auto model = std::make_unique<CudaModel>(
-      std::move(host_model), std::move(stream), std::move(cublas), std::move(staging),
+      std::move(host_model), device, std::move(stream), std::move(cublas), std::move(staging),
       matmul == model::CudaMatmul::kTf32 ? GemmPrecision::kTf32 : GemmPrecision::kFp32);
   SKIFF_RETURN_IF_ERROR(model->Init());
   return std::unique_ptr<model::Model>(std::move(model));

@@ -17,6 +17,9 @@
 // Thread safety: one thread at a time (like every Model).
 #pragma once
 
+#include <cuda_runtime.h>
+
+#include <cstddef>
 #include <memory>
 
 #include "skiff/model/model.h"
@@ -25,8 +28,22 @@
 namespace skiff::cuda {
 
 // Wraps `host_model` (a CPU model of the same config: its parameters are the starting point and
-// the host copy). Unavailable/Internal when the device, a stream or cuBLAS cannot be initialised.
-Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Model> host_model);
+// the host copy) on CUDA device `device` (an ordinal the machine has). Every call of the model
+// makes its device current first, so one thread may drive models on several devices.
+// Unavailable/Internal when the device, a stream or cuBLAS cannot be initialised.
+Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Model> host_model,
+                                                      int device = 0);
+
+// Where a CUDA model keeps its step sum (Model::AccumulateGradients): `count` floats at `sum` on
+// `device`, written on `stream` -- what a sum across replicas (replicas.h) all-reduces, on that
+// stream. `cuda_model` must come from CreateCudaModel (checked).
+struct StepSumView {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  float* sum = nullptr;
+  size_t count = 0;
+};
+StepSumView StepSumOf(model::Model& cuda_model);
 
 // Model::CudaPlacementFor on the first device: the rules of HoldFeatures and HoldGraph, before any
 // model exists. Internal from the CUDA runtime.

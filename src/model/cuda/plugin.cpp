@@ -7,6 +7,7 @@
 #include "kernels/cuda/device.cuh"
 #include "skiff/model/model.h"
 #include "src/model/cuda/cuda_model.h"
+#include "src/model/cuda/replicas.h"
 
 namespace {
 
@@ -27,6 +28,18 @@ extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCreateCudaM
   using skiff::Status;
   SKIFF_RETURN_IF_ERROR(CheckUsableDevice());
   auto model = skiff::cuda::CreateCudaModel(std::move(*host_model));
+  if (!model.ok()) return model.status();
+  *out = std::move(model).value();
+  return Status::Ok();
+}
+
+// Model::CreateCudaReplicas: a replica of `config` per GPU of `devices` (cuda::CreateCudaReplicas).
+extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCreateCudaReplicas(
+    const skiff::model::ModelConfig* config, const std::vector<int>* devices, int accumulate,
+    std::unique_ptr<skiff::model::Model>* out) {
+  using skiff::Status;
+  SKIFF_RETURN_IF_ERROR(CheckUsableDevice());
+  auto model = skiff::cuda::CreateCudaReplicas(*config, *devices, accumulate);
   if (!model.ok()) return model.status();
   *out = std::move(model).value();
   return Status::Ok();
