@@ -31,7 +31,7 @@ namespace {
 
 // The library's entry points (src/model/cuda/plugin.cpp).
 struct CudaLibrary {
-  Status (*create)(std::unique_ptr<Model>*, std::unique_ptr<Model>*) = nullptr;
+  Status (*create)(std::unique_ptr<Model>*, int, std::unique_ptr<Model>*) = nullptr;
   Status (*placement)(uint64_t, int64_t, int64_t, int64_t, int, int,
                       Model::CudaPlacement*) = nullptr;
   Status (*replicas)(const ModelConfig*, const std::vector<int>*, int,
@@ -86,16 +86,16 @@ Result<CudaLibrary> LoadCudaLibrary() {
 }  // namespace
 #endif
 
-Result<std::unique_ptr<Model>> Model::CreateCuda(const ModelConfig& config) {
+Result<std::unique_ptr<Model>> Model::CreateCuda(const ModelConfig& config, int slot) {
   // Validates the config (InvalidArgument before any device question).
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<Model> host_model, CreateCpu(config));
 #ifndef SKIFF_HAVE_CUDA
-  (void)host_model;
+  (void)host_model, (void)slot;
   return Status::Unavailable(kNoCudaBuild);
 #else
   SKIFF_ASSIGN_OR_RETURN(const CudaLibrary library, LoadCudaLibrary());
   std::unique_ptr<Model> model;
-  SKIFF_RETURN_IF_ERROR(library.create(&host_model, &model));
+  SKIFF_RETURN_IF_ERROR(library.create(&host_model, slot, &model));
   return model;
 #endif
 }

@@ -3,8 +3,10 @@
 # its step sums all-reduced by NCCL) trains the model `--device cuda` trains -- the same losses and
 # accuracies in every epoch and the same predictions, byte for byte, when the plain run repeats
 # itself byte for byte (else: losses within 1e-4 relative and classes of at least 99% of the nodes
-# alike). `--device cuda --accumulate 2` trains with the step's sum on the GPU; with two or more
-# GPUs, `--gpus 0,1` trains on both (2 batches per step). fp32 products throughout.
+# alike). `--device cuda --accumulate 2` trains with the step's sum on the GPU; two CUDA ranks
+# (mpirun, where it is installed) train as one CUDA process's --accumulate 2 (losses to rounding:
+# the ranks sum their loss totals in another order); with two or more GPUs, `--gpus 0,1` trains on
+# both (2 batches per step). fp32 products throughout.
 # Without a usable CUDA device, or in a build without CUDA, it skips (77).
 #   cuda_gpus.sh SKIFF DATASETS_DIR WORK_DIR   (SKIFF may be a command: "pack/run skiff")
 set -euo pipefail
@@ -12,14 +14,15 @@ read -ra skiff <<< "$1"
 work="$3"
 rm -rf "$work"; mkdir -p "$work"; cd "$work"
 "${skiff[@]}" generate --preset small --out ds > /dev/null 2>&1
-model=(--epochs 3 --threads 2 --cuda-matmul fp32)
+model=(--epochs 3 --cuda-matmul fp32)
 
-# train NAME ARGS...: a run with its metrics, log and exported predictions under NAME.
+# train NAME ARGS...: a run with its metrics, log and exported predictions under NAME, on
+# ${THREADS:-2} threads.
 train() {
   local name=$1
   shift
-  "${skiff[@]}" train ds --device cuda "${model[@]}" --metrics "$name.jsonl" --export "$name" \
-    "$@" > "$name.log" 2>&1 || { cat "$name.log"; return 1; }
+  "${skiff[@]}" train ds --device cuda "${model[@]}" --threads "${THREADS:-2}" \
+    --metrics "$name.jsonl" --export "$name" "$@" > "$name.log" 2>&1 || { cat "$name.log"; return 1; }
 }
 
 if ! train plain; then
@@ -69,6 +72,35 @@ PY
 train acc2 --accumulate 2
 grep -q "2 batches per optimiser step" acc2.log && grep -q "gradients of a step summed on the GPU" acc2.log ||
   { echo "--accumulate 2 did not sum its steps on the GPU"; cat acc2.log; exit 1; }
+
+# Two CUDA ranks (each on its machine rank's GPU, here both on GPU 0 when there is one) compute
+# what one CUDA process's --accumulate 2 computes: the same losses and accuracies (exactly when the
+# plain run repeats itself exactly: the ranks sum the same device gradients in the same order).
+if command -v mpirun > /dev/null; then
+  THREADS=1 train acc2t1 --accumulate 2
+  timeout 600 mpirun --oversubscribe --allow-run-as-root -np 2 "${skiff[@]}" train ds --device cuda \
+    "${model[@]}" --threads 1 --distributed --metrics ranks.jsonl --export ranks > ranks.log 2>&1 ||
+    { cat ranks.log; exit 1; }
+  grep -q "gradients are summed on the host through MPI" ranks.log ||
+    { echo "the ranks did not train on the GPU"; cat ranks.log; exit 1; }
+  python3 - plain again acc2t1 ranks <<'PY'
+import json, sys
+def epochs(name):
+    return [(e["loss"], e["valid_acc"]) for e in map(json.loads, open(name + ".jsonl")) if "epoch" in e]
+plain, again, one, ranks = sys.argv[1:]
+exact = epochs(plain) == epochs(again)
+a, b = epochs(one), epochs(ranks)
+assert len(a) == len(b) == 3, (a, b)
+for (la, va), (lb, vb) in zip(a, b):
+    if exact:
+        assert abs(la - lb) <= 1e-12 * abs(la) and va == vb, (a, b)
+    else:
+        assert abs(la - lb) <= 1e-4 * max(1.0, abs(la)), (a, b)
+print("2 CUDA ranks train as one CUDA process with --accumulate 2")
+PY
+else
+  echo "no mpirun here: CUDA ranks not run"
+fi
 
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l || echo 0)
 if ((gpus >= 2)); then

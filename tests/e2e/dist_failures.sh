@@ -3,7 +3,8 @@
 # hang: SIGKILL of rank 1 mid-run ends the job in under 30 s, naming the rank, and the last
 # checkpoint is intact and resumes; a stopped rank (SIGSTOP) is caught by --dist-timeout, whose
 # message names the operation and the silent rank. Both with replicated data and with owned
-# partitions (whose ranks also exchange rows each hop). (`timeout` only guards against a hang.)
+# partitions (whose ranks also exchange rows each hop). CUDA ranks on a machine without a GPU stop
+# with the reason. (`timeout` only guards against a hang.)
 #   bash dist_failures.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -euo pipefail
 SKIFF=$1
@@ -80,3 +81,14 @@ for MODE in replicated owned; do
     job.log || { echo "FAIL: the timeout does not name the rank"; cat job.log; exit 1; }
   echo "$MODE: SIGSTOP of rank 1: caught by --dist-timeout: OK"
 done
+
+# CUDA ranks on a machine without a usable GPU: every rank stops with the reason, never a hang.
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  status=0
+  "${MPI[@]}" -np 2 "$SKIFF" train small --device cuda --distributed --threads 1 > cuda.log 2>&1 ||
+    status=$?
+  [ $status -ne 0 ] && [ $status -ne 124 ] || { echo "FAIL: CUDA ranks without a GPU: $status"; cat cuda.log; exit 1; }
+  grep -q "no usable CUDA device\|has no CUDA support" cuda.log ||
+    { echo "FAIL: CUDA ranks without a GPU do not say why"; cat cuda.log; exit 1; }
+  echo "CUDA ranks without a GPU: refused with the reason: OK"
+fi

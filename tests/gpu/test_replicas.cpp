@@ -7,9 +7,13 @@
 //   - one GPU's steps over 3 batches follow the CPU model's --accumulate 3 within the tolerance;
 //   - with two or more GPUs, a group over GPUs 0 and 1 follows one GPU accumulating 2 batches per
 //     step within the tolerance, and its replicas hold the same parameters (MESSAGE otherwise).
+//   - ComputeGradients (what a data-parallel CUDA rank calls) leaves the batch's gradients in the
+//     host tensors and its loss in the device totals, and the next update takes them.
 // Where NCCL is missing (no nccl.h in the build, or libnccl.so.2 absent) the NCCL cases say so.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <string>
@@ -158,4 +162,33 @@ TEST_CASE("replicas: two GPUs follow one GPU accumulating the same batches") {
   gpu_testing::CheckParametersClose(*two, *one, "GPUs 0, 1 vs GPU 0 --accumulate 2:");
   auto& group = dynamic_cast<ReplicaGroup&>(*two);
   CHECK(Flatten(group.replica(1)) == Flatten(group.replica(0)));
+}
+
+TEST_CASE(
+    "cuda model: ComputeGradients gives the host the batch's gradients, as a rank sums them") {
+  const std::vector<Batch> batches = Batches(3);
+  auto gpu = Model::CreateCuda(Config());
+  auto cpu = Model::CreateCpu(Config());
+  REQUIRE_MESSAGE(gpu.ok(), gpu.status().ToString());
+  REQUIRE(cpu.ok());
+  Optimizer opt_gpu(**gpu, Sgd()), opt_cpu(**cpu, Sgd());
+  for (size_t b = 0; b < batches.size(); ++b) {
+    CAPTURE(b);
+    SKIFF_REQUIRE_OK((*gpu)->ComputeGradients(batches[b].input(), 700 + b));
+    SKIFF_REQUIRE_OK((*cpu)->ComputeGradients(batches[b].input(), 700 + b));
+    const std::vector<Parameter> pg = (*gpu)->Parameters(), pc = (*cpu)->Parameters();
+    for (size_t i = 0; i < pg.size(); ++i) {
+      std::vector<float> g(pg[i].grad, pg[i].grad + pg[i].size());
+      gpu_testing::CheckClose(g, pc[i].grad, static_cast<size_t>(pc[i].size()), pc[i].name);
+    }
+    // The update takes the host gradients (a rank's step mean is written there).
+    SKIFF_REQUIRE_OK(opt_gpu.Step());
+    SKIFF_REQUIRE_OK(opt_cpu.Step());
+  }
+  gpu_testing::CheckParametersClose(**gpu, **cpu, "after 3 host-summed steps:");
+  auto tg = (*gpu)->TakeLossTotals();
+  auto tc = (*cpu)->TakeLossTotals();
+  SKIFF_REQUIRE_OK(tg.status());
+  CHECK(tg->labelled == tc->labelled);
+  CHECK(std::fabs(tg->loss_sum - tc->loss_sum) <= 1e-4 * std::max(1.0, std::fabs(tc->loss_sum)));
 }

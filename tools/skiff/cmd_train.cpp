@@ -391,9 +391,9 @@ Status RestoreForRun(train::Trainer& trainer, const std::optional<train::Checkpo
 // dataset (every partition resident, or within --memory), fed its share of every pass's batches
 // (train/trainer.h), rank 0 alone printing and writing. Every rank checks first that all hold the
 // same dataset and options.
-Status TrainReplicated(const TrainCliOptions& o, train::TrainOptions t, format::Dataset* ds,
-                       uint64_t memory_bytes, const std::optional<train::Checkpoint>& resume,
-                       dist::Communicator& comm) {
+Status TrainReplicated(const TrainCliOptions& o, train::TrainOptions t, Device device,
+                       format::Dataset* ds, uint64_t memory_bytes,
+                       const std::optional<train::Checkpoint>& resume, dist::Communicator& comm) {
   const bool lead = comm.rank() == 0;
   QuietUnlessLead(lead, &t);
   SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
@@ -403,29 +403,46 @@ Status TrainReplicated(const TrainCliOptions& o, train::TrainOptions t, format::
         " follows one process's buffer states; data-parallel ranks draw the in-memory plan's "
         "batches out of core: use --sampling exact");
   }
+  // A CUDA rank takes the GPU of its rank on its machine (mod the machine's GPUs).
+  int slot = 0;
+  if (device == Device::kCuda) {
+    SKIFF_ASSIGN_OR_RETURN(slot, LocalRank(comm));
+  }
+  CudaRuntimeShare cuda{.used = device == Device::kCuda};
   SKIFF_ASSIGN_OR_RETURN(const pipeline::ComputeSite site,
-                         ComputeSiteFor(Device::kCpu, ds->manifest(), t, nullptr));
+                         ComputeSiteFor(device, ds->manifest(), t, &cuda.as_loaded));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::OutOfCoreTraining> engine,
                          OpenEngine(o, t, memory_bytes, site, ds));
+  const uint64_t rss_before_model = CurrentRssBytes();
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
-                         train::Trainer::Create(engine->data, t, ModelFactoryFor(Device::kCpu)));
+                         train::Trainer::Create(engine->data, t, ModelFactoryFor(device, slot)));
+  if (device == Device::kCuda) {
+    cuda.as_loaded += std::max(CurrentRssBytes(), rss_before_model) - rss_before_model;
+    cuda.cuda_files_loaded = CudaLibraryFileRssBytes();
+  }
   SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
   pipeline::AttachOutOfCore(trainer.get(), engine.get(), t, t.show_progress);
+  SKIFF_RETURN_IF_ERROR(OfferFeaturesToDevice(site, memory_bytes, trainer.get()));
   SKIFF_RETURN_IF_ERROR(RestoreForRun(*trainer, resume, o.resume, lead));
   if (lead) {
-    LogTraining(o.dataset, t, engine->data.train.size(), trainer->model(), Device::kCpu);
+    LogTraining(o.dataset, t, engine->data.train.size(), trainer->model(), device);
     LogInfo(DescribeSteps(comm.size(), t.accumulate));
+    if (device == Device::kCuda) {
+      LogInfo(
+          "each rank trains on the GPU of its rank on its machine (mod the machine's GPUs); "
+          "gradients are summed on the host through MPI");
+    }
   }
   const RssParts resident_when_loaded = CurrentRssParts();
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
   SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));
   if (!lead) return Status::Ok();
   SKIFF_ASSIGN_OR_RETURN(const Inference inference,
-                         ResolveInference(Inference::kAuto, Device::kCpu, memory_bytes));
+                         ResolveInference(Inference::kAuto, device, memory_bytes));
   PrintSummary(summary, t);
   SKIFF_RETURN_IF_ERROR(Export(o, *ds, t, static_cast<int64_t>(summary.epochs.size()) - 1,
                                inference, std::move(trainer), std::move(engine)));
-  PrintPeakRss(memory_bytes, CudaRuntimeShare{}, resident_when_loaded);
+  PrintPeakRss(memory_bytes, cuda, resident_when_loaded);
   return Status::Ok();
 }
 
@@ -524,7 +541,7 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   if (!o.batch_digest.empty()) {
     return Status::InvalidArgument("--batch-digest applies to --ownership partitions");
   }
-  if (comm.size() > 1) return TrainReplicated(o, t, ds.get(), memory_bytes, resume, comm);
+  if (comm.size() > 1) return TrainReplicated(o, t, device, ds.get(), memory_bytes, resume, comm);
 
   // The CUDA runtime's resident pages are outside the budget (docs/pipeline.md): measured as it
   // loads (here, and as the model creates its context), then its libraries' pages to exit, and

@@ -61,9 +61,10 @@ uint64_t CudaLibraryFileRssBytes() {
   return MappedFileRssBytes(kCudaLibraries);
 }
 
-train::ModelFactory ModelFactoryFor(Device device) {
-  return device == Device::kCuda ? train::ModelFactory(model::Model::CreateCuda)
-                                 : train::ModelFactory(nullptr);
+train::ModelFactory ModelFactoryFor(Device device, int slot) {
+  if (device != Device::kCuda) return nullptr;
+  return
+      [slot](const model::ModelConfig& config) { return model::Model::CreateCuda(config, slot); };
 }
 
 Result<std::vector<int>> ParseGpuList(const std::string& text) {

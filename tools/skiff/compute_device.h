@@ -49,8 +49,9 @@ Result<pipeline::ComputeSite> ComputeSiteFor(Device device, const format::Manife
 // counts that growth, to exit, in the CUDA runtime's share of its peak (docs/pipeline.md).
 uint64_t CudaLibraryFileRssBytes();
 
-// The model factory Trainer::Create takes for `device`.
-train::ModelFactory ModelFactoryFor(Device device);
+// The model factory Trainer::Create takes for `device`; a CUDA model on GPU `slot` mod the
+// number of GPUs (Model::CreateCuda).
+train::ModelFactory ModelFactoryFor(Device device, int slot = 0);
 
 // --gpus: CUDA ordinals, each once ("0,1,3"); InvalidArgument naming the item that is not one.
 // Empty text: no list.

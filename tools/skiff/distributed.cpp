@@ -1,5 +1,7 @@
 #include "tools/skiff/distributed.h"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -103,13 +105,13 @@ Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
   const std::string what = owned       ? "--ownership partitions"
                            : ranks > 1 ? "--distributed (" + std::to_string(ranks) + " ranks)"
                                        : "--accumulate";
-  // One process's steps over several batches sum on its GPU (model/replica_group.h); ranks and
-  // owned partitions sum on the host, which the CUDA model does not compute into.
-  const bool device_sums = ranks == 1 && !owned && t.task == train::Task::kNode;
-  if (device != Device::kCpu && !device_sums) {
+  // One process's steps over several batches sum on its GPU (model/replica_group.h), and
+  // replicated CUDA ranks copy each batch's gradients to the host, where they are summed as a CPU
+  // rank's; owned partitions and link steps sum on the host from host models only.
+  if (device != Device::kCpu && (owned || t.task != train::Task::kNode)) {
     return Status::InvalidArgument(what + " runs on --device cpu" +
-                                   (t.task == train::Task::kNode ? "" : " with --task link") +
-                                   ": device gradients across ranks are not built yet");
+                                   (owned ? "" : " with --task link") +
+                                   ": device gradients are not built yet with it");
   }
   // One process feeds its steps from the pipeline, and so does a replicated rank (its share of
   // the plan's batches, given to its runner); an owned rank's batches come from its exchanges.
@@ -141,6 +143,17 @@ Status LogRankPeaks(dist::Communicator& comm, uint64_t memory_bytes) {
   }
   LogInfo(line);
   return Status::Ok();
+}
+
+Result<int> LocalRank(dist::Communicator& comm) {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) {
+    return Status::Internal("gethostname failed: the ranks of a machine cannot share its GPUs");
+  }
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<std::string> names, comm.AllGather(name, "host names"));
+  int local = 0;
+  for (int r = 0; r < comm.rank(); ++r) local += names[static_cast<size_t>(r)] == name ? 1 : 0;
+  return local;
 }
 
 Status CheckResumeWorldSize(int saved_world_size, int ranks, const std::string& checkpoint) {

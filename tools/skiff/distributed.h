@@ -17,7 +17,7 @@ namespace skiff::cli {
 
 // InvalidArgument, naming the option, for what a step over several batches (`ranks` > 1, or
 // --accumulate > 1), several GPUs (`gpus`, --gpus) or an owned-partition run does not do yet:
-// --device cuda with ranks, owned partitions or --task link steps; --gpus without --device cuda,
+// --device cuda with owned partitions or --task link steps; --gpus without --device cuda,
 // or with ranks, owned partitions, --task link, or --memory and more than one GPU; --memory or
 // --task link with owned partitions.
 Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
@@ -27,6 +27,10 @@ Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
 // with the budget each was given when `memory_bytes` > 0 (each rank's promise is its own peak
 // <= budget + the fixed overhead). A collective: every rank calls it. Nothing for one process.
 Status LogRankPeaks(dist::Communicator& comm, uint64_t memory_bytes);
+
+// This rank's rank among the ranks on its machine (those whose host name is its), from every
+// rank's host name: a collective, every rank calls it.
+Result<int> LocalRank(dist::Communicator& comm);
 
 // InvalidArgument when --resume's checkpoint was written by a job of another size, naming both.
 Status CheckResumeWorldSize(int saved_world_size, int ranks, const std::string& checkpoint);

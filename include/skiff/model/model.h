@@ -179,12 +179,13 @@ class Model {
   virtual ~Model() = default;
   // Creates a CPU model with freshly initialised parameters. InvalidArgument on a bad config.
   static Result<std::unique_ptr<Model>> CreateCpu(const ModelConfig& config);
-  // Creates a CUDA model for the first CUDA device. InvalidArgument on a bad config (checked
-  // first, as CreateCpu does); Unavailable, with the reason, when Skiff was built without CUDA,
-  // or when no CUDA device is usable. A CUDA model trains in device memory; its Parameters() are
-  // host copies brought up to date when asked for (src/model/cuda/cuda_model.h and docs/cuda.md,
-  // "GPU compute stage").
-  static Result<std::unique_ptr<Model>> CreateCuda(const ModelConfig& config);
+  // Creates a CUDA model on GPU `slot` mod the number of visible GPUs (0: the first; a
+  // data-parallel rank passes its rank on its machine, so the ranks of a machine spread over its
+  // GPUs). InvalidArgument on a bad config (checked first, as CreateCpu does); Unavailable, with
+  // the reason, when Skiff was built without CUDA, or when no CUDA device is usable. A CUDA model
+  // trains in device memory; its Parameters() are host copies brought up to date when asked for
+  // (src/model/cuda/cuda_model.h and docs/cuda.md, "GPU compute stage").
+  static Result<std::unique_ptr<Model>> CreateCuda(const ModelConfig& config, int slot = 0);
   // A model::ReplicaGroup of CUDA models (model/replica_group.h): one per GPU of `devices`, their
   // step sums added by NCCL, one optimiser step per `accumulate` global batches of
   // devices.size() batches; with no devices, one CUDA model on the first device that sums a step's
@@ -272,8 +273,9 @@ class Model {
   // TrainStep without the update, for a step over several batches (gradient accumulation, or a
   // data-parallel step): Forward, the loss (mean over the batch's labelled seeds), and this
   // batch's gradients alone in every Parameters() grad (zeroed first); adds the batch's loss
-  // statistics to the totals. For a model on the host (its grads are the host tensors).
-  Status ComputeGradients(const BatchInput& input, uint64_t dropout_seed);
+  // statistics to the totals. The grads are the host tensors: a device model computes on its
+  // device and copies the gradients into them.
+  virtual Status ComputeGradients(const BatchInput& input, uint64_t dropout_seed);
   // ComputeGradients with the batch's seeds cut into `parts` contiguous runs of nearly equal size
   // (micro-batches), each sliced out of the batch (sampler/batch_slice.h) and run forward and
   // backward before the next, so that only one part's activations are alive at once. Each part's

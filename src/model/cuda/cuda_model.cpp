@@ -214,6 +214,24 @@ class CudaModel final : public model::Model {
     return BatchConsumed();
   }
 
+  // The host contract of a step over several batches summed on the host (data-parallel ranks):
+  // the batch's gradients computed on the device, its loss in the device totals, and the
+  // gradients copied into the host tensors, which the next update takes.
+  Status ComputeGradients(const model::BatchInput& input, uint64_t dropout_seed) override {
+    SKIFF_RETURN_IF_ERROR(BatchGradients(input, dropout_seed));
+    host_grad_.resize(static_cast<size_t>(offsets_.back()));
+    SKIFF_CUDA_RETURN(cudaMemcpyAsync(host_grad_.data(), grads_dev_.get(),
+                                      sizeof(float) * host_grad_.size(), cudaMemcpyDeviceToHost,
+                                      stream_.get()));
+    SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
+    for (size_t i = 0; i < host_params_.size(); ++i) {
+      const model::Parameter& p = host_params_[i];
+      std::copy_n(host_grad_.data() + offsets_[i], p.size(), p.grad);
+    }
+    host_grads_current_ = true;
+    return BatchConsumed();
+  }
+
   // The step sum stays on the device: sum = g0, then sum += g (cuBLAS axpy with alpha 1, an exact
   // float addition per element, as GradientSum adds on the host).
   Status AccumulateGradients(const model::BatchInput& input, uint64_t dropout_seed) override {
@@ -1116,6 +1134,12 @@ Result<std::unique_ptr<model::Model>> CreateCudaModel(std::unique_ptr<model::Mod
   SKIFF_CHECK(host_model != nullptr);
   const model::CudaMatmul matmul = host_model->config().cuda_matmul;
   SKIFF_RETURN_IF_ERROR(FirstDevice().status());
+  int count = 0;
+  SKIFF_CUDA_RETURN(cudaGetDeviceCount(&count));
+  if (device < 0 || device >= count) {
+    return Status::InvalidArgument("CUDA model: there is no GPU " + std::to_string(device) +
+                                   ": this machine has " + std::to_string(count));
+  }
   SKIFF_CUDA_RETURN(cudaSetDevice(device));
   SKIFF_ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
   SKIFF_ASSIGN_OR_RETURN(CublasHandle cublas, CublasHandle::Create());

@@ -4,6 +4,8 @@
 //
 // The library's references to the core (Model, Status, the CPU model it starts from) resolve
 // against the executable that loads it (built with its symbols exported).
+#include <cuda_runtime.h>
+
 #include "kernels/cuda/device.cuh"
 #include "skiff/model/model.h"
 #include "src/model/cuda/cuda_model.h"
@@ -21,13 +23,17 @@ skiff::Status CheckUsableDevice() {
 
 }  // namespace
 
-// `host_model` is a CPU model of the config (the CUDA model starts from its parameters). Sets *out
-// and returns OK, or returns Unavailable (no usable device) or the model's error.
+// `host_model` is a CPU model of the config (the CUDA model starts from its parameters), placed
+// on GPU `slot` mod the number of GPUs. Sets *out and returns OK, or returns Unavailable (no usable
+// device) or the model's error.
 extern "C" __attribute__((visibility("default"))) skiff::Status SkiffCreateCudaModel(
-    std::unique_ptr<skiff::model::Model>* host_model, std::unique_ptr<skiff::model::Model>* out) {
+    std::unique_ptr<skiff::model::Model>* host_model, int slot,
+    std::unique_ptr<skiff::model::Model>* out) {
   using skiff::Status;
   SKIFF_RETURN_IF_ERROR(CheckUsableDevice());
-  auto model = skiff::cuda::CreateCudaModel(std::move(*host_model));
+  int count = 1;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count < 1) count = 1;
+  auto model = skiff::cuda::CreateCudaModel(std::move(*host_model), slot % count);
   if (!model.ok()) return model.status();
   *out = std::move(model).value();
   return Status::Ok();
