@@ -8,7 +8,9 @@
 #   - the CUDA run's `--export` embeddings equal `predict --device cuda` on its checkpoint, byte
 #     for byte (the same checkpoint, batches and device);
 #   - one epoch within `--memory` (out of core, the rows gathered on the host) on the device gives
-#     the in-memory epoch's loss (the features in device memory).
+#     the in-memory epoch's loss (the features in device memory);
+#   - one epoch of steps over 2 batches (--accumulate 2: the encoder's gradients summed on the
+#     host with the decoder's) on the device gives the CPU's loss within 1e-3 relative.
 # Without a usable CUDA device, or in a build without CUDA, it skips (77).
 #   cuda_link.sh SKIFF DATASETS_DIR WORK_DIR   (SKIFF may be a command: "pack/run skiff")
 set -euo pipefail
@@ -40,6 +42,9 @@ run gcn-cpu --device cpu --model gcn "${model[@]}" --epochs 3 --metrics gcn-cpu.
 cmp ex/embeddings.npy pred/embeddings.npy
 run ooc --device cuda --cuda-matmul fp32 "${model[@]}" --epochs 1 --memory 128MiB \
   --metrics ooc.jsonl
+run acc-cuda --device cuda --cuda-matmul fp32 "${model[@]}" --epochs 1 --accumulate 2 \
+  --metrics acc-cuda.jsonl
+run acc-cpu --device cpu "${model[@]}" --epochs 1 --accumulate 2 --metrics acc-cpu.jsonl
 python3 - <<'PY'
 import json, sys
 def lines(path):
@@ -61,6 +66,10 @@ held, ooc = lines("sage-cuda.jsonl")[0], lines("ooc.jsonl")[0]
 rel = abs(ooc["loss"] - held["loss"]) / max(abs(held["loss"]), 1e-12)
 print(f"epoch 0 within --memory: loss {ooc['loss']:.6f} vs in memory {held['loss']:.6f}")
 ok = ok and rel <= 1e-5
+gpu, cpu = lines("acc-cuda.jsonl")[0], lines("acc-cpu.jsonl")[0]
+rel = abs(gpu["loss"] - cpu["loss"]) / max(abs(cpu["loss"]), 1e-12)
+print(f"epoch 0 with --accumulate 2: loss cuda {gpu['loss']:.6f} cpu {cpu['loss']:.6f} (rel {rel:.2e})")
+ok = ok and rel <= 1e-3
 sys.exit(0 if ok else 1)
 PY
 echo OK

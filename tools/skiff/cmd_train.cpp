@@ -345,8 +345,14 @@ Status TrainLink(const TrainCliOptions& o, train::TrainOptions t, Device device,
   }
   LogInfo((memory_bytes > 0 ? "out of core: " : "in memory: ") + engine->ooc->Describe());
   if (memory_bytes > 0) LogInfo(engine->ooc->memory_plan().Describe());
-  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::LinkTrainer> trainer,
-                         train::LinkTrainer::Create(engine->data, t, ModelFactoryFor(device)));
+  // A CUDA rank takes the GPU of its rank on its machine, as for node classification.
+  int slot = 0;
+  if (device == Device::kCuda && comm.size() > 1) {
+    SKIFF_ASSIGN_OR_RETURN(slot, LocalRank(comm));
+  }
+  SKIFF_ASSIGN_OR_RETURN(
+      std::unique_ptr<train::LinkTrainer> trainer,
+      train::LinkTrainer::Create(engine->data, t, ModelFactoryFor(device, slot)));
   SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
   trainer->SetPassRunner(pipeline::MakeOutOfCoreLinkRunner(engine.get(), t, t.show_progress));
   trainer->SetEvalBatchEdges(engine->eval_batch_edges);

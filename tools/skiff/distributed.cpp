@@ -105,13 +105,13 @@ Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
   const std::string what = owned       ? "--ownership partitions"
                            : ranks > 1 ? "--distributed (" + std::to_string(ranks) + " ranks)"
                                        : "--accumulate";
-  // One process's steps over several batches sum on its GPU (model/replica_group.h), and
-  // replicated CUDA ranks copy each batch's gradients to the host, where they are summed as a CPU
-  // rank's; owned partitions and link steps sum on the host from host models only.
-  if (device != Device::kCpu && (owned || t.task != train::Task::kNode)) {
-    return Status::InvalidArgument(what + " runs on --device cpu" +
-                                   (owned ? "" : " with --task link") +
-                                   ": device gradients are not built yet with it");
+  // One process's node steps over several batches sum on its GPU (model/replica_group.h);
+  // replicated CUDA ranks, and link steps (whose encoder gives its gradients to the host for the
+  // decoder's), sum host copies as the CPU does. Owned partitions compute on the host.
+  if (device != Device::kCpu && owned) {
+    return Status::InvalidArgument(what +
+                                   " runs on --device cpu: each rank's batches come from "
+                                   "its exchanges, on the host");
   }
   // One process feeds its steps from the pipeline, and so does a replicated rank (its share of
   // the plan's batches, given to its runner); an owned rank's batches come from its exchanges.
