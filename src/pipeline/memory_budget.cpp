@@ -390,10 +390,13 @@ Result<MemoryPlan> DevicePlan(const MemoryBudgetInputs& in) {
 // scratch and the aggregation window.
 void AddComputeItems(const MemoryBudgetInputs& in, bool aggregated, uint64_t activations,
                      uint64_t part_bytes, MemoryPlan* plan) {
+  const auto replicas = static_cast<uint64_t>(std::max(in.device_replicas, 1));
+  const std::string each =
+      replicas > 1 ? " (each of " + std::to_string(replicas) + " device replicas)" : "";
   if (in.features_on_device) {
     // The device model packs each batch's structure into one of two pinned slots.
-    plan->items.push_back(
-        {"pinned staging of two batches for the device", 2 * BatchBytes(plan->train_batch, 0)});
+    plan->items.push_back({"pinned staging of two batches for the device" + each,
+                           replicas * 2 * BatchBytes(plan->train_batch, 0)});
     plan->items.push_back(
         {"feature upload to the device (before training)",
          std::min(kDeviceUploadBytes, static_cast<uint64_t>(in.num_nodes) *
@@ -404,14 +407,16 @@ void AddComputeItems(const MemoryBudgetInputs& in, bool aggregated, uint64_t act
     // its row cache misses) through two pinned chunks, keeping three int64 per input to choose
     // them.
     const auto inputs = static_cast<uint64_t>(plan->train_batch.input_nodes);
-    plan->items.push_back({"pinned staging of 2 batches (structure, row slots)",
-                           2 * (BatchBytes(plan->train_batch, 0) + 16 * inputs) * 5 / 4});
+    plan->items.push_back(
+        {"pinned staging of 2 batches (structure, row slots)" + each,
+         replicas * 2 * (BatchBytes(plan->train_batch, 0) + 16 * inputs) * 5 / 4});
     const uint64_t rows = 2 * inputs * static_cast<uint64_t>(in.feature_dim) * 4 * 5 / 4;
-    plan->items.push_back({"row upload: pinned chunks, per-input scratch",
-                           std::min(kDeviceRowChunkBytes, rows) + 24 * inputs});
+    plan->items.push_back({"row upload: pinned chunks, per-input scratch" + each,
+                           replicas * (std::min(kDeviceRowChunkBytes, rows) + 24 * inputs)});
     if (in.device_cache_rows > 0) {
-      plan->items.push_back({"device row cache index",
-                             model::RowSlots::HostBytes(in.num_nodes, in.device_cache_rows)});
+      plan->items.push_back(
+          {"device row cache index" + each,
+           replicas * model::RowSlots::HostBytes(in.num_nodes, in.device_cache_rows)});
     }
   } else if (in.external_model) {
     plan->items.push_back(

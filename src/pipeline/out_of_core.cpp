@@ -48,6 +48,7 @@ MemoryBudgetInputs BudgetInputs(const format::Manifest& m, const OutOfCoreOption
   in.graph_on_device = options.graph_on_device;
   in.device_compute = options.device_compute;
   in.device_cache_rows = options.device_cache_rows;
+  in.device_replicas = options.device_replicas;
   in.record_degrees = options.record_degrees;
   in.external_model = options.external_model;
   in.consumer_bytes = options.consumer_bytes;

@@ -79,6 +79,7 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
   o.graph_on_device = site.graph_on_device;
   o.device_compute = site.device;  // features_on_device implies it (MemoryBudgetInputs)
   o.device_cache_rows = site.device_cache_rows;
+  o.device_replicas = site.device_replicas;
   o.record_degrees = model::NeedsNodeDegrees(config.kind);
   o.gather_threads = RowGatherThreads(site, threads);
   o.micro_batches = options.micro_batches;

@@ -77,7 +77,6 @@ expect 2 "--gpus: GPU 1 is listed twice: each GPU holds one replica" train small
 expect 1 "--gpus needs --device cuda" train small --gpus 0
 expect 1 "--gpus is not built yet with --ownership partitions" train small --device cuda --gpus 0 --ownership partitions
 expect 1 "--gpus trains node classification: --task link is not built yet with it" train small --device cuda --gpus 0 --task link
-expect 1 "--gpus with more than one GPU trains in memory" train small --device cuda --gpus 0,1 --memory 64MiB
 expect 1 "--ownership partitions runs on --device cpu" train small --device cuda --ownership partitions
 # Without a usable GPU, --device cuda stops before any planning or I/O, naming the way out.
 if ! nvidia-smi -L > /dev/null 2>&1; then

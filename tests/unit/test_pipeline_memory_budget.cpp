@@ -401,6 +401,25 @@ TEST_CASE("memory budget: a device model with the rows on the host stages them, 
   REQUIRE(uncached.ok());
   CHECK(item(*uncached, "row cache index") == nullptr);
   CHECK(uncached->fixed_bytes + index->bytes == device->fixed_bytes);
+
+  // Replicas on 3 GPUs (--gpus): each stages its own batches and indexes its own cache.
+  in.device_cache_rows = 30000;
+  in.device_replicas = 3;
+  auto three = PlanMemory(in, degrees);
+  REQUIRE_MESSAGE(three.ok(), three.status().ToString());
+  CHECK(three->train_batch.input_nodes == device->train_batch.input_nodes);
+  const MemoryItem* staging3 = item(*three, "structure, row slots");
+  REQUIRE(staging3 != nullptr);
+  CHECK(staging3->name.find("each of 3 device replicas") != std::string::npos);
+  CHECK(staging3->bytes == 3 * staging->bytes);
+  const MemoryItem* upload3 = item(*three, "row upload:");
+  REQUIRE(upload3 != nullptr);
+  CHECK(upload3->bytes == 3 * upload->bytes);
+  const MemoryItem* index3 = item(*three, "row cache index");
+  REQUIRE(index3 != nullptr);
+  CHECK(index3->bytes == 3 * index->bytes);
+  CHECK(three->fixed_bytes ==
+        device->fixed_bytes + 2 * (staging->bytes + upload->bytes + index->bytes));
 }
 
 TEST_CASE("memory budget: activations computed in place need one hidden activation less") {

@@ -553,8 +553,9 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   // loads (here, and as the model creates its context), then its libraries' pages to exit, and
   // reported with the peak.
   CudaRuntimeShare cuda{.used = device == Device::kCuda};
-  SKIFF_ASSIGN_OR_RETURN(const pipeline::ComputeSite site,
+  SKIFF_ASSIGN_OR_RETURN(pipeline::ComputeSite site,
                          ComputeSiteFor(device, ds->manifest(), t, &cuda.as_loaded));
+  site.device_replicas = static_cast<int>(std::max<size_t>(gpus.size(), 1));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::OutOfCoreTraining> engine,
                          OpenEngine(o, t, memory_bytes, site, ds.get()));
   // The CUDA model loads cuBLAS and creates its streams and buffers.

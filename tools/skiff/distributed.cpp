@@ -69,14 +69,8 @@ std::string Difference(const json& first, const json& other, int rank) {
 namespace {
 
 // --gpus' refusals.
-Status CheckGpuOptions(const train::TrainOptions& t, int ranks, Device device,
-                       uint64_t memory_bytes, size_t gpus) {
+Status CheckGpuOptions(const train::TrainOptions& t, int ranks, Device device) {
   if (device != Device::kCuda) return Status::InvalidArgument("--gpus needs --device cuda");
-  if (memory_bytes > 0 && gpus > 1) {
-    return Status::InvalidArgument(
-        "--gpus with more than one GPU trains in memory: --memory plans one GPU's pinned staging "
-        "(several are not built yet)");
-  }
   if (ranks > 1) {
     return Status::InvalidArgument(
         "--gpus trains in one process: with --distributed each rank "
@@ -98,7 +92,7 @@ Status CheckGpuOptions(const train::TrainOptions& t, int ranks, Device device,
 Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
                         uint64_t memory_bytes, const std::vector<int>& gpus) {
   if (!gpus.empty()) {
-    SKIFF_RETURN_IF_ERROR(CheckGpuOptions(t, ranks, device, memory_bytes, gpus.size()));
+    SKIFF_RETURN_IF_ERROR(CheckGpuOptions(t, ranks, device));
   }
   const bool owned = t.ownership == train::Ownership::kPartitions;
   if (ranks == 1 && t.accumulate == 1 && !owned) return Status::Ok();

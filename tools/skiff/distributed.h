@@ -18,8 +18,7 @@ namespace skiff::cli {
 // InvalidArgument, naming the option, for what a step over several batches (`ranks` > 1, or
 // --accumulate > 1), several GPUs (`gpus`, --gpus) or an owned-partition run does not do yet:
 // --device cuda with owned partitions; --gpus without --device cuda,
-// or with ranks, owned partitions, --task link, or --memory and more than one GPU; --memory or
-// --task link with owned partitions.
+// or with ranks, owned partitions or --task link; --memory or --task link with owned partitions.
 Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
                         uint64_t memory_bytes, const std::vector<int>& gpus);
 

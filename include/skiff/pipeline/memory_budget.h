@@ -213,6 +213,9 @@ struct MemoryBudgetInputs {
   // 4 bytes per node and 8 per cached row. features_on_device implies device compute.
   bool device_compute = false;
   int64_t device_cache_rows = 0;
+  // With device compute: the model replicas it runs (--gpus: one per GPU), each with its own
+  // pinned staging, row upload chunks and row cache index, all counted once per replica.
+  int device_replicas = 1;
   // With features_on_device: the model also keeps the graph there and samples on the device
   // (Model::HoldGraph, --sampler device). The host then samples nothing and holds no adjacency:
   // a batch is its seeds and labels (in pinned staging), and the pool keeps no partition slot --

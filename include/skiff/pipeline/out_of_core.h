@@ -75,6 +75,7 @@ struct OutOfCoreOptions {
   // them there (MemoryBudgetInputs::device_compute).
   bool device_compute = false;
   int64_t device_cache_rows = 0;
+  int device_replicas = 1;  // MemoryBudgetInputs::device_replicas
   // With features_on_device, the graph too: the model samples on its device and the pipeline's
   // passes are not used (MemoryBudgetInputs::graph_on_device: a pool without partition slots).
   bool graph_on_device = false;

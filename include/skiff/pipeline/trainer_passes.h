@@ -68,6 +68,8 @@ struct ComputeSite {
   // holds no adjacency and samples nothing.
   bool features_on_device = false;
   bool graph_on_device = false;
+  // Model replicas on as many devices (--gpus), each staging its own batches.
+  int device_replicas = 1;
 };
 
 // Gather threads of the pipeline for `site` with `threads` threads in all: several (a quarter of
