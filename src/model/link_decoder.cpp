@@ -255,8 +255,9 @@ Status LinkDecoder::ScorePairs(const float* emb, int64_t rows, std::span<const i
   return Status::Ok();
 }
 
-Status LinkDecoder::ScoreCross(const float* emb, int64_t rows, std::span<const int32_t> src,
-                               std::span<const int32_t> cand, std::vector<float>* scores) const {
+Status LinkDecoder::Cross(const float* emb, int64_t rows, std::span<const int32_t> src,
+                          std::span<const int32_t> cand, bool alone,
+                          std::vector<float>* scores) const {
   SKIFF_RETURN_IF_ERROR(CheckEmbedding(emb, rows));
   SKIFF_RETURN_IF_ERROR(CheckIndices("src", src, rows));
   SKIFF_RETURN_IF_ERROR(CheckIndices("cand", cand, rows));
@@ -268,13 +269,27 @@ Status LinkDecoder::ScoreCross(const float* emb, int64_t rows, std::span<const i
     MlpScratch scratch;
     MlpForward(state_->params, config_.dim, config_.hidden_dim, emb, pair_src.data(),
                pair_dst.data(), n * k, &scratch, scores->data());
-  } else {
+  } else if (alone) {
     // Each score alone (not one GEMM): candidates equal to each other tie exactly, whatever the
     // number of candidates of the call, so rankings do not depend on how they were chunked.
     cpu::CrossPairScores(emb, config_.dim, src.data(), n, cand.data(), k, state_->relation(),
                          scores->data());
+  } else {
+    cpu::CrossScores(emb, config_.dim, src.data(), n, cand.data(), k, state_->relation(),
+                     scores->data());
   }
   return Status::Ok();
+}
+
+Status LinkDecoder::ScoreCross(const float* emb, int64_t rows, std::span<const int32_t> src,
+                               std::span<const int32_t> cand, std::vector<float>* scores) const {
+  return Cross(emb, rows, src, cand, /*alone=*/false, scores);
+}
+
+Status LinkDecoder::ScoreCandidates(const float* emb, int64_t rows, int32_t src,
+                                    std::span<const int32_t> cand,
+                                    std::vector<float>* scores) const {
+  return Cross(emb, rows, std::span<const int32_t>(&src, 1), cand, /*alone=*/true, scores);
 }
 
 Result<LinkLossResult> LinkDecoder::LossAndGrad(const float* emb, int64_t rows,

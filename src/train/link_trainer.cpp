@@ -610,11 +610,9 @@ Status LinkTrainer::RankAmongGiven(const std::vector<int64_t>& pairs, int64_t co
   const BatchEncoder encode = [&](std::span<const int64_t> batches, const EmbeddingSink& sink) {
     return EncodeBatches(batches, in.batch_nodes, sink);
   };
-  std::vector<int32_t> src(1);
   const CrossScorer score = [&](const float* emb, int64_t rows, int32_t s,
                                 std::span<const int32_t> cand, std::vector<float>* out) {
-    src[0] = s;
-    return decoder_->ScoreCross(emb, rows, src, cand, out);
+    return decoder_->ScoreCandidates(emb, rows, s, cand, out);
   };
   KnownFilter known = nullptr;
   if (options_.link.ranking == Ranking::kFiltered) {

@@ -98,12 +98,17 @@ class LinkDecoder {
   // size, or emb is null while there are rows.
   Status ScorePairs(const float* emb, int64_t rows, std::span<const int32_t> src,
                     std::span<const int32_t> dst, std::vector<float>* scores) const;
-  // Scores of each src[i] against every candidate cand[j]: scores[i*k+j] (n x k, resized). Dot
-  // and distmult score each pair as ScorePairs does (a double sum in column order), so equal
-  // candidates tie exactly and a score does not depend on the other candidates of the call; mlp
-  // scores the pairs through its GEMMs. InvalidArgument as ScorePairs.
+  // Scores of each src[i] against every candidate cand[j]: scores[i*k+j] (n x k, resized), through
+  // one GEMM (dot, distmult) whose rounding may depend on a pair's place in the call.
+  // InvalidArgument as ScorePairs.
   Status ScoreCross(const float* emb, int64_t rows, std::span<const int32_t> src,
                     std::span<const int32_t> cand, std::vector<float>* scores) const;
+  // Scores of `src` against each candidate (ranking): dot and distmult score each pair as
+  // ScorePairs does (a double sum in column order), so equal candidates tie exactly and a score
+  // does not depend on the other candidates of the call (1.2-1.3x a one-row GEMM's time); mlp as
+  // ScoreCross. InvalidArgument as ScorePairs.
+  Status ScoreCandidates(const float* emb, int64_t rows, int32_t src, std::span<const int32_t> cand,
+                         std::vector<float>* scores) const;
   // The loss of one training batch and its gradients: writes d loss / d emb into grad_emb
   // (rows x dim; zeroed first, so overwritten) and ACCUMULATES the decoder parameters' gradients
   // (Parameters()[i].grad). InvalidArgument on indices out of range, pos_src and pos_dst of
@@ -124,6 +129,9 @@ class LinkDecoder {
   // LossAndGrad for LinkLoss::kGae, its arguments checked.
   Result<LinkLossResult> GaeLossAndGrad(const float* emb, int64_t rows, const EdgeBatchRows& batch,
                                         float* grad_emb);
+  // ScoreCross (`alone` false) and ScoreCandidates (`alone` true, each pair as ScorePairs).
+  Status Cross(const float* emb, int64_t rows, std::span<const int32_t> src,
+               std::span<const int32_t> cand, bool alone, std::vector<float>* scores) const;
 
   // Constant after construction.
   DecoderConfig config_;
