@@ -105,8 +105,8 @@ class LinkDecoder {
                     std::span<const int32_t> cand, std::vector<float>* scores) const;
   // Scores of `src` against each candidate (ranking): dot and distmult score each pair as
   // ScorePairs does (a double sum in column order), so equal candidates tie exactly and a score
-  // does not depend on the other candidates of the call (1.2-1.3x a one-row GEMM's time); mlp as
-  // ScoreCross. InvalidArgument as ScorePairs.
+  // does not depend on the other candidates of the call (about a one-row GEMM's time,
+  // BENCHMARKS.md, "Link scores"); mlp as ScoreCross. InvalidArgument as ScorePairs.
   Status ScoreCandidates(const float* emb, int64_t rows, int32_t src, std::span<const int32_t> cand,
                          std::vector<float>* scores) const;
   // The loss of one training batch and its gradients: writes d loss / d emb into grad_emb
