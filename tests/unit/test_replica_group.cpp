@@ -3,13 +3,16 @@
 // model accumulating the same batches does -- bitwise when each replica has one batch of the step
 // (the host sum adds in replica order = batch order), to float rounding otherwise; one replica
 // with accumulate 1 is the plain model's TrainStep, bitwise; the replicas stay identical, also
-// after the caller changes the parameters.
+// after the caller changes the parameters; an empty or mixed group is refused, and a failed sum
+// fails its step without an update.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "skiff/model/model.h"
@@ -190,6 +193,45 @@ TEST_CASE("parameters the caller changes reach every replica before the next ste
   CHECK(g->labelled == o->labelled);
   CHECK(g->correct == o->correct);
   CHECK(g->loss_sum == doctest::Approx(o->loss_sum).epsilon(1e-12));
+}
+
+TEST_CASE("a replica group refuses no replicas, and replicas of different models") {
+  ReplicaGroup::SumAcross none = [](std::span<Model* const>) { return Status::Ok(); };
+  auto empty = ReplicaGroup::Create({}, none, 1, "none");
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.status().code() == StatusCode::kInvalidArgument);
+  std::vector<std::unique_ptr<Model>> mixed;
+  ModelConfig other = Config();
+  other.hidden_dim = 12;
+  for (const ModelConfig& c : {Config(), other}) {
+    auto m = Model::CreateCpu(c);
+    REQUIRE(m.ok());
+    mixed.push_back(std::move(*m));
+  }
+  auto refused = ReplicaGroup::Create(std::move(mixed), none, 1, "mixed");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("different configs") != std::string::npos);
+}
+
+TEST_CASE("a failed sum across replicas fails the step, naming it") {
+  std::vector<std::unique_ptr<Model>> two;
+  for (int g = 0; g < 2; ++g) {
+    auto m = Model::CreateCpu(Config());
+    REQUIRE(m.ok());
+    two.push_back(std::move(*m));
+  }
+  ReplicaGroup::SumAcross broken = [](std::span<Model* const>) {
+    return Status::Internal("NCCL: all-reduce on GPU 1: unhandled cuda error");
+  };
+  auto group = ReplicaGroup::Create(std::move(two), broken, 1, "broken");
+  REQUIRE(group.ok());
+  const std::vector<Batch> batches = Batches(2);
+  Optimizer opt(**group, OptimizerConfig{});
+  REQUIRE((*group)->TrainStep(batches[0].input(), 1, opt).ok());  // the step is not complete
+  const Status st = (*group)->TrainStep(batches[1].input(), 2, opt);
+  CHECK(st.code() == StatusCode::kInternal);
+  CHECK(st.message().find("all-reduce on GPU 1") != std::string::npos);
+  CHECK(opt.steps() == 0);  // no update from a step whose sum failed
 }
 
 }  // namespace
