@@ -193,18 +193,7 @@ class CudaModel final : public model::Model {
     SKIFF_RETURN_IF_ERROR(ZeroDeviceGrads());
     SKIFF_RETURN_IF_ERROR(RunBackward(grad_out));
     SKIFF_RETURN_IF_ERROR(BatchConsumed());
-    host_grad_.resize(static_cast<size_t>(offsets_.back()));
-    SKIFF_CUDA_RETURN(cudaMemcpyAsync(host_grad_.data(), grads_dev_.get(),
-                                      sizeof(float) * host_grad_.size(), cudaMemcpyDeviceToHost,
-                                      s));
-    SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
-    for (size_t i = 0; i < host_params_.size(); ++i) {
-      const model::Parameter& p = host_params_[i];
-      const float* g = host_grad_.data() + offsets_[i];
-      for (int64_t j = 0; j < p.size(); ++j) p.grad[j] += g[j];
-    }
-    host_grads_current_ = true;  // the next update takes the host gradients
-    return Status::Ok();
+    return GradientsToHost(/*add=*/true);
   }
 
   Status TrainStep(const model::BatchInput& input, uint64_t dropout_seed,
@@ -219,16 +208,7 @@ class CudaModel final : public model::Model {
   // gradients copied into the host tensors, which the next update takes.
   Status ComputeGradients(const model::BatchInput& input, uint64_t dropout_seed) override {
     SKIFF_RETURN_IF_ERROR(BatchGradients(input, dropout_seed));
-    host_grad_.resize(static_cast<size_t>(offsets_.back()));
-    SKIFF_CUDA_RETURN(cudaMemcpyAsync(host_grad_.data(), grads_dev_.get(),
-                                      sizeof(float) * host_grad_.size(), cudaMemcpyDeviceToHost,
-                                      stream_.get()));
-    SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
-    for (size_t i = 0; i < host_params_.size(); ++i) {
-      const model::Parameter& p = host_params_[i];
-      std::copy_n(host_grad_.data() + offsets_[i], p.size(), p.grad);
-    }
-    host_grads_current_ = true;
+    SKIFF_RETURN_IF_ERROR(GradientsToHost(/*add=*/false));
     return BatchConsumed();
   }
 
@@ -385,6 +365,23 @@ class CudaModel final : public model::Model {
   // one thread can drive models on several devices (a replica group).
   Status UseDevice() const {
     SKIFF_CUDA_RETURN(cudaSetDevice(device_));
+    return Status::Ok();
+  }
+
+  // Copies the device gradients into the host tensors (added to them with `add`, else replacing
+  // them), waiting for the stream; the next update takes the host gradients.
+  Status GradientsToHost(bool add) {
+    host_grad_.resize(static_cast<size_t>(offsets_.back()));
+    SKIFF_CUDA_RETURN(cudaMemcpyAsync(host_grad_.data(), grads_dev_.get(),
+                                      sizeof(float) * host_grad_.size(), cudaMemcpyDeviceToHost,
+                                      stream_.get()));
+    SKIFF_RETURN_IF_ERROR(stream_.Synchronize());
+    for (size_t i = 0; i < host_params_.size(); ++i) {
+      const model::Parameter& p = host_params_[i];
+      const float* g = host_grad_.data() + offsets_[i];
+      for (int64_t j = 0; j < p.size(); ++j) p.grad[j] = add ? p.grad[j] + g[j] : g[j];
+    }
+    host_grads_current_ = true;
     return Status::Ok();
   }
 
