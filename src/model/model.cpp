@@ -111,6 +111,23 @@ Status Model::ComputeGradients(const BatchInput& input, uint64_t dropout_seed) {
   return Backward(step_grad_.data());
 }
 
+namespace {
+
+// Calls f(grad, sum, n) for every parameter of `params`, with its n gradients and its place in
+// `sum` (the parameters' gradients laid end to end).
+template <typename F>
+void ForEachGradient(const std::vector<Parameter>& params, std::span<float> sum, F f) {
+  size_t offset = 0;
+  for (const Parameter& p : params) {
+    const auto n = static_cast<size_t>(p.size());
+    SKIFF_CHECK(offset + n <= sum.size());
+    f(p.grad, sum.data() + offset, n);
+    offset += n;
+  }
+}
+
+}  // namespace
+
 std::span<float> Model::host_step_sum() {
   if (step_sum_.empty()) step_sum_.assign(static_cast<size_t>(NumParameters()), 0.0f);
   return step_sum_;
@@ -118,29 +135,18 @@ std::span<float> Model::host_step_sum() {
 
 Status Model::AccumulateGradients(const BatchInput& input, uint64_t dropout_seed) {
   SKIFF_RETURN_IF_ERROR(ComputeGradients(input, dropout_seed));
-  const std::span<float> sum = host_step_sum();
-  size_t offset = 0;
-  for (const Parameter& p : Parameters()) {
-    const auto n = static_cast<size_t>(p.size());
-    SKIFF_CHECK(offset + n <= sum.size());
-    for (size_t i = 0; i < n; ++i)
-      sum[offset + i] = step_empty_ ? p.grad[i] : sum[offset + i] + p.grad[i];
-    offset += n;
-  }
+  ForEachGradient(Parameters(), host_step_sum(), [this](const float* grad, float* sum, size_t n) {
+    for (size_t i = 0; i < n; ++i) sum[i] = step_empty_ ? grad[i] : sum[i] + grad[i];
+  });
   step_empty_ = false;
   return Status::Ok();
 }
 
 Status Model::LoadStepGradients(float scale) {
   const std::span<float> sum = host_step_sum();
-  size_t offset = 0;
-  for (const Parameter& p : Parameters()) {
-    const auto n = static_cast<size_t>(p.size());
-    SKIFF_CHECK(offset + n <= sum.size());
-    for (size_t i = 0; i < n; ++i)
-      p.grad[i] = scale == 1.0f ? sum[offset + i] : sum[offset + i] * scale;
-    offset += n;
-  }
+  ForEachGradient(Parameters(), sum, [scale](float* grad, const float* step, size_t n) {
+    for (size_t i = 0; i < n; ++i) grad[i] = scale == 1.0f ? step[i] : step[i] * scale;
+  });
   std::fill(sum.begin(), sum.end(), 0.0f);
   step_empty_ = true;
   return Status::Ok();
