@@ -30,7 +30,6 @@ Result<std::unique_ptr<DatasetPartitionSource>> DatasetPartitionSource::Open(
   }
   src->read_alignment_ = alignment;
   src->neighbor_bytes_ = format::DTypeBytes(m.neighbor_dtype);
-  SKIFF_ASSIGN_OR_RETURN(src->offsets_, dataset->LoadOffsets());
   if (m.partitions && m.partitions->boundaries.size() >= 2) {
     src->boundaries_ = m.partitions->boundaries;
   } else {
@@ -41,8 +40,31 @@ Result<std::unique_ptr<DatasetPartitionSource>> DatasetPartitionSource::Open(
     src->boundaries_.push_back(n);
     if (src->boundaries_.size() < 2) src->boundaries_ = {0, 0};
   }
+  SKIFF_RETURN_IF_ERROR(src->KeepPartitions(options.first_partition, options.end_partition));
+  if (src->boundaries_.front() == 0 && src->boundaries_.back() == m.num_nodes) {
+    SKIFF_ASSIGN_OR_RETURN(src->offsets_, dataset->LoadOffsets());
+  } else {
+    SKIFF_ASSIGN_OR_RETURN(
+        src->offsets_,
+        dataset->LoadOffsetsRange(src->begin_node(), src->end_node() - src->begin_node()));
+  }
   src->IndexBoundaries();
   return src;
+}
+
+Status DatasetPartitionSource::KeepPartitions(uint32_t first, uint32_t end) {
+  const auto count = static_cast<uint32_t>(boundaries_.size() - 1);
+  if (end == 0) end = count;
+  if (first == 0 && end == count) return Status::Ok();
+  if (!dataset_->manifest().partitions || first >= end || end > count) {
+    return Status::InvalidArgument(
+        dataset_->dir() + ": partitions [" + std::to_string(first) + ", " + std::to_string(end) +
+        ") asked of a dataset with " +
+        (dataset_->manifest().partitions ? std::to_string(count) : std::string("no")) +
+        " partitions");
+  }
+  boundaries_ = std::vector<int64_t>(boundaries_.begin() + first, boundaries_.begin() + end + 1);
+  return Status::Ok();
 }
 
 std::vector<Extent> DatasetPartitionSource::Extents(uint32_t p) const {
@@ -56,8 +78,8 @@ std::vector<Extent> DatasetPartitionSource::Extents(uint32_t p) const {
   } else {
     out[kFeatureExtent] = {kFeatureFile, 0, 0};
   }
-  const uint64_t e0 = static_cast<uint64_t>(offsets_[first]),
-                 e1 = static_cast<uint64_t>(offsets_[last]);
+  const uint64_t e0 = static_cast<uint64_t>(Offset(first)),
+                 e1 = static_cast<uint64_t>(Offset(last));
   out[kNeighborExtent] = {kNeighborFile, e0 * neighbor_bytes_, (e1 - e0) * neighbor_bytes_};
   return out;
 }
@@ -88,8 +110,8 @@ Status DatasetPartitionSource::CheckNeighborIds(uint64_t offset, const std::byte
   }
   if (bad < 0) return Status::Ok();
   const int64_t entry = static_cast<int64_t>(offset / neighbor_bytes_) + bad;
-  const int64_t node =
-      std::upper_bound(offsets_.begin(), offsets_.end(), entry) - offsets_.begin() - 1;
+  const int64_t node = begin_node() + (std::upper_bound(offsets_.begin(), offsets_.end(), entry) -
+                                       offsets_.begin() - 1);
   return format::NeighborOutOfRange(readers_[kNeighborFile]->path(), node, value, n);
 }
 
@@ -126,21 +148,21 @@ Status DatasetPartitionSource::CheckFeatureValues(uint64_t offset, const std::by
 }
 
 void DatasetPartitionSource::IndexBoundaries() {
-  const int64_t n = boundaries_.back();
+  const int64_t n = end_node() - begin_node();
   const int64_t mean = std::max<int64_t>(1, n / static_cast<int64_t>(num_partitions()));
   block_shift_ = std::bit_width(static_cast<uint64_t>(mean)) - 1;
   block_partition_.clear();
-  for (int64_t first = 0; first < n; first += int64_t{1} << block_shift_) {
+  for (int64_t first = begin_node(); first < end_node(); first += int64_t{1} << block_shift_) {
     block_partition_.push_back(static_cast<uint32_t>(
         std::upper_bound(boundaries_.begin(), boundaries_.end(), first) - boundaries_.begin() - 1));
   }
 }
 
 uint32_t DatasetPartitionSource::partition_of(int64_t node) const {
-  SKIFF_CHECK(node >= 0 && node < boundaries_.back());
+  SKIFF_CHECK(node >= begin_node() && node < end_node());
   // The partition of the block's first node, then forward past the boundaries inside the block
   // (blocks are no longer than the mean partition: usually none, one at most when balanced).
-  uint32_t p = block_partition_[static_cast<size_t>(node >> block_shift_)];
+  uint32_t p = block_partition_[static_cast<size_t>((node - begin_node()) >> block_shift_)];
   while (boundaries_[p + 1] <= node) ++p;
   return p;
 }
@@ -150,9 +172,8 @@ void DatasetPartitionSource::NeighborsFromPin(const PartitionPin& pin, int64_t n
   const uint32_t p = pin.partition();
   SKIFF_CHECK(node >= boundaries_[p] && node < boundaries_[p + 1]);
   const auto bytes = pin.extent(kNeighborExtent);
-  const std::byte* row =
-      bytes.data() + (offsets_[node] - offsets_[boundaries_[p]]) * neighbor_bytes_;
-  const auto degree = static_cast<size_t>(offsets_[node + 1] - offsets_[node]);
+  const std::byte* row = bytes.data() + (Offset(node) - Offset(boundaries_[p])) * neighbor_bytes_;
+  const auto degree = static_cast<size_t>(this->degree(node));
   out->resize(degree);
   if (degree == 0) return;
   if (neighbor_bytes_ == 8) {
@@ -169,7 +190,7 @@ void DatasetPartitionSource::NeighborsFromPin(const PartitionPin& pin, int64_t n
 void DatasetPartitionSource::PrefetchRowFromPin(const PartitionPin& pin, int64_t node) const {
   const uint32_t p = pin.partition();
   const std::byte* row = pin.extent(kNeighborExtent).data() +
-                         (offsets_[node] - offsets_[boundaries_[p]]) * neighbor_bytes_;
+                         (Offset(node) - Offset(boundaries_[p])) * neighbor_bytes_;
   // Every line of the row, up to kPrefetchRowLines: picks fall anywhere in it.
   constexpr uint64_t kLine = 64, kPrefetchRowLines = 4;
   const uint64_t bytes = static_cast<uint64_t>(degree(node)) * neighbor_bytes_;
@@ -186,9 +207,9 @@ void DatasetPartitionSource::NeighborsAtFromPin(const PartitionPin& pin, int64_t
                                                 int64_t* out) const {
   const uint32_t p = pin.partition();
   SKIFF_CHECK(node >= boundaries_[p] && node < boundaries_[p + 1]);
-  const int64_t degree = offsets_[node + 1] - offsets_[node];
+  const int64_t degree = this->degree(node);
   const std::byte* row = pin.extent(kNeighborExtent).data() +
-                         (offsets_[node] - offsets_[boundaries_[p]]) * neighbor_bytes_;
+                         (Offset(node) - Offset(boundaries_[p])) * neighbor_bytes_;
   for (size_t i = 0; i < positions.size(); ++i) {
     SKIFF_CHECK(positions[i] >= 0 && positions[i] < degree);
     const std::byte* at = row + positions[i] * neighbor_bytes_;
@@ -208,7 +229,7 @@ FineRead DatasetPartitionSource::FeatureRowRead(int64_t node, void* dst) const {
 }
 
 FineRead DatasetPartitionSource::AdjacencyRead(int64_t node, void* dst) const {
-  return FineRead{kNeighborFile, static_cast<uint64_t>(offsets_[node]) * neighbor_bytes_,
+  return FineRead{kNeighborFile, static_cast<uint64_t>(Offset(node)) * neighbor_bytes_,
                   static_cast<uint64_t>(degree(node)) * neighbor_bytes_, dst};
 }
 

@@ -793,23 +793,23 @@ constexpr int64_t kVerifyChunkNodes = 1 << 20;
 
 }  // namespace
 
+Result<std::vector<int64_t>> Dataset::LoadOffsetsRange(int64_t first, int64_t count) const {
+  SKIFF_CHECK(first >= 0 && count >= 0 && first + count <= manifest_.num_nodes);
+  SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* offsets_file, File(kOffsetsFile));
+  std::vector<int64_t> offsets;
+  SKIFF_RETURN_IF_ERROR(ReadInts(*offsets_file, DType::kInt64, first, count + 1, &offsets));
+  // Entry `first` is only checked against 0 and num_edges: the one before it is not read.
+  const int64_t previous = first == 0 ? 0 : std::max<int64_t>(offsets.front(), 0);
+  SKIFF_RETURN_IF_ERROR(CheckOffsets(offsets_file->path(), offsets, first, previous,
+                                     manifest_.num_nodes, manifest_.num_edges));
+  return offsets;
+}
+
 Status Dataset::LoadGraphRange(int64_t first, int64_t count, std::vector<int64_t>* offsets,
                                std::vector<int64_t>* neighbors) const {
   const int64_t n = manifest_.num_nodes;
-  SKIFF_CHECK(first >= 0 && count >= 0 && first + count <= n);
-  SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* offsets_file, File(kOffsetsFile));
   SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* neighbors_file, File(kNeighborsFile));
-  SKIFF_RETURN_IF_ERROR(ReadInts(*offsets_file, DType::kInt64, first, count + 1, offsets));
-  for (int64_t i = 0; i <= count; ++i) {
-    const int64_t at = (*offsets)[static_cast<size_t>(i)];
-    if (at < 0 || at > manifest_.num_edges || (i > 0 && at < (*offsets)[i - 1])) {
-      return Status::Corruption(dir_ + "/" + kOffsetsFile + ": the row of node " +
-                                std::to_string(first + std::max<int64_t>(i - 1, 0)) +
-                                " is malformed (offset " + std::to_string(at) +
-                                "; offsets never decrease and lie in [0, num_edges = " +
-                                std::to_string(manifest_.num_edges) + "])");
-    }
-  }
+  SKIFF_ASSIGN_OR_RETURN(*offsets, LoadOffsetsRange(first, count));
   const int64_t base = offsets->front();
   SKIFF_RETURN_IF_ERROR(
       ReadInts(*neighbors_file, manifest_.neighbor_dtype, base, offsets->back() - base, neighbors));

@@ -604,6 +604,75 @@ TEST_CASE("dataset partition source: partition_of over uneven and empty partitio
   }
 }
 
+TEST_CASE("dataset partition source: a range of partitions, renumbered, with its offsets alone") {
+  // Uneven partitions, an empty one inside the range: partitions [2, 5) are nodes [250, 2300).
+  const std::vector<int64_t> boundaries{0, 100, 250, 2200, 2200, 2300, 3000};
+  skiff::testing::TempDir dir;
+  REQUIRE(WritePartitionedDataset(dir / "ds", 3000, 0, 8, boundaries).ok());
+  auto ds = format::Dataset::Open(dir / "ds");
+  REQUIRE(ds.ok());
+  auto offsets = (*ds)->LoadOffsets();
+  auto nbrs = (*ds)->LoadNeighbors();
+  REQUIRE((offsets.ok() && nbrs.ok()));
+  auto range = (*ds)->LoadOffsetsRange(250, 2050);
+  REQUIRE(range.ok());
+  CHECK(*range == std::vector<int64_t>(offsets->begin() + 250, offsets->begin() + 2301));
+  auto src = DatasetPartitionSource::Open(ds->get(), {.first_partition = 2, .end_partition = 5});
+  REQUIRE(src.ok());
+  REQUIRE((*src)->num_partitions() == 3);
+  CHECK((*src)->begin_node() == 250);
+  CHECK((*src)->end_node() == 2300);
+  CHECK((*src)->first_node(0) == 250);
+  CHECK((*src)->partition_of(250) == 0);
+  CHECK((*src)->partition_of(2199) == 0);
+  CHECK((*src)->partition_of(2200) == 2);
+  CHECK((*src)->partition_of(2299) == 2);
+  for (int64_t v = 250; v < 2300; v += 13) {
+    CHECK((*src)->degree(v) == (*offsets)[v + 1] - (*offsets)[v]);
+  }
+  // Pins and fine reads give the range's bytes; the pool sizes its slots from the range alone.
+  BufferPoolOptions opt;
+  opt.budget_bytes = BufferPool::BudgetFor(**src, 1, opt);
+  opt.min_resident_partitions = 1;
+  auto pool = BufferPool::Create(src->get(), opt);
+  REQUIRE(pool.ok());
+  std::vector<int64_t> got;
+  for (uint32_t p : {0u, 2u}) {
+    auto pin = (*pool)->Pin(p);
+    REQUIRE(pin.ok());
+    for (int64_t v = (*src)->first_node(p); v < (*src)->first_node(p + 1); v += 11) {
+      (*src)->NeighborsFromPin(*pin, v, &got);
+      CHECK(got ==
+            std::vector<int64_t>(nbrs->begin() + (*offsets)[v], nbrs->begin() + (*offsets)[v + 1]));
+    }
+    const auto feats = pin->extent(DatasetPartitionSource::kFeatureExtent);
+    float f;
+    std::memcpy(&f, feats.data() + 4, 4);
+    CHECK(f == static_cast<float>((*src)->first_node(p) * 1000 + 1));
+  }
+  std::vector<float> row(8);
+  std::vector<int32_t> adj(16);
+  std::vector<FineRead> reads = {(*src)->FeatureRowRead(2250, row.data()),
+                                 (*src)->AdjacencyRead(2250, adj.data())};
+  REQUIRE((*pool)->ReadRanges(reads).ok());
+  CHECK(row[3] == static_cast<float>(2250 * 1000 + 3));
+  for (int64_t e = 0; e < (*src)->degree(2250); ++e) {
+    CHECK(adj[e] == (*nbrs)[(*offsets)[2250] + e]);
+  }
+  // A range the dataset does not have, or a range of an unpartitioned dataset.
+  CHECK(DatasetPartitionSource::Open(ds->get(), {.first_partition = 4, .end_partition = 9})
+            .status()
+            .code() == StatusCode::kInvalidArgument);
+  skiff::testing::TempDir flat;
+  REQUIRE(WritePartitionedDataset(flat / "ds", 100, 0, 4).ok());
+  auto unpartitioned = format::Dataset::Open(flat / "ds");
+  REQUIRE(unpartitioned.ok());
+  const auto refused =
+      DatasetPartitionSource::Open(unpartitioned->get(), {.first_partition = 1}).status();
+  CHECK(refused.code() == StatusCode::kInvalidArgument);
+  CHECK(refused.message().find("no partitions") != std::string::npos);
+}
+
 TEST_CASE("dataset partition source: unpartitioned datasets are split into fixed node ranges") {
   skiff::testing::TempDir dir;
   REQUIRE(WritePartitionedDataset(dir / "ds", 1000, 0, 8).ok());

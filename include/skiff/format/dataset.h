@@ -195,6 +195,9 @@ class Dataset {
   // makes the same checks per block).
   // Offsets start at 0, never decrease and end at num_edges.
   Result<std::vector<int64_t>> LoadOffsets() const;
+  // Entries first .. first + count of the offsets (the rows of nodes [first, first + count), as
+  // stored, not rebased), checked as LoadOffsets checks them.
+  Result<std::vector<int64_t>> LoadOffsetsRange(int64_t first, int64_t count) const;
   // Widened to int64; every ID in [0, num_nodes).
   Result<std::vector<int64_t>> LoadNeighbors() const;
   // The rows of nodes [first, first + count) alone: *offsets (count + 1 entries, rebased to start

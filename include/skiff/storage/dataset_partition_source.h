@@ -13,7 +13,9 @@
 // on (format/content_checks.h): every neighbour ID in [0, N) and every feature value finite, so
 // every byte the pool hands out has been verified and checked. The CSR offsets (8 bytes per node)
 // are loaded into memory at Open (checked by Dataset::LoadOffsets: from 0 to E, never
-// decreasing), which lets the source find any node's adjacency list for fine-grained reads.
+// decreasing), which lets the source find any node's adjacency list for fine-grained reads. A
+// source over a range of partitions (DatasetPartitionSourceOptions::first_partition) loads the
+// offsets of their nodes alone; its node-indexed calls take nodes of that range only (global IDs).
 //
 // Thread safety: immutable after Open; const methods may be called from many threads. The dataset
 // must outlive the source.
@@ -38,6 +40,12 @@ struct DatasetPartitionSourceOptions {
   // feature row on its device, the pool's slots then hold only what sampling reads. Feature rows
   // are still readable fine-grained (FeatureRowRead).
   bool adjacency_only = false;
+  // Only the dataset's partitions [first_partition, end_partition) (0: to the last), renumbered
+  // from 0: the pool, the pins and every node-indexed call see those alone, and the offsets of
+  // their nodes alone are loaded (a rank of an owned-partition run, train/node_ranges.h). A range
+  // needs a partitioned dataset.
+  uint32_t first_partition = 0;
+  uint32_t end_partition = 0;
 };
 
 class DatasetPartitionSource final : public PartitionSource {
@@ -60,12 +68,15 @@ class DatasetPartitionSource final : public PartitionSource {
                 uint64_t bytes) const override;
 
   int64_t first_node(uint32_t partition) const { return boundaries_[partition]; }
+  // The nodes this source covers: [begin_node(), end_node()) (all of them without a range).
+  int64_t begin_node() const { return boundaries_.front(); }
+  int64_t end_node() const { return boundaries_.back(); }
   // Whether a pinned partition's kFeatureExtent holds its feature rows (not adjacency_only).
   bool partitions_hold_features() const { return !adjacency_only_; }
   uint32_t partition_of(int64_t node) const;
-  int64_t degree(int64_t node) const { return offsets_[node + 1] - offsets_[node]; }
+  int64_t degree(int64_t node) const { return Offset(node + 1) - Offset(node); }
   // Start loading node's degree entry / its row in a pinned partition (PrefetchRead hints).
-  void PrefetchDegree(int64_t node) const { PrefetchRead(offsets_.data() + node); }
+  void PrefetchDegree(int64_t node) const { PrefetchRead(offsets_.data() + (node - begin_node())); }
   void PrefetchRowFromPin(const PartitionPin& pin, int64_t node) const;
   // Neighbour ids of `node` read from a pinned partition's neighbour extent (widened to int64).
   void NeighborsFromPin(const PartitionPin& pin, int64_t node, std::vector<int64_t>* out) const;
@@ -84,17 +95,22 @@ class DatasetPartitionSource final : public PartitionSource {
   // Verify's content checks of `bytes` bytes read at `offset` of graph.neighbors / features.bin.
   Status CheckNeighborIds(uint64_t offset, const std::byte* data, uint64_t bytes) const;
   Status CheckFeatureValues(uint64_t offset, const std::byte* data, uint64_t bytes) const;
+  // Keeps the partitions [first, end) of boundaries_ (end 0: to the last); InvalidArgument for a
+  // range the dataset does not have.
+  Status KeepPartitions(uint32_t first, uint32_t end);
   // Builds block_partition_ from boundaries_.
   void IndexBoundaries();
+  // The offsets entry of `node` (in [begin_node(), end_node()]).
+  int64_t Offset(int64_t node) const { return offsets_[static_cast<size_t>(node - begin_node())]; }
   const format::Dataset* dataset_ = nullptr;
   const format::ChecksummedFileReader* readers_[2] = {nullptr, nullptr};
   ReadFile files_[2];
   std::vector<int64_t> boundaries_;
-  // partition_of's index: the partition of node i << block_shift_, for each i (a binary search
-  // over the boundaries per sampled neighbour was 4% of the sampler's time).
+  // partition_of's index: the partition of node begin_node() + (i << block_shift_), for each i
+  // (a binary search over the boundaries per sampled neighbour was 4% of the sampler's time).
   std::vector<uint32_t> block_partition_;
   int block_shift_ = 0;
-  std::vector<int64_t> offsets_;
+  std::vector<int64_t> offsets_;  // entries begin_node() .. end_node()
   uint64_t neighbor_bytes_ = 4;
   uint32_t read_alignment_ = 4096;
   bool adjacency_only_ = false;
