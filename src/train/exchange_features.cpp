@@ -7,47 +7,17 @@
 namespace skiff::train {
 
 ExchangeFeatures::ExchangeFeatures(const NodeRanges& ranges, dist::Communicator* comm,
-                                   std::vector<float> rows, int64_t dim)
-    : ranges_(ranges),
-      comm_(comm),
-      begin_(ranges.begin(comm->rank())),
-      end_(ranges.end(comm->rank())),
-      dim_(dim),
-      rows_(std::move(rows)) {}
-
-Result<std::unique_ptr<ExchangeFeatures>> ExchangeFeatures::FromRows(const NodeRanges& ranges,
-                                                                     dist::Communicator* comm,
-                                                                     std::vector<float> rows,
-                                                                     int64_t dim) {
-  SKIFF_CHECK(comm != nullptr && ranges.size() == comm->size());
-  const int rank = comm->rank();
-  const int64_t count = ranges.end(rank) - ranges.begin(rank);
-  if (dim < 1 || static_cast<int64_t>(rows.size()) != count * dim) {
-    return Status::InvalidArgument("rank " + std::to_string(rank) + " owns " +
-                                   std::to_string(count) + " nodes but was given " +
-                                   std::to_string(rows.size()) + " feature values of width " +
-                                   std::to_string(dim));
-  }
-  return std::unique_ptr<ExchangeFeatures>(
-      new ExchangeFeatures(ranges, comm, std::move(rows), dim));
-}
-
-Result<std::unique_ptr<ExchangeFeatures>> ExchangeFeatures::Load(const format::Dataset& dataset,
-                                                                 const NodeRanges& ranges,
-                                                                 dist::Communicator* comm) {
-  SKIFF_CHECK(comm != nullptr);
-  const int rank = comm->rank();
-  const int64_t first = ranges.begin(rank), count = ranges.end(rank) - first;
-  const int64_t dim = dataset.manifest().feature_dim;
-  std::vector<float> rows(static_cast<size_t>(count * dim));
-  SKIFF_RETURN_IF_ERROR(dataset.ReadFeatureRows(first, count, rows.data()));
-  return FromRows(ranges, comm, std::move(rows), dim);
+                                   const OwnedRows* own)
+    : ranges_(ranges), comm_(comm), own_(own) {
+  SKIFF_CHECK(comm != nullptr && own != nullptr && ranges.size() == comm->size());
+  SKIFF_CHECK(own->begin() == ranges.begin(comm->rank()) && own->end() == ranges.end(comm->rank()));
 }
 
 Status ExchangeFeatures::Gather(std::span<const int64_t> nodes, float* out) const {
   const int ranks = comm_->size(), self = comm_->rank();
-  const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
-  // Per owner: the nodes asked for, and where each goes in `out`.
+  const auto width = static_cast<size_t>(dim());
+  const size_t row_bytes = width * sizeof(float);
+  // Per owner: the nodes asked for, and where each goes in `out` (this rank's own included).
   std::vector<std::vector<int64_t>> asked(static_cast<size_t>(ranks));
   std::vector<std::vector<size_t>> slots(static_cast<size_t>(ranks));
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -56,14 +26,16 @@ Status ExchangeFeatures::Gather(std::span<const int64_t> nodes, float* out) cons
       return Status::InvalidArgument("feature row of node " + std::to_string(v) + ", not in [0, " +
                                      std::to_string(num_nodes()) + ")");
     }
-    if (v >= begin_ && v < end_) {
-      std::memcpy(out + i * static_cast<size_t>(dim_), Row(v), row_bytes);
-      continue;
-    }
-    const int owner = ranges_.OwnerOf(v);
+    const int owner = own_->Owns(v) ? self : ranges_.OwnerOf(v);
     asked[owner].push_back(v);
     slots[owner].push_back(i);
   }
+  std::vector<float> rows(asked[self].size() * width);
+  SKIFF_RETURN_IF_ERROR(own_->Rows(asked[self], rows.data()));
+  for (size_t j = 0; j < slots[self].size(); ++j) {
+    std::memcpy(out + slots[self][j] * width, rows.data() + j * width, row_bytes);
+  }
+  asked[self].clear();
   std::vector<std::string> requests(static_cast<size_t>(ranks));
   uint64_t sent = 0, received = 0;
   for (int r = 0; r < ranks; ++r) {
@@ -79,17 +51,18 @@ Status ExchangeFeatures::Gather(std::span<const int64_t> nodes, float* out) cons
     if (r == self) continue;
     received += incoming[r].size();
     const size_t count = incoming[r].size() / sizeof(int64_t);
-    replies[r].resize(count * row_bytes);
-    for (size_t j = 0; j < count; ++j) {
-      int64_t v = 0;
-      std::memcpy(&v, incoming[r].data() + j * sizeof(int64_t), sizeof(v));
-      if (v < begin_ || v >= end_) {
+    std::vector<int64_t> wanted(count);
+    std::memcpy(wanted.data(), incoming[r].data(), count * sizeof(int64_t));
+    for (int64_t v : wanted) {
+      if (!own_->Owns(v)) {
         return Status::Internal("rank " + std::to_string(r) + " asked rank " +
                                 std::to_string(self) + " for the feature row of node " +
                                 std::to_string(v) + ", which it does not own");
       }
-      std::memcpy(replies[r].data() + j * row_bytes, Row(v), row_bytes);
     }
+    rows.resize(count * width);
+    SKIFF_RETURN_IF_ERROR(own_->Rows(wanted, rows.data()));
+    replies[r].assign(reinterpret_cast<const char*>(rows.data()), count * row_bytes);
     traffic_.rows_served += static_cast<int64_t>(count);
     sent += replies[r].size();
   }
@@ -104,8 +77,7 @@ Status ExchangeFeatures::Gather(std::span<const int64_t> nodes, float* out) cons
                               std::to_string(slots[r].size()) + " rows");
     }
     for (size_t j = 0; j < slots[r].size(); ++j) {
-      std::memcpy(out + slots[r][j] * static_cast<size_t>(dim_), answers[r].data() + j * row_bytes,
-                  row_bytes);
+      std::memcpy(out + slots[r][j] * width, answers[r].data() + j * row_bytes, row_bytes);
     }
   }
   traffic_.exchanges += 1;

@@ -34,50 +34,14 @@ Status Malformed(int rank, const std::string& what) {
 }  // namespace
 
 ExchangeGraph::ExchangeGraph(const NodeRanges& ranges, dist::Communicator* comm,
-                             std::vector<int64_t> offsets, std::vector<int64_t> neighbors)
-    : ranges_(ranges),
-      comm_(comm),
-      begin_(ranges.begin(comm->rank())),
-      end_(ranges.end(comm->rank())),
-      offsets_(std::move(offsets)),
-      neighbors_(std::move(neighbors)) {}
-
-Result<std::unique_ptr<ExchangeGraph>> ExchangeGraph::FromRows(const NodeRanges& ranges,
-                                                               dist::Communicator* comm,
-                                                               std::vector<int64_t> offsets,
-                                                               std::vector<int64_t> neighbors) {
-  SKIFF_CHECK(comm != nullptr && ranges.size() == comm->size());
-  const int rank = comm->rank();
-  const int64_t count = ranges.end(rank) - ranges.begin(rank);
-  if (static_cast<int64_t>(offsets.size()) != count + 1 || offsets.front() != 0 ||
-      offsets.back() != static_cast<int64_t>(neighbors.size())) {
-    return Status::InvalidArgument("rank " + std::to_string(rank) + " owns " +
-                                   std::to_string(count) + " nodes but was given " +
-                                   std::to_string(offsets.size()) + " offsets and " +
-                                   std::to_string(neighbors.size()) + " neighbours");
-  }
-  return std::unique_ptr<ExchangeGraph>(
-      new ExchangeGraph(ranges, comm, std::move(offsets), std::move(neighbors)));
-}
-
-Result<std::unique_ptr<ExchangeGraph>> ExchangeGraph::Load(const format::Dataset& dataset,
-                                                           const NodeRanges& ranges,
-                                                           dist::Communicator* comm) {
-  SKIFF_CHECK(comm != nullptr);
-  if (ranges.num_nodes() != dataset.manifest().num_nodes) {
-    return Status::InvalidArgument("the node ranges cover " + std::to_string(ranges.num_nodes()) +
-                                   " nodes, the dataset has " +
-                                   std::to_string(dataset.manifest().num_nodes));
-  }
-  const int rank = comm->rank();
-  std::vector<int64_t> offsets, neighbors;
-  SKIFF_RETURN_IF_ERROR(dataset.LoadGraphRange(
-      ranges.begin(rank), ranges.end(rank) - ranges.begin(rank), &offsets, &neighbors));
-  return FromRows(ranges, comm, std::move(offsets), std::move(neighbors));
+                             const OwnedRows* own)
+    : ranges_(ranges), comm_(comm), own_(own) {
+  SKIFF_CHECK(comm != nullptr && own != nullptr && ranges.size() == comm->size());
+  SKIFF_CHECK(own->begin() == ranges.begin(comm->rank()) && own->end() == ranges.end(comm->rank()));
 }
 
 int64_t ExchangeGraph::Degree(int64_t v) const {
-  if (Owns(v)) return OwnDegree(v);
+  if (own_->Owns(v)) return own_->Degree(v);
   const auto it = fetched_.find(v);
   SKIFF_CHECK_MSG(it != fetched_.end(), "a remote node was not announced before its degree");
   return it->second.degree;
@@ -85,13 +49,12 @@ int64_t ExchangeGraph::Degree(int64_t v) const {
 
 Status ExchangeGraph::NeighborsAt(int64_t v, std::span<const int64_t> positions,
                                   int64_t* out) const {
-  if (Owns(v)) {
-    const int64_t* row = Row(v);
-    for (size_t i = 0; i < positions.size(); ++i) out[i] = row[positions[i]];
+  if (own_->Owns(v) && own_->ListInMemory(v)) {
+    own_->NeighborsAt(v, positions, out);
     return Status::Ok();
   }
   const auto it = fetched_.find(v);
-  SKIFF_CHECK_MSG(it != fetched_.end(), "a remote node was not announced before its row");
+  SKIFF_CHECK_MSG(it != fetched_.end(), "a node was not announced before its row");
   const Fetched& f = it->second;
   if (f.whole) {
     for (size_t i = 0; i < positions.size(); ++i) out[i] = f.neighbors[positions[i]];
@@ -111,48 +74,108 @@ Status ExchangeGraph::NeighborsAt(int64_t v, std::span<const int64_t> positions,
   return Status::Ok();
 }
 
+ExchangeGraph::Fetched ExchangeGraph::Describe(
+    int64_t v, const Ask& ask,
+    const std::function<void(std::span<const int64_t>, int64_t*)>& at) const {
+  Fetched f;
+  f.degree = own_->Degree(v);
+  const int layers = static_cast<int>(ask.fanouts.size());
+  if (ask.hop == layers) return f;  // degree only
+  bool whole = false;
+  for (int l = 0; l <= layers - 1 - ask.hop; ++l) {
+    whole = whole || ask.fanouts[l] < 0 || ask.fanouts[l] >= f.degree;
+  }
+  if (whole) {
+    f.whole = true;
+    f.positions.resize(static_cast<size_t>(f.degree));
+    for (int64_t p = 0; p < f.degree; ++p) f.positions[static_cast<size_t>(p)] = p;
+  } else {
+    const int64_t k = SampleLength(ask.fanouts.data(), layers, ask.hop, f.degree);
+    if (k > 0) {
+      NodeDrawRng rng = NodeDrawRngFor(ask.draw_key, v);
+      sample_.resize(static_cast<size_t>(k));
+      f.positions.resize(static_cast<size_t>(k));
+      draw_.Draw(f.degree, k, rng, sample_.data());
+      sampler::SortPositions(f.degree, k, sample_.data(), f.positions.data());
+    }
+  }
+  f.neighbors.resize(f.positions.size());
+  at(f.positions, f.neighbors.data());
+  if (f.whole) f.positions.clear();
+  return f;
+}
+
+Status ExchangeGraph::DescribeOwn(std::span<const int64_t> nodes, const Ask& ask,
+                                  const Emit& emit) const {
+  const bool rows = ask.hop < static_cast<int>(ask.fanouts.size());
+  // The nodes whose lists are read, in order; the chunk read last covers read[first, next).
+  std::vector<size_t> read;
+  if (rows) {
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!own_->ListInMemory(nodes[i]) && own_->Degree(nodes[i]) > 0) read.push_back(i);
+    }
+  }
+  std::vector<int64_t> chunk_nodes, indptr, lists;
+  size_t first = 0, next = 0, cursor = 0;  // read[cursor] is the next node read
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const int64_t v = nodes[i];
+    if (!rows || own_->ListInMemory(v) || own_->Degree(v) == 0) {
+      SKIFF_RETURN_IF_ERROR(emit(i, Describe(v, ask, [&](std::span<const int64_t> p, int64_t* o) {
+                                   own_->NeighborsAt(v, p, o);
+                                 })));
+      continue;
+    }
+    if (cursor == next) {  // the next chunk, from node i on
+      first = next;
+      chunk_nodes.clear();
+      int64_t ids = 0;
+      while (next < read.size() &&
+             (next == first || ids + own_->Degree(nodes[read[next]]) <= kListChunkIds)) {
+        ids += own_->Degree(nodes[read[next]]);
+        chunk_nodes.push_back(nodes[read[next++]]);
+      }
+      SKIFF_RETURN_IF_ERROR(own_->Lists(chunk_nodes, &indptr, &lists));
+    }
+    const int64_t* row = lists.data() + indptr[cursor++ - first];
+    SKIFF_RETURN_IF_ERROR(emit(i, Describe(v, ask, [&](std::span<const int64_t> p, int64_t* o) {
+                                 for (size_t q = 0; q < p.size(); ++q) o[q] = row[p[q]];
+                               })));
+  }
+  return Status::Ok();
+}
+
 Result<std::vector<int64_t>> ExchangeGraph::Serve(std::span<const int64_t> request) const {
   std::vector<int64_t> reply;
   if (request.empty()) return reply;
   if (request.size() < 3) return Status::InvalidArgument("a request without its header");
-  const int hop = static_cast<int>(request[0]);
-  const auto draw_key = static_cast<uint64_t>(request[1]);
+  Ask ask;
+  ask.hop = static_cast<int>(request[0]);
+  ask.draw_key = static_cast<uint64_t>(request[1]);
   const int layers = static_cast<int>(request[2]);
-  if (layers < 1 || request.size() < 3 + static_cast<size_t>(layers) || hop < 0 || hop > layers) {
+  if (layers < 1 || request.size() < 3 + static_cast<size_t>(layers) || ask.hop < 0 ||
+      ask.hop > layers) {
     return Status::InvalidArgument("a request with a malformed header");
   }
-  std::vector<int> fanouts(request.begin() + 3, request.begin() + 3 + layers);
-  std::vector<int64_t> sample, sorted;
-  sampler::OrderedDraw draw;
-  for (size_t i = 3 + static_cast<size_t>(layers); i < request.size(); ++i) {
-    const int64_t v = request[i];
-    if (!Owns(v)) return Status::InvalidArgument("a request for node " + std::to_string(v));
-    const int64_t d = OwnDegree(v);
-    reply.push_back(d);
-    if (hop == layers) {
-      reply.push_back(kDegreeOnly);
-      continue;
-    }
-    bool whole = false;
-    for (int l = 0; l <= layers - 1 - hop; ++l) whole = whole || fanouts[l] < 0 || fanouts[l] >= d;
-    const int64_t* row = Row(v);
-    if (whole) {
-      reply.push_back(kWholeRow);
-      reply.insert(reply.end(), row, row + d);
-      continue;
-    }
-    const int64_t k = SampleLength(fanouts.data(), layers, hop, d);
-    reply.push_back(kSample);
-    reply.push_back(k);
-    if (k == 0) continue;
-    NodeDrawRng rng = NodeDrawRngFor(draw_key, v);
-    sample.resize(static_cast<size_t>(k));
-    sorted.resize(static_cast<size_t>(k));
-    draw.Draw(d, k, rng, sample.data());
-    sampler::SortPositions(d, k, sample.data(), sorted.data());
-    reply.insert(reply.end(), sorted.begin(), sorted.end());
-    for (int64_t p : sorted) reply.push_back(row[p]);
+  ask.fanouts.assign(request.begin() + 3, request.begin() + 3 + layers);
+  const std::span<const int64_t> nodes = request.subspan(3 + static_cast<size_t>(layers));
+  for (int64_t v : nodes) {
+    if (!own_->Owns(v)) return Status::InvalidArgument("a request for node " + std::to_string(v));
   }
+  SKIFF_RETURN_IF_ERROR(DescribeOwn(nodes, ask, [&](size_t, Fetched f) {
+    reply.push_back(f.degree);
+    if (ask.hop == layers) {
+      reply.push_back(kDegreeOnly);
+    } else if (f.whole) {
+      reply.push_back(kWholeRow);
+      reply.insert(reply.end(), f.neighbors.begin(), f.neighbors.end());
+    } else {
+      reply.push_back(kSample);
+      reply.push_back(static_cast<int64_t>(f.positions.size()));
+      reply.insert(reply.end(), f.positions.begin(), f.positions.end());
+      reply.insert(reply.end(), f.neighbors.begin(), f.neighbors.end());
+    }
+    return Status::Ok();
+  }));
   return reply;
 }
 
@@ -197,8 +220,20 @@ Status ExchangeGraph::WillExpand(const sampler::ExpandRequest& request) const {
                                  static_cast<int64_t>(request.fanouts.size())};
   header.insert(header.end(), request.fanouts.begin(), request.fanouts.end());
   std::vector<std::vector<int64_t>> asked(static_cast<size_t>(ranks));
+  std::vector<int64_t> own_read;  // own nodes whose lists are not in memory
   for (int64_t v : request.nodes) {
-    if (!Owns(v)) asked[static_cast<size_t>(ranges_.OwnerOf(v))].push_back(v);
+    if (!own_->Owns(v)) {
+      asked[static_cast<size_t>(ranges_.OwnerOf(v))].push_back(v);
+    } else if (!own_->ListInMemory(v)) {
+      own_read.push_back(v);
+    }
+  }
+  if (request.hop < static_cast<int>(request.fanouts.size()) && !own_read.empty()) {
+    const Ask ask{request.hop, request.draw_key, {request.fanouts.begin(), request.fanouts.end()}};
+    SKIFF_RETURN_IF_ERROR(DescribeOwn(own_read, ask, [&](size_t i, Fetched f) {
+      fetched_[own_read[i]] = std::move(f);
+      return Status::Ok();
+    }));
   }
   std::vector<std::string> requests(static_cast<size_t>(ranks));
   uint64_t sent = 0;

@@ -3,7 +3,8 @@
 namespace skiff::train {
 
 Result<std::unique_ptr<OwnedData>> LoadOwned(const format::Dataset& dataset,
-                                             dist::Communicator* comm) {
+                                             dist::Communicator* comm,
+                                             const OpenOwnedRows& open_rows) {
   SKIFF_CHECK(comm != nullptr);
   auto out = std::make_unique<OwnedData>();
   TrainData& d = out->data;
@@ -11,8 +12,15 @@ Result<std::unique_ptr<OwnedData>> LoadOwned(const format::Dataset& dataset,
   SKIFF_ASSIGN_OR_RETURN(NodeRanges ranges,
                          NodeRanges::ForDataset(dataset, splits.train, comm->size()));
   out->ranges = std::make_unique<NodeRanges>(std::move(ranges));
-  SKIFF_ASSIGN_OR_RETURN(out->graph, ExchangeGraph::Load(dataset, *out->ranges, comm));
-  SKIFF_ASSIGN_OR_RETURN(out->features, ExchangeFeatures::Load(dataset, *out->ranges, comm));
+  const NodeRanges& r = *out->ranges;
+  const int rank = comm->rank();
+  if (open_rows != nullptr) {
+    SKIFF_ASSIGN_OR_RETURN(out->own, open_rows(r, rank));
+  } else {
+    SKIFF_ASSIGN_OR_RETURN(out->own, InMemoryOwnedRows::Load(dataset, r.begin(rank), r.end(rank)));
+  }
+  out->graph = std::make_unique<ExchangeGraph>(r, comm, out->own.get());
+  out->features = std::make_unique<ExchangeFeatures>(r, comm, out->own.get());
   d.graph = out->graph.get();
   d.features = out->features.get();
   SKIFF_ASSIGN_OR_RETURN(d.labels, dataset.LoadLabels());

@@ -70,6 +70,7 @@ std::unique_ptr<Data> MakeData(int64_t n, int64_t dim) {
 
 // Rank r's sources: the rows of its range only.
 struct RankSources {
+  std::unique_ptr<OwnedRows> own;
   std::unique_ptr<ExchangeGraph> graph;
   std::unique_ptr<ExchangeFeatures> features;
 };
@@ -82,9 +83,11 @@ RankSources SourcesOf(const Data& d, const NodeRanges& ranges, dist::Communicato
                             d.neighbours.begin() + d.offsets[hi]);
   std::vector<float> x(d.x.begin() + lo * d.dim, d.x.begin() + hi * d.dim);
   RankSources s;
-  s.graph =
-      std::move(ExchangeGraph::FromRows(ranges, comm, std::move(offsets), std::move(rows))).value();
-  s.features = std::move(ExchangeFeatures::FromRows(ranges, comm, std::move(x), d.dim)).value();
+  s.own = std::move(InMemoryOwnedRows::FromRows(lo, std::move(offsets), std::move(rows),
+                                                std::move(x), d.dim))
+              .value();
+  s.graph = std::make_unique<ExchangeGraph>(ranges, comm, s.own.get());
+  s.features = std::make_unique<ExchangeFeatures>(ranges, comm, s.own.get());
   return s;
 }
 

@@ -498,7 +498,7 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
   }
   SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::OwnedData> data, train::LoadOwned(*ds, &comm));
-  if (t.feature_norm == train::FeatureNorm::kRow) data->features->NormalizeRows();
+  if (t.feature_norm == train::FeatureNorm::kRow) data->own->NormalizeRows();
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
                          train::Trainer::Create(data->data, t, ModelFactoryFor(Device::kCpu)));
   SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));

@@ -1,6 +1,7 @@
 // ExchangeGraph: the graph as one rank of an owned-partition job sees it while it samples its part
-// of a batch. The rank holds the adjacency lists of the nodes it owns (NodeRanges) and fetches the
-// others' from their owners, one exchange per hop.
+// of a batch. The rank holds the adjacency lists of the nodes it owns (NodeRanges, OwnedRows: in
+// memory, or through its buffer pool within --memory) and fetches the others' from their owners,
+// one exchange per hop.
 //
 // The sampler announces each hop's newly expanded nodes (GraphSource::WillExpand). The rank sends
 // the remote ones to their owners in one personalised exchange (Communicator::AllToAll) and, in
@@ -10,7 +11,9 @@
 // sample the node will draw: the owner draws that sample itself, with the batch's draw key and the
 // node's own generator (skiff/neighbor_draw.h), so it sends exactly the positions the asking rank's
 // sampler will ask for. For the outermost hop of a sampler that records degrees, the degrees
-// alone. The fetched rows are kept until the next batch starts (hop 0).
+// alone. The fetched rows are kept until the next batch starts (hop 0). The rank's own nodes whose
+// lists are not in memory (OwnedRows::ListInMemory) are described the same way at their hop, from
+// their lists read in chunks (kListChunkIds), so a batch keeps their samples, not their lists.
 //
 // So a rank's part of a batch is sampled exactly as one process samples the same seeds with the
 // same rng seed on the whole graph (the sampler's picks depend on a node's degree, its row and the
@@ -28,16 +31,18 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "skiff/dist/communicator.h"
-#include "skiff/format/dataset.h"
 #include "skiff/sampler/graph_source.h"
+#include "skiff/sampler/ordered_draw.h"
 #include "skiff/status.h"
 #include "skiff/train/node_ranges.h"
+#include "skiff/train/owned_rows.h"
 
 namespace skiff::train {
 
@@ -56,17 +61,9 @@ struct ExchangeTraffic {
 
 class ExchangeGraph final : public sampler::GraphSource {
  public:
-  // The rows of `comm`'s rank's range, read from `dataset` (LoadGraphRange: only that range).
-  // `ranges` and `comm` must outlive the graph; ranges.size() == comm->size().
-  static Result<std::unique_ptr<ExchangeGraph>> Load(const format::Dataset& dataset,
-                                                     const NodeRanges& ranges,
-                                                     dist::Communicator* comm);
-  // The rows of the rank's range as a CSR over its nodes: offsets (size end - begin + 1, from 0)
-  // and neighbours (global IDs). InvalidArgument when the sizes do not match the range.
-  static Result<std::unique_ptr<ExchangeGraph>> FromRows(const NodeRanges& ranges,
-                                                         dist::Communicator* comm,
-                                                         std::vector<int64_t> offsets,
-                                                         std::vector<int64_t> neighbors);
+  // The rank's own lists come from `own` (its range: ranges.begin(rank) .. ranges.end(rank)).
+  // `ranges`, `comm` and `own` must outlive the graph; ranges.size() == comm->size().
+  ExchangeGraph(const NodeRanges& ranges, dist::Communicator* comm, const OwnedRows* own);
 
   int64_t num_nodes() const override { return ranges_.num_nodes(); }
   // For a node of this rank's range, or one fetched for the current batch (a programmer error
@@ -76,21 +73,34 @@ class ExchangeGraph final : public sampler::GraphSource {
   Status WillExpand(const sampler::ExpandRequest& request) const override;
 
   const ExchangeTraffic& traffic() const { return traffic_; }
-  // Bytes of the rank's own rows (offsets and neighbours).
-  uint64_t MemoryBytes() const { return (offsets_.size() + neighbors_.size()) * sizeof(int64_t); }
+
+  // Most neighbour IDs the rank reads from its own lists at a time (to answer a request, or for a
+  // hop of its own part whose lists are not in memory): 8 MiB of int64 IDs, a longer list alone.
+  static constexpr int64_t kListChunkIds = int64_t{1} << 20;
 
  private:
+  // What the sampler of a batch needs of one node expanded at some hop: its degree and, unless
+  // the hop is the outermost, its whole row (a block takes every neighbour) or the ordered sample
+  // the node draws (its positions, ascending, and their neighbours).
   struct Fetched {
     int64_t degree = 0;
     bool whole = false;              // neighbors is the whole row
     std::vector<int64_t> positions;  // else: the sample's positions, ascending
     std::vector<int64_t> neighbors;  // whole row, or the neighbours at `positions`
   };
-  ExchangeGraph(const NodeRanges& ranges, dist::Communicator* comm, std::vector<int64_t> offsets,
-                std::vector<int64_t> neighbors);
-  bool Owns(int64_t v) const { return v >= begin_ && v < end_; }
-  const int64_t* Row(int64_t v) const { return neighbors_.data() + offsets_[v - begin_]; }
-  int64_t OwnDegree(int64_t v) const { return offsets_[v - begin_ + 1] - offsets_[v - begin_]; }
+  // What a request (or the rank's own WillExpand) asks of each node: its header fields.
+  struct Ask {
+    int hop = 0;
+    uint64_t draw_key = 0;
+    std::vector<int> fanouts;
+  };
+  using Emit = std::function<Status(size_t i, Fetched fetched)>;
+  // Calls emit(i, ...) for each own nodes[i] in order, reading the lists not in memory in chunks
+  // of at most kListChunkIds.
+  Status DescribeOwn(std::span<const int64_t> nodes, const Ask& ask, const Emit& emit) const;
+  // The Fetched of own node v given access to its row: at(positions, out).
+  Fetched Describe(int64_t v, const Ask& ask,
+                   const std::function<void(std::span<const int64_t>, int64_t*)>& at) const;
   // This rank's reply to one request (the message another rank sent it).
   Result<std::vector<int64_t>> Serve(std::span<const int64_t> request) const;
   // Installs one owner's reply to the nodes this rank asked it for.
@@ -98,11 +108,12 @@ class ExchangeGraph final : public sampler::GraphSource {
 
   const NodeRanges& ranges_;
   dist::Communicator* comm_;
-  const int64_t begin_, end_;
-  std::vector<int64_t> offsets_;                          // size end_ - begin_ + 1
-  std::vector<int64_t> neighbors_;                        // global IDs
-  mutable std::unordered_map<int64_t, Fetched> fetched_;  // the current batch's remote nodes
+  const OwnedRows* own_;
+  // The current batch's remote nodes, and its own nodes whose lists are not in memory.
+  mutable std::unordered_map<int64_t, Fetched> fetched_;
   mutable ExchangeTraffic traffic_;
+  mutable sampler::OrderedDraw draw_;  // Describe's scratch
+  mutable std::vector<int64_t> sample_;
 };
 
 }  // namespace skiff::train

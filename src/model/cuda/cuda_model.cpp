@@ -93,12 +93,12 @@ class CudaModel final : public model::Model {
   CudaModel(std::unique_ptr<model::Model> host, int device, CudaStream stream, CublasHandle cublas,
             BatchStaging staging, GemmPrecision precision)
       : Model(host->config()),
-        device_(device),
         host_(std::move(host)),
         stream_(std::move(stream)),
         cublas_(std::move(cublas)),
         staging_(std::move(staging)),
-        precision_(precision) {
+        precision_(precision),
+        device_(device) {
     host_params_ = host_->Parameters();
     offsets_.push_back(0);
     for (const model::Parameter& p : host_params_) offsets_.push_back(offsets_.back() + p.size());
