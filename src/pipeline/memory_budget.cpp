@@ -341,9 +341,11 @@ int64_t EvalPartSeeds(const MemoryBudgetInputs& in, const DegreeProfile& degrees
 // The items every plan starts with: what stays resident whatever the batches (metadata, model).
 void AddResidentItems(const MemoryBudgetInputs& in, MemoryPlan* plan) {
   const auto n = static_cast<uint64_t>(in.num_nodes);
-  plan->items.push_back(
-      {in.node_labels ? "CSR offsets + labels + splits" : "CSR offsets + splits",
-       8 * (n + 1) + (in.node_labels ? 4 * n : 0) + 8 * static_cast<uint64_t>(in.split_nodes)});
+  const auto offsets = static_cast<uint64_t>(in.offset_nodes >= 0 ? in.offset_nodes : in.num_nodes);
+  plan->items.push_back({in.node_labels ? "CSR offsets + labels + splits" : "CSR offsets + splits",
+                         8 * (offsets + 1) + (in.node_labels ? 4 * n : 0) +
+                             8 * static_cast<uint64_t>(in.split_nodes)});
+  plan->items.insert(plan->items.end(), in.extra_items.begin(), in.extra_items.end());
   plan->items.push_back({"model parameters, gradients, optimiser moments",
                          16 * static_cast<uint64_t>(in.model.num_parameters)});
   if (in.model.gradient_sums > 0) {

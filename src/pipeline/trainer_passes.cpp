@@ -32,19 +32,16 @@ int RowGatherThreads(const ComputeSite& site, int threads) {
   return std::clamp(threads / 4, 1, kMaxRowGatherThreads);
 }
 
-Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::Dataset* dataset,
-                                                                 const train::TrainOptions& options,
-                                                                 uint64_t memory_bytes,
-                                                                 SamplingMode sampling, int threads,
-                                                                 const ComputeSite& site) {
-  const format::Manifest& m = dataset->manifest();
+Result<ModelShape> HostModelShape(const format::Dataset& dataset,
+                                  const train::TrainOptions& options) {
+  const format::Manifest& m = dataset.manifest();
   if (m.feature_dim <= 0) {
-    return Status::InvalidArgument("dataset " + dataset->dir() +
+    return Status::InvalidArgument("dataset " + dataset.dir() +
                                    " has no node features (feature_dim 0): training needs them "
                                    "(skiff convert --features)");
   }
   if (m.num_classes <= 0) {
-    return Status::InvalidArgument("dataset " + dataset->dir() +
+    return Status::InvalidArgument("dataset " + dataset.dir() +
                                    " has no classes (num_classes 0): training needs labels "
                                    "(skiff convert --labels)");
   }
@@ -53,7 +50,24 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
   config.in_dim = m.feature_dim;
   config.num_classes = m.num_classes;
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> sizing, model::Model::CreateCpu(config));
+  return ModelShape{
+      .in_dim = m.feature_dim,
+      .hidden = config.hidden_dim,
+      .num_classes = m.num_classes,
+      .heads = config.kind == model::ModelKind::kGat ? std::max(config.heads, 1) : 1,
+      .attention = config.kind == model::ModelKind::kGat,
+      .activation_in_place = model::ActivatesInPlace(config),
+      .num_parameters = sizing->NumParameters(),
+      .gradient_sums = train::StepGradientCopies(options.accumulate, options.world_size)};
+}
 
+Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::Dataset* dataset,
+                                                                 const train::TrainOptions& options,
+                                                                 uint64_t memory_bytes,
+                                                                 SamplingMode sampling, int threads,
+                                                                 const ComputeSite& site) {
+  const format::Manifest& m = dataset->manifest();
+  const model::ModelConfig& config = options.model;
   OutOfCoreOptions o;
   o.memory_bytes = memory_bytes;
   o.sampling = sampling;
@@ -62,14 +76,7 @@ Result<std::unique_ptr<OutOfCoreTraining>> OpenOutOfCoreTraining(const format::D
   // The budget may cut evaluation batches so that they need no more than a training batch.
   o.eval_batch_size = options.eval_batch_size;
   o.eval_fanouts = EffectiveEvalFanouts(options);
-  o.model = {.in_dim = m.feature_dim,
-             .hidden = config.hidden_dim,
-             .num_classes = m.num_classes,
-             .heads = config.kind == model::ModelKind::kGat ? std::max(config.heads, 1) : 1,
-             .attention = config.kind == model::ModelKind::kGat,
-             .activation_in_place = model::ActivatesInPlace(config),
-             .num_parameters = sizing->NumParameters(),
-             .gradient_sums = train::StepGradientCopies(options.accumulate, options.world_size)};
+  SKIFF_ASSIGN_OR_RETURN(o.model, HostModelShape(*dataset, options));
   o.normalize_rows = options.feature_norm == train::FeatureNorm::kRow;
   // In-buffer sampling follows the buffer states, which aggregated gathering does not need.
   o.aggregated_input = site.aggregated_input && sampling == SamplingMode::kExact &&

@@ -13,6 +13,21 @@ ExchangeFeatures::ExchangeFeatures(const NodeRanges& ranges, dist::Communicator*
   SKIFF_CHECK(own->begin() == ranges.begin(comm->rank()) && own->end() == ranges.end(comm->rank()));
 }
 
+Status ExchangeFeatures::CopyOwnRows(std::span<const int64_t> nodes, std::span<const size_t> slots,
+                                     char* out) const {
+  const size_t row_bytes = static_cast<size_t>(dim()) * sizeof(float);
+  std::vector<float> rows(std::min(nodes.size(), kOwnRowChunk) * static_cast<size_t>(dim()));
+  for (size_t first = 0; first < nodes.size(); first += kOwnRowChunk) {
+    const size_t count = std::min(kOwnRowChunk, nodes.size() - first);
+    SKIFF_RETURN_IF_ERROR(own_->Rows(nodes.subspan(first, count), rows.data()));
+    for (size_t j = 0; j < count; ++j) {
+      const size_t slot = slots.empty() ? first + j : slots[first + j];
+      std::memcpy(out + slot * row_bytes, rows.data() + j * static_cast<size_t>(dim()), row_bytes);
+    }
+  }
+  return Status::Ok();
+}
+
 Status ExchangeFeatures::Gather(std::span<const int64_t> nodes, float* out) const {
   const int ranks = comm_->size(), self = comm_->rank();
   const auto width = static_cast<size_t>(dim());
@@ -30,11 +45,7 @@ Status ExchangeFeatures::Gather(std::span<const int64_t> nodes, float* out) cons
     asked[owner].push_back(v);
     slots[owner].push_back(i);
   }
-  std::vector<float> rows(asked[self].size() * width);
-  SKIFF_RETURN_IF_ERROR(own_->Rows(asked[self], rows.data()));
-  for (size_t j = 0; j < slots[self].size(); ++j) {
-    std::memcpy(out + slots[self][j] * width, rows.data() + j * width, row_bytes);
-  }
+  SKIFF_RETURN_IF_ERROR(CopyOwnRows(asked[self], slots[self], reinterpret_cast<char*>(out)));
   asked[self].clear();
   std::vector<std::string> requests(static_cast<size_t>(ranks));
   uint64_t sent = 0, received = 0;
@@ -60,9 +71,8 @@ Status ExchangeFeatures::Gather(std::span<const int64_t> nodes, float* out) cons
                                 std::to_string(v) + ", which it does not own");
       }
     }
-    rows.resize(count * width);
-    SKIFF_RETURN_IF_ERROR(own_->Rows(wanted, rows.data()));
-    replies[r].assign(reinterpret_cast<const char*>(rows.data()), count * row_bytes);
+    replies[r].resize(count * row_bytes);
+    SKIFF_RETURN_IF_ERROR(CopyOwnRows(wanted, {}, replies[r].data()));
     traffic_.rows_served += static_cast<int64_t>(count);
     sent += replies[r].size();
   }

@@ -15,7 +15,7 @@ Result<std::unique_ptr<OwnedData>> LoadOwned(const format::Dataset& dataset,
   const NodeRanges& r = *out->ranges;
   const int rank = comm->rank();
   if (open_rows != nullptr) {
-    SKIFF_ASSIGN_OR_RETURN(out->own, open_rows(r, rank));
+    SKIFF_ASSIGN_OR_RETURN(out->own, open_rows(r, rank, splits));
   } else {
     SKIFF_ASSIGN_OR_RETURN(out->own, InMemoryOwnedRows::Load(dataset, r.begin(rank), r.end(rank)));
   }

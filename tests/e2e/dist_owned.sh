@@ -9,6 +9,10 @@
 #     (--ownership partitions alone): accuracies within 0.2 points (measured: equal), losses within
 #     1e-5 relative (measured: 1e-8; the ranks' gradient sums are ordered differently); with
 #     --accumulate 2 too.
+#   - Within --memory (12 and 13 MiB per rank: none or some of a rank's partitions resident, the
+#     rest read at fine grain), the parts are the same checksum for checksum, three epochs train
+#     the same model bitwise (the same metrics), and every rank's peak RSS is within its budget
+#     plus the fixed overhead.
 #   - Rank 0's checkpoint resumes under the same job size; an unpartitioned dataset, --export and
 #     ranks with different --ownership are refused, naming the problem.
 #   bash dist_owned.sh SKIFF_EXE DATASETS_DIR WORK_DIR
@@ -82,6 +86,46 @@ a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
 assert a[-1]["loss"] != b[-1]["loss"]
 PY
 echo "2 ranks with --accumulate 2 train what one process trains: OK"
+
+# Within --memory: each rank reads its range through its own buffer pool -- at 12 MiB none of its
+# partitions resident, at 13 MiB some, the rest read at fine grain -- and samples, gathers and
+# trains exactly what it does in memory, each rank within its budget + the fixed overhead.
+"$SKIFF" ownership smallp --ranks 2 --ownership partitions --fanouts 5,5 --batch-size 512 \
+  --seed 5 --epoch 0 --digest want_mem.txt > /dev/null
+sort want_mem.txt > want.txt
+within_budget() {  # within_budget LOG BUDGET_MIB
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+line = [l for l in open(sys.argv[1]) if "peak RSS per rank" in l][0]
+unit = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024}
+peaks = [float(v) * unit[u] for v, u in re.findall(r"rank \d+ ([0-9.]+) (KiB|MiB|GiB)", line)]
+assert len(peaks) == 2 and max(peaks) <= float(sys.argv[2]) + 96, line
+PY
+}
+for M in 12 13; do
+  rm -f dig.*
+  "${MPI[@]}" -np 2 "$SKIFF" train smallp "${COMMON[@]}" --epochs 1 --distributed \
+    --ownership partitions --batch-digest dig --memory ${M}MiB > mem$M.log 2>&1 ||
+    { echo "FAIL: 2 ranks within ${M} MiB"; cat mem$M.log; exit 1; }
+  grep -q "read at fine grain" mem$M.log || { echo "FAIL: nothing read at fine grain"; cat mem$M.log; exit 1; }
+  cat dig.* | sort | cmp - want.txt ||
+    { echo "FAIL: within ${M} MiB the ranks sampled other batches"; exit 1; }
+  within_budget mem$M.log $M || { echo "FAIL: a rank past its budget"; cat mem$M.log; exit 1; }
+  echo "within ${M} MiB ($(grep -o "dataset: [a-z0-9]* resident" mem$M.log)): the parts of one process: OK"
+done
+EVAL=(--eval-batch-size 256)  # under what the budget allows: the same evaluation batches
+"${MPI[@]}" -np 2 "$SKIFF" "${RUN[@]}" "${EVAL[@]}" --distributed --metrics inmem.jsonl \
+  > inmem.log 2>&1 || { echo "FAIL: 2 ranks in memory"; cat inmem.log; exit 1; }
+"${MPI[@]}" -np 2 "$SKIFF" "${RUN[@]}" "${EVAL[@]}" --distributed --metrics ondisk.jsonl \
+  --memory 12MiB > ondisk.log 2>&1 || { echo "FAIL: 2 ranks within 12 MiB"; cat ondisk.log; exit 1; }
+python3 - inmem.jsonl ondisk.jsonl <<'PY' || { echo "FAIL: within --memory the ranks trained another model"; exit 1; }
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+keys = ("loss", "train_acc", "valid_acc", "valid_loss", "test_acc")
+assert len(a) == len(b) == 3 and all(x[k] == y[k] for x, y in zip(a, b) for k in keys), (a, b)
+PY
+within_budget ondisk.log 12 || { echo "FAIL: a rank past its budget"; cat ondisk.log; exit 1; }
+echo "3 epochs within 12 MiB per rank train what the ranks train in memory, bitwise: OK"
 
 # Resume under the same job size.
 "${MPI[@]}" -np 2 "$SKIFF" train smallp --resume own2.ckpt --epochs 4 --distributed --threads 1 \

@@ -13,6 +13,7 @@
 #include "skiff/enum_names.h"
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
+#include "skiff/pipeline/disk_owned_rows.h"
 #include "skiff/pipeline/link_passes.h"
 #include "skiff/pipeline/trainer_passes.h"
 #include "skiff/process.h"
@@ -485,10 +486,47 @@ void LogOwnedRun(const TrainCliOptions& o, const train::TrainOptions& t,
           owners);
 }
 
+// Within --memory, a rank's own rows live on disk behind its buffer pool (pipeline::DiskOwnedRows);
+// an empty range has nothing to read.
+train::OpenOwnedRows OwnedRowsWithin(const format::Dataset* ds, const train::TrainOptions& t,
+                                     uint64_t memory_bytes, pipeline::DiskOwnedRows** disk) {
+  return
+      [=](const train::NodeRanges& ranges, int rank,
+          const format::Dataset::NodeSplits& splits) -> Result<std::unique_ptr<train::OwnedRows>> {
+        std::unique_ptr<train::OwnedRows> out;
+        if (ranges.begin(rank) == ranges.end(rank)) {
+          SKIFF_ASSIGN_OR_RETURN(
+              out, train::InMemoryOwnedRows::Load(*ds, ranges.begin(rank), ranges.end(rank)));
+          return out;
+        }
+        pipeline::DiskOwnedRowsOptions io;
+        io.memory_bytes = memory_bytes;
+        SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::DiskOwnedRows> rows,
+                               pipeline::DiskOwnedRows::Open(ds, ranges, rank, splits, t, io));
+        *disk = rows.get();
+        out = std::move(rows);
+        return out;
+      };
+}
+
+// The evaluation batch limit every rank takes: the smallest of the ranks' (0: none).
+Result<int64_t> AgreedEvalLimit(dist::Communicator& comm, int64_t own) {
+  std::vector<int64_t> limits(static_cast<size_t>(comm.size()), 0);
+  limits[static_cast<size_t>(comm.rank())] = own;
+  SKIFF_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(limits), "evaluation batch limits"));
+  int64_t agreed = 0;
+  for (int64_t limit : limits) {
+    if (limit > 0) agreed = agreed == 0 ? limit : std::min(agreed, limit);
+  }
+  return agreed;
+}
+
 // --ownership partitions: each rank loads its range of the dataset's partitions (train/
-// owned_data.h) and trains its part of every plan batch; rank 0 alone prints and writes.
+// owned_data.h; within --memory, through its buffer pool) and trains its part of every plan
+// batch; rank 0 alone prints and writes.
 Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Dataset* ds,
-                  const std::optional<train::Checkpoint>& resume, dist::Communicator& comm) {
+                  uint64_t memory_bytes, const std::optional<train::Checkpoint>& resume,
+                  dist::Communicator& comm) {
   const bool lead = comm.rank() == 0;
   QuietUnlessLead(lead, &t);
   if (!o.export_dir.empty()) {
@@ -497,28 +535,49 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
         "graph): export with skiff predict and the run's checkpoint in one process");
   }
   SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
-  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::OwnedData> data, train::LoadOwned(*ds, &comm));
+  pipeline::DiskOwnedRows* disk = nullptr;
+  SKIFF_ASSIGN_OR_RETURN(
+      std::unique_ptr<train::OwnedData> data,
+      train::LoadOwned(*ds, &comm,
+                       memory_bytes > 0 ? OwnedRowsWithin(ds, t, memory_bytes, &disk) : nullptr));
   if (t.feature_norm == train::FeatureNorm::kRow) data->own->NormalizeRows();
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
                          train::Trainer::Create(data->data, t, ModelFactoryFor(Device::kCpu)));
   SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
   SKIFF_RETURN_IF_ERROR(trainer->SetOwnership(data->ranges.get(), &data->graph->traffic(),
                                               &data->features->traffic()));
+  if (memory_bytes > 0) {
+    SKIFF_ASSIGN_OR_RETURN(const int64_t eval_limit,
+                           AgreedEvalLimit(comm, disk != nullptr ? disk->eval_batch_limit() : 0));
+    trainer->SetEvalBatchLimit(eval_limit);
+    if (lead && eval_limit > 0 && eval_limit < t.eval_batch_size) {
+      LogInfo("within --memory: evaluation batches of at most " + std::to_string(eval_limit) +
+              " seeds (the most every rank's budget allows; --eval-batch-size " +
+              std::to_string(t.eval_batch_size) + ")");
+    }
+  }
   DigestFile digest("--batch-digest");  // PATH.RANK, each rank its own
   if (!o.batch_digest.empty()) {
     SKIFF_RETURN_IF_ERROR(digest.Open(o.batch_digest + "." + std::to_string(comm.rank())));
     trainer->SetBatchDigest([&digest](const std::string& line) { return digest.Write(line); });
   }
   SKIFF_RETURN_IF_ERROR(RestoreForRun(*trainer, resume, o.resume, lead));
-  if (lead) LogOwnedRun(o, t, *data, *trainer, comm.size());
+  if (lead) {
+    LogOwnedRun(o, t, *data, *trainer, comm.size());
+    if (disk != nullptr) {
+      LogInfo("rank 0 within --memory: " + disk->Describe() + "\n" +
+              disk->memory_plan().Describe());
+    }
+  }
   const RssParts resident_when_loaded = CurrentRssParts();
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
   SKIFF_RETURN_IF_ERROR(digest.Close());
   SKIFF_RETURN_IF_ERROR(ReportExchanges(comm, *data));
-  SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, 0));
+  if (lead && disk != nullptr) LogInfo("rank 0 within --memory: " + disk->ReadReport());
+  SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));
   if (!lead) return Status::Ok();
   PrintSummary(summary, t);
-  PrintPeakRss(0, CudaRuntimeShare{}, resident_when_loaded);
+  PrintPeakRss(memory_bytes, CudaRuntimeShare{}, resident_when_loaded);
   return Status::Ok();
 }
 
@@ -535,14 +594,14 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   t.world_size = comm.size();
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
   SKIFF_ASSIGN_OR_RETURN(const std::vector<int> gpus, ParseGpuList(o.gpus));
-  SKIFF_RETURN_IF_ERROR(CheckStepOptions(t, comm.size(), device, memory_bytes, gpus));
+  SKIFF_RETURN_IF_ERROR(CheckStepOptions(t, comm.size(), device, gpus));
   if (t.task == train::Task::kLink) return TrainLink(o, t, device, resume, comm);
   // The outputs are rank 0's, on its machine: the other ranks write nothing.
   if (comm.rank() == 0) SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
   if (t.ownership == train::Ownership::kPartitions) {
-    return TrainOwned(o, t, ds.get(), resume, comm);
+    return TrainOwned(o, t, ds.get(), memory_bytes, resume, comm);
   }
   if (!o.batch_digest.empty()) {
     return Status::InvalidArgument("--batch-digest applies to --ownership partitions");

@@ -90,7 +90,7 @@ Status CheckGpuOptions(const train::TrainOptions& t, int ranks, Device device) {
 }  // namespace
 
 Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
-                        uint64_t memory_bytes, const std::vector<int>& gpus) {
+                        const std::vector<int>& gpus) {
   if (!gpus.empty()) {
     SKIFF_RETURN_IF_ERROR(CheckGpuOptions(t, ranks, device));
   }
@@ -106,11 +106,6 @@ Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
     return Status::InvalidArgument(what +
                                    " runs on --device cpu: each rank's batches come from "
                                    "its exchanges, on the host");
-  }
-  // One process feeds its steps from the pipeline, and so does a replicated rank (its share of
-  // the plan's batches, given to its runner); an owned rank's batches come from its exchanges.
-  if (memory_bytes > 0 && owned) {
-    return Status::InvalidArgument(what + " trains in memory: --memory is not built yet with it");
   }
   if (owned && t.task != train::Task::kNode) {
     return Status::InvalidArgument(what +

@@ -18,9 +18,9 @@ namespace skiff::cli {
 // InvalidArgument, naming the option, for what a step over several batches (`ranks` > 1, or
 // --accumulate > 1), several GPUs (`gpus`, --gpus) or an owned-partition run does not do yet:
 // --device cuda with owned partitions; --gpus without --device cuda,
-// or with ranks, owned partitions or --task link; --memory or --task link with owned partitions.
+// or with ranks, owned partitions or --task link; --task link with owned partitions.
 Status CheckStepOptions(const train::TrainOptions& t, int ranks, Device device,
-                        uint64_t memory_bytes, const std::vector<int>& gpus);
+                        const std::vector<int>& gpus);
 
 // Logs, on rank 0, every rank's peak RSS so far ("peak RSS per rank: rank 0 ..., rank 1 ..."),
 // with the budget each was given when `memory_bytes` > 0 (each rank's promise is its own peak

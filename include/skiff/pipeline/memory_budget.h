@@ -4,8 +4,9 @@
 // the option to change.
 //
 // Start-up terms (MemoryPlan::items):
-//   resident metadata   CSR offsets (8 B/node), labels (4 B/node) and split node lists (8 B/node)
-//                       when the run holds them (node classification), the run's further IDs;
+//   resident metadata   CSR offsets (8 B/node: of the nodes it holds), labels (4 B/node) and split
+//                       node lists (8 B/node) when the run holds them (node classification), the
+//                       run's further IDs; and what else the caller holds (extra_items);
 //   model               parameters, gradients and optimiser moments (4 floats per parameter),
 //                       and the sums of a step over several batches (1 or 2 floats more);
 //   activations         the model's forward/backward buffers for one expected batch (or for one
@@ -172,11 +173,22 @@ uint64_t DefaultConsumerBytes(const BatchShape& shape, int64_t feature_dim);
 // The name of that reservation among MemoryPlan::items.
 inline constexpr const char* kConsumerModelItem = "the caller's model and its working memory";
 
+struct MemoryItem {
+  std::string name;
+  uint64_t bytes = 0;
+};
+
 struct MemoryBudgetInputs {
   uint64_t budget_bytes = 0;  // 0: no budget (every partition resident)
   // Dataset.
   int64_t num_nodes = 0;
   int64_t split_nodes = 0;  // train + valid + test node ids held in memory
+  // Nodes whose CSR offsets are held (8 B each); -1: num_nodes. An owned-partition rank holds
+  // its range's (pipeline/disk_owned_rows.h).
+  int64_t offset_nodes = -1;
+  // Further fixed terms the caller holds (an owned-partition rank's exchange messages), counted
+  // as items of the plan.
+  std::vector<MemoryItem> extra_items;
   bool node_labels = true;  // the labels are held (4 B/node); link prediction holds none
   int64_t feature_dim = 0;
   // Buffer pool: bytes one partition slot takes, bytes of the pool's own fixed scratch, number of
@@ -248,11 +260,6 @@ inline constexpr uint64_t kDeviceUploadBytes = uint64_t{2} << 20;
 // each batch's rows (src/model/cuda: two of BatchStaging::kRowChunkBytes; smaller when two chunks
 // a quarter over a batch's rows are smaller).
 inline constexpr uint64_t kDeviceRowChunkBytes = uint64_t{8} << 20;
-
-struct MemoryItem {
-  std::string name;
-  uint64_t bytes = 0;
-};
 
 struct MemoryPlan {
   uint64_t budget_bytes = 0;      // as asked; 0: no budget

@@ -72,6 +72,11 @@ struct ComputeSite {
   int device_replicas = 1;
 };
 
+// The widths and parameter count of the model `options` train on `dataset`, for a memory plan.
+// InvalidArgument when the dataset has no features or no classes.
+Result<ModelShape> HostModelShape(const format::Dataset& dataset,
+                                  const train::TrainOptions& options);
+
 // Gather threads of the pipeline for `site` with `threads` threads in all: several (a quarter of
 // them, at most kMaxRowGatherThreads) when a device model takes its input rows from the host,
 // else one.

@@ -38,7 +38,14 @@ class ExchangeFeatures final : public sampler::FeatureSource {
 
   const ExchangeTraffic& traffic() const { return traffic_; }
 
+  // Most own rows Gather copies out of OwnedRows at a time (through a buffer of this many rows).
+  static constexpr size_t kOwnRowChunk = 4096;
+
  private:
+  // The rows of the own `nodes` into out's row slots[j] (slots empty: row j), kOwnRowChunk at a
+  // time.
+  Status CopyOwnRows(std::span<const int64_t> nodes, std::span<const size_t> slots,
+                     char* out) const;
   const NodeRanges& ranges_;
   dist::Communicator* comm_;
   const OwnedRows* own_;

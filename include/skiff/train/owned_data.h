@@ -31,9 +31,9 @@ struct OwnedData {
   TrainData data;  // graph and features point at the above; csr null
 };
 
-// Opens the rows of nodes [begin, end) of the dataset.
-using OpenOwnedRows =
-    std::function<Result<std::unique_ptr<OwnedRows>>(const NodeRanges& ranges, int rank)>;
+// Opens rank `rank`'s own rows (its range of `ranges`); `splits` are the dataset's node splits.
+using OpenOwnedRows = std::function<Result<std::unique_ptr<OwnedRows>>(
+    const NodeRanges& ranges, int rank, const format::Dataset::NodeSplits& splits)>;
 
 // Loads `comm`'s rank's share of `dataset` (its sources keep `comm`, which must outlive them), its
 // own rows from `open_rows` (null: InMemoryOwnedRows::Load). InvalidArgument for an unpartitioned
