@@ -34,8 +34,8 @@ Status Malformed(int rank, const std::string& what) {
 }  // namespace
 
 ExchangeGraph::ExchangeGraph(const NodeRanges& ranges, dist::Communicator* comm,
-                             const OwnedRows* own)
-    : ranges_(ranges), comm_(comm), own_(own) {
+                             const OwnedRows* own, int64_t list_chunk_ids)
+    : ranges_(ranges), comm_(comm), own_(own), list_chunk_ids_(list_chunk_ids) {
   SKIFF_CHECK(comm != nullptr && own != nullptr && ranges.size() == comm->size());
   SKIFF_CHECK(own->begin() == ranges.begin(comm->rank()) && own->end() == ranges.end(comm->rank()));
 }
@@ -100,7 +100,7 @@ ExchangeGraph::Fetched ExchangeGraph::Describe(
     }
   }
   f.neighbors.resize(f.positions.size());
-  at(f.positions, f.neighbors.data());
+  if (!f.positions.empty()) at(f.positions, f.neighbors.data());  // none: the row is not touched
   if (f.whole) f.positions.clear();
   return f;
 }
@@ -130,7 +130,7 @@ Status ExchangeGraph::DescribeOwn(std::span<const int64_t> nodes, const Ask& ask
       chunk_nodes.clear();
       int64_t ids = 0;
       while (next < read.size() &&
-             (next == first || ids + own_->Degree(nodes[read[next]]) <= kListChunkIds)) {
+             (next == first || ids + own_->Degree(nodes[read[next]]) <= list_chunk_ids_)) {
         ids += own_->Degree(nodes[read[next]]);
         chunk_nodes.push_back(nodes[read[next++]]);
       }

@@ -198,6 +198,99 @@ TEST_CASE("owned partitions: each rank's part is sampled and gathered as one pro
 
 namespace {
 
+// Rank sources whose own lists are partly "on disk": the even nodes' lists are in memory, the odd
+// nodes' only through Lists (as pipeline::DiskOwnedRows serves non-resident partitions), which
+// counts its calls; NeighborsAt on an odd node is a programmer error.
+class PartlyInMemory final : public OwnedRows {
+ public:
+  explicit PartlyInMemory(std::unique_ptr<OwnedRows> rows) : rows_(std::move(rows)) {}
+  int64_t begin() const override { return rows_->begin(); }
+  int64_t end() const override { return rows_->end(); }
+  int64_t feature_dim() const override { return rows_->feature_dim(); }
+  int64_t Degree(int64_t v) const override { return rows_->Degree(v); }
+  bool ListInMemory(int64_t v) const override { return v % 2 == 0; }
+  void NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const override {
+    SKIFF_CHECK_MSG(ListInMemory(v), "a list not in memory was read in place");
+    rows_->NeighborsAt(v, positions, out);
+  }
+  Status Lists(std::span<const int64_t> nodes, std::vector<int64_t>* indptr,
+               std::vector<int64_t>* neighbors) const override {
+    reads += 1;
+    return rows_->Lists(nodes, indptr, neighbors);
+  }
+  Status Rows(std::span<const int64_t> nodes, float* dst) const override {
+    return rows_->Rows(nodes, dst);
+  }
+  void NormalizeRows() override { rows_->NormalizeRows(); }
+  uint64_t MemoryBytes() const override { return rows_->MemoryBytes(); }
+  mutable int64_t reads = 0;
+
+ private:
+  std::unique_ptr<OwnedRows> rows_;
+};
+
+// `d` with the rows of every seventh node emptied (degree 0).
+std::unique_ptr<Data> WithEmptyRows(const Data& d) {
+  auto out = std::make_unique<Data>();
+  out->dim = d.dim;
+  out->x = d.x;
+  out->offsets = {0};
+  for (size_t v = 0; v + 1 < d.offsets.size(); ++v) {
+    if (v % 7 != 0) {
+      out->neighbours.insert(out->neighbours.end(), d.neighbours.begin() + d.offsets[v],
+                             d.neighbours.begin() + d.offsets[v + 1]);
+    }
+    out->offsets.push_back(static_cast<int64_t>(out->neighbours.size()));
+  }
+  out->graph = std::move(sampler::InMemoryGraph::FromCsr(out->offsets, out->neighbours)).value();
+  out->features = std::move(sampler::InMemoryFeatures::FromMatrix(out->x, out->dim)).value();
+  out->data = d.data;
+  out->data.graph = out->graph.get();
+  out->data.features = out->features.get();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("owned partitions: own lists not in memory are read in chunks and sampled alike") {
+  const auto d = WithEmptyRows(*MakeData(900, 6));
+  const NodeRanges ranges = NodeRanges::FromBoundaries({0, 400, 900}).value();
+  for (const std::vector<int>& fanouts : {std::vector<int>{5, 3}, std::vector<int>{-1, 4}}) {
+    CAPTURE(fanouts.size());
+    const sampler::NeighborSampler whole(*d->graph, fanouts, true);
+    const auto plan = PlanBatches(d->data.train, 64, true, 3, 1);
+    OnRanks(2, [&](int rank, dist::Communicator* comm) {
+      RankSources mine = SourcesOf(*d, ranges, comm);
+      auto partly = std::make_unique<PartlyInMemory>(std::move(mine.own));
+      // Chunks of 16 IDs: most lists alone or a few together, rows of up to 40 alone.
+      const ExchangeGraph graph(ranges, comm, partly.get(), 16);
+      const ExchangeFeatures features(ranges, comm, partly.get());
+      const sampler::NeighborSampler sampler(graph, fanouts, true);
+      OwnedPassSpec spec{.plan = plan,
+                         .seed = 3,
+                         .stream = kTrainStream,
+                         .epoch = 1,
+                         .labels = &d->data.labels,
+                         .gather_features = true};
+      const Status st =
+          RunOwnedPass(sampler, features, ranges, rank, spec, [&](PreparedBatch& got) -> Status {
+            const auto b = static_cast<size_t>(got.index);
+            sampler::MiniBatch want;
+            SKIFF_CHECK(whole
+                            .Sample(OwnedPart(plan[b], ranges, rank),
+                                    sampler::BatchSeed(3, kTrainStream, 1, b), &want)
+                            .ok());
+            CheckSameBatch(got.batch, want);
+            return Status::Ok();
+          });
+      CHECK(st.ok());
+      CHECK(partly->reads > static_cast<int64_t>(plan.size()));
+    });
+  }
+}
+
+namespace {
+
 TrainOptions Options() {
   TrainOptions o;
   o.model.kind = model::ModelKind::kSage;

@@ -61,9 +61,15 @@ struct ExchangeTraffic {
 
 class ExchangeGraph final : public sampler::GraphSource {
  public:
-  // The rank's own lists come from `own` (its range: ranges.begin(rank) .. ranges.end(rank)).
-  // `ranges`, `comm` and `own` must outlive the graph; ranges.size() == comm->size().
-  ExchangeGraph(const NodeRanges& ranges, dist::Communicator* comm, const OwnedRows* own);
+  // Most neighbour IDs the rank reads from its own lists at a time (to answer a request, or for a
+  // hop of its own part whose lists are not in memory): 8 MiB of int64 IDs, a longer list alone.
+  static constexpr int64_t kListChunkIds = int64_t{1} << 20;
+
+  // The rank's own lists come from `own` (its range: ranges.begin(rank) .. ranges.end(rank)),
+  // read `list_chunk_ids` IDs at a time where not in memory. `ranges`, `comm` and `own` must
+  // outlive the graph; ranges.size() == comm->size().
+  ExchangeGraph(const NodeRanges& ranges, dist::Communicator* comm, const OwnedRows* own,
+                int64_t list_chunk_ids = kListChunkIds);
 
   int64_t num_nodes() const override { return ranges_.num_nodes(); }
   // For a node of this rank's range, or one fetched for the current batch (a programmer error
@@ -73,10 +79,6 @@ class ExchangeGraph final : public sampler::GraphSource {
   Status WillExpand(const sampler::ExpandRequest& request) const override;
 
   const ExchangeTraffic& traffic() const { return traffic_; }
-
-  // Most neighbour IDs the rank reads from its own lists at a time (to answer a request, or for a
-  // hop of its own part whose lists are not in memory): 8 MiB of int64 IDs, a longer list alone.
-  static constexpr int64_t kListChunkIds = int64_t{1} << 20;
 
  private:
   // What the sampler of a batch needs of one node expanded at some hop: its degree and, unless
@@ -96,7 +98,7 @@ class ExchangeGraph final : public sampler::GraphSource {
   };
   using Emit = std::function<Status(size_t i, Fetched fetched)>;
   // Calls emit(i, ...) for each own nodes[i] in order, reading the lists not in memory in chunks
-  // of at most kListChunkIds.
+  // of at most list_chunk_ids_ IDs (a longer list alone).
   Status DescribeOwn(std::span<const int64_t> nodes, const Ask& ask, const Emit& emit) const;
   // The Fetched of own node v given access to its row: at(positions, out).
   Fetched Describe(int64_t v, const Ask& ask,
@@ -109,6 +111,7 @@ class ExchangeGraph final : public sampler::GraphSource {
   const NodeRanges& ranges_;
   dist::Communicator* comm_;
   const OwnedRows* own_;
+  const int64_t list_chunk_ids_;
   // The current batch's remote nodes, and its own nodes whose lists are not in memory.
   mutable std::unordered_map<int64_t, Fetched> fetched_;
   mutable ExchangeTraffic traffic_;
