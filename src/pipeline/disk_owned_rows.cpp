@@ -46,6 +46,29 @@ Status RangePartitions(const format::Dataset& dataset, int rank, int64_t begin, 
   return Status::Ok();
 }
 
+// The most seeds (at most in.eval_batch_size, at least `planned`: PlanMemory's) of an evaluation
+// part whose batch, sampler scratch, activations and exchanges need no more than a training part's
+// and what the plan leaves `spare`: a rank holds one part at a time, so an evaluation part takes
+// the training part's place.
+int64_t EvalPartSeeds(const MemoryBudgetInputs& in, const DegreeProfile& degrees, double remote,
+                      uint64_t spare, int64_t planned) {
+  auto need = [&](int64_t seeds, const std::vector<int>& fanouts) {
+    const BatchShape s = EstimateBatch(degrees, seeds, fanouts, in.record_degrees);
+    return BatchBytes(s, in.feature_dim) + SamplerScratchBytes(s) + ActivationBytes(s, in.model) +
+           OwnedExchangeBytes(s, degrees, in.feature_dim, remote);
+  };
+  const uint64_t have = need(in.batch_size, in.fanouts) + spare;
+  auto fits = [&](int64_t seeds) { return need(seeds, in.eval_fanouts) <= have; };
+  int64_t lo = std::max<int64_t>(planned, 1), hi = in.eval_batch_size;
+  if (lo >= hi || fits(hi)) return std::max(lo, hi);
+  if (!fits(lo)) return lo;
+  while (hi - lo > 1) {  // fits(lo), !fits(hi)
+    const int64_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 }  // namespace
 
 double RemoteInputFraction(const format::Manifest& m, int ranks, int layers) {
@@ -149,9 +172,13 @@ Result<std::unique_ptr<DiskOwnedRows>> DiskOwnedRows::Open(
                                      std::to_string(options.batch_size) + " seeds)");
   }
   rows->plan_ = std::move(*plan);
-  if (rows->plan_.eval_batch_size < in.eval_batch_size) {
-    rows->eval_batch_limit_ = std::max<int64_t>(
-        1, static_cast<int64_t>(static_cast<double>(rows->plan_.eval_batch_size) / eval_share));
+  const uint64_t used = rows->plan_.fixed_bytes + rows->plan_.pool_bytes;
+  const int64_t eval_part =
+      EvalPartSeeds(in, degrees, remote, io.memory_bytes > used ? io.memory_bytes - used : 0,
+                    rows->plan_.eval_batch_size);
+  if (eval_part < in.eval_batch_size) {
+    rows->eval_batch_limit_ =
+        std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(eval_part) / eval_share));
   }
   // The plan's description speaks of plan batches, as --eval-batch-size does.
   rows->plan_.eval_batch_size =

@@ -13,8 +13,9 @@
 // request needs it. What a rank reads does not change what it hands out: its batches, and the
 // replies it sends, are those of the in-memory rank, bit for bit.
 //
-// Evaluation parts are cut as one process cuts its evaluation batches under a budget: the plan
-// allows evaluation batches (eval_batch_limit) whose part needs no more than a training part.
+// Evaluation parts take a training part's place (a rank holds one part at a time): the plan allows
+// evaluation batches (eval_batch_limit) whose part needs no more than a training part plus what
+// the plan leaves unused (with every partition resident, often all of --eval-batch-size).
 //
 // Thread safety: const calls from one thread at a time (train::OwnedRows).
 #pragma once
