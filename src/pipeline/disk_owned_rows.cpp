@@ -123,67 +123,14 @@ Result<std::unique_ptr<DiskOwnedRows>> DiskOwnedRows::Open(
       storage::DatasetPartitionSource::Open(
           dataset, {.direct = io.direct_io, .first_partition = first, .end_partition = last}));
   const storage::DatasetPartitionSource& source = *rows->source_;
-
   storage::BufferPoolOptions pool_options;
   pool_options.min_resident_partitions = 0;  // every list and row can be read at fine grain
   pool_options.prefetch = false;             // the pins are taken once, at the start
   pool_options.fine_read_scratch_bytes = OutOfCore::FineReadScratchBytes(m, io.memory_bytes);
   pool_options.engine.kind = io.io_engine;
   pool_options.engine.faults = io.faults;
-  // The range's degrees stand for the graph's, over all N nodes (a part samples across the
-  // whole graph, so its expected distinct nodes are counted among N).
-  const int64_t count = end - begin;
-  const DegreeProfile degrees = DegreeProfile::Build(
-      m.num_nodes, [&source, begin, count](int64_t v) { return source.degree(begin + v % count); });
-  const double train_share = ShareOf(splits.train, begin, end);
-  const double eval_share =
-      std::max(ShareOf(splits.valid, begin, end), ShareOf(splits.test, begin, end));
-
-  MemoryBudgetInputs in;
-  in.budget_bytes = io.memory_bytes;
-  in.num_nodes = m.num_nodes;
-  in.offset_nodes = end - begin;
-  in.split_nodes =
-      static_cast<int64_t>(splits.train.size() + splits.valid.size() + splits.test.size());
-  in.feature_dim = m.feature_dim;
-  in.pool_fixed_bytes = storage::BufferPool::BudgetFor(source, 0, pool_options);
-  in.partition_slot_bytes =
-      storage::BufferPool::BudgetFor(source, 1, pool_options) - in.pool_fixed_bytes;
-  in.packed_pool_bytes =
-      storage::BufferPool::PackedBudgetFor(source, pool_options) - in.pool_fixed_bytes;
-  in.num_partitions = source.num_partitions();
-  in.min_resident_partitions = 0;
-  SKIFF_ASSIGN_OR_RETURN(in.model, HostModelShape(*dataset, options));
-  in.batch_size = PartSeeds(options.batch_size, train_share);
-  in.fanouts = options.fanouts;
-  in.eval_batch_size = PartSeeds(options.eval_batch_size, eval_share);
-  in.eval_fanouts = EffectiveEvalFanouts(options);
-  in.record_degrees = model::NeedsNodeDegrees(options.model.kind);
-  in.max_in_flight_batches = 1;  // one part at a time, on the training thread
-  in.micro_batches = 1;
-  const BatchShape part = EstimateBatch(degrees, in.batch_size, in.fanouts, in.record_degrees);
-  const double remote = RemoteInputFraction(m, ranges.size(), static_cast<int>(in.fanouts.size()));
-  in.extra_items = {{"exchanges of one part (messages, samples kept, own lists read at a time)",
-                     OwnedExchangeBytes(part, degrees, m.feature_dim, remote)}};
-  Result<MemoryPlan> plan = PlanMemory(in, degrees);
-  if (!plan.ok()) {
-    return plan.status().WithContext("rank " + std::to_string(rank) + " (its part of a batch: ~" +
-                                     std::to_string(in.batch_size) + " of --batch-size " +
-                                     std::to_string(options.batch_size) + " seeds)");
-  }
-  rows->plan_ = std::move(*plan);
-  const uint64_t used = rows->plan_.fixed_bytes + rows->plan_.pool_bytes;
-  const int64_t eval_part =
-      EvalPartSeeds(in, degrees, remote, io.memory_bytes > used ? io.memory_bytes - used : 0,
-                    rows->plan_.eval_batch_size);
-  if (eval_part < in.eval_batch_size) {
-    rows->eval_batch_limit_ =
-        std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(eval_part) / eval_share));
-  }
-  // The plan's description speaks of plan batches, as --eval-batch-size does.
-  rows->plan_.eval_batch_size =
-      rows->eval_batch_limit_ > 0 ? rows->eval_batch_limit_ : options.eval_batch_size;
-
+  SKIFF_RETURN_IF_ERROR(rows->PlanBudget(*dataset, ranges.size(), rank, splits, options,
+                                         pool_options, io.memory_bytes));
   pool_options.budget_bytes =
       storage::BufferPool::BudgetFor(source, rows->plan_.pool_slots, pool_options);
   SKIFF_ASSIGN_OR_RETURN(rows->pool_,
@@ -192,6 +139,62 @@ Result<std::unique_ptr<DiskOwnedRows>> DiskOwnedRows::Open(
       std::make_unique<BufferedGraph>(rows->source_.get(), rows->pool_.get(), SamplingMode::kExact);
   SKIFF_RETURN_IF_ERROR(rows->PinResident());
   return rows;
+}
+
+Status DiskOwnedRows::PlanBudget(const format::Dataset& dataset, int ranks, int rank,
+                                 const format::Dataset::NodeSplits& splits,
+                                 const train::TrainOptions& options,
+                                 const storage::BufferPoolOptions& pool, uint64_t memory_bytes) {
+  const format::Manifest& m = dataset.manifest();
+  const storage::DatasetPartitionSource& source = *source_;
+  const int64_t b = begin(), e = end(), count = e - b;
+  // The range's degrees stand for the graph's, over all N nodes (a part samples across the
+  // whole graph, so its expected distinct nodes are counted among N).
+  const DegreeProfile degrees = DegreeProfile::Build(
+      m.num_nodes, [&source, b, count](int64_t v) { return source.degree(b + v % count); });
+  const double train_share = ShareOf(splits.train, b, e);
+  const double eval_share = std::max(ShareOf(splits.valid, b, e), ShareOf(splits.test, b, e));
+  MemoryBudgetInputs in;
+  in.budget_bytes = memory_bytes;
+  in.num_nodes = m.num_nodes;
+  in.offset_nodes = count;
+  in.split_nodes =
+      static_cast<int64_t>(splits.train.size() + splits.valid.size() + splits.test.size());
+  in.feature_dim = m.feature_dim;
+  in.pool_fixed_bytes = storage::BufferPool::BudgetFor(source, 0, pool);
+  in.partition_slot_bytes = storage::BufferPool::BudgetFor(source, 1, pool) - in.pool_fixed_bytes;
+  in.packed_pool_bytes = storage::BufferPool::PackedBudgetFor(source, pool) - in.pool_fixed_bytes;
+  in.num_partitions = source.num_partitions();
+  in.min_resident_partitions = 0;
+  SKIFF_ASSIGN_OR_RETURN(in.model, HostModelShape(dataset, options));
+  in.batch_size = PartSeeds(options.batch_size, train_share);
+  in.fanouts = options.fanouts;
+  in.eval_batch_size = PartSeeds(options.eval_batch_size, eval_share);
+  in.eval_fanouts = EffectiveEvalFanouts(options);
+  in.record_degrees = model::NeedsNodeDegrees(options.model.kind);
+  in.max_in_flight_batches = 1;  // one part at a time, on the training thread
+  in.micro_batches = 1;
+  const BatchShape part = EstimateBatch(degrees, in.batch_size, in.fanouts, in.record_degrees);
+  const double remote = RemoteInputFraction(m, ranks, static_cast<int>(in.fanouts.size()));
+  in.extra_items = {{"exchanges of one part (messages, samples kept, own lists read at a time)",
+                     OwnedExchangeBytes(part, degrees, m.feature_dim, remote)}};
+  Result<MemoryPlan> plan = PlanMemory(in, degrees);
+  if (!plan.ok()) {
+    return plan.status().WithContext("rank " + std::to_string(rank) + " (its part of a batch: ~" +
+                                     std::to_string(in.batch_size) + " of --batch-size " +
+                                     std::to_string(options.batch_size) + " seeds)");
+  }
+  plan_ = std::move(*plan);
+  const uint64_t used = plan_.fixed_bytes + plan_.pool_bytes;
+  const int64_t eval_part = EvalPartSeeds(
+      in, degrees, remote, memory_bytes > used ? memory_bytes - used : 0, plan_.eval_batch_size);
+  if (eval_part < in.eval_batch_size) {
+    eval_batch_limit_ =
+        std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(eval_part) / eval_share));
+  }
+  // The plan's description speaks of plan batches, as --eval-batch-size does.
+  plan_.eval_batch_size = eval_batch_limit_ > 0 ? eval_batch_limit_ : options.eval_batch_size;
+  return Status::Ok();
 }
 
 Status DiskOwnedRows::PinResident() {
@@ -216,10 +219,6 @@ Status DiskOwnedRows::Lists(std::span<const int64_t> nodes, std::vector<int64_t>
 
 Status DiskOwnedRows::Rows(std::span<const int64_t> nodes, float* dst) const {
   return graph_->Features(*resident_, nodes, dst);
-}
-
-uint64_t DiskOwnedRows::MemoryBytes() const {
-  return static_cast<uint64_t>(end() - begin() + 1) * sizeof(int64_t) + pool_->allocated_bytes();
 }
 
 std::string DiskOwnedRows::Describe() const {

@@ -222,7 +222,6 @@ class PartlyInMemory final : public OwnedRows {
     return rows_->Rows(nodes, dst);
   }
   void NormalizeRows() override { rows_->NormalizeRows(); }
-  uint64_t MemoryBytes() const override { return rows_->MemoryBytes(); }
   mutable int64_t reads = 0;
 
  private:

@@ -81,7 +81,6 @@ class DiskOwnedRows final : public train::OwnedRows {
                std::vector<int64_t>* neighbors) const override;
   Status Rows(std::span<const int64_t> nodes, float* dst) const override;
   void NormalizeRows() override { graph_->set_normalize_rows(true); }
-  uint64_t MemoryBytes() const override;
 
   const MemoryPlan& memory_plan() const { return plan_; }
   // The largest plan batch of evaluation whose part the budget allows (0: no limit), for
@@ -95,6 +94,11 @@ class DiskOwnedRows final : public train::OwnedRows {
 
  private:
   DiskOwnedRows() = default;
+  // Plans `memory_bytes` for rank `rank` of `ranks` over the source (plan_, eval_batch_limit_),
+  // its pool to be created with `pool`. ResourceExhausted naming the rank and the minimum.
+  Status PlanBudget(const format::Dataset& dataset, int ranks, int rank,
+                    const format::Dataset::NodeSplits& splits, const train::TrainOptions& options,
+                    const storage::BufferPoolOptions& pool, uint64_t memory_bytes);
   // Pins the first pool_slots partitions of the range for the whole run.
   Status PinResident();
 

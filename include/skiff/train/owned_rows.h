@@ -45,8 +45,6 @@ class OwnedRows {
   // From now on rows are scaled to sum 1 (`--feature-norm row`), as one process scales them. Call
   // before use.
   virtual void NormalizeRows() = 0;
-  // Bytes this object holds in memory.
-  virtual uint64_t MemoryBytes() const = 0;
 };
 
 class InMemoryOwnedRows final : public OwnedRows {
@@ -72,9 +70,6 @@ class InMemoryOwnedRows final : public OwnedRows {
                std::vector<int64_t>* neighbors) const override;
   Status Rows(std::span<const int64_t> nodes, float* dst) const override;
   void NormalizeRows() override;
-  uint64_t MemoryBytes() const override {
-    return (offsets_.size() + neighbors_.size()) * sizeof(int64_t) + rows_.size() * sizeof(float);
-  }
 
  private:
   InMemoryOwnedRows(int64_t begin, std::vector<int64_t> offsets, std::vector<int64_t> neighbors,
