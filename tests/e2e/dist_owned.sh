@@ -142,6 +142,9 @@ expect_refusal() {  # expect_refusal TEXT COMMAND...
 }
 expect_refusal "is not partitioned: run skiff partition" \
   "$SKIFF" train small --ownership partitions --epochs 1 --threads 1
+expect_refusal "follows one process's buffer states" \
+  "$SKIFF" train smallp --ownership partitions --epochs 1 --threads 1 --memory 13MiB \
+  --sampling in-buffer
 expect_refusal "--export with --ownership partitions is not built" \
   "$SKIFF" train smallp --ownership partitions --epochs 1 --threads 1 --export exp
 expect_refusal "--ownership is \"partitions\" on rank 1 but \"replicated\" on rank 0" \

@@ -386,6 +386,15 @@ Status TrainLink(const TrainCliOptions& o, train::TrainOptions t, Device device,
 }
 
 // --resume's checkpoint into the trainer; rank 0 says so.
+// Ranks sample exactly out of core: in-buffer sampling follows one process's buffer states.
+Status CheckRankSampling(const TrainCliOptions& o, uint64_t memory_bytes) {
+  if (memory_bytes == 0 || o.sampling == "exact") return Status::Ok();
+  return Status::InvalidArgument(
+      "--sampling " + o.sampling +
+      " follows one process's buffer states; data-parallel ranks draw the in-memory plan's "
+      "batches out of core: use --sampling exact");
+}
+
 Status RestoreForRun(train::Trainer& trainer, const std::optional<train::Checkpoint>& resume,
                      const std::string& path, bool lead) {
   if (!resume.has_value()) return Status::Ok();
@@ -404,12 +413,7 @@ Status TrainReplicated(const TrainCliOptions& o, train::TrainOptions t, Device d
   const bool lead = comm.rank() == 0;
   QuietUnlessLead(lead, &t);
   SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
-  if (memory_bytes > 0 && o.sampling != "exact") {
-    return Status::InvalidArgument(
-        "--sampling " + o.sampling +
-        " follows one process's buffer states; data-parallel ranks draw the in-memory plan's "
-        "batches out of core: use --sampling exact");
-  }
+  SKIFF_RETURN_IF_ERROR(CheckRankSampling(o, memory_bytes));
   // A CUDA rank takes the GPU of its rank on its machine (mod the machine's GPUs).
   int slot = 0;
   if (device == Device::kCuda) {
@@ -509,16 +513,26 @@ train::OpenOwnedRows OwnedRowsWithin(const format::Dataset* ds, const train::Tra
       };
 }
 
-// The evaluation batch limit every rank takes: the smallest of the ranks' (0: none).
-Result<int64_t> AgreedEvalLimit(dist::Communicator& comm, int64_t own) {
+// Within --memory, every owned rank cuts its evaluation batches at the smallest limit of the
+// ranks' budgets (DiskOwnedRows::eval_batch_limit; `disk` null: an empty range, no limit), which
+// rank 0 logs when it is below --eval-batch-size.
+Status LimitOwnedEvalBatches(dist::Communicator& comm, const pipeline::DiskOwnedRows* disk,
+                             train::Trainer& trainer) {
   std::vector<int64_t> limits(static_cast<size_t>(comm.size()), 0);
-  limits[static_cast<size_t>(comm.rank())] = own;
+  limits[static_cast<size_t>(comm.rank())] = disk != nullptr ? disk->eval_batch_limit() : 0;
   SKIFF_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(limits), "evaluation batch limits"));
   int64_t agreed = 0;
   for (int64_t limit : limits) {
     if (limit > 0) agreed = agreed == 0 ? limit : std::min(agreed, limit);
   }
-  return agreed;
+  trainer.SetEvalBatchLimit(agreed);
+  const int64_t asked = trainer.options().eval_batch_size;
+  if (comm.rank() == 0 && agreed > 0 && agreed < asked) {
+    LogInfo("within --memory: evaluation batches of at most " + std::to_string(agreed) +
+            " seeds (the most every rank's budget allows; --eval-batch-size " +
+            std::to_string(asked) + ")");
+  }
+  return Status::Ok();
 }
 
 // --ownership partitions: each rank loads its range of the dataset's partitions (train/
@@ -535,6 +549,7 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
         "graph): export with skiff predict and the run's checkpoint in one process");
   }
   SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
+  SKIFF_RETURN_IF_ERROR(CheckRankSampling(o, memory_bytes));
   pipeline::DiskOwnedRows* disk = nullptr;
   SKIFF_ASSIGN_OR_RETURN(
       std::unique_ptr<train::OwnedData> data,
@@ -546,16 +561,7 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
   SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
   SKIFF_RETURN_IF_ERROR(trainer->SetOwnership(data->ranges.get(), &data->graph->traffic(),
                                               &data->features->traffic()));
-  if (memory_bytes > 0) {
-    SKIFF_ASSIGN_OR_RETURN(const int64_t eval_limit,
-                           AgreedEvalLimit(comm, disk != nullptr ? disk->eval_batch_limit() : 0));
-    trainer->SetEvalBatchLimit(eval_limit);
-    if (lead && eval_limit > 0 && eval_limit < t.eval_batch_size) {
-      LogInfo("within --memory: evaluation batches of at most " + std::to_string(eval_limit) +
-              " seeds (the most every rank's budget allows; --eval-batch-size " +
-              std::to_string(t.eval_batch_size) + ")");
-    }
-  }
+  if (memory_bytes > 0) SKIFF_RETURN_IF_ERROR(LimitOwnedEvalBatches(comm, disk, *trainer));
   DigestFile digest("--batch-digest");  // PATH.RANK, each rank its own
   if (!o.batch_digest.empty()) {
     SKIFF_RETURN_IF_ERROR(digest.Open(o.batch_digest + "." + std::to_string(comm.rank())));
