@@ -200,10 +200,12 @@ Status DiskOwnedRows::PlanBudget(const format::Dataset& dataset, int ranks, int 
 Status DiskOwnedRows::PinResident() {
   const uint32_t k = source_->num_partitions();
   std::vector<std::shared_ptr<const storage::PartitionPin>> pins(k);
-  for (uint32_t p = 0; p < std::min(pool_->num_slots(), k); ++p) {
+  const uint32_t pinned = std::min(pool_->num_slots(), k);
+  for (uint32_t p = 0; p < pinned; ++p) {
     SKIFF_ASSIGN_OR_RETURN(storage::PartitionPin pin, pool_->Pin(p));
     pins[p] = std::make_shared<const storage::PartitionPin>(std::move(pin));
   }
+  resident_end_ = pinned == k ? source_->end_node() : source_->first_node(pinned);
   resident_ = std::make_unique<ResidentSet>(std::move(pins));
   return Status::Ok();
 }

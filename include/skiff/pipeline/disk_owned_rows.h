@@ -73,9 +73,7 @@ class DiskOwnedRows final : public train::OwnedRows {
   int64_t end() const override { return source_->end_node(); }
   int64_t feature_dim() const override { return graph_->feature_dim(); }
   int64_t Degree(int64_t v) const override { return source_->degree(v); }
-  bool ListInMemory(int64_t v) const override {
-    return resident_->contains(source_->partition_of(v));
-  }
+  bool ListInMemory(int64_t v) const override { return v < resident_end_; }
   void NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const override;
   Status Lists(std::span<const int64_t> nodes, std::vector<int64_t>* indptr,
                std::vector<int64_t>* neighbors) const override;
@@ -106,6 +104,8 @@ class DiskOwnedRows final : public train::OwnedRows {
   std::unique_ptr<storage::BufferPool> pool_;
   std::unique_ptr<BufferedGraph> graph_;
   std::unique_ptr<ResidentSet> resident_;  // released before the pool
+  // The resident partitions are the range's first: nodes [begin(), resident_end_).
+  int64_t resident_end_ = 0;
   MemoryPlan plan_;
   uint32_t first_partition_ = 0;
   int64_t eval_batch_limit_ = 0;
