@@ -14,6 +14,7 @@
 #include "skiff/sampler/neighbor_sampler.h"
 #include "skiff/train/batch_plan.h"
 #include "skiff/train/batch_stream.h"
+#include "skiff/train/gather_rows.h"
 #include "skiff/train/metrics_file.h"
 #include "skiff/train/owned_pass.h"
 #include "skiff/units.h"
@@ -705,11 +706,7 @@ int32_t ArgMax(const float* logits, int64_t c) {
 
 Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                         std::vector<float>* embeddings) {
-  if (Owned()) {
-    return Status::InvalidArgument(
-        "prediction in an owned-partition run is not built (each rank holds part of the graph): "
-        "predict with the run's checkpoint in one process (skiff predict)");
-  }
+  if (Owned()) return PredictOwned(nodes, classes, embeddings);
   SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
   const int64_t c = data_.num_classes;
   const int64_t h = model_->EmbeddingDim();
@@ -739,6 +736,40 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
       RunEvalBatches(nodes, kPredictStream, /*repeats=*/false, /*shard=*/false, nullptr, consume));
   progress.Finish();
   return Status::Ok();
+}
+
+Status Trainer::PredictOwned(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+                             std::vector<float>* embeddings) {
+  const int64_t c = data_.num_classes;
+  const int64_t h = model_->EmbeddingDim();
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> position,
+                         PositionsOf(nodes, data_.labels.size()));
+  // This rank's nodes of `nodes`: the seeds of its parts.
+  const uint64_t own = OwnedPart(nodes, *ranges_, comm_->rank()).size();
+  OptionalProgress progress(options_.show_progress, "predict (rank 0's nodes)", own, "nodes");
+  PositionedRows mine;
+  mine.positions.reserve(own);
+  mine.labels.reserve(own);
+  mine.values.reserve(own * static_cast<size_t>(h));
+  std::vector<float> logits, emb;
+  auto consume = [&](PreparedBatch& next) -> Status {
+    const sampler::MiniBatch& b = next.batch;
+    SKIFF_RETURN_IF_ERROR(model_->ForwardInParts(InputOf(next, options_.eval_fanouts),
+                                                 EvalParts(b.seeds.size()), &logits, &emb));
+    for (size_t i = 0; i < b.seeds.size(); ++i) {
+      mine.positions.push_back(position[b.seeds[i]]);
+      mine.labels.push_back(ArgMax(logits.data() + i * c, c));
+    }
+    mine.values.insert(mine.values.end(), emb.begin(),
+                       emb.begin() + static_cast<int64_t>(b.seeds.size()) * h);
+    progress.Add(b.seeds.size());
+    return Status::Ok();
+  };
+  SKIFF_RETURN_IF_ERROR(
+      RunEvalBatches(nodes, kPredictStream, /*repeats=*/false, /*shard=*/true, nullptr, consume));
+  progress.Finish();
+  return GatherRowsToLead(*comm_, mine, static_cast<int64_t>(nodes.size()), h, kGatherRoundBytes,
+                          classes, embeddings);
 }
 
 namespace {

@@ -188,6 +188,9 @@ class Trainer {
                               bool repeats = false, Progress* progress = nullptr);
   // Predicted class and final-layer embedding (EmbeddingDim wide) of every node in `nodes`
   // (distinct ids), in the order of `nodes`, through the pass runner when one is set.
+  // Owned partitions: every rank calls it with the same `nodes`, each computes the nodes it owns
+  // (the one-process plan's batches of `nodes`, each split by owner, as evaluation), and rank 0
+  // receives every node's rows (GatherRowsToLead); the other ranks' outputs are left empty.
   Status Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                  std::vector<float>* embeddings);
 
@@ -295,6 +298,11 @@ class Trainer {
     return eval_batch_limit_ > 0 ? std::min(options_.eval_batch_size, eval_batch_limit_)
                                  : options_.eval_batch_size;
   }
+  // Predict of an owned-partition run.
+  Status PredictOwned(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+                      std::vector<float>* embeddings);
+  // The most bytes a rank sends rank 0 in one round of PredictOwned's gather.
+  static constexpr uint64_t kGatherRoundBytes = uint64_t{32} << 20;
   // RunTrainingPass of an owned-partition run (owned_pass.h), with its exchanges' report.
   Status RunOwnedTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
                               EpochMetrics* m);
