@@ -13,8 +13,11 @@
 #     rest read at fine grain), the parts are the same checksum for checksum, three epochs train
 #     the same model bitwise (the same metrics), and every rank's peak RSS is within its budget
 #     plus the fixed overhead.
-#   - Rank 0's checkpoint resumes under the same job size; an unpartitioned dataset, --export and
-#     ranks with different --ownership are refused, naming the problem.
+#   - --export: each rank predicts the nodes it owns and rank 0 writes every node's row, byte for
+#     byte what one process predicts in batches from the run's checkpoint (`skiff predict
+#     --inference batches`), for W = 2 and 4, in memory and within 12 MiB.
+#   - Rank 0's checkpoint resumes under the same job size; an unpartitioned dataset and ranks with
+#     different --ownership are refused, naming the problem.
 #   bash dist_owned.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -euo pipefail
 SKIFF=$1
@@ -115,9 +118,11 @@ for M in 12 13; do
 done
 EVAL=(--eval-batch-size 256)  # under what the budget allows: the same evaluation batches
 "${MPI[@]}" -np 2 "$SKIFF" "${RUN[@]}" "${EVAL[@]}" --distributed --metrics inmem.jsonl \
-  > inmem.log 2>&1 || { echo "FAIL: 2 ranks in memory"; cat inmem.log; exit 1; }
+  --checkpoint inmem.ckpt --export inmem.exp > inmem.log 2>&1 ||
+  { echo "FAIL: 2 ranks in memory"; cat inmem.log; exit 1; }
 "${MPI[@]}" -np 2 "$SKIFF" "${RUN[@]}" "${EVAL[@]}" --distributed --metrics ondisk.jsonl \
-  --memory 12MiB > ondisk.log 2>&1 || { echo "FAIL: 2 ranks within 12 MiB"; cat ondisk.log; exit 1; }
+  --checkpoint ondisk.ckpt --export ondisk.exp --memory 12MiB > ondisk.log 2>&1 ||
+  { echo "FAIL: 2 ranks within 12 MiB"; cat ondisk.log; exit 1; }
 python3 - inmem.jsonl ondisk.jsonl <<'PY' || { echo "FAIL: within --memory the ranks trained another model"; exit 1; }
 import json, sys
 a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
@@ -126,6 +131,21 @@ assert len(a) == len(b) == 3 and all(x[k] == y[k] for x, y in zip(a, b) for k in
 PY
 within_budget ondisk.log 12 || { echo "FAIL: a rank past its budget"; cat ondisk.log; exit 1; }
 echo "3 epochs within 12 MiB per rank train what the ranks train in memory, bitwise: OK"
+
+# --export: the ranks predict the nodes they own and rank 0 writes them all, in the export's
+# order -- what one process predicts in batches from the same checkpoint, byte for byte.
+"${MPI[@]}" -np 4 "$SKIFF" "${RUN[@]}" "${EVAL[@]}" --distributed --checkpoint four.ckpt \
+  --export four.exp > four.log 2>&1 || { echo "FAIL: 4 ranks with --export"; cat four.log; exit 1; }
+for run in inmem ondisk four; do
+  "$SKIFF" predict smallp --checkpoint $run.ckpt --out $run.pred --threads 1 --inference batches \
+    > /dev/null 2>&1 || { echo "FAIL: predict $run"; exit 1; }
+  for f in predictions.npy embeddings.npy; do
+    cmp $run.exp/$f $run.pred/$f || { echo "FAIL: $run's export differs from one process's"; exit 1; }
+  done
+done
+cmp inmem.exp/embeddings.npy ondisk.exp/embeddings.npy ||
+  { echo "FAIL: the export within 12 MiB differs from the one in memory"; exit 1; }
+echo "--export: every node's prediction and embedding, as one process predicts them: OK"
 
 # Resume under the same job size.
 "${MPI[@]}" -np 2 "$SKIFF" train smallp --resume own2.ckpt --epochs 4 --distributed --threads 1 \
@@ -145,8 +165,6 @@ expect_refusal "is not partitioned: run skiff partition" \
 expect_refusal "follows one process's buffer states" \
   "$SKIFF" train smallp --ownership partitions --epochs 1 --threads 1 --memory 13MiB \
   --sampling in-buffer
-expect_refusal "--export with --ownership partitions is not built" \
-  "$SKIFF" train smallp --ownership partitions --epochs 1 --threads 1 --export exp
 expect_refusal "--ownership is \"partitions\" on rank 1 but \"replicated\" on rank 0" \
   "${MPI[@]}" -np 1 "$SKIFF" train smallp --epochs 1 --threads 1 --distributed : \
   -np 1 "$SKIFF" train smallp --epochs 1 --threads 1 --distributed --ownership partitions

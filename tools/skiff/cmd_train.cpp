@@ -2,6 +2,7 @@
 // Options may also come from a TOML file: `--config run.toml` (keys are the long option names).
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -535,6 +536,71 @@ Status LimitOwnedEvalBatches(dist::Communicator& comm, const pipeline::DiskOwned
   return Status::Ok();
 }
 
+// The model an owned-partition --export predicts with, on every rank: the best one when rank 0's
+// --checkpoint kept it (rank 0 sends its parameters, since only rank 0 writes checkpoints), else
+// the last epoch's, which every rank already holds.
+Status RestoreLeadsBest(const train::TrainOptions& t, int64_t last_epoch, train::Trainer& trainer,
+                        dist::Communicator& comm) {
+  SKIFF_ASSIGN_OR_RETURN(train::Checkpoint model, trainer.MakeCheckpoint(last_epoch));
+  std::string values;  // the best model's parameters, back to back; empty: the last epoch's
+  if (comm.rank() == 0) {
+    SKIFF_ASSIGN_OR_RETURN(std::optional<train::Checkpoint> best, BestCheckpoint(t));
+    if (best.has_value()) model = std::move(*best);
+    for (const train::CheckpointTensor& p : model.parameters) {
+      if (best.has_value()) {
+        values.append(reinterpret_cast<const char*>(p.values.data()),
+                      p.values.size() * sizeof(float));
+      }
+    }
+  }
+  SKIFF_RETURN_IF_ERROR(comm.Broadcast(&values, 0, "the exported model"));
+  if (values.empty()) return Status::Ok();
+  size_t at = 0;
+  for (train::CheckpointTensor& p : model.parameters) {
+    const size_t bytes = p.values.size() * sizeof(float);
+    if (at + bytes > values.size()) break;
+    std::memcpy(p.values.data(), values.data() + at, bytes);
+    at += bytes;
+  }
+  if (at != values.size()) {
+    return Status::InvalidArgument(t.checkpoint_path + ": rank 0's best model has " +
+                                   std::to_string(values.size() / sizeof(float)) +
+                                   " parameters, this rank's model " +
+                                   std::to_string(at / sizeof(float)));
+  }
+  return trainer.Restore(model).WithContext(t.checkpoint_path);
+}
+
+// --export of an owned-partition run: every rank predicts the nodes it owns with the model of
+// RestoreLeadsBest, in the one-process plan's batches of the export's order (rank 0 sends it),
+// and rank 0 writes every node's row (Trainer::Predict; train/export.h).
+Status ExportOwned(const TrainCliOptions& o, const format::Dataset& ds,
+                   const train::TrainOptions& t, int64_t last_epoch, train::Trainer& trainer,
+                   dist::Communicator& comm) {
+  if (o.export_dir.empty()) return Status::Ok();
+  SKIFF_RETURN_IF_ERROR(RestoreLeadsBest(t, last_epoch, trainer, comm));
+  auto predict = [&](std::vector<int64_t> nodes, std::vector<int32_t>* classes,
+                     std::vector<float>* embeddings) -> Status {
+    std::string order(reinterpret_cast<const char*>(nodes.data()), nodes.size() * sizeof(int64_t));
+    SKIFF_RETURN_IF_ERROR(comm.Broadcast(&order, 0, "the export's node order"));
+    nodes.resize(order.size() / sizeof(int64_t));
+    std::memcpy(nodes.data(), order.data(), nodes.size() * sizeof(int64_t));
+    return trainer.Predict(nodes, classes, embeddings);
+  };
+  if (comm.rank() != 0) {
+    std::vector<int32_t> classes;
+    std::vector<float> embeddings;
+    return predict({}, &classes, &embeddings);
+  }
+  SKIFF_RETURN_IF_ERROR(train::ExportPredictions(
+      ds,
+      [&](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+          std::vector<float>* embeddings) { return predict(nodes, classes, embeddings); },
+      o.export_dir));
+  std::printf("predictions and embeddings: %s\n", o.export_dir.c_str());
+  return Status::Ok();
+}
+
 // --ownership partitions: each rank loads its range of the dataset's partitions (train/
 // owned_data.h; within --memory, through its buffer pool) and trains its part of every plan
 // batch; rank 0 alone prints and writes.
@@ -543,11 +609,6 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
                   dist::Communicator& comm) {
   const bool lead = comm.rank() == 0;
   QuietUnlessLead(lead, &t);
-  if (!o.export_dir.empty()) {
-    return Status::InvalidArgument(
-        "--export with --ownership partitions is not built yet (each rank holds part of the "
-        "graph): export with skiff predict and the run's checkpoint in one process");
-  }
   SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
   SKIFF_RETURN_IF_ERROR(CheckRankSampling(o, memory_bytes));
   pipeline::DiskOwnedRows* disk = nullptr;
@@ -580,9 +641,12 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
   SKIFF_RETURN_IF_ERROR(digest.Close());
   SKIFF_RETURN_IF_ERROR(ReportExchanges(comm, *data));
   if (lead && disk != nullptr) LogInfo("rank 0 within --memory: " + disk->ReadReport());
+  if (lead) PrintSummary(summary, t);
+  SKIFF_RETURN_IF_ERROR(
+      ExportOwned(o, *ds, t, static_cast<int64_t>(summary.epochs.size()) - 1, *trainer, comm));
+  // After the export, so that the peaks cover it.
   SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));
   if (!lead) return Status::Ok();
-  PrintSummary(summary, t);
   PrintPeakRss(memory_bytes, CudaRuntimeShare{}, resident_when_loaded);
   return Status::Ok();
 }
