@@ -465,18 +465,23 @@ Result<EpochMetrics> Trainer::TrainEpoch(int64_t epoch) {
   return m;
 }
 
-Status Trainer::RunEvalBatches(const std::vector<int64_t>& nodes, uint64_t stream_id, bool repeats,
-                               bool shard, const std::vector<int32_t>* labels,
-                               const std::function<Status(PreparedBatch&)>& consume) {
-  if (Owned()) {
-    SKIFF_CHECK(shard);  // prediction is refused in Predict
-    OwnedPassSpec spec{.plan = PlanBatches(nodes, EvalBatchSize(), false, 0, 0),
+OwnedPassSpec Trainer::OwnedEvalPass(const std::vector<int64_t>& nodes, uint64_t stream_id,
+                                     const std::vector<int32_t>* labels) const {
+  return OwnedPassSpec{.plan = PlanBatches(nodes, EvalBatchSize(), false, 0, 0),
                        .seed = options_.seed,
                        .stream = stream_id,
                        .epoch = 0,
                        .labels = labels,
                        .gather_features = true};
-    return RunOwnedPass(*eval_sampler_, *data_.features, *ranges_, comm_->rank(), spec,
+}
+
+Status Trainer::RunEvalBatches(const std::vector<int64_t>& nodes, uint64_t stream_id, bool repeats,
+                               bool shard, const std::vector<int32_t>* labels,
+                               const std::function<Status(PreparedBatch&)>& consume) {
+  if (Owned()) {
+    SKIFF_CHECK(shard);  // prediction takes its own way (PredictOwned)
+    return RunOwnedPass(*eval_sampler_, *data_.features, *ranges_, comm_->rank(),
+                        OwnedEvalPass(nodes, stream_id, labels),
                         [&](PreparedBatch& next) -> Status {
                           // A rank without seeds in the batch took part in its exchanges.
                           return next.batch.seeds.empty() ? Status::Ok() : consume(next);
@@ -744,32 +749,29 @@ Status Trainer::PredictOwned(const std::vector<int64_t>& nodes, std::vector<int3
   const int64_t h = model_->EmbeddingDim();
   SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> position,
                          PositionsOf(nodes, data_.labels.size()));
-  // This rank's nodes of `nodes`: the seeds of its parts.
-  const uint64_t own = OwnedPart(nodes, *ranges_, comm_->rank()).size();
-  OptionalProgress progress(options_.show_progress, "predict (rank 0's nodes)", own, "nodes");
-  PositionedRows mine;
-  mine.positions.reserve(own);
-  mine.labels.reserve(own);
-  mine.values.reserve(own * static_cast<size_t>(h));
+  OptionalProgress progress(options_.show_progress, "predict (rank 0's nodes)",
+                            OwnedPart(nodes, *ranges_, comm_->rank()).size(), "nodes");
+  RowsToLead rows(*comm_, static_cast<int64_t>(nodes.size()), h, classes, embeddings);
   std::vector<float> logits, emb;
+  // Every rank takes every plan batch (also one it has no seeds of): after each, the ranks'
+  // rows go to rank 0, so no rank holds more than one batch's.
   auto consume = [&](PreparedBatch& next) -> Status {
     const sampler::MiniBatch& b = next.batch;
-    SKIFF_RETURN_IF_ERROR(model_->ForwardInParts(InputOf(next, options_.eval_fanouts),
-                                                 EvalParts(b.seeds.size()), &logits, &emb));
-    for (size_t i = 0; i < b.seeds.size(); ++i) {
-      mine.positions.push_back(position[b.seeds[i]]);
-      mine.labels.push_back(ArgMax(logits.data() + i * c, c));
+    if (!b.seeds.empty()) {
+      SKIFF_RETURN_IF_ERROR(model_->ForwardInParts(InputOf(next, options_.eval_fanouts),
+                                                   EvalParts(b.seeds.size()), &logits, &emb));
     }
-    mine.values.insert(mine.values.end(), emb.begin(),
-                       emb.begin() + static_cast<int64_t>(b.seeds.size()) * h);
+    for (size_t i = 0; i < b.seeds.size(); ++i) {
+      SKIFF_RETURN_IF_ERROR(rows.Add(position[b.seeds[i]], ArgMax(logits.data() + i * c, c),
+                                     std::span<const float>(emb).subspan(i * h, h)));
+    }
     progress.Add(b.seeds.size());
-    return Status::Ok();
+    return rows.Send();
   };
-  SKIFF_RETURN_IF_ERROR(
-      RunEvalBatches(nodes, kPredictStream, /*repeats=*/false, /*shard=*/true, nullptr, consume));
+  SKIFF_RETURN_IF_ERROR(RunOwnedPass(*eval_sampler_, *data_.features, *ranges_, comm_->rank(),
+                                     OwnedEvalPass(nodes, kPredictStream, nullptr), consume));
   progress.Finish();
-  return GatherRowsToLead(*comm_, mine, static_cast<int64_t>(nodes.size()), h, kGatherRoundBytes,
-                          classes, embeddings);
+  return rows.Finish();
 }
 
 namespace {

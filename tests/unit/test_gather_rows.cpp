@@ -1,6 +1,6 @@
-// GatherRowsToLead: rows computed on W ranks (threads, dist::CreateThreadCommunicators) reach rank
-// 0 at their positions, bitwise, over as many rounds as the largest rank needs; rows that do not
-// cover the positions once each are reported, never written.
+// RowsToLead: rows computed on W ranks (threads, dist::CreateThreadCommunicators) reach rank 0 at
+// their positions, bitwise, in as many sends as the caller makes; rows that do not cover the
+// positions once each are reported, never written twice.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -14,85 +14,91 @@ using namespace skiff::train;
 
 namespace {
 
+constexpr int64_t kWidth = 3;
+
 struct Gathered {
   Status status;
   std::vector<int32_t> labels;
   std::vector<float> values;
 };
 
-// Runs GatherRowsToLead on `rows.size()` thread ranks, rank r handing in rows[r].
-std::vector<Gathered> Gather(const std::vector<PositionedRows>& rows, int64_t n, int64_t width,
-                             uint64_t round_bytes) {
-  const int ranks = static_cast<int>(rows.size());
+// Row p's label and values: distinct per position, with a negative zero.
+int32_t LabelOf(int64_t p) { return static_cast<int32_t>(p % 7); }
+std::vector<float> ValuesOf(int64_t p) {
+  std::vector<float> v;
+  for (int64_t k = 0; k < kWidth; ++k) {
+    v.push_back(k == 0 && p % 5 == 0 ? -0.0f : static_cast<float>(p) + 0.25f * k);
+  }
+  return v;
+}
+
+// Rank r adds sends[r][s] before its s-th Send (every rank sends sends[0].size() times), then
+// finishes; returns each rank's outcome (the first error).
+std::vector<Gathered> Gather(const std::vector<std::vector<std::vector<int64_t>>>& sends,
+                             int64_t n) {
+  const int ranks = static_cast<int>(sends.size());
   auto comms = dist::CreateThreadCommunicators(ranks, {.timeout_seconds = 60});
-  std::vector<Gathered> out(rows.size());
+  std::vector<Gathered> out(sends.size());
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       Gathered& g = out[static_cast<size_t>(r)];
-      g.status = GatherRowsToLead(*comms[static_cast<size_t>(r)], rows[static_cast<size_t>(r)], n,
-                                  width, round_bytes, &g.labels, &g.values);
+      RowsToLead rows(*comms[static_cast<size_t>(r)], n, kWidth, &g.labels, &g.values);
+      for (const std::vector<int64_t>& batch : sends[static_cast<size_t>(r)]) {
+        for (const int64_t p : batch) {
+          const Status st = rows.Add(p, LabelOf(p), ValuesOf(p));
+          if (!st.ok() && g.status.ok()) g.status = st;
+        }
+        const Status st = rows.Send();
+        if (!st.ok() && g.status.ok()) g.status = st;
+      }
+      if (g.status.ok()) g.status = rows.Finish();
     });
   }
   for (auto& t : threads) t.join();
   return out;
 }
 
-// Row p's label and values: distinct per position, with a negative zero and a NaN-free spread.
-PositionedRows RowsAt(const std::vector<int64_t>& positions, int64_t width) {
-  PositionedRows rows;
-  for (const int64_t p : positions) {
-    rows.positions.push_back(p);
-    rows.labels.push_back(static_cast<int32_t>(p % 7));
-    for (int64_t k = 0; k < width; ++k) {
-      rows.values.push_back(k == 0 && p % 5 == 0 ? -0.0f : static_cast<float>(p) + 0.25f * k);
-    }
-  }
-  return rows;
-}
-
 }  // namespace
 
-TEST_CASE("gathered rows reach rank 0 at their positions, over several rounds") {
-  const int64_t width = 3;
-  // Rank 0 owns 2 rows, rank 1 none, rank 2 the most (11): with 2 rows a round, 6 rounds.
-  const std::vector<PositionedRows> rows = {RowsAt({4, 0}, width), RowsAt({}, width),
-                                            RowsAt({1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12}, width)};
-  const uint64_t row_bytes = 8 + 4 + 4 * width;
-  for (const uint64_t round_bytes :
-       {2 * row_bytes, 2 * row_bytes + 5, uint64_t{1}, uint64_t{1} << 20}) {
-    CAPTURE(round_bytes);
-    const std::vector<Gathered> got = Gather(rows, 13, width, round_bytes);
-    for (const Gathered& g : got) REQUIRE(g.status.ok());
-    const PositionedRows want = RowsAt({0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, width);
-    CHECK(got[0].labels == want.labels);
-    REQUIRE(got[0].values.size() == want.values.size());
-    CHECK(std::memcmp(got[0].values.data(), want.values.data(), want.values.size() * 4) == 0);
-    for (size_t r = 1; r < got.size(); ++r) {
-      CHECK(got[r].labels.empty());
-      CHECK(got[r].values.empty());
-    }
+TEST_CASE("rows reach rank 0 at their positions, whichever rank computed them") {
+  // Three sends; rank 1 computes nothing, rank 2 the most, rank 0 some of its own.
+  const std::vector<std::vector<std::vector<int64_t>>> sends = {
+      {{4}, {}, {0}}, {{}, {}, {}}, {{1, 2, 3}, {5, 6, 7, 8, 9, 10}, {11, 12}}};
+  const std::vector<Gathered> got = Gather(sends, 13);
+  for (const Gathered& g : got) REQUIRE(g.status.ok());
+  std::vector<int32_t> want_labels;
+  std::vector<float> want_values;
+  for (int64_t p = 0; p < 13; ++p) {
+    want_labels.push_back(LabelOf(p));
+    for (const float v : ValuesOf(p)) want_values.push_back(v);
+  }
+  CHECK(got[0].labels == want_labels);
+  REQUIRE(got[0].values.size() == want_values.size());
+  CHECK(std::memcmp(got[0].values.data(), want_values.data(), want_values.size() * 4) == 0);
+  for (size_t r = 1; r < got.size(); ++r) {
+    CHECK(got[r].labels.empty());
+    CHECK(got[r].values.empty());
   }
 }
 
-TEST_CASE("gathered rows that miss or repeat a position are reported") {
-  const int64_t width = 2;
-  SUBCASE("too few rows: every rank says so before any row moves") {
-    const auto got = Gather({RowsAt({0, 1}, width), RowsAt({2}, width)}, 4, width, 64);
-    for (const Gathered& g : got) {
-      CHECK(g.status.code() == StatusCode::kInternal);
-      CHECK(g.status.message().find("3 rows for 4 positions") != std::string::npos);
-    }
-  }
-  SUBCASE("a position two ranks both fill") {
-    const auto got = Gather({RowsAt({0, 1}, width), RowsAt({1, 2}, width)}, 4, width, 64);
+TEST_CASE("rows that miss, repeat or leave the positions are reported on rank 0") {
+  SUBCASE("a position no rank computed") {
+    const auto got = Gather({{{0, 1}}, {{3}}}, 4);
     CHECK(got[0].status.code() == StatusCode::kInternal);
-    CHECK(got[0].status.message().find("position 1, which another row filled") !=
+    CHECK(got[0].status.message().find("3 of 4 rows; none for position 2") != std::string::npos);
+    CHECK(got[1].status.ok());
+  }
+  SUBCASE("a position two ranks both computed") {
+    const auto got = Gather({{{0, 1}}, {{1, 2}}}, 3);
+    CHECK(got[0].status.code() == StatusCode::kInternal);
+    CHECK(got[0].status.message().find("rank 1 computed a row for position 1, which another row "
+                                       "filled") != std::string::npos);
+  }
+  SUBCASE("a position outside the output, on rank 0 itself") {
+    const auto got = Gather({{{0, 9}}, {{1}}}, 2);
+    CHECK(got[0].status.code() == StatusCode::kInternal);
+    CHECK(got[0].status.message().find("rank 0 computed a row for position 9, outside [0, 2)") !=
           std::string::npos);
-  }
-  SUBCASE("a position outside the output") {
-    const auto got = Gather({RowsAt({0, 1}, width), RowsAt({9}, width)}, 3, width, 64);
-    CHECK(got[0].status.code() == StatusCode::kInternal);
-    CHECK(got[0].status.message().find("outside [0, 3)") != std::string::npos);
   }
 }

@@ -60,6 +60,7 @@
 #include "skiff/train/checkpoint.h"
 #include "skiff/train/exchange_graph.h"
 #include "skiff/train/node_ranges.h"
+#include "skiff/train/owned_pass.h"
 #include "skiff/train/step_accumulator.h"
 #include "skiff/train/train_options.h"
 
@@ -190,7 +191,8 @@ class Trainer {
   // (distinct ids), in the order of `nodes`, through the pass runner when one is set.
   // Owned partitions: every rank calls it with the same `nodes`, each computes the nodes it owns
   // (the one-process plan's batches of `nodes`, each split by owner, as evaluation), and rank 0
-  // receives every node's rows (GatherRowsToLead); the other ranks' outputs are left empty.
+  // receives every node's rows (RowsToLead, after each plan batch); the other ranks' outputs are
+  // left empty.
   Status Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                  std::vector<float>* embeddings);
 
@@ -301,8 +303,10 @@ class Trainer {
   // Predict of an owned-partition run.
   Status PredictOwned(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                       std::vector<float>* embeddings);
-  // The most bytes a rank sends rank 0 in one round of PredictOwned's gather.
-  static constexpr uint64_t kGatherRoundBytes = uint64_t{32} << 20;
+  // An owned-partition evaluation or prediction pass over `nodes` (epoch 0, the evaluation
+  // batch size), its seeds' labels from `labels` (null: -1).
+  OwnedPassSpec OwnedEvalPass(const std::vector<int64_t>& nodes, uint64_t stream_id,
+                              const std::vector<int32_t>* labels) const;
   // RunTrainingPass of an owned-partition run (owned_pass.h), with its exchanges' report.
   Status RunOwnedTrainingPass(int64_t epoch, const std::function<Status(PreparedBatch&)>& consume,
                               EpochMetrics* m);
