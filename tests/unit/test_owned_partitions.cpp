@@ -15,6 +15,8 @@
 #include "skiff/train/batch_plan.h"
 #include "skiff/train/exchange_features.h"
 #include "skiff/train/exchange_graph.h"
+#include "skiff/train/layerwise_inference.h"
+#include "skiff/train/owned_layerwise.h"
 #include "skiff/train/owned_pass.h"
 #include "skiff/train/trainer.h"
 
@@ -435,6 +437,60 @@ TEST_CASE("owned partitions: W ranks predict every node as one process does, on 
     for (int r = 1; r < ranks; ++r) {
       CHECK(classes[static_cast<size_t>(r)].empty());
       CHECK(embeddings[static_cast<size_t>(r)].empty());
+    }
+  }
+}
+
+TEST_CASE("owned partitions: W ranks predict layer by layer as one process does, on rank 0") {
+  const auto d = MakeData(1000, 6);
+  std::vector<int64_t> nodes(1000);
+  for (int64_t i = 0; i < 1000; ++i) nodes[i] = (i * 7919) % 1000;
+  for (const auto& [kind, layers] :
+       {std::pair{model::ModelKind::kSage, 2}, std::pair{model::ModelKind::kGcn, 2},
+        std::pair{model::ModelKind::kGat, 2}, std::pair{model::ModelKind::kSage, 1}}) {
+    CAPTURE(static_cast<int>(kind));
+    CAPTURE(layers);
+    TrainOptions o = Options();
+    o.model.kind = kind;
+    o.model.num_layers = layers;
+    o.fanouts.resize(static_cast<size_t>(layers));
+    o.epochs = 1;
+    auto plain = Trainer::Create(d->data, o);
+    REQUIRE(plain.ok());
+    REQUIRE((*plain)->Run().ok());
+    const Checkpoint trained = (*plain)->MakeCheckpoint(0).value();
+    // Chunks of 64 destinations: ranks of 450 and 550 nodes take 8 and 9 chunks.
+    const LayerwiseOptions lo{
+        .fanouts = std::vector<int>(static_cast<size_t>(layers), 3), .chunk_nodes = 64, .seed = 11};
+    std::vector<int32_t> want_classes;
+    std::vector<float> want_embeddings;
+    REQUIRE(PredictByLayer((*plain)->model(), *d->graph, *d->features, lo, nodes, &want_classes,
+                           &want_embeddings)
+                .ok());
+    for (const std::vector<int64_t>& first :
+         {std::vector<int64_t>{0, 450, 1000}, std::vector<int64_t>{0, 200, 200, 700, 1000}}) {
+      const int ranks = static_cast<int>(first.size()) - 1;
+      CAPTURE(ranks);
+      const NodeRanges ranges = NodeRanges::FromBoundaries(first).value();
+      std::vector<std::vector<int32_t>> classes(static_cast<size_t>(ranks));
+      std::vector<std::vector<float>> embeddings(static_cast<size_t>(ranks));
+      OnRanks(ranks, [&](int rank, dist::Communicator* comm) {
+        RankSources mine = SourcesOf(*d, ranges, comm);
+        auto model = Trainer::Create(d->data, o);  // the model alone: restored, never trained
+        SKIFF_CHECK(model.ok());
+        SKIFF_CHECK((*model)->Restore(trained).ok());
+        const size_t r = static_cast<size_t>(rank);
+        const OwnedLayerwiseSources s{.graph = mine.graph.get(),
+                                      .features = mine.features.get(),
+                                      .ranges = &ranges,
+                                      .comm = comm};
+        SKIFF_CHECK(
+            PredictByLayerOwned((*model)->model(), s, lo, nodes, &classes[r], &embeddings[r]).ok());
+      });
+      CHECK(classes[0] == want_classes);
+      // Measured: bitwise (each node's row depends on its own block's rows only).
+      CHECK(embeddings[0] == want_embeddings);
+      for (int r = 1; r < ranks; ++r) CHECK(embeddings[static_cast<size_t>(r)].empty());
     }
   }
 }
