@@ -14,8 +14,8 @@
 #     the same model bitwise (the same metrics), and every rank's peak RSS is within its budget
 #     plus the fixed overhead.
 #   - --export: each rank predicts the nodes it owns and rank 0 writes every node's row, byte for
-#     byte what one process predicts in batches from the run's checkpoint (`skiff predict
-#     --inference batches`), for W = 2 and 4, in memory and within 12 MiB.
+#     byte what one process predicts from the run's checkpoint: layer by layer in memory (`skiff
+#     predict`, W = 2 and 4), in batches within 12 MiB (`skiff predict --inference batches`).
 #   - Rank 0's checkpoint resumes under the same job size; an unpartitioned dataset and ranks with
 #     different --ownership are refused, naming the problem.
 #   bash dist_owned.sh SKIFF_EXE DATASETS_DIR WORK_DIR
@@ -133,18 +133,23 @@ within_budget ondisk.log 12 || { echo "FAIL: a rank past its budget"; cat ondisk
 echo "3 epochs within 12 MiB per rank train what the ranks train in memory, bitwise: OK"
 
 # --export: the ranks predict the nodes they own and rank 0 writes them all, in the export's
-# order -- what one process predicts in batches from the same checkpoint, byte for byte.
+# order -- what one process predicts from the same checkpoint, byte for byte: layer by layer in
+# memory, in batches within --memory.
 "${MPI[@]}" -np 4 "$SKIFF" "${RUN[@]}" "${EVAL[@]}" --distributed --checkpoint four.ckpt \
   --export four.exp > four.log 2>&1 || { echo "FAIL: 4 ranks with --export"; cat four.log; exit 1; }
-for run in inmem ondisk four; do
-  "$SKIFF" predict smallp --checkpoint $run.ckpt --out $run.pred --threads 1 --inference batches \
-    > /dev/null 2>&1 || { echo "FAIL: predict $run"; exit 1; }
+for run in inmem:layers ondisk:batches four:layers; do
+  name=${run%%:*}
+  mode=${run#*:}
+  said="layer by layer"
+  [ $mode = batches ] && said="in batches"
+  grep -q "every node, $said" $name.log ||
+    { echo "FAIL: $name did not export $mode"; cat $name.log; exit 1; }
+  "$SKIFF" predict smallp --checkpoint $name.ckpt --out $name.pred --threads 1 --inference $mode \
+    > /dev/null 2>&1 || { echo "FAIL: predict $name"; exit 1; }
   for f in predictions.npy embeddings.npy; do
-    cmp $run.exp/$f $run.pred/$f || { echo "FAIL: $run's export differs from one process's"; exit 1; }
+    cmp $name.exp/$f $name.pred/$f || { echo "FAIL: $name's export differs from one process's"; exit 1; }
   done
 done
-cmp inmem.exp/embeddings.npy ondisk.exp/embeddings.npy ||
-  { echo "FAIL: the export within 12 MiB differs from the one in memory"; exit 1; }
 echo "--export: every node's prediction and embedding, as one process predicts them: OK"
 
 # Resume under the same job size.

@@ -1,6 +1,7 @@
 // `skiff train DATASET [options]`: mini-batch GNN training (see docs/training.md).
 // Options may also come from a TOML file: `--config run.toml` (keys are the long option names).
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -22,6 +23,7 @@
 #include "skiff/train/export.h"
 #include "skiff/train/link_trainer.h"
 #include "skiff/train/owned_data.h"
+#include "skiff/train/owned_layerwise.h"
 #include "skiff/train/trainer.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
@@ -572,12 +574,16 @@ Status RestoreLeadsBest(const train::TrainOptions& t, int64_t last_epoch, train:
 }
 
 // --export of an owned-partition run: every rank predicts the nodes it owns with the model of
-// RestoreLeadsBest, in the one-process plan's batches of the export's order (rank 0 sends it),
-// and rank 0 writes every node's row (Trainer::Predict; train/export.h).
+// RestoreLeadsBest in the export's order (rank 0 sends it), and rank 0 writes every node's row
+// (train/export.h). In memory layer by layer (train/owned_layerwise.h), as one process's auto
+// choice; within --memory in the one-process plan's batches of that order (Trainer::Predict), which
+// keep to the budget.
 Status ExportOwned(const TrainCliOptions& o, const format::Dataset& ds,
-                   const train::TrainOptions& t, int64_t last_epoch, train::Trainer& trainer,
+                   const train::TrainOptions& t, int64_t last_epoch, uint64_t memory_bytes,
+                   const train::OwnedData& data, train::Trainer& trainer,
                    dist::Communicator& comm) {
   if (o.export_dir.empty()) return Status::Ok();
+  const auto start = std::chrono::steady_clock::now();
   SKIFF_RETURN_IF_ERROR(RestoreLeadsBest(t, last_epoch, trainer, comm));
   auto predict = [&](std::vector<int64_t> nodes, std::vector<int32_t>* classes,
                      std::vector<float>* embeddings) -> Status {
@@ -585,7 +591,17 @@ Status ExportOwned(const TrainCliOptions& o, const format::Dataset& ds,
     SKIFF_RETURN_IF_ERROR(comm.Broadcast(&order, 0, "the export's node order"));
     nodes.resize(order.size() / sizeof(int64_t));
     std::memcpy(nodes.data(), order.data(), nodes.size() * sizeof(int64_t));
-    return trainer.Predict(nodes, classes, embeddings);
+    if (memory_bytes > 0) return trainer.Predict(nodes, classes, embeddings);
+    const train::OwnedLayerwiseSources sources{.graph = data.graph.get(),
+                                               .features = data.features.get(),
+                                               .ranges = data.ranges.get(),
+                                               .comm = &comm};
+    const train::LayerwiseOptions layerwise{.fanouts = t.eval_fanouts,
+                                            .chunk_nodes = t.eval_batch_size,
+                                            .seed = t.seed,
+                                            .show_progress = t.show_progress};
+    return train::PredictByLayerOwned(trainer.model(), sources, layerwise, nodes, classes,
+                                      embeddings);
   };
   if (comm.rank() != 0) {
     std::vector<int32_t> classes;
@@ -597,7 +613,11 @@ Status ExportOwned(const TrainCliOptions& o, const format::Dataset& ds,
       [&](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
           std::vector<float>* embeddings) { return predict(nodes, classes, embeddings); },
       o.export_dir));
-  std::printf("predictions and embeddings: %s\n", o.export_dir.c_str());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("predictions and embeddings: %s (every node, %s on %d rank(s), in %.2f s)\n",
+              o.export_dir.c_str(), memory_bytes > 0 ? "in batches" : "layer by layer", comm.size(),
+              seconds);
   return Status::Ok();
 }
 
@@ -642,8 +662,8 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
   SKIFF_RETURN_IF_ERROR(ReportExchanges(comm, *data));
   if (lead && disk != nullptr) LogInfo("rank 0 within --memory: " + disk->ReadReport());
   if (lead) PrintSummary(summary, t);
-  SKIFF_RETURN_IF_ERROR(
-      ExportOwned(o, *ds, t, static_cast<int64_t>(summary.epochs.size()) - 1, *trainer, comm));
+  SKIFF_RETURN_IF_ERROR(ExportOwned(o, *ds, t, static_cast<int64_t>(summary.epochs.size()) - 1,
+                                    memory_bytes, *data, *trainer, comm));
   // After the export, so that the peaks cover it.
   SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));
   if (!lead) return Status::Ok();
