@@ -135,8 +135,10 @@ echo "3 epochs within 12 MiB per rank train what the ranks train in memory, bitw
 # --export: the ranks predict the nodes they own and rank 0 writes them all, in the export's
 # order -- what one process predicts from the same checkpoint, byte for byte: layer by layer in
 # memory, in batches within --memory.
-"${MPI[@]}" -np 4 "$SKIFF" "${RUN[@]}" "${EVAL[@]}" --distributed --checkpoint four.ckpt \
-  --export four.exp > four.log 2>&1 || { echo "FAIL: 4 ranks with --export"; cat four.log; exit 1; }
+# Four ranks with the default evaluation fanouts (every neighbour, capped) and batch size.
+"${MPI[@]}" -np 4 "$SKIFF" train smallp --hidden 16 --fanouts 5,5 --seed 5 --threads 1 --epochs 2 \
+  --distributed --ownership partitions --checkpoint four.ckpt --export four.exp > four.log 2>&1 ||
+  { echo "FAIL: 4 ranks with --export"; cat four.log; exit 1; }
 for run in inmem:layers ondisk:batches four:layers; do
   name=${run%%:*}
   mode=${run#*:}

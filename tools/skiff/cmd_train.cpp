@@ -596,10 +596,13 @@ Status ExportOwned(const TrainCliOptions& o, const format::Dataset& ds,
                                                .features = data.features.get(),
                                                .ranges = data.ranges.get(),
                                                .comm = &comm};
-    const train::LayerwiseOptions layerwise{.fanouts = t.eval_fanouts,
-                                            .chunk_nodes = t.eval_batch_size,
-                                            .seed = t.seed,
-                                            .show_progress = t.show_progress};
+    // The trainer's options: the evaluation fanouts resolved (the default: every neighbour,
+    // capped).
+    const train::TrainOptions& run = trainer.options();
+    const train::LayerwiseOptions layerwise{.fanouts = run.eval_fanouts,
+                                            .chunk_nodes = run.eval_batch_size,
+                                            .seed = run.seed,
+                                            .show_progress = run.show_progress};
     return train::PredictByLayerOwned(trainer.model(), sources, layerwise, nodes, classes,
                                       embeddings);
   };
