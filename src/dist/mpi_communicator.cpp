@@ -215,6 +215,17 @@ class MpiCommunicator final : public Communicator {
       }
       if (all_done && unsent.empty()) return Status::Ok();
       if (Clock::now() > deadline) return TimedOut(name, *incoming, unsent);
+      // Open MPI moves a large message in fragments, and only inside MPI calls: while one is
+      // arriving, or this rank's messages wait to go with every receive done, poll again at once
+      // (yielding the core); sleep, backing off to 1 ms, only while waiting for a peer to send.
+      const bool moving = !unsent.empty() && all_done;
+      bool arriving = false;
+      for (const Incoming& in : *incoming) arriving = arriving || (in.probed && !in.done);
+      if (arriving || moving) {
+        std::this_thread::yield();
+        pause = std::chrono::microseconds(20);
+        continue;
+      }
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(1000));
     }
