@@ -158,41 +158,6 @@ Status RunLayer(model::Model& model, const sampler::GraphSource& graph,
   return Status::Ok();
 }
 
-Status CheckArguments(const model::Model& model, const sampler::GraphSource& graph,
-                      const sampler::FeatureSource& features, const LayerwiseOptions& options,
-                      std::span<const int64_t> nodes) {
-  const model::ModelConfig& config = model.config();
-  if (!model.runs_by_layer()) {
-    return Status::Unavailable(std::string("layer-wise inference: the ") +
-                               model::ModelKindName(config.kind) +
-                               " model on this device does not run layer by layer");
-  }
-  auto bad = [](const std::string& what) {
-    return Status::InvalidArgument("layer-wise inference: " + what);
-  };
-  if (static_cast<int>(options.fanouts.size()) != config.num_layers) {
-    return bad(std::to_string(options.fanouts.size()) + " fanouts for a model of " +
-               std::to_string(config.num_layers) + " layers");
-  }
-  if (options.chunk_nodes <= 0) return bad("the chunk size must be positive");
-  if (features.dim() != config.in_dim || features.num_nodes() != graph.num_nodes()) {
-    return bad("features of " + std::to_string(features.num_nodes()) + " x " +
-               std::to_string(features.dim()) + " for a graph of " +
-               std::to_string(graph.num_nodes()) + " nodes and a model of input width " +
-               std::to_string(config.in_dim));
-  }
-  std::vector<bool> seen(static_cast<size_t>(graph.num_nodes()), false);
-  for (int64_t v : nodes) {
-    if (v < 0 || v >= graph.num_nodes() || seen[static_cast<size_t>(v)]) {
-      return bad(
-          "node " + std::to_string(v) +
-          (v < 0 || v >= graph.num_nodes() ? " is not in the graph" : " is asked for twice"));
-    }
-    seen[static_cast<size_t>(v)] = true;
-  }
-  return Status::Ok();
-}
-
 // Reorders N rows of `dim` floats in place so that row i becomes the former row nodes[i]
 // (`nodes`: a permutation of [0, N)), following the permutation's cycles with one row of scratch.
 void PermuteRows(std::span<const int64_t> nodes, int64_t dim, std::vector<float>* rows) {
@@ -239,11 +204,48 @@ Status EmbeddingsOf(std::span<const int64_t> nodes, const sampler::FeatureSource
 
 }  // namespace
 
+Status CheckLayerwiseArguments(const model::Model& model, int64_t num_nodes, int64_t feature_dim,
+                               const LayerwiseOptions& options, std::span<const int64_t> nodes) {
+  const model::ModelConfig& config = model.config();
+  if (!model.runs_by_layer()) {
+    return Status::Unavailable(std::string("layer-wise inference: the ") +
+                               model::ModelKindName(config.kind) +
+                               " model on this device does not run layer by layer");
+  }
+  auto bad = [](const std::string& what) {
+    return Status::InvalidArgument("layer-wise inference: " + what);
+  };
+  if (static_cast<int>(options.fanouts.size()) != config.num_layers) {
+    return bad(std::to_string(options.fanouts.size()) + " fanouts for a model of " +
+               std::to_string(config.num_layers) + " layers");
+  }
+  if (options.chunk_nodes <= 0) return bad("the chunk size must be positive");
+  if (feature_dim != config.in_dim) {
+    return bad("features of width " + std::to_string(feature_dim) + " for a model of input width " +
+               std::to_string(config.in_dim));
+  }
+  std::vector<bool> seen(static_cast<size_t>(num_nodes), false);
+  for (const int64_t v : nodes) {
+    if (v < 0 || v >= num_nodes || seen[static_cast<size_t>(v)]) {
+      return bad("node " + std::to_string(v) +
+                 (v < 0 || v >= num_nodes ? " is not in the graph" : " is asked for twice"));
+    }
+    seen[static_cast<size_t>(v)] = true;
+  }
+  return Status::Ok();
+}
+
 Status PredictByLayer(model::Model& model, const sampler::GraphSource& graph,
                       const sampler::FeatureSource& features, const LayerwiseOptions& options,
                       std::span<const int64_t> nodes, std::vector<int32_t>* classes,
                       std::vector<float>* embeddings) {
-  SKIFF_RETURN_IF_ERROR(CheckArguments(model, graph, features, options, nodes));
+  if (features.num_nodes() != graph.num_nodes()) {
+    return Status::InvalidArgument("layer-wise inference: features of " +
+                                   std::to_string(features.num_nodes()) + " nodes for a graph of " +
+                                   std::to_string(graph.num_nodes()));
+  }
+  SKIFF_RETURN_IF_ERROR(
+      CheckLayerwiseArguments(model, graph.num_nodes(), features.dim(), options, nodes));
   const int num_layers = model.config().num_layers;
   const int64_t n = graph.num_nodes();
   // Rows: one per node and layer.

@@ -51,38 +51,6 @@ class LayerRows final : public OwnedRows {
   const int64_t dim_;
 };
 
-Status CheckArguments(const model::Model& model, const OwnedLayerwiseSources& s,
-                      const LayerwiseOptions& options, std::span<const int64_t> nodes) {
-  const model::ModelConfig& config = model.config();
-  if (!model.runs_by_layer()) {
-    return Status::Unavailable(std::string("layer-wise inference: the ") +
-                               model::ModelKindName(config.kind) +
-                               " model on this device does not run layer by layer");
-  }
-  auto bad = [](const std::string& what) {
-    return Status::InvalidArgument("layer-wise inference: " + what);
-  };
-  if (static_cast<int>(options.fanouts.size()) != config.num_layers) {
-    return bad(std::to_string(options.fanouts.size()) + " fanouts for a model of " +
-               std::to_string(config.num_layers) + " layers");
-  }
-  if (options.chunk_nodes <= 0) return bad("the chunk size must be positive");
-  if (s.features->dim() != config.in_dim) {
-    return bad("features of width " + std::to_string(s.features->dim()) +
-               " for a model of input width " + std::to_string(config.in_dim));
-  }
-  std::vector<bool> seen(static_cast<size_t>(s.graph->num_nodes()), false);
-  for (const int64_t v : nodes) {
-    if (v < 0 || v >= s.graph->num_nodes() || seen[static_cast<size_t>(v)]) {
-      return bad(
-          "node " + std::to_string(v) +
-          (v < 0 || v >= s.graph->num_nodes() ? " is not in the graph" : " is asked for twice"));
-    }
-    seen[static_cast<size_t>(v)] = true;
-  }
-  return Status::Ok();
-}
-
 // The rank's own nodes and the chunks every rank takes per layer (the most any rank needs).
 struct OwnChunks {
   int64_t begin = 0, end = 0, size = 0, count = 0;
@@ -185,7 +153,8 @@ Status SendRows(const OwnedLayerwiseSources& s, const OwnChunks& chunks,
 Status PredictByLayerOwned(model::Model& model, const OwnedLayerwiseSources& sources,
                            const LayerwiseOptions& options, std::span<const int64_t> nodes,
                            std::vector<int32_t>* classes, std::vector<float>* embeddings) {
-  SKIFF_RETURN_IF_ERROR(CheckArguments(model, sources, options, nodes));
+  SKIFF_RETURN_IF_ERROR(CheckLayerwiseArguments(model, sources.graph->num_nodes(),
+                                                sources.features->dim(), options, nodes));
   const int rank = sources.comm->rank();
   const OwnChunks chunks = ChunksOf(*sources.ranges, rank, options.chunk_nodes);
   const int64_t own = chunks.end - chunks.begin;

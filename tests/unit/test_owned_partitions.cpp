@@ -322,6 +322,27 @@ Outcome OutcomeOf(Trainer& trainer, const Result<TrainSummary>& summary) {
   return out;
 }
 
+// One rank's trainer of an owned-partition run over its own sources (`o` with the job's size).
+struct RankTrainer {
+  RankSources sources;
+  std::unique_ptr<TrainData> data;  // the Trainer keeps a reference
+  std::unique_ptr<Trainer> trainer;
+
+  static RankTrainer Create(const Data& d, const NodeRanges& ranges, dist::Communicator* comm,
+                            TrainOptions o) {
+    RankTrainer out{.sources = SourcesOf(d, ranges, comm),
+                    .data = std::make_unique<TrainData>(d.data),
+                    .trainer = nullptr};
+    out.data->graph = out.sources.graph.get();
+    out.data->features = out.sources.features.get();
+    o.world_size = comm->size();
+    out.trainer = std::move(Trainer::Create(*out.data, o)).value();
+    SKIFF_CHECK(out.trainer->SetCommunicator(comm).ok());
+    SKIFF_CHECK(out.trainer->SetOwnership(&ranges).ok());
+    return out;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("owned partitions: W ranks train the model one process trains, to rounding") {
@@ -346,18 +367,9 @@ TEST_CASE("owned partitions: W ranks train the model one process trains, to roun
       const NodeRanges ranges = NodeRanges::FromBoundaries(first).value();
       std::vector<Outcome> outcomes(static_cast<size_t>(ranks));
       OnRanks(ranks, [&](int rank, dist::Communicator* comm) {
-        RankSources mine = SourcesOf(*d, ranges, comm);
-        TrainData data = d->data;
-        data.graph = mine.graph.get();
-        data.features = mine.features.get();
-        TrainOptions ro = o;
-        ro.world_size = ranks;
-        auto trainer = Trainer::Create(data, ro);
-        SKIFF_CHECK(trainer.ok());
-        SKIFF_CHECK((*trainer)->SetCommunicator(comm).ok());
-        SKIFF_CHECK((*trainer)->SetOwnership(&ranges).ok());
-        auto summary = (*trainer)->Run();
-        outcomes[static_cast<size_t>(rank)] = OutcomeOf(**trainer, summary);
+        const RankTrainer mine = RankTrainer::Create(*d, ranges, comm, o);
+        auto summary = mine.trainer->Run();
+        outcomes[static_cast<size_t>(rank)] = OutcomeOf(*mine.trainer, summary);
       });
       for (const Outcome& rank : outcomes) {
         // Every rank holds the same model, bitwise.
@@ -409,19 +421,10 @@ TEST_CASE("owned partitions: W ranks predict every node as one process does, on 
     std::vector<std::vector<int32_t>> classes(static_cast<size_t>(ranks));
     std::vector<std::vector<float>> embeddings(static_cast<size_t>(ranks));
     OnRanks(ranks, [&](int rank, dist::Communicator* comm) {
-      RankSources mine = SourcesOf(*d, ranges, comm);
-      TrainData data = d->data;
-      data.graph = mine.graph.get();
-      data.features = mine.features.get();
-      TrainOptions ro = o;
-      ro.world_size = ranks;
-      auto trainer = Trainer::Create(data, ro);
-      SKIFF_CHECK(trainer.ok());
-      SKIFF_CHECK((*trainer)->SetCommunicator(comm).ok());
-      SKIFF_CHECK((*trainer)->SetOwnership(&ranges).ok());
-      SKIFF_CHECK((*trainer)->Restore(*trained).ok());
+      const RankTrainer mine = RankTrainer::Create(*d, ranges, comm, o);
+      SKIFF_CHECK(mine.trainer->Restore(*trained).ok());
       const size_t r = static_cast<size_t>(rank);
-      SKIFF_CHECK((*trainer)->Predict(nodes, &classes[r], &embeddings[r]).ok());
+      SKIFF_CHECK(mine.trainer->Predict(nodes, &classes[r], &embeddings[r]).ok());
     });
     // Rank 0 holds every node's row; the others nothing.
     CHECK(classes[0] == want_classes);

@@ -48,6 +48,14 @@ struct LayerwiseOptions {
   bool show_progress = false;  // a "predict (L layers)" progress line, one row per node and layer
 };
 
+// The arguments PredictByLayer checks (and PredictByLayerOwned, train/owned_layerwise.h), for a
+// graph of `num_nodes` nodes whose features are `feature_dim` wide: Unavailable unless
+// model.runs_by_layer(); InvalidArgument for a fanout count other than the model's layers, a chunk
+// size <= 0, features of another width than the model's input, or a node of `nodes` out of range
+// or repeated.
+Status CheckLayerwiseArguments(const model::Model& model, int64_t num_nodes, int64_t feature_dim,
+                               const LayerwiseOptions& options, std::span<const int64_t> nodes);
+
 // Predicted class (argmax of the logits) and final-layer input embedding (EmbeddingDim wide) of
 // every node in `nodes` (distinct IDs of the graph), in the order of `nodes`, computed layer by
 // layer over the whole graph. InvalidArgument for options that do not fit the model (fanout count,
