@@ -547,9 +547,9 @@ Status RestoreLeadsBest(const train::TrainOptions& t, int64_t last_epoch, train:
   std::string values;  // the best model's parameters, back to back; empty: the last epoch's
   if (comm.rank() == 0) {
     SKIFF_ASSIGN_OR_RETURN(std::optional<train::Checkpoint> best, BestCheckpoint(t));
-    if (best.has_value()) model = std::move(*best);
-    for (const train::CheckpointTensor& p : model.parameters) {
-      if (best.has_value()) {
+    if (best.has_value()) {
+      model = std::move(*best);
+      for (const train::CheckpointTensor& p : model.parameters) {
         values.append(reinterpret_cast<const char*>(p.values.data()),
                       p.values.size() * sizeof(float));
       }
@@ -557,18 +557,17 @@ Status RestoreLeadsBest(const train::TrainOptions& t, int64_t last_epoch, train:
   }
   SKIFF_RETURN_IF_ERROR(comm.Broadcast(&values, 0, "the exported model"));
   if (values.empty()) return Status::Ok();
-  size_t at = 0;
-  for (train::CheckpointTensor& p : model.parameters) {
-    const size_t bytes = p.values.size() * sizeof(float);
-    if (at + bytes > values.size()) break;
-    std::memcpy(p.values.data(), values.data() + at, bytes);
-    at += bytes;
-  }
-  if (at != values.size()) {
+  size_t count = 0;
+  for (const train::CheckpointTensor& p : model.parameters) count += p.values.size();
+  if (values.size() != count * sizeof(float)) {
     return Status::InvalidArgument(t.checkpoint_path + ": rank 0's best model has " +
                                    std::to_string(values.size() / sizeof(float)) +
-                                   " parameters, this rank's model " +
-                                   std::to_string(at / sizeof(float)));
+                                   " parameters, this rank's model " + std::to_string(count));
+  }
+  size_t at = 0;
+  for (train::CheckpointTensor& p : model.parameters) {
+    std::memcpy(p.values.data(), values.data() + at, p.values.size() * sizeof(float));
+    at += p.values.size() * sizeof(float);
   }
   return trainer.Restore(model).WithContext(t.checkpoint_path);
 }
