@@ -5,6 +5,7 @@
 #include <functional>
 #include <numeric>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "kernels/cpu/gather.h"
@@ -49,18 +50,60 @@ struct LayerOutput {
   std::vector<int32_t>* class_of = nullptr;
 };
 
-void StoreChunk(const std::vector<float>& out, int64_t begin, int64_t count, int64_t width,
+void StoreChunk(const float* out, int64_t begin, int64_t count, int64_t width,
                 const LayerOutput& output) {
   if (output.rows != nullptr) {
-    std::memcpy(output.rows->data() + begin * width, out.data(),
+    std::memcpy(output.rows->data() + begin * width, out,
                 sizeof(float) * static_cast<size_t>(count * width));
     return;
   }
   for (int64_t i = 0; i < count; ++i) {
-    const float* logits = out.data() + i * width;
+    const float* logits = out + i * width;
     (*output.class_of)[static_cast<size_t>(begin + i)] =
         static_cast<int32_t>(std::max_element(logits, logits + width) - logits);
   }
+}
+
+// The chunks of a layer and who computes which: round k's chunks are k * ranks .. k * ranks +
+// ranks - 1, rank r computing the r-th (one process: a round is a chunk).
+struct ChunkTurns {
+  int64_t nodes = 0, chunk_nodes = 0, chunks = 0;
+  int ranks = 1, rank = 0;
+
+  int64_t rounds() const { return (chunks + ranks - 1) / ranks; }
+  int64_t begin(int64_t c) const { return std::min(nodes, c * chunk_nodes); }
+  int64_t end(int64_t c) const { return std::min(nodes, (c + 1) * chunk_nodes); }
+};
+
+// Stores round `k`'s outputs: this process's `out` alone, or every rank's, all-gathered.
+Status StoreRound(const ChunkTurns& turns, int64_t k, const std::vector<float>& out, int64_t width,
+                  const LayerOutput& output, dist::Communicator* comm, OptionalProgress* progress) {
+  if (turns.ranks == 1) {
+    StoreChunk(out.data(), turns.begin(k), turns.end(k) - turns.begin(k), width, output);
+    progress->Add(static_cast<uint64_t>(turns.end(k) - turns.begin(k)));
+    return Status::Ok();
+  }
+  const int64_t c = k * turns.ranks + turns.rank;
+  const size_t bytes = sizeof(float) * static_cast<size_t>((turns.end(c) - turns.begin(c)) * width);
+  SKIFF_ASSIGN_OR_RETURN(
+      const std::vector<std::string> all,
+      comm->AllGather(std::string_view(reinterpret_cast<const char*>(out.data()), bytes),
+                      "layer-wise rows"));
+  std::vector<float> rows;
+  for (int q = 0; q < turns.ranks; ++q) {
+    const int64_t cq = k * turns.ranks + q, count = turns.end(cq) - turns.begin(cq);
+    const std::string& part = all[static_cast<size_t>(q)];
+    if (part.size() != sizeof(float) * static_cast<size_t>(count * width)) {
+      return Status::Internal("layer-wise rows: rank " + std::to_string(q) + " sent " +
+                              std::to_string(part.size()) + " bytes for chunk " +
+                              std::to_string(cq) + " of " + std::to_string(count) + " rows");
+    }
+    rows.resize(static_cast<size_t>(count * width));
+    if (count > 0) std::memcpy(rows.data(), part.data(), part.size());
+    StoreChunk(rows.data(), turns.begin(cq), count, width, output);
+    progress->Add(static_cast<uint64_t>(count));
+  }
+  return Status::Ok();
 }
 
 // Prepares a layer's chunks in order on one thread of its own -- the sampler keeps its node ID map
@@ -129,31 +172,44 @@ class ChunkProducer {
   std::thread thread_;  // last: started once the rest is initialised
 };
 
-// Runs layer `l` over every node, chunk by chunk, the next chunk sampled and gathered on the
-// producer's thread while the model computes this one.
+// Runs layer `l` over every node, chunk by chunk (with options.comm, this rank's turns, storing
+// every rank's), the next chunk sampled and gathered on the producer's thread while the model
+// computes this one.
 Status RunLayer(model::Model& model, const sampler::GraphSource& graph,
                 const LayerwiseOptions& options, int l, const LayerInput& input,
                 const LayerOutput& output, OptionalProgress* progress) {
   const sampler::NeighborSampler sampler(graph, {options.fanouts[static_cast<size_t>(l)]},
                                          model::NeedsNodeDegrees(model.config().kind));
-  const int64_t n = graph.num_nodes(), size = options.chunk_nodes;
-  const int64_t chunks = (n + size - 1) / size;
+  ChunkTurns turns{.nodes = graph.num_nodes(), .chunk_nodes = options.chunk_nodes};
+  turns.chunks = (turns.nodes + turns.chunk_nodes - 1) / turns.chunk_nodes;
+  if (options.comm != nullptr) {
+    turns.ranks = options.comm->size();
+    turns.rank = options.comm->rank();
+  }
   const int64_t width = model.LayerOutputDim(l);
   // One sampler seed for the layer: a node's picks depend on it and the node alone
   // (neighbor_sampler.h), not on the chunk the node falls in.
   const uint64_t seed =
       sampler::BatchSeed(options.seed, kLayerwiseStream, static_cast<uint64_t>(l), 0);
-  ChunkProducer producer(chunks, [&](int64_t c, Chunk* chunk) {
-    return PrepareChunk(sampler, input, seed, c * size, std::min(n, (c + 1) * size), chunk);
+  const int64_t rounds = turns.rounds();
+  ChunkProducer producer(rounds, [&](int64_t k, Chunk* chunk) {
+    const int64_t c = k * turns.ranks + turns.rank;  // past the last: empty
+    if (turns.begin(c) == turns.end(c)) {
+      chunk->batch = sampler::MiniBatch();
+      return Status::Ok();
+    }
+    return PrepareChunk(sampler, input, seed, turns.begin(c), turns.end(c), chunk);
   });
   std::vector<float> out;
-  for (int64_t c = 0; c < chunks; ++c) {
-    SKIFF_ASSIGN_OR_RETURN(Chunk * chunk, producer.Take(c));
-    SKIFF_RETURN_IF_ERROR(model.ForwardLayer(l, chunk->batch.blocks[0], chunk->rows.data(), &out));
-    const auto count = static_cast<int64_t>(chunk->batch.seeds.size());
-    producer.Release(c);
-    StoreChunk(out, c * size, count, width, output);
-    progress->Add(static_cast<uint64_t>(count));
+  for (int64_t k = 0; k < rounds; ++k) {
+    SKIFF_ASSIGN_OR_RETURN(Chunk * chunk, producer.Take(k));
+    out.clear();
+    if (!chunk->batch.seeds.empty()) {
+      SKIFF_RETURN_IF_ERROR(
+          model.ForwardLayer(l, chunk->batch.blocks[0], chunk->rows.data(), &out));
+    }
+    producer.Release(k);
+    SKIFF_RETURN_IF_ERROR(StoreRound(turns, k, out, width, output, options.comm, progress));
   }
   return Status::Ok();
 }

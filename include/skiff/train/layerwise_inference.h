@@ -19,6 +19,12 @@
 // every chunk, so a node's picks at layer l depend on (seed, l, node) alone -- not on the chunk
 // size -- and nothing depends on the thread count but the order of the dense products' sums.
 //
+// Shared among ranks (LayerwiseOptions::comm: ranks that each hold the whole graph and features, as
+// replicated data-parallel ranks do): the ranks take a layer's chunks in turns -- round k, rank r
+// computes chunk k * W + r, an empty one past the last -- and after each round all-gather the
+// round's outputs, so that every rank ends each layer holding every node's rows, and computes a
+// W-th of the work. The chunks are one process's, so the results are one process's.
+//
 // Memory: two N x (widest hidden layer) float matrices (the layer being read and the one being
 // written) and one chunk's block and rows, besides the graph and features -- which must be in
 // memory for speed (any GraphSource/FeatureSource works; a disk-backed one reads row by row).
@@ -31,6 +37,7 @@
 #include <span>
 #include <vector>
 
+#include "skiff/dist/communicator.h"
 #include "skiff/model/model.h"
 #include "skiff/sampler/feature_source.h"
 #include "skiff/sampler/graph_source.h"
@@ -46,6 +53,8 @@ struct LayerwiseOptions {
   int64_t chunk_nodes = 4096;  // destination nodes per block (> 0)
   uint64_t seed = 0;
   bool show_progress = false;  // a "predict (L layers)" progress line, one row per node and layer
+  // The ranks sharing the work (see above); null: this process alone. Not owned.
+  dist::Communicator* comm = nullptr;
 };
 
 // The arguments PredictByLayer checks (and PredictByLayerOwned, train/owned_layerwise.h), for a
@@ -60,7 +69,9 @@ Status CheckLayerwiseArguments(const model::Model& model, int64_t num_nodes, int
 // every node in `nodes` (distinct IDs of the graph), in the order of `nodes`, computed layer by
 // layer over the whole graph. InvalidArgument for options that do not fit the model (fanout count,
 // feature width, chunk size), an ID out of range or repeated; Unavailable unless
-// model.runs_by_layer(); errors of the sources pass through.
+// model.runs_by_layer(); errors of the sources pass through. With options.comm, a collective: every
+// rank calls it with the same options and sources of the same dataset, each asking for the nodes
+// it wants results for (a rank may ask for none), and the exchanges' errors pass through.
 Status PredictByLayer(model::Model& model, const sampler::GraphSource& graph,
                       const sampler::FeatureSource& features, const LayerwiseOptions& options,
                       std::span<const int64_t> nodes, std::vector<int32_t>* classes,
