@@ -2,11 +2,14 @@
 // of every node, computed on the CPU or (with --device cuda) on the GPU as skiff train computes.
 // With a link-prediction checkpoint (`--task link`, or read from the checkpoint): the encoder's
 // output for every node, the scores of --pairs, or the --top-k candidates of --nodes
-// (tools/skiff/link_predict.h).
+// (tools/skiff/link_predict.h). With --distributed, the ranks of an mpirun job share layer-wise
+// prediction (docs/distributed.md).
 #include <algorithm>
 #include <cstdio>
 
 #include "kernels/cpu/parallel.h"
+#include "skiff/dist/communicator.h"
+#include "skiff/format/checksummed_file.h"
 #include "skiff/format/dataset.h"
 #include "skiff/log.h"
 #include "skiff/pipeline/link_passes.h"
@@ -16,6 +19,7 @@
 #include "skiff/train/trainer.h"
 #include "tools/skiff/command.h"
 #include "tools/skiff/compute_device.h"
+#include "tools/skiff/distributed.h"
 #include "tools/skiff/inference.h"
 #include "tools/skiff/link_predict.h"
 #include "tools/skiff/output_paths.h"
@@ -32,7 +36,9 @@ struct PredictOptions {
   std::string inference = "auto";
   std::string task;  // empty: the checkpoint's
   LinkPredictRequest link;
-  TrainFlags flags;  // the device's session options (DeviceOptionNames)
+  bool distributed = false;  // one rank of an mpirun job (docs/distributed.md)
+  double dist_timeout = 60;  // seconds a collective waits for the other ranks
+  TrainFlags flags;          // the device's session options (DeviceOptionNames)
   std::function<bool(const std::string&)> given;  // GivenIn(the command's app), once parsed
 };
 
@@ -108,55 +114,106 @@ Result<train::Task> TaskOf(const PredictOptions& o, const train::TrainOptions& t
   return asked;
 }
 
-int RunPredict(const PredictOptions& o) {
-  if (Status st = CheckNotInside("--out", o.out, o.dataset); !st.ok()) {
-    return ReportStatus("predict", st);
+// --distributed: what the ranks share is layer-wise prediction of node classes; the rest runs in
+// one process.
+Status CheckShared(const dist::Communicator& comm, train::Task task, Inference inference) {
+  if (comm.size() == 1) return Status::Ok();
+  if (task == train::Task::kLink) {
+    return Status::InvalidArgument(
+        "--distributed: the ranks share layer-wise prediction of node classes; a link-prediction "
+        "checkpoint predicts in one process");
   }
-  if (Status st = CheckExportTarget("--out", o.out); !st.ok()) return ReportStatus("predict", st);
-  auto ds = format::Dataset::Open(o.dataset);
-  if (!ds.ok()) return ReportStatus("predict", ds.status());
-  auto ckpt = train::ReadCheckpoint(o.checkpoint);
-  if (!ckpt.ok()) return ReportStatus("predict", ckpt.status());
-  auto t = train::TrainOptions::FromJson(ckpt->config_json);
-  if (!t.ok()) return ReportStatus("predict", t.status().WithContext(o.checkpoint));
-  const Result<Device> device = ParseName(kDeviceNames, "device", o.device);
-  if (!device.ok()) return ReportStatus("predict", device.status());
-  if (Status st = ApplyTrainFlags(o.flags, o.given, "", &*t); !st.ok()) {
-    return ReportStatus("predict", st);
+  if (inference != Inference::kLayers) {
+    return Status::InvalidArgument(
+        "--distributed: the ranks share layer-wise prediction (the graph and features in memory, "
+        "on the CPU); --inference batches, --memory and --device cuda run in one process");
   }
-  if (Status st = CheckDeviceOptions(*device, *t); !st.ok()) return ReportStatus("predict", st);
+  return Status::Ok();
+}
+
+// --distributed: InvalidArgument, on every rank alike, unless every rank read the same parameters
+// as rank 0 (CheckSameRun compares the options a checkpoint saves, not its parameters).
+Status CheckSameModel(dist::Communicator& comm, const train::Checkpoint& ckpt,
+                      const std::string& path) {
+  uint64_t sum = ckpt.parameters.size();
+  for (const train::CheckpointTensor& p : ckpt.parameters) {
+    const uint64_t part = format::Xxh3(p.values.data(), p.values.size() * sizeof(float));
+    sum = sum * 0x9E3779B97F4A7C15ull + part;
+  }
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<std::string> all,
+                         comm.AllGather(std::to_string(sum), "the checkpoint's parameters"));
+  for (size_t r = 1; r < all.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    return Status::InvalidArgument("--checkpoint " + path + ": rank " + std::to_string(r) +
+                                   " read other parameters than rank 0: every rank must read the "
+                                   "same checkpoint");
+  }
+  return Status::Ok();
+}
+
+// One process, or (--distributed) one rank of an mpirun job whose ranks share each layer: rank 0
+// checks and writes --out; every rank reads the dataset and the checkpoint (the same ones:
+// checked).
+Status Predict(const PredictOptions& o, dist::Communicator& comm) {
+  const bool lead = comm.rank() == 0;
+  if (lead) {
+    SKIFF_RETURN_IF_ERROR(CheckNotInside("--out", o.out, o.dataset));
+    SKIFF_RETURN_IF_ERROR(CheckExportTarget("--out", o.out));
+  }
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
+  SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint ckpt, train::ReadCheckpoint(o.checkpoint));
+  auto parsed = train::TrainOptions::FromJson(ckpt.config_json);
+  if (!parsed.ok()) return parsed.status().WithContext(o.checkpoint);
+  train::TrainOptions& t = *parsed;
+  SKIFF_ASSIGN_OR_RETURN(const Device device, ParseName(kDeviceNames, "device", o.device));
+  SKIFF_RETURN_IF_ERROR(ApplyTrainFlags(o.flags, o.given, "", &t));
+  SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
   cpu::SetNumThreads(o.threads);
-  t->sampler_threads = std::max(1, cpu::NumThreads());
-  const Result<train::Task> task = TaskOf(o, *t);
-  if (!task.ok()) return ReportStatus("predict", task.status());
-  const Result<uint64_t> memory_bytes = ParseMemoryOption(o.memory);
-  if (!memory_bytes.ok()) return ReportStatus("predict", memory_bytes.status());
-  if (*task == train::Task::kLink) {
-    return ReportStatus("predict", PredictLink(o, **ds, *ckpt, *t, *device, *memory_bytes));
+  t.sampler_threads = std::max(1, cpu::NumThreads());
+  if (!lead) t.show_progress = false;
+  SKIFF_ASSIGN_OR_RETURN(const train::Task task, TaskOf(o, t));
+  SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
+  SKIFF_ASSIGN_OR_RETURN(const Inference asked,
+                         ParseName(kInferenceNames, "inference mode", o.inference));
+  const Result<Inference> inference = ResolveInference(asked, device, memory_bytes);
+  SKIFF_RETURN_IF_ERROR(CheckShared(comm, task, inference.ok() ? *inference : Inference::kBatches));
+  if (comm.size() > 1) {
+    SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
+    SKIFF_RETURN_IF_ERROR(CheckSameModel(comm, ckpt, o.checkpoint));
   }
+  if (task == train::Task::kLink) return PredictLink(o, *ds, ckpt, t, device, memory_bytes);
   if (!o.link.pairs_path.empty() || o.link.top_k > 0 || !o.link.nodes_path.empty()) {
-    return ReportStatus(
-        "predict", Status::InvalidArgument("--pairs, --top-k and --nodes take a link-prediction "
-                                           "checkpoint (skiff train --task link); " +
-                                           o.checkpoint + " classifies nodes"));
+    return Status::InvalidArgument(
+        "--pairs, --top-k and --nodes take a link-prediction checkpoint (skiff train --task "
+        "link); " +
+        o.checkpoint + " classifies nodes");
   }
-  if ((*ds)->manifest().feature_dim != t->model.in_dim ||
-      (*ds)->manifest().num_classes != t->model.num_classes) {
-    return ReportStatus("predict",
-                        Status::InvalidArgument(
-                            "checkpoint " + o.checkpoint +
-                            " was trained on features/classes of another shape than " + o.dataset));
+  if (ds->manifest().feature_dim != t.model.in_dim ||
+      ds->manifest().num_classes != t.model.num_classes) {
+    return Status::InvalidArgument("checkpoint " + o.checkpoint +
+                                   " was trained on features/classes of another shape than " +
+                                   o.dataset);
   }
-  const Result<Inference> inference = ResolveInference(
-      *ParseName(kInferenceNames, "inference mode", o.inference), *device, *memory_bytes);
-  if (!inference.ok()) return ReportStatus("predict", inference.status());
-  const Status done = *inference == Inference::kLayers
-                          ? ExportByLayer(**ds, *ckpt, o.checkpoint, *t, o.out)
-                          : PredictByBatch(o, **ds, *ckpt, *t, *device, *memory_bytes);
-  if (!done.ok()) return ReportStatus("predict", done);
-  std::printf("wrote predictions.npy and embeddings.npy for %lld nodes to %s\n",
-              static_cast<long long>((*ds)->manifest().num_nodes), o.out.c_str());
-  return 0;
+  SKIFF_RETURN_IF_ERROR(inference.status());
+  SKIFF_RETURN_IF_ERROR(*inference == Inference::kLayers
+                            ? ExportByLayer(*ds, ckpt, o.checkpoint, t, o.out, &comm)
+                            : PredictByBatch(o, *ds, ckpt, t, device, memory_bytes));
+  if (lead) {
+    std::printf("wrote predictions.npy and embeddings.npy for %lld nodes to %s%s\n",
+                static_cast<long long>(ds->manifest().num_nodes), o.out.c_str(),
+                comm.size() > 1 ? (" (" + std::to_string(comm.size()) + " ranks)").c_str() : "");
+  }
+  return Status::Ok();
+}
+
+// A rank whose prediction fails ends the whole job (Communicator::Abort), so that no rank waits.
+int RunPredict(const PredictOptions& o) {
+  if (!o.distributed) return ReportStatus("predict", Predict(o, *dist::CreateLocalCommunicator()));
+  auto comm = dist::CreateMpiCommunicator({.timeout_seconds = o.dist_timeout});
+  if (!comm.ok()) return ReportStatus("predict", comm.status().WithContext("--distributed"));
+  const Status status = Predict(o, **comm);
+  if (!status.ok() && (*comm)->size() > 1) (*comm)->Abort(status.WithContext("skiff predict"));
+  return ReportStatus("predict", status);
 }
 
 RunFn Setup(CLI::App& app) {
@@ -209,6 +266,15 @@ RunFn Setup(CLI::App& app) {
       ->check(NonEmpty());
   app.add_flag("--keep-known", o->link.keep_known,
                "--task link, with --top-k: keep candidates the node already links to in the graph");
+  app.add_flag("--distributed", o->distributed,
+               "Share layer-wise prediction among the ranks of an mpirun job, each reading the "
+               "dataset and checkpoint: mpirun -np W skiff predict DS --distributed ... "
+               "(docs/distributed.md)");
+  app.add_option("--dist-timeout", o->dist_timeout,
+                 "--distributed: seconds a rank waits for the others in one exchange before the "
+                 "job ends with an error naming the silent ranks")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   AddTrainFlags(app, &o->flags, DeviceOptionNames());
   CLI::App* app_ptr = &app;
   return [o, app_ptr] {

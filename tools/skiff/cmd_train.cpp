@@ -406,6 +406,62 @@ Status RestoreForRun(train::Trainer& trainer, const std::optional<train::Checkpo
   return Status::Ok();
 }
 
+// The model an --export on several ranks predicts with, on every rank: the best one when rank 0's
+// --checkpoint kept it (rank 0 sends its parameters, since only rank 0 writes checkpoints), else
+// the last epoch's, which every rank already holds.
+Result<train::Checkpoint> LeadsExportModel(const train::TrainOptions& t, int64_t last_epoch,
+                                           train::Trainer& trainer, dist::Communicator& comm) {
+  SKIFF_ASSIGN_OR_RETURN(train::Checkpoint model, trainer.MakeCheckpoint(last_epoch));
+  std::string values;  // the best model's parameters, back to back; empty: the last epoch's
+  if (comm.rank() == 0) {
+    SKIFF_ASSIGN_OR_RETURN(std::optional<train::Checkpoint> best, BestCheckpoint(t));
+    if (best.has_value()) {
+      model = std::move(*best);
+      for (const train::CheckpointTensor& p : model.parameters) {
+        values.append(reinterpret_cast<const char*>(p.values.data()),
+                      p.values.size() * sizeof(float));
+      }
+    }
+  }
+  SKIFF_RETURN_IF_ERROR(comm.Broadcast(&values, 0, "the exported model"));
+  if (values.empty()) return model;
+  size_t count = 0;
+  for (const train::CheckpointTensor& p : model.parameters) count += p.values.size();
+  if (values.size() != count * sizeof(float)) {
+    return Status::InvalidArgument(t.checkpoint_path + ": rank 0's best model has " +
+                                   std::to_string(values.size() / sizeof(float)) +
+                                   " parameters, this rank's model " + std::to_string(count));
+  }
+  size_t at = 0;
+  for (train::CheckpointTensor& p : model.parameters) {
+    std::memcpy(p.values.data(), values.data() + at, p.values.size() * sizeof(float));
+    at += p.values.size() * sizeof(float);
+  }
+  return model;
+}
+
+// --export of a replicated run that predicts layer by layer: once the run's trainer and partitions
+// are freed, every rank loads the dataset in memory and the ranks share each layer (ExportByLayer
+// with `comm`); rank 0 writes.
+Status ExportShared(const TrainCliOptions& o, const format::Dataset& ds,
+                    const train::TrainOptions& t, int64_t last_epoch,
+                    std::unique_ptr<train::Trainer> trainer,
+                    std::unique_ptr<pipeline::OutOfCoreTraining> engine, dist::Communicator& comm) {
+  const auto start = std::chrono::steady_clock::now();
+  SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint model,
+                         LeadsExportModel(t, last_epoch, *trainer, comm));
+  trainer.reset();
+  engine.reset();
+  SKIFF_RETURN_IF_ERROR(ExportByLayer(ds, model, "the exported model", t, o.export_dir, &comm));
+  if (comm.rank() != 0) return Status::Ok();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "predictions and embeddings: %s (every node, layer by layer on %d rank(s), in %.2f s)\n",
+      o.export_dir.c_str(), comm.size(), seconds);
+  return Status::Ok();
+}
+
 // A data-parallel run over several ranks (--distributed): each rank its own pipeline over the
 // dataset (every partition resident, or within --memory), fed its share of every pass's batches
 // (train/trainer.h), rank 0 alone printing and writing. Every rank checks first that all hold the
@@ -449,13 +505,22 @@ Status TrainReplicated(const TrainCliOptions& o, train::TrainOptions t, Device d
   }
   const RssParts resident_when_loaded = CurrentRssParts();
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
-  SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));
-  if (!lead) return Status::Ok();
   SKIFF_ASSIGN_OR_RETURN(const Inference inference,
                          ResolveInference(Inference::kAuto, device, memory_bytes));
-  PrintSummary(summary, t);
-  SKIFF_RETURN_IF_ERROR(Export(o, *ds, t, static_cast<int64_t>(summary.epochs.size()) - 1,
-                               inference, std::move(trainer), std::move(engine)));
+  const int64_t last_epoch = static_cast<int64_t>(summary.epochs.size()) - 1;
+  if (lead) PrintSummary(summary, t);
+  if (!o.export_dir.empty() && inference == Inference::kLayers) {
+    SKIFF_RETURN_IF_ERROR(
+        ExportShared(o, *ds, t, last_epoch, std::move(trainer), std::move(engine), comm));
+    SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));  // after the export: covering it
+  } else {
+    SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));
+    if (!lead) return Status::Ok();
+    // In batches, on rank 0 alone: the other ranks have ended.
+    SKIFF_RETURN_IF_ERROR(
+        Export(o, *ds, t, last_epoch, inference, std::move(trainer), std::move(engine)));
+  }
+  if (!lead) return Status::Ok();
   PrintPeakRss(memory_bytes, cuda, resident_when_loaded);
   return Status::Ok();
 }
@@ -538,42 +603,8 @@ Status LimitOwnedEvalBatches(dist::Communicator& comm, const pipeline::DiskOwned
   return Status::Ok();
 }
 
-// The model an owned-partition --export predicts with, on every rank: the best one when rank 0's
-// --checkpoint kept it (rank 0 sends its parameters, since only rank 0 writes checkpoints), else
-// the last epoch's, which every rank already holds.
-Status RestoreLeadsBest(const train::TrainOptions& t, int64_t last_epoch, train::Trainer& trainer,
-                        dist::Communicator& comm) {
-  SKIFF_ASSIGN_OR_RETURN(train::Checkpoint model, trainer.MakeCheckpoint(last_epoch));
-  std::string values;  // the best model's parameters, back to back; empty: the last epoch's
-  if (comm.rank() == 0) {
-    SKIFF_ASSIGN_OR_RETURN(std::optional<train::Checkpoint> best, BestCheckpoint(t));
-    if (best.has_value()) {
-      model = std::move(*best);
-      for (const train::CheckpointTensor& p : model.parameters) {
-        values.append(reinterpret_cast<const char*>(p.values.data()),
-                      p.values.size() * sizeof(float));
-      }
-    }
-  }
-  SKIFF_RETURN_IF_ERROR(comm.Broadcast(&values, 0, "the exported model"));
-  if (values.empty()) return Status::Ok();
-  size_t count = 0;
-  for (const train::CheckpointTensor& p : model.parameters) count += p.values.size();
-  if (values.size() != count * sizeof(float)) {
-    return Status::InvalidArgument(t.checkpoint_path + ": rank 0's best model has " +
-                                   std::to_string(values.size() / sizeof(float)) +
-                                   " parameters, this rank's model " + std::to_string(count));
-  }
-  size_t at = 0;
-  for (train::CheckpointTensor& p : model.parameters) {
-    std::memcpy(p.values.data(), values.data() + at, p.values.size() * sizeof(float));
-    at += p.values.size() * sizeof(float);
-  }
-  return trainer.Restore(model).WithContext(t.checkpoint_path);
-}
-
 // --export of an owned-partition run: every rank predicts the nodes it owns with the model of
-// RestoreLeadsBest in the export's order (rank 0 sends it), and rank 0 writes every node's row
+// LeadsExportModel in the export's order (rank 0 sends it), and rank 0 writes every node's row
 // (train/export.h). In memory layer by layer (train/owned_layerwise.h), as one process's auto
 // choice; within --memory in the one-process plan's batches of that order (Trainer::Predict), which
 // keep to the budget.
@@ -583,7 +614,9 @@ Status ExportOwned(const TrainCliOptions& o, const format::Dataset& ds,
                    dist::Communicator& comm) {
   if (o.export_dir.empty()) return Status::Ok();
   const auto start = std::chrono::steady_clock::now();
-  SKIFF_RETURN_IF_ERROR(RestoreLeadsBest(t, last_epoch, trainer, comm));
+  SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint model,
+                         LeadsExportModel(t, last_epoch, trainer, comm));
+  SKIFF_RETURN_IF_ERROR(trainer.Restore(model).WithContext(t.checkpoint_path));
   auto predict = [&](std::vector<int64_t> nodes, std::vector<int32_t>* classes,
                      std::vector<float>* embeddings) -> Status {
     std::string order(reinterpret_cast<const char*>(nodes.data()), nodes.size() * sizeof(int64_t));

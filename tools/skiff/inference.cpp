@@ -21,8 +21,14 @@ Result<Inference> ResolveInference(Inference asked, Device device, uint64_t memo
 
 Status ExportByLayer(const format::Dataset& dataset, const train::Checkpoint& checkpoint,
                      const std::string& checkpoint_name, const train::TrainOptions& options,
-                     const std::string& out_dir) {
-  LogInfo("predicting layer by layer, the graph and features in memory");
+                     const std::string& out_dir, dist::Communicator* comm) {
+  const bool lead = comm == nullptr || comm->rank() == 0;
+  if (lead) {
+    LogInfo("predicting layer by layer, the graph and features in memory" +
+            (comm != nullptr && comm->size() > 1
+                 ? " on each of " + std::to_string(comm->size()) + " ranks, which share each layer"
+                 : std::string()));
+  }
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::InMemoryData> data, train::LoadInMemory(dataset));
   if (options.feature_norm == train::FeatureNorm::kRow) data->features->NormalizeRows();
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
@@ -32,7 +38,14 @@ Status ExportByLayer(const format::Dataset& dataset, const train::Checkpoint& ch
   const train::LayerwiseOptions layerwise{.fanouts = t.eval_fanouts,
                                           .chunk_nodes = t.eval_batch_size,
                                           .seed = t.seed,
-                                          .show_progress = t.show_progress};
+                                          .show_progress = t.show_progress && lead,
+                                          .comm = comm};
+  if (!lead) {  // computes its turns; rank 0 writes
+    std::vector<int32_t> classes;
+    std::vector<float> embeddings;
+    return train::PredictByLayer(trainer->model(), *data->graph, *data->features, layerwise, {},
+                                 &classes, &embeddings);
+  }
   return train::ExportPredictions(
       dataset,
       [&](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,

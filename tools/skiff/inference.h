@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "skiff/dist/communicator.h"
 #include "skiff/enum_names.h"
 #include "skiff/format/dataset.h"
 #include "skiff/status.h"
@@ -31,8 +32,12 @@ Result<Inference> ResolveInference(Inference asked, Device device, uint64_t memo
 // prediction and embedding into `out_dir` (train::ExportPredictions). What `skiff predict` runs,
 // and `skiff train --export` once the run's partitions are freed, so that the run's copy of the
 // dataset and this one are never held at once.
+//
+// With `comm` of several ranks (each holding the same dataset and checkpoint), a collective: the
+// ranks share every layer's work (train::LayerwiseOptions::comm) and rank 0 alone writes `out_dir`;
+// the others compute and write nothing.
 Status ExportByLayer(const format::Dataset& dataset, const train::Checkpoint& checkpoint,
                      const std::string& checkpoint_name, const train::TrainOptions& options,
-                     const std::string& out_dir);
+                     const std::string& out_dir, dist::Communicator* comm = nullptr);
 
 }  // namespace skiff::cli
