@@ -50,17 +50,20 @@ struct LayerOutput {
   std::vector<int32_t>* class_of = nullptr;
 };
 
-void StoreChunk(const float* out, int64_t begin, int64_t count, int64_t width,
+// Stores `count` rows of `width` floats at `bytes` (any alignment: an exchange's message) for the
+// nodes begin .. begin + count - 1.
+void StoreChunk(const char* bytes, int64_t begin, int64_t count, int64_t width,
                 const LayerOutput& output) {
+  const size_t row_bytes = sizeof(float) * static_cast<size_t>(width);
   if (output.rows != nullptr) {
-    std::memcpy(output.rows->data() + begin * width, out,
-                sizeof(float) * static_cast<size_t>(count * width));
+    std::memcpy(output.rows->data() + begin * width, bytes, row_bytes * static_cast<size_t>(count));
     return;
   }
+  std::vector<float> logits(static_cast<size_t>(width));
   for (int64_t i = 0; i < count; ++i) {
-    const float* logits = out + i * width;
+    std::memcpy(logits.data(), bytes + static_cast<size_t>(i) * row_bytes, row_bytes);
     (*output.class_of)[static_cast<size_t>(begin + i)] =
-        static_cast<int32_t>(std::max_element(logits, logits + width) - logits);
+        static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
   }
 }
 
@@ -78,18 +81,16 @@ struct ChunkTurns {
 // Stores round `k`'s outputs: this process's `out` alone, or every rank's, all-gathered.
 Status StoreRound(const ChunkTurns& turns, int64_t k, const std::vector<float>& out, int64_t width,
                   const LayerOutput& output, dist::Communicator* comm, OptionalProgress* progress) {
+  const auto* own = reinterpret_cast<const char*>(out.data());
   if (turns.ranks == 1) {
-    StoreChunk(out.data(), turns.begin(k), turns.end(k) - turns.begin(k), width, output);
+    StoreChunk(own, turns.begin(k), turns.end(k) - turns.begin(k), width, output);
     progress->Add(static_cast<uint64_t>(turns.end(k) - turns.begin(k)));
     return Status::Ok();
   }
   const int64_t c = k * turns.ranks + turns.rank;
   const size_t bytes = sizeof(float) * static_cast<size_t>((turns.end(c) - turns.begin(c)) * width);
-  SKIFF_ASSIGN_OR_RETURN(
-      const std::vector<std::string> all,
-      comm->AllGather(std::string_view(reinterpret_cast<const char*>(out.data()), bytes),
-                      "layer-wise rows"));
-  std::vector<float> rows;
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<std::string> all,
+                         comm->AllGather(std::string_view(own, bytes), "layer-wise rows"));
   for (int q = 0; q < turns.ranks; ++q) {
     const int64_t cq = k * turns.ranks + q, count = turns.end(cq) - turns.begin(cq);
     const std::string& part = all[static_cast<size_t>(q)];
@@ -98,9 +99,7 @@ Status StoreRound(const ChunkTurns& turns, int64_t k, const std::vector<float>& 
                               std::to_string(part.size()) + " bytes for chunk " +
                               std::to_string(cq) + " of " + std::to_string(count) + " rows");
     }
-    rows.resize(static_cast<size_t>(count * width));
-    if (count > 0) std::memcpy(rows.data(), part.data(), part.size());
-    StoreChunk(rows.data(), turns.begin(cq), count, width, output);
+    StoreChunk(part.data(), turns.begin(cq), count, width, output);
     progress->Add(static_cast<uint64_t>(count));
   }
   return Status::Ok();
