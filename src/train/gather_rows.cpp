@@ -1,5 +1,6 @@
 #include "skiff/train/gather_rows.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -9,12 +10,6 @@ namespace {
 // A row on the wire: its position, its label, its values.
 int64_t RowBytes(int64_t width) {
   return static_cast<int64_t>(sizeof(int64_t) + sizeof(int32_t) + sizeof(float) * width);
-}
-
-// Appends the bytes of `data` to `out`.
-template <typename T>
-void Append(const std::vector<T>& data, std::string* out) {
-  out->append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(T));
 }
 
 }  // namespace
@@ -58,16 +53,38 @@ Status RowsToLead::Add(int64_t position, int32_t label, std::span<const float> v
   return Status::Ok();
 }
 
-Status RowsToLead::Send() {
+Status RowsToLead::Send() { return SendSome(static_cast<int64_t>(positions_.size()) - sent_); }
+
+Status RowsToLead::SendAll(int64_t round_bytes) {
+  const int64_t per_round = std::max<int64_t>(1, round_bytes / RowBytes(width_));
+  const auto pending = static_cast<int64_t>(positions_.size()) - sent_;
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<std::string> counts,
+                         comm_.AllGather(std::to_string(pending), "the rows to send"));
+  int64_t most = 0;
+  for (const std::string& c : counts) most = std::max<int64_t>(most, std::stoll(c));
+  for (int64_t done = 0; done < most; done += per_round) SKIFF_RETURN_IF_ERROR(SendSome(per_round));
+  return Status::Ok();
+}
+
+Status RowsToLead::SendSome(int64_t rows) {
   std::vector<std::string> to_each(static_cast<size_t>(comm_.size()));
   if (comm_.rank() != 0) {
     // Every position, then every label, then every row's values.
-    Append(positions_, &to_each[0]);
-    Append(pending_labels_, &to_each[0]);
-    Append(pending_values_, &to_each[0]);
-    positions_.clear();
-    pending_labels_.clear();
-    pending_values_.clear();
+    const int64_t count = std::min(rows, static_cast<int64_t>(positions_.size()) - sent_);
+    std::string& out = to_each[0];
+    out.append(reinterpret_cast<const char*>(positions_.data() + sent_),
+               sizeof(int64_t) * static_cast<size_t>(count));
+    out.append(reinterpret_cast<const char*>(pending_labels_.data() + sent_),
+               sizeof(int32_t) * static_cast<size_t>(count));
+    out.append(reinterpret_cast<const char*>(pending_values_.data() + sent_ * width_),
+               sizeof(float) * static_cast<size_t>(count * width_));
+    sent_ += count;
+    if (sent_ == static_cast<int64_t>(positions_.size())) {
+      sent_ = 0;
+      positions_.clear();
+      pending_labels_.clear();
+      pending_values_.clear();
+    }
   }
   SKIFF_ASSIGN_OR_RETURN(std::vector<std::string> got,
                          comm_.AllToAll(std::move(to_each), "the predicted rows"));

@@ -712,6 +712,7 @@ int32_t ArgMax(const float* logits, int64_t c) {
 Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                         std::vector<float>* embeddings) {
   if (Owned()) return PredictOwned(nodes, classes, embeddings);
+  if (Distributed()) return PredictShared(nodes, classes, embeddings);
   SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
   const int64_t c = data_.num_classes;
   const int64_t h = model_->EmbeddingDim();
@@ -741,6 +742,40 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
       RunEvalBatches(nodes, kPredictStream, /*repeats=*/false, /*shard=*/false, nullptr, consume));
   progress.Finish();
   return Status::Ok();
+}
+
+Status Trainer::PredictShared(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+                              std::vector<float>* embeddings) {
+  SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
+  const int64_t c = data_.num_classes;
+  const int64_t h = model_->EmbeddingDim();
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> position,
+                         PositionsOf(nodes, data_.labels.size()));
+  std::vector<uint64_t> numbers;
+  uint64_t share = 0;
+  for (const std::vector<int64_t>& b : OwnBatches(nodes, EvalBatchSize(), false, 0, &numbers)) {
+    share += b.size();
+  }
+  OptionalProgress progress(options_.show_progress, "predict (rank 0's share)", share, "nodes");
+  RowsToLead rows(*comm_, static_cast<int64_t>(nodes.size()), h, classes, embeddings);
+  std::vector<float> logits, emb;
+  auto consume = [&](PreparedBatch& next) -> Status {
+    const sampler::MiniBatch& b = next.batch;
+    SKIFF_RETURN_IF_ERROR(model_->ForwardInParts(InputOf(next, options_.eval_fanouts),
+                                                 EvalParts(b.seeds.size()), &logits, &emb));
+    for (size_t i = 0; i < b.seeds.size(); ++i) {
+      SKIFF_RETURN_IF_ERROR(rows.Add(position[b.seeds[i]], ArgMax(logits.data() + i * c, c),
+                                     std::span<const float>(emb).subspan(i * h, h)));
+    }
+    progress.Add(b.seeds.size());
+    return Status::Ok();
+  };
+  // The ranks run their shares apart (as evaluation): the rows go to rank 0 at the end.
+  SKIFF_RETURN_IF_ERROR(
+      RunEvalBatches(nodes, kPredictStream, /*repeats=*/false, /*shard=*/true, nullptr, consume));
+  progress.Finish();
+  SKIFF_RETURN_IF_ERROR(rows.SendAll());
+  return rows.Finish();
 }
 
 Status Trainer::PredictOwned(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Prediction shared among replicated ranks (docs/distributed.md): every rank holds the whole
-# dataset and they take each layer's chunks in turns.
+# Prediction shared among replicated ranks (docs/distributed.md, "Prediction on several ranks"):
+# every rank holds the whole dataset. Layer by layer they take each layer's chunks in turns; in
+# batches each predicts its share of the one-process plan's batches.
 #   - `mpirun -np W skiff train --distributed --export DIR` writes, byte for byte, what one
-#     process's `skiff predict` writes for the run's best checkpoint (W = 2 and 4; the runs' best
-#     epoch is not their last, so rank 0 must send the other ranks the best model);
-#   - `mpirun -np 3 skiff predict --distributed` writes what one process writes;
-#   - ranks that read different checkpoints, or are asked to predict in batches, refuse and
-#     write nothing.
+#     process's `skiff predict` writes for the run's best checkpoint: layer by layer (W = 2 and 4;
+#     the runs' best epoch is not their last, so rank 0 must send the others the best model) and
+#     in batches within --memory (W = 2);
+#   - `mpirun -np W skiff predict --distributed` writes what one process writes: layer by layer
+#     (W = 3), in batches (W = 3) and within --memory (W = 2);
+#   - ranks that read different checkpoints refuse and write nothing; so does a link-prediction
+#     checkpoint.
 #   bash dist_predict.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -euo pipefail
 SKIFF=$1
@@ -37,11 +40,30 @@ for W in 2 4; do
   echo "$W ranks' --export = skiff predict of the best checkpoint: OK"
 done
 
-"${MPI[@]}" -np 3 "$SKIFF" predict small --checkpoint w2.ckpt --out p3 --distributed --threads 1 \
-  > p3.log 2>&1 || { echo "FAIL: predict on 3 ranks"; cat p3.log; exit 1; }
-grep -q "(3 ranks)" p3.log || { echo "FAIL: predict not on 3 ranks"; cat p3.log; exit 1; }
-same_files p3 w2.pred || { echo "FAIL: 3 ranks' predict differs from one process's"; exit 1; }
-echo "skiff predict --distributed on 3 ranks = one process: OK"
+# Within --memory each rank predicts its share of the batches through its own pipeline.
+"${MPI[@]}" -np 2 "$SKIFF" "${RUN[@]}" --fanouts 5,5 --eval-fanouts 5,5 --batch-size 512 \
+  --distributed --memory 8MiB --checkpoint m2.ckpt --export m2.export > m2.log 2>&1 ||
+  { echo "FAIL: 2 ranks with --memory --export"; cat m2.log; exit 1; }
+grep -q "in batches on 2 rank(s)" m2.log || { echo "FAIL: not shared"; cat m2.log; exit 1; }
+"$SKIFF" predict small --checkpoint m2.ckpt --out m2.pred --memory 8MiB --threads 1 > /dev/null 2>&1
+same_files m2.export m2.pred || { echo "FAIL: 2 ranks' export in batches differs"; exit 1; }
+echo "2 ranks' --export within --memory = skiff predict --memory: OK"
+
+# skiff predict --distributed (rank 0 writes), each way, against one process.
+predict_ranks() {  # predict_ranks W NAME CHECKPOINT ONE_PROCESS_OUTPUT [OPTIONS...]
+  local w=$1 name=$2 ckpt=$3 want=$4
+  shift 4
+  "${MPI[@]}" -np "$w" "$SKIFF" predict small --checkpoint "$ckpt" --out "$name" --distributed \
+    --threads 1 "$@" > "$name.log" 2>&1 || { echo "FAIL: predict $name"; cat "$name.log"; exit 1; }
+  grep -q "($w ranks)" "$name.log" || { echo "FAIL: $name not on $w ranks"; cat "$name.log"; exit 1; }
+  same_files "$name" "$want" || { echo "FAIL: $name differs from one process's"; exit 1; }
+  echo "skiff predict --distributed $*: $w ranks = one process: OK"
+}
+predict_ranks 3 p3 w2.ckpt w2.pred
+"$SKIFF" predict small --checkpoint m2.ckpt --out m2.batches --inference batches --threads 1 \
+  > /dev/null 2>&1
+predict_ranks 3 p3b m2.ckpt m2.batches --inference batches
+predict_ranks 2 p2m m2.ckpt m2.pred --memory 8MiB
 
 # Rank 1 reads the last epoch's checkpoint, rank 0 the best: the same options, other parameters.
 cat > other_ckpt.sh <<'EOF'
@@ -55,10 +77,15 @@ if "${MPI[@]}" -np 2 bash other_ckpt.sh "$SKIFF" predict small --out mixed --dis
 fi
 grep -q "rank 1 read other parameters than rank 0" mixed.log || { echo "FAIL: message"; cat mixed.log; exit 1; }
 [ ! -e mixed ] || { echo "FAIL: mixed ranks wrote an output"; exit 1; }
-if "${MPI[@]}" -np 2 "$SKIFF" predict small --checkpoint w2.ckpt --out batches --distributed \
-    --inference batches > batches.log 2>&1; then
-  echo "FAIL: ranks predicted in batches"; exit 1
+"$SKIFF" generate --nodes 2000 --avg-degree 6 --classes 4 --feature-dim 8 \
+  --split-edges 0.3,0.05,0.05 --seed 3 --out links > /dev/null 2>&1
+"$SKIFF" train links --task link --hidden 8 --fanouts 3,3 --epochs 1 --threads 1 \
+  --checkpoint link.ckpt > link.log 2>&1 || { echo "FAIL: link training"; cat link.log; exit 1; }
+if "${MPI[@]}" -np 2 "$SKIFF" predict links --checkpoint link.ckpt --out link.out --distributed \
+    > linkp.log 2>&1; then
+  echo "FAIL: ranks predicted links"; exit 1
 fi
-grep -q "run in one process" batches.log || { echo "FAIL: message"; cat batches.log; exit 1; }
-[ ! -e batches ] || { echo "FAIL: a refused job wrote an output"; exit 1; }
+grep -q "a link-prediction checkpoint predicts in one process" linkp.log ||
+  { echo "FAIL: message"; cat linkp.log; exit 1; }
+[ ! -e link.out ] || { echo "FAIL: a refused job wrote an output"; exit 1; }
 echo "refusals: OK"

@@ -33,9 +33,10 @@ std::vector<float> ValuesOf(int64_t p) {
 }
 
 // Rank r adds sends[r][s] before its s-th Send (every rank sends sends[0].size() times), then
-// finishes; returns each rank's outcome (the first error).
-std::vector<Gathered> Gather(const std::vector<std::vector<std::vector<int64_t>>>& sends,
-                             int64_t n) {
+// finishes; returns each rank's outcome (the first error). With `send_all_bytes` > 0 the ranks
+// add all their rows apart and send them with one SendAll(send_all_bytes) instead.
+std::vector<Gathered> Gather(const std::vector<std::vector<std::vector<int64_t>>>& sends, int64_t n,
+                             int64_t send_all_bytes = 0) {
   const int ranks = static_cast<int>(sends.size());
   auto comms = dist::CreateThreadCommunicators(ranks, {.timeout_seconds = 60});
   std::vector<Gathered> out(sends.size());
@@ -49,7 +50,12 @@ std::vector<Gathered> Gather(const std::vector<std::vector<std::vector<int64_t>>
           const Status st = rows.Add(p, LabelOf(p), ValuesOf(p));
           if (!st.ok() && g.status.ok()) g.status = st;
         }
+        if (send_all_bytes > 0) continue;
         const Status st = rows.Send();
+        if (!st.ok() && g.status.ok()) g.status = st;
+      }
+      if (send_all_bytes > 0) {
+        const Status st = rows.SendAll(send_all_bytes);
         if (!st.ok() && g.status.ok()) g.status = st;
       }
       if (g.status.ok()) g.status = rows.Finish();
@@ -59,13 +65,8 @@ std::vector<Gathered> Gather(const std::vector<std::vector<std::vector<int64_t>>
   return out;
 }
 
-}  // namespace
-
-TEST_CASE("rows reach rank 0 at their positions, whichever rank computed them") {
-  // Three sends; rank 1 computes nothing, rank 2 the most, rank 0 some of its own.
-  const std::vector<std::vector<std::vector<int64_t>>> sends = {
-      {{4}, {}, {0}}, {{}, {}, {}}, {{1, 2, 3}, {5, 6, 7, 8, 9, 10}, {11, 12}}};
-  const std::vector<Gathered> got = Gather(sends, 13);
+// Every rank's outcome is OK, rank 0 holds rows 0..12 bitwise, the others nothing.
+void CheckAllThirteen(const std::vector<Gathered>& got) {
   for (const Gathered& g : got) REQUIRE(g.status.ok());
   std::vector<int32_t> want_labels;
   std::vector<float> want_values;
@@ -80,6 +81,45 @@ TEST_CASE("rows reach rank 0 at their positions, whichever rank computed them") 
     CHECK(got[r].labels.empty());
     CHECK(got[r].values.empty());
   }
+}
+
+// Three sends; rank 1 computes nothing, rank 2 the most, rank 0 some of its own.
+const std::vector<std::vector<std::vector<int64_t>>> kThreeSends = {
+    {{4}, {}, {0}}, {{}, {}, {}}, {{1, 2, 3}, {5, 6, 7, 8, 9, 10}, {11, 12}}};
+
+}  // namespace
+
+TEST_CASE("rows reach rank 0 at their positions, whichever rank computed them") {
+  CheckAllThirteen(Gather(kThreeSends, 13));
+}
+
+TEST_CASE("ranks that computed apart send all their rows at the end, in rounds") {
+  const int64_t row = 8 + 4 + 4 * kWidth;  // position, label, values
+  // Rank 2's 11 rows in rounds of 2 (6 rounds, ranks 0 and 1 sending nothing in most); of 1 (a
+  // round smaller than a row still sends one); and in one round.
+  for (const int64_t bytes : {2 * row + 5, int64_t{3}, int64_t{64} << 20}) {
+    CAPTURE(bytes);
+    CheckAllThirteen(Gather(kThreeSends, 13, bytes));
+  }
+  // Rows added after a SendAll go with the next one.
+  auto comms = dist::CreateThreadCommunicators(2, {.timeout_seconds = 60});
+  std::vector<Gathered> got(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      Gathered& g = got[static_cast<size_t>(r)];
+      RowsToLead rows(*comms[static_cast<size_t>(r)], 3, kWidth, &g.labels, &g.values);
+      const std::vector<int64_t> first = r == 0 ? std::vector<int64_t>{0} : std::vector<int64_t>{1};
+      for (const int64_t p : first) SKIFF_CHECK(rows.Add(p, LabelOf(p), ValuesOf(p)).ok());
+      SKIFF_CHECK(rows.SendAll(row).ok());
+      if (r == 1) SKIFF_CHECK(rows.Add(2, LabelOf(2), ValuesOf(2)).ok());
+      SKIFF_CHECK(rows.SendAll(row).ok());
+      g.status = rows.Finish();
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(got[0].status.ok());
+  CHECK(got[0].labels == std::vector<int32_t>{LabelOf(0), LabelOf(1), LabelOf(2)});
 }
 
 TEST_CASE("rows that miss, repeat or leave the positions are reported on rank 0") {

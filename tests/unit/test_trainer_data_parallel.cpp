@@ -182,3 +182,43 @@ TEST_CASE("data-parallel trainer: refuses a communicator of another size than th
   CHECK(st.code() == StatusCode::kInvalidArgument);
   CHECK(st.message().find("for 1 rank(s), the job has 2") != std::string::npos);
 }
+
+TEST_CASE("data-parallel trainer: W ranks' Predict is one process's, on rank 0") {
+  const auto data = MakeData(1000, 8);
+  auto plain = Trainer::Create(data->data, Options());
+  REQUIRE(plain.ok());
+  REQUIRE((*plain)->Run().ok());
+  auto trained = (*plain)->MakeCheckpoint(1);
+  REQUIRE(trained.ok());
+  std::vector<int64_t> nodes(1000);
+  for (int64_t v = 0; v < 1000; ++v) nodes[static_cast<size_t>(v)] = (v * 7919) % 1000;
+  std::vector<int32_t> want_classes;
+  std::vector<float> want_embeddings;
+  REQUIRE((*plain)->Predict(nodes, &want_classes, &want_embeddings).ok());
+  // 1000 nodes in evaluation batches of 45: 23 batches, shared unevenly by 2 and 3 ranks.
+  for (const int ranks : {2, 3}) {
+    CAPTURE(ranks);
+    auto comms = dist::CreateThreadCommunicators(ranks, {});
+    std::vector<std::vector<int32_t>> classes(static_cast<size_t>(ranks));
+    std::vector<std::vector<float>> embeddings(static_cast<size_t>(ranks));
+    std::vector<Status> status(static_cast<size_t>(ranks));
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < ranks; ++rank) {
+      threads.emplace_back([&, rank] {
+        const size_t r = static_cast<size_t>(rank);
+        TrainOptions o = Options();
+        o.world_size = ranks;
+        auto trainer = Trainer::Create(data->data, o);
+        SKIFF_CHECK(trainer.ok());
+        SKIFF_CHECK((*trainer)->SetCommunicator(comms[r].get()).ok());
+        SKIFF_CHECK((*trainer)->Restore(*trained).ok());
+        status[r] = (*trainer)->Predict(nodes, &classes[r], &embeddings[r]);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (const Status& st : status) CHECK(st.ok());
+    CHECK(classes[0] == want_classes);
+    CHECK(embeddings[0] == want_embeddings);  // bitwise: the same batches
+    for (int r = 1; r < ranks; ++r) CHECK(classes[static_cast<size_t>(r)].empty());
+  }
+}

@@ -43,10 +43,11 @@ struct PredictOptions {
 };
 
 // In batches through the training pipeline (docs/pipeline.md): every partition resident, or within
-// --memory; on the CPU or the GPU.
+// --memory; on the CPU or the GPU. Ranks (`comm` of several) each predict their share of the
+// batches (Trainer::Predict), and rank 0 writes.
 Status PredictByBatch(const PredictOptions& o, const format::Dataset& ds,
-                      const train::Checkpoint& ckpt, const train::TrainOptions& t, Device device,
-                      uint64_t memory_bytes) {
+                      const train::Checkpoint& ckpt, train::TrainOptions t, Device device,
+                      uint64_t memory_bytes, dist::Communicator& comm) {
   uint64_t runtime_bytes = 0;  // the CUDA runtime's, outside the budget (skiff train reports it)
   SKIFF_ASSIGN_OR_RETURN(const pipeline::ComputeSite site,
                          ComputeSiteFor(device, ds.manifest(), t, &runtime_bytes));
@@ -54,14 +55,26 @@ Status PredictByBatch(const PredictOptions& o, const format::Dataset& ds,
       std::unique_ptr<pipeline::OutOfCoreTraining> engine,
       pipeline::OpenOutOfCoreTraining(&ds, t, memory_bytes, pipeline::SamplingMode::kExact,
                                       t.sampler_threads, site));
+  t.world_size = comm.size();  // this job's, not the training job's
+  int slot = 0;  // a CUDA rank takes the GPU of its rank on its machine, as in training
+  if (device == Device::kCuda && comm.size() > 1) {
+    SKIFF_ASSIGN_OR_RETURN(slot, LocalRank(comm));
+  }
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
-                         train::Trainer::Create(engine->data, t, ModelFactoryFor(device)));
+                         train::Trainer::Create(engine->data, t, ModelFactoryFor(device, slot)));
+  if (comm.size() > 1) SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
   trainer->SetPassRunner(pipeline::MakeOutOfCorePassRunner(engine.get(), t, false));
-  // Prediction batches in the parts the memory plan cut them into.
+  // Prediction batches in the parts the memory plan cut them into, at most the evaluation batch
+  // size it allows (the batches ranks share are cut before the pass runner sees them).
   trainer->SetMicroBatches(1, engine->ooc->memory_plan().eval_part_seeds);
+  trainer->SetEvalBatchLimit(engine->ooc->eval_batch_size());
   SKIFF_RETURN_IF_ERROR(OfferFeaturesToDevice(site, memory_bytes, trainer.get()));
   SKIFF_RETURN_IF_ERROR(trainer->Restore(ckpt).WithContext(o.checkpoint));
-  return train::ExportPredictions(ds, *trainer, o.out);
+  auto predict = [&](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+                     std::vector<float>* embeddings) {
+    return trainer->Predict(nodes, classes, embeddings);
+  };
+  return ExportOnRanks(ds, comm, predict, o.out);
 }
 
 // Link prediction: in batches through the pipeline (every partition resident, or within --memory).
@@ -114,21 +127,13 @@ Result<train::Task> TaskOf(const PredictOptions& o, const train::TrainOptions& t
   return asked;
 }
 
-// --distributed: what the ranks share is layer-wise prediction of node classes; the rest runs in
-// one process.
-Status CheckShared(const dist::Communicator& comm, train::Task task, Inference inference) {
-  if (comm.size() == 1) return Status::Ok();
-  if (task == train::Task::kLink) {
-    return Status::InvalidArgument(
-        "--distributed: the ranks share layer-wise prediction of node classes; a link-prediction "
-        "checkpoint predicts in one process");
-  }
-  if (inference != Inference::kLayers) {
-    return Status::InvalidArgument(
-        "--distributed: the ranks share layer-wise prediction (the graph and features in memory, "
-        "on the CPU); --inference batches, --memory and --device cuda run in one process");
-  }
-  return Status::Ok();
+// --distributed: the ranks share node classification's prediction; a link-prediction checkpoint
+// predicts in one process.
+Status CheckShared(const dist::Communicator& comm, train::Task task) {
+  if (comm.size() == 1 || task == train::Task::kNode) return Status::Ok();
+  return Status::InvalidArgument(
+      "--distributed: the ranks share the prediction of node classes; a link-prediction "
+      "checkpoint predicts in one process");
 }
 
 // --distributed: InvalidArgument, on every rank alike, unless every rank read the same parameters
@@ -176,7 +181,7 @@ Status Predict(const PredictOptions& o, dist::Communicator& comm) {
   SKIFF_ASSIGN_OR_RETURN(const Inference asked,
                          ParseName(kInferenceNames, "inference mode", o.inference));
   const Result<Inference> inference = ResolveInference(asked, device, memory_bytes);
-  SKIFF_RETURN_IF_ERROR(CheckShared(comm, task, inference.ok() ? *inference : Inference::kBatches));
+  SKIFF_RETURN_IF_ERROR(CheckShared(comm, task));
   if (comm.size() > 1) {
     SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
     SKIFF_RETURN_IF_ERROR(CheckSameModel(comm, ckpt, o.checkpoint));
@@ -197,7 +202,7 @@ Status Predict(const PredictOptions& o, dist::Communicator& comm) {
   SKIFF_RETURN_IF_ERROR(inference.status());
   SKIFF_RETURN_IF_ERROR(*inference == Inference::kLayers
                             ? ExportByLayer(*ds, ckpt, o.checkpoint, t, o.out, &comm)
-                            : PredictByBatch(o, *ds, ckpt, t, device, memory_bytes));
+                            : PredictByBatch(o, *ds, ckpt, t, device, memory_bytes, comm));
   if (lead) {
     std::printf("wrote predictions.npy and embeddings.npy for %lld nodes to %s%s\n",
                 static_cast<long long>(ds->manifest().num_nodes), o.out.c_str(),

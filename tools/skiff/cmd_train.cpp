@@ -440,25 +440,44 @@ Result<train::Checkpoint> LeadsExportModel(const train::TrainOptions& t, int64_t
   return model;
 }
 
-// --export of a replicated run that predicts layer by layer: once the run's trainer and partitions
-// are freed, every rank loads the dataset in memory and the ranks share each layer (ExportByLayer
-// with `comm`); rank 0 writes.
-Status ExportShared(const TrainCliOptions& o, const format::Dataset& ds,
-                    const train::TrainOptions& t, int64_t last_epoch,
-                    std::unique_ptr<train::Trainer> trainer,
-                    std::unique_ptr<pipeline::OutOfCoreTraining> engine, dist::Communicator& comm) {
+// Rank 0's line after an export on ranks.
+void PrintRanksExport(const std::string& dir, const char* how, const dist::Communicator& comm,
+                      std::chrono::steady_clock::time_point start) {
+  if (comm.rank() != 0) return;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("predictions and embeddings: %s (every node, %s on %d rank(s), in %.2f s)\n",
+              dir.c_str(), how, comm.size(), seconds);
+}
+
+// --export of a replicated run, shared by the ranks, with the model of LeadsExportModel. Layer by
+// layer (in memory on the CPU): once the run's trainer and partitions are freed, every rank loads
+// the dataset in memory and they share each layer (ExportByLayer with `comm`). In batches (within
+// --memory, on GPUs): each rank predicts its share of the one-process plan's batches through its
+// pipeline (Trainer::Predict). Rank 0 writes.
+Status ExportReplicated(const TrainCliOptions& o, const format::Dataset& ds,
+                        const train::TrainOptions& t, int64_t last_epoch, Inference inference,
+                        std::unique_ptr<train::Trainer> trainer,
+                        std::unique_ptr<pipeline::OutOfCoreTraining> engine,
+                        dist::Communicator& comm) {
+  if (o.export_dir.empty()) return Status::Ok();
   const auto start = std::chrono::steady_clock::now();
   SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint model,
                          LeadsExportModel(t, last_epoch, *trainer, comm));
-  trainer.reset();
-  engine.reset();
-  SKIFF_RETURN_IF_ERROR(ExportByLayer(ds, model, "the exported model", t, o.export_dir, &comm));
-  if (comm.rank() != 0) return Status::Ok();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf(
-      "predictions and embeddings: %s (every node, layer by layer on %d rank(s), in %.2f s)\n",
-      o.export_dir.c_str(), comm.size(), seconds);
+  if (inference == Inference::kLayers) {
+    trainer.reset();
+    engine.reset();
+    SKIFF_RETURN_IF_ERROR(ExportByLayer(ds, model, "the exported model", t, o.export_dir, &comm));
+  } else {
+    SKIFF_RETURN_IF_ERROR(trainer->Restore(model).WithContext(t.checkpoint_path));
+    auto predict = [&](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+                       std::vector<float>* embeddings) {
+      return trainer->Predict(nodes, classes, embeddings);
+    };
+    SKIFF_RETURN_IF_ERROR(ExportOnRanks(ds, comm, predict, o.export_dir));
+  }
+  PrintRanksExport(o.export_dir, inference == Inference::kLayers ? "layer by layer" : "in batches",
+                   comm, start);
   return Status::Ok();
 }
 
@@ -509,17 +528,9 @@ Status TrainReplicated(const TrainCliOptions& o, train::TrainOptions t, Device d
                          ResolveInference(Inference::kAuto, device, memory_bytes));
   const int64_t last_epoch = static_cast<int64_t>(summary.epochs.size()) - 1;
   if (lead) PrintSummary(summary, t);
-  if (!o.export_dir.empty() && inference == Inference::kLayers) {
-    SKIFF_RETURN_IF_ERROR(
-        ExportShared(o, *ds, t, last_epoch, std::move(trainer), std::move(engine), comm));
-    SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));  // after the export: covering it
-  } else {
-    SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));
-    if (!lead) return Status::Ok();
-    // In batches, on rank 0 alone: the other ranks have ended.
-    SKIFF_RETURN_IF_ERROR(
-        Export(o, *ds, t, last_epoch, inference, std::move(trainer), std::move(engine)));
-  }
+  SKIFF_RETURN_IF_ERROR(ExportReplicated(o, *ds, t, last_epoch, inference, std::move(trainer),
+                                         std::move(engine), comm));
+  SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));  // after the export: covering it
   if (!lead) return Status::Ok();
   PrintPeakRss(memory_bytes, cuda, resident_when_loaded);
   return Status::Ok();
@@ -617,12 +628,8 @@ Status ExportOwned(const TrainCliOptions& o, const format::Dataset& ds,
   SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint model,
                          LeadsExportModel(t, last_epoch, trainer, comm));
   SKIFF_RETURN_IF_ERROR(trainer.Restore(model).WithContext(t.checkpoint_path));
-  auto predict = [&](std::vector<int64_t> nodes, std::vector<int32_t>* classes,
+  auto predict = [&](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                      std::vector<float>* embeddings) -> Status {
-    std::string order(reinterpret_cast<const char*>(nodes.data()), nodes.size() * sizeof(int64_t));
-    SKIFF_RETURN_IF_ERROR(comm.Broadcast(&order, 0, "the export's node order"));
-    nodes.resize(order.size() / sizeof(int64_t));
-    std::memcpy(nodes.data(), order.data(), nodes.size() * sizeof(int64_t));
     if (memory_bytes > 0) return trainer.Predict(nodes, classes, embeddings);
     const train::OwnedLayerwiseSources sources{.graph = data.graph.get(),
                                                .features = data.features.get(),
@@ -638,21 +645,8 @@ Status ExportOwned(const TrainCliOptions& o, const format::Dataset& ds,
     return train::PredictByLayerOwned(trainer.model(), sources, layerwise, nodes, classes,
                                       embeddings);
   };
-  if (comm.rank() != 0) {
-    std::vector<int32_t> classes;
-    std::vector<float> embeddings;
-    return predict({}, &classes, &embeddings);
-  }
-  SKIFF_RETURN_IF_ERROR(train::ExportPredictions(
-      ds,
-      [&](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
-          std::vector<float>* embeddings) { return predict(nodes, classes, embeddings); },
-      o.export_dir));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("predictions and embeddings: %s (every node, %s on %d rank(s), in %.2f s)\n",
-              o.export_dir.c_str(), memory_bytes > 0 ? "in batches" : "layer by layer", comm.size(),
-              seconds);
+  SKIFF_RETURN_IF_ERROR(ExportOnRanks(ds, comm, predict, o.export_dir));
+  PrintRanksExport(o.export_dir, memory_bytes > 0 ? "in batches" : "layer by layer", comm, start);
   return Status::Ok();
 }
 

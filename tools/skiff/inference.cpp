@@ -1,5 +1,7 @@
 #include "tools/skiff/inference.h"
 
+#include <cstring>
+
 #include "skiff/log.h"
 #include "skiff/train/export.h"
 #include "skiff/train/layerwise_inference.h"
@@ -53,6 +55,28 @@ Status ExportByLayer(const format::Dataset& dataset, const train::Checkpoint& ch
         return train::PredictByLayer(trainer->model(), *data->graph, *data->features, layerwise,
                                      nodes, classes, embeddings);
       },
+      out_dir);
+}
+
+Status ExportOnRanks(const format::Dataset& dataset, dist::Communicator& comm,
+                     const train::Predictor& predict, const std::string& out_dir) {
+  auto shared = [&](std::vector<int64_t> nodes, std::vector<int32_t>* classes,
+                    std::vector<float>* embeddings) -> Status {
+    std::string order(reinterpret_cast<const char*>(nodes.data()), nodes.size() * sizeof(int64_t));
+    SKIFF_RETURN_IF_ERROR(comm.Broadcast(&order, 0, "the export's node order"));
+    nodes.resize(order.size() / sizeof(int64_t));
+    std::memcpy(nodes.data(), order.data(), nodes.size() * sizeof(int64_t));
+    return predict(nodes, classes, embeddings);
+  };
+  if (comm.rank() != 0) {
+    std::vector<int32_t> classes;
+    std::vector<float> embeddings;
+    return shared({}, &classes, &embeddings);
+  }
+  return train::ExportPredictions(
+      dataset,
+      [&](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+          std::vector<float>* embeddings) { return shared(nodes, classes, embeddings); },
       out_dir);
 }
 

@@ -12,6 +12,7 @@
 #include "skiff/enum_names.h"
 #include "skiff/format/dataset.h"
 #include "skiff/status.h"
+#include "skiff/train/export.h"
 #include "skiff/train/trainer.h"
 #include "tools/skiff/compute_device.h"
 
@@ -39,5 +40,11 @@ Result<Inference> ResolveInference(Inference asked, Device device, uint64_t memo
 Status ExportByLayer(const format::Dataset& dataset, const train::Checkpoint& checkpoint,
                      const std::string& checkpoint_name, const train::TrainOptions& options,
                      const std::string& out_dir, dist::Communicator* comm = nullptr);
+
+// An export computed by the ranks of `comm` alike: every rank calls it, and predicts the export's
+// nodes with `predict` -- rank 0 passes their order (train/export.h) and sends it to the others --
+// and rank 0 writes `out_dir` with the outputs it gets (the others' are not used).
+Status ExportOnRanks(const format::Dataset& dataset, dist::Communicator& comm,
+                     const train::Predictor& predict, const std::string& out_dir);
 
 }  // namespace skiff::cli

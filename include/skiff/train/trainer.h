@@ -192,7 +192,11 @@ class Trainer {
   // Owned partitions: every rank calls it with the same `nodes`, each computes the nodes it owns
   // (the one-process plan's batches of `nodes`, each split by owner, as evaluation), and rank 0
   // receives every node's rows (RowsToLead, after each plan batch); the other ranks' outputs are
-  // left empty.
+  // left empty. Replicated data-parallel ranks (SetCommunicator of several ranks): every rank
+  // calls it with the same `nodes` and computes its share of the one-process plan's batches, as
+  // evaluation shares them; rank 0 receives every node's rows once the shares are done
+  // (RowsToLead::SendAll: until then each rank holds its share's rows, 8 + 4 * (EmbeddingDim + 1)
+  // bytes per node, outside any memory budget as rank 0's outputs are).
   Status Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                  std::vector<float>* embeddings);
 
@@ -300,6 +304,9 @@ class Trainer {
     return eval_batch_limit_ > 0 ? std::min(options_.eval_batch_size, eval_batch_limit_)
                                  : options_.eval_batch_size;
   }
+  // Predict of replicated data-parallel ranks.
+  Status PredictShared(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+                       std::vector<float>* embeddings);
   // Predict of an owned-partition run.
   Status PredictOwned(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                       std::vector<float>* embeddings);
