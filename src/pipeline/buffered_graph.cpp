@@ -197,6 +197,18 @@ BufferedGraph::MemoryRow BufferedGraph::FindInMemory(const ResidentSet& resident
 
 Status BufferedGraph::Features(const ResidentSet& resident, std::span<const int64_t> nodes,
                                float* dst) const {
+  return FeaturesAt(resident, nodes, RowTargets{.base = dst, .rows = {}, .dim = feature_dim_});
+}
+
+Status BufferedGraph::FeaturesTo(const ResidentSet& resident, std::span<const int64_t> nodes,
+                                 std::span<float* const> dst) const {
+  SKIFF_CHECK(dst.size() == nodes.size());
+  if (nodes.empty()) return Status::Ok();
+  return FeaturesAt(resident, nodes, RowTargets{.base = nullptr, .rows = dst, .dim = feature_dim_});
+}
+
+Status BufferedGraph::FeaturesAt(const ResidentSet& resident, std::span<const int64_t> nodes,
+                                 const RowTargets& dst) const {
   std::vector<size_t> fine;
   uint64_t cached = 0;
   // Rows lie at random in memory: each is looked up and prefetched kAhead rows before its copy,
@@ -219,20 +231,23 @@ Status BufferedGraph::Features(const ResidentSet& resident, std::span<const int6
       continue;
     }
     cached += row.cached ? 1 : 0;
-    CopyRow(row.bytes, dst + i * feature_dim_);
+    CopyRow(row.bytes, dst.at(i));
   }
   resident_rows_.fetch_add(nodes.size() - fine.size() - cached, std::memory_order_relaxed);
   cached_rows_.fetch_add(cached, std::memory_order_relaxed);
   bytes_used_.fetch_add(nodes.size() * row_bytes_, std::memory_order_relaxed);
   SKIFF_RETURN_IF_ERROR(FineFeatures(nodes, fine, dst));
-  if (normalize_rows_) {
-    sampler::NormalizeRowsToSumOne(dst, static_cast<int64_t>(nodes.size()), feature_dim_);
+  if (!normalize_rows_) return Status::Ok();
+  if (dst.rows.empty()) {
+    sampler::NormalizeRowsToSumOne(dst.base, static_cast<int64_t>(nodes.size()), feature_dim_);
+  } else {
+    for (float* row : dst.rows) sampler::NormalizeRowsToSumOne(row, 1, feature_dim_);
   }
   return Status::Ok();
 }
 
 Status BufferedGraph::FineFeatures(std::span<const int64_t> nodes, std::span<const size_t> fine,
-                                   float* dst) const {
+                                   const RowTargets& dst) const {
   if (fine.empty()) return Status::Ok();
 
   // Rows of non-resident nodes: float32 rows land in place, so a round is bounded only by its
@@ -249,7 +264,7 @@ Status BufferedGraph::FineFeatures(std::span<const int64_t> nodes, std::span<con
     if (half_features_) raw.resize((end - begin) * row_bytes_);
     for (size_t j = begin; j < end; ++j) {
       void* target = half_features_ ? static_cast<void*>(raw.data() + (j - begin) * row_bytes_)
-                                    : static_cast<void*>(dst + fine[j] * feature_dim_);
+                                    : static_cast<void*>(dst.at(fine[j]));
       reads.push_back(source_->FeatureRowRead(nodes[fine[j]], target));
     }
     fine_requests_.fetch_add(1, std::memory_order_relaxed);
@@ -260,7 +275,7 @@ Status BufferedGraph::FineFeatures(std::span<const int64_t> nodes, std::span<con
     SKIFF_RETURN_IF_ERROR(read);
     if (half_features_) {
       for (size_t j = begin; j < end; ++j) {
-        CopyRow(raw.data() + (j - begin) * row_bytes_, dst + fine[j] * feature_dim_);
+        CopyRow(raw.data() + (j - begin) * row_bytes_, dst.at(fine[j]));
       }
     }
   }

@@ -90,10 +90,10 @@ uint64_t OwnedExchangeBytes(const BatchShape& shape, const DegreeProfile& degree
   for (int64_t e : shape.edges) edges += static_cast<uint64_t>(std::max<int64_t>(e, 0));
   const uint64_t row_bytes = static_cast<uint64_t>(std::max<int64_t>(feature_dim, 0)) * 4;
   // Remote feature rows received for the part and about as many served to the others, with their
-  // requests; the own rows are copied out in chunks (ExchangeFeatures::kOwnRowChunk).
+  // requests; the own rows are read in place, with a destination pointer and ID per row read.
   const auto remote = static_cast<uint64_t>(std::ceil(inputs * remote_fraction));
   const uint64_t rows = 2 * remote * (row_bytes + sizeof(int64_t)) +
-                        static_cast<uint64_t>(train::ExchangeFeatures::kOwnRowChunk) * row_bytes;
+                        static_cast<uint64_t>(inputs + static_cast<double>(remote)) * 16;
   // Picks sent and received (positions and neighbours), and the batch's kept samples (a map entry
   // and two vectors per node, ~160 bytes, and the picks).
   const auto inputs_count = static_cast<uint64_t>(inputs);
@@ -219,8 +219,8 @@ Status DiskOwnedRows::Lists(std::span<const int64_t> nodes, std::vector<int64_t>
   return graph_->Neighbors(*resident_, nodes, indptr, neighbors);
 }
 
-Status DiskOwnedRows::Rows(std::span<const int64_t> nodes, float* dst) const {
-  return graph_->Features(*resident_, nodes, dst);
+Status DiskOwnedRows::RowsTo(std::span<const int64_t> nodes, std::span<float* const> dst) const {
+  return graph_->FeaturesTo(*resident_, nodes, dst);
 }
 
 std::string DiskOwnedRows::Describe() const {

@@ -13,21 +13,6 @@ ExchangeFeatures::ExchangeFeatures(const NodeRanges& ranges, dist::Communicator*
   SKIFF_CHECK(own->begin() == ranges.begin(comm->rank()) && own->end() == ranges.end(comm->rank()));
 }
 
-Status ExchangeFeatures::CopyOwnRows(std::span<const int64_t> nodes, std::span<const size_t> slots,
-                                     char* out) const {
-  const size_t row_bytes = static_cast<size_t>(dim()) * sizeof(float);
-  std::vector<float> rows(std::min(nodes.size(), kOwnRowChunk) * static_cast<size_t>(dim()));
-  for (size_t first = 0; first < nodes.size(); first += kOwnRowChunk) {
-    const size_t count = std::min(kOwnRowChunk, nodes.size() - first);
-    SKIFF_RETURN_IF_ERROR(own_->Rows(nodes.subspan(first, count), rows.data()));
-    for (size_t j = 0; j < count; ++j) {
-      const size_t slot = slots.empty() ? first + j : slots[first + j];
-      std::memcpy(out + slot * row_bytes, rows.data() + j * static_cast<size_t>(dim()), row_bytes);
-    }
-  }
-  return Status::Ok();
-}
-
 Status ExchangeFeatures::Gather(std::span<const int64_t> nodes, float* out) const {
   const int ranks = comm_->size(), self = comm_->rank();
   const auto width = static_cast<size_t>(dim());
@@ -45,11 +30,10 @@ Status ExchangeFeatures::Gather(std::span<const int64_t> nodes, float* out) cons
     asked[owner].push_back(v);
     slots[owner].push_back(i);
   }
-  SKIFF_RETURN_IF_ERROR(CopyOwnRows(asked[self], slots[self], reinterpret_cast<char*>(out)));
-  asked[self].clear();
   std::vector<std::string> requests(static_cast<size_t>(ranks));
   uint64_t sent = 0, received = 0;
   for (int r = 0; r < ranks; ++r) {
+    if (r == self) continue;
     requests[r].assign(reinterpret_cast<const char*>(asked[r].data()),
                        asked[r].size() * sizeof(int64_t));
     sent += requests[r].size();
@@ -57,25 +41,35 @@ Status ExchangeFeatures::Gather(std::span<const int64_t> nodes, float* out) cons
   }
   SKIFF_ASSIGN_OR_RETURN(std::vector<std::string> incoming,
                          comm_->AllToAll(std::move(requests), "feature rows"));
+  // One read of the own rows: this rank's, into their slots of `out`, and those the other ranks
+  // asked for, into the replies.
+  std::vector<int64_t> own = std::move(asked[self]);
+  std::vector<float*> to;
+  to.reserve(own.size());
+  for (const size_t slot : slots[self]) to.push_back(out + slot * width);
   std::vector<std::string> replies(static_cast<size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
     if (r == self) continue;
     received += incoming[r].size();
     const size_t count = incoming[r].size() / sizeof(int64_t);
-    std::vector<int64_t> wanted(count);
-    std::memcpy(wanted.data(), incoming[r].data(), count * sizeof(int64_t));
-    for (int64_t v : wanted) {
-      if (!own_->Owns(v)) {
+    const size_t first = own.size();
+    own.resize(first + count);
+    std::memcpy(own.data() + first, incoming[r].data(), count * sizeof(int64_t));
+    for (size_t j = first; j < own.size(); ++j) {
+      if (!own_->Owns(own[j])) {
         return Status::Internal("rank " + std::to_string(r) + " asked rank " +
                                 std::to_string(self) + " for the feature row of node " +
-                                std::to_string(v) + ", which it does not own");
+                                std::to_string(own[j]) + ", which it does not own");
       }
     }
     replies[r].resize(count * row_bytes);
-    SKIFF_RETURN_IF_ERROR(CopyOwnRows(wanted, {}, replies[r].data()));
+    // Reply bytes are written as floats (the allocation is aligned for any scalar).
+    auto* rows = reinterpret_cast<float*>(replies[r].data());
+    for (size_t j = 0; j < count; ++j) to.push_back(rows + j * width);
     traffic_.rows_served += static_cast<int64_t>(count);
     sent += replies[r].size();
   }
+  SKIFF_RETURN_IF_ERROR(own_->RowsTo(own, to));
   SKIFF_ASSIGN_OR_RETURN(std::vector<std::string> answers,
                          comm_->AllToAll(std::move(replies), "feature rows (replies)"));
   for (int r = 0; r < ranks; ++r) {

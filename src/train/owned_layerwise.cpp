@@ -31,11 +31,11 @@ class LayerRows final : public OwnedRows {
     NoLists();
     return Status::Ok();
   }
-  Status Rows(std::span<const int64_t> nodes, float* dst) const override {
+  Status RowsTo(std::span<const int64_t> nodes, std::span<float* const> dst) const override {
     const size_t row = sizeof(float) * static_cast<size_t>(dim_);
     for (size_t i = 0; i < nodes.size(); ++i) {
       SKIFF_CHECK(Owns(nodes[i]));
-      std::memcpy(dst + i * dim_, rows_.data() + (nodes[i] - begin_) * dim_, row);
+      std::memcpy(dst[i], rows_.data() + (nodes[i] - begin_) * dim_, row);
     }
     return Status::Ok();
   }

@@ -9,11 +9,14 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <thread>
 
+#include "skiff/dist/communicator.h"
 #include "skiff/format/dataset.h"
 #include "skiff/generate/generator.h"
 #include "skiff/partition/partition_dataset.h"
 #include "skiff/pipeline/disk_owned_rows.h"
+#include "skiff/train/exchange_features.h"
 #include "tests/unit/test_util.h"
 
 using namespace skiff;
@@ -86,6 +89,14 @@ void CheckSame(const train::OwnedRows& got, const train::OwnedRows& want, uint64
   REQUIRE(want.Rows(nodes, wr.data()).ok());
   CHECK(std::equal(gr.begin(), gr.end(), wr.begin(),
                    [](float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }));
+  // Row i to its own place (here: the rows backwards, a gap between them).
+  std::vector<float> scattered(nodes.size() * (dim + 1));
+  std::vector<float*> to(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) to[i] = &scattered[(nodes.size() - 1 - i) * (dim + 1)];
+  REQUIRE(got.RowsTo(nodes, to).ok());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    CHECK(std::memcmp(to[i], &wr[i * dim], dim * sizeof(float)) == 0);
+  }
   for (int64_t v : nodes) {
     if (!got.ListInMemory(v) || got.Degree(v) < 2) continue;
     const std::vector<int64_t> positions = {0, got.Degree(v) - 1};
@@ -198,4 +209,47 @@ TEST_CASE("disk owned rows: a corrupt block of the range is reported when read")
   // The rows before the block still read.
   const int64_t first[1] = {begin};
   CHECK((*rows)->Rows(first, row.data()).ok());
+}
+
+TEST_CASE("disk owned rows: a gather reads the own rows and those asked for in one request") {
+  testing::TempDir dir;
+  Owned o = MakeOwned(dir.path());
+  const train::TrainOptions t = Options();
+  const int64_t n = o.dataset->manifest().num_nodes;
+  auto whole = train::InMemoryOwnedRows::Load(*o.dataset, 0, n);
+  REQUIRE(whole.ok());
+  std::vector<int64_t> every(static_cast<size_t>(n));
+  for (int64_t v = 0; v < n; ++v) every[static_cast<size_t>(v)] = (v * 7) % n;  // 7 is coprime
+  std::vector<float> want(every.size() * 16);
+  REQUIRE((*whole)->Rows(every, want.data()).ok());
+  auto comms = dist::CreateThreadCommunicators(2, {.timeout_seconds = 60});
+  std::vector<std::vector<float>> got(2, std::vector<float>(want.size()));
+  std::vector<uint64_t> requests(2);
+  std::vector<Status> status(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      const size_t r = static_cast<size_t>(rank);
+      // The smallest budget: no partition resident, every row read at fine grain.
+      Result<std::unique_ptr<pipeline::DiskOwnedRows>> rows = Status::Internal("none");
+      for (uint64_t budget = 1ull << 20; budget < (64ull << 20) && !rows.ok();
+           budget += 16ull << 10) {
+        rows = pipeline::DiskOwnedRows::Open(o.dataset.get(), *o.ranges, rank, o.splits, t,
+                                             Within(budget));
+      }
+      SKIFF_CHECK(rows.ok());
+      const train::ExchangeFeatures features(*o.ranges, comms[r].get(), rows->get());
+      const uint64_t before = (*rows)->graph().counters().fine_requests;
+      status[r] = features.Gather(every, got[r].data());
+      requests[r] = (*rows)->graph().counters().fine_requests - before;
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    REQUIRE(status[static_cast<size_t>(r)].ok());
+    CHECK(got[static_cast<size_t>(r)] == want);
+    // Its own half of the nodes and the other rank's request for the same half: one read.
+    CHECK(requests[static_cast<size_t>(r)] == 1);
+  }
 }

@@ -220,8 +220,8 @@ class PartlyInMemory final : public OwnedRows {
     reads += 1;
     return rows_->Lists(nodes, indptr, neighbors);
   }
-  Status Rows(std::span<const int64_t> nodes, float* dst) const override {
-    return rows_->Rows(nodes, dst);
+  Status RowsTo(std::span<const int64_t> nodes, std::span<float* const> dst) const override {
+    return rows_->RowsTo(nodes, dst);
   }
   void NormalizeRows() override { rows_->NormalizeRows(); }
   mutable int64_t reads = 0;

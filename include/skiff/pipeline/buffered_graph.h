@@ -106,6 +106,10 @@ class BufferedGraph {
                    std::vector<int64_t>* indptr, std::vector<int32_t>* neighbors) const;
   // Writes the feature rows of `nodes` (nodes.size() x feature_dim, row-major float32) to `dst`.
   Status Features(const ResidentSet& resident, std::span<const int64_t> nodes, float* dst) const;
+  // The same, row i to dst[i] (feature_dim floats each; dst.size() == nodes.size()): rows bound
+  // for several places are read in one fine-grained request.
+  Status FeaturesTo(const ResidentSet& resident, std::span<const int64_t> nodes,
+                    std::span<float* const> dst) const;
 
   // Hands the feature rows of `nodes` (ascending, distinct) to consume(i, row) one at a time, in
   // that order: the same float32 rows Features() writes, but non-resident rows are streamed
@@ -143,9 +147,20 @@ class BufferedGraph {
     bool cached = false;
   };
   MemoryRow FindInMemory(const ResidentSet& resident, int64_t node) const;
-  // Reads the rows nodes[fine[j]] fine-grained into dst.
+  // Where Features and FeaturesTo write row i: base + i * dim, or rows[i].
+  struct RowTargets {
+    float* base = nullptr;
+    std::span<float* const> rows;
+    int64_t dim = 0;
+    float* at(size_t i) const {
+      return rows.empty() ? base + static_cast<int64_t>(i) * dim : rows[i];
+    }
+  };
+  Status FeaturesAt(const ResidentSet& resident, std::span<const int64_t> nodes,
+                    const RowTargets& dst) const;
+  // Reads the rows nodes[fine[j]] fine-grained into their targets.
   Status FineFeatures(std::span<const int64_t> nodes, std::span<const size_t> fine,
-                      float* dst) const;
+                      const RowTargets& dst) const;
 
   // Constant after construction.
   const storage::DatasetPartitionSource* const source_;

@@ -77,7 +77,7 @@ class DiskOwnedRows final : public train::OwnedRows {
   void NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const override;
   Status Lists(std::span<const int64_t> nodes, std::vector<int64_t>* indptr,
                std::vector<int64_t>* neighbors) const override;
-  Status Rows(std::span<const int64_t> nodes, float* dst) const override;
+  Status RowsTo(std::span<const int64_t> nodes, std::span<float* const> dst) const override;
   void NormalizeRows() override { graph_->set_normalize_rows(true); }
 
   const MemoryPlan& memory_plan() const { return plan_; }

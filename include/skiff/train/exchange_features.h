@@ -3,6 +3,8 @@
 // pool within --memory) and fetches the others' from their owners:
 // Gather sends the remote node IDs to their owners and receives their rows in two personalised
 // exchanges (Communicator::AllToAll), answering the other ranks' requests in the same exchanges.
+// Between them it reads its own rows -- the batch's and those asked for -- in one OwnedRows call,
+// so that within --memory one fine-grained read serves them all.
 // Rows arrive bitwise as the owner holds them (float32, after any --feature-norm, which each owner
 // applies to its own rows).
 //
@@ -38,14 +40,7 @@ class ExchangeFeatures final : public sampler::FeatureSource {
 
   const ExchangeTraffic& traffic() const { return traffic_; }
 
-  // Most own rows Gather copies out of OwnedRows at a time (through a buffer of this many rows).
-  static constexpr size_t kOwnRowChunk = 4096;
-
  private:
-  // The rows of the own `nodes` into out's row slots[j] (slots empty: row j), kOwnRowChunk at a
-  // time.
-  Status CopyOwnRows(std::span<const int64_t> nodes, std::span<const size_t> slots,
-                     char* out) const;
   const NodeRanges& ranges_;
   dist::Communicator* comm_;
   const OwnedRows* own_;

@@ -39,9 +39,13 @@ class OwnedRows {
   // (global IDs), reading what is not in memory. IOError / Corruption (naming the file) from disk.
   virtual Status Lists(std::span<const int64_t> nodes, std::vector<int64_t>* indptr,
                        std::vector<int64_t>* neighbors) const = 0;
-  // The float32 feature rows of the owned `nodes` (nodes.size() x feature_dim(), row-major) into
-  // dst, after --feature-norm. IOError / Corruption from disk.
-  virtual Status Rows(std::span<const int64_t> nodes, float* dst) const = 0;
+  // The float32 feature rows of the owned `nodes`, after --feature-norm, row i to dst[i]
+  // (feature_dim() floats each; dst.size() == nodes.size()): rows bound for several places are
+  // read together (ExchangeFeatures: this rank's batch and its replies in one read). IOError /
+  // Corruption from disk.
+  virtual Status RowsTo(std::span<const int64_t> nodes, std::span<float* const> dst) const = 0;
+  // The same into dst, nodes.size() x feature_dim() row-major.
+  Status Rows(std::span<const int64_t> nodes, float* dst) const;
   // From now on rows are scaled to sum 1 (`--feature-norm row`), as one process scales them. Call
   // before use.
   virtual void NormalizeRows() = 0;
@@ -68,7 +72,7 @@ class InMemoryOwnedRows final : public OwnedRows {
   void NeighborsAt(int64_t v, std::span<const int64_t> positions, int64_t* out) const override;
   Status Lists(std::span<const int64_t> nodes, std::vector<int64_t>* indptr,
                std::vector<int64_t>* neighbors) const override;
-  Status Rows(std::span<const int64_t> nodes, float* dst) const override;
+  Status RowsTo(std::span<const int64_t> nodes, std::span<float* const> dst) const override;
   void NormalizeRows() override;
 
  private:
