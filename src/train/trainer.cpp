@@ -744,10 +744,25 @@ Status Trainer::Predict(const std::vector<int64_t>& nodes, std::vector<int32_t>*
   return Status::Ok();
 }
 
+Status Trainer::AddPredictedRows(PreparedBatch& next, const std::vector<int64_t>& position,
+                                 RowsToLead* rows, std::vector<float>* logits,
+                                 std::vector<float>* emb) {
+  const sampler::MiniBatch& b = next.batch;
+  if (b.seeds.empty()) return Status::Ok();
+  const int64_t c = data_.num_classes;
+  const auto h = static_cast<size_t>(model_->EmbeddingDim());
+  SKIFF_RETURN_IF_ERROR(model_->ForwardInParts(InputOf(next, options_.eval_fanouts),
+                                               EvalParts(b.seeds.size()), logits, emb));
+  for (size_t i = 0; i < b.seeds.size(); ++i) {
+    SKIFF_RETURN_IF_ERROR(rows->Add(position[b.seeds[i]], ArgMax(logits->data() + i * c, c),
+                                    std::span<const float>(*emb).subspan(i * h, h)));
+  }
+  return Status::Ok();
+}
+
 Status Trainer::PredictShared(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                               std::vector<float>* embeddings) {
   SKIFF_RETURN_IF_ERROR(OfferFeatures().status());
-  const int64_t c = data_.num_classes;
   const int64_t h = model_->EmbeddingDim();
   SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> position,
                          PositionsOf(nodes, data_.labels.size()));
@@ -760,14 +775,8 @@ Status Trainer::PredictShared(const std::vector<int64_t>& nodes, std::vector<int
   RowsToLead rows(*comm_, static_cast<int64_t>(nodes.size()), h, classes, embeddings);
   std::vector<float> logits, emb;
   auto consume = [&](PreparedBatch& next) -> Status {
-    const sampler::MiniBatch& b = next.batch;
-    SKIFF_RETURN_IF_ERROR(model_->ForwardInParts(InputOf(next, options_.eval_fanouts),
-                                                 EvalParts(b.seeds.size()), &logits, &emb));
-    for (size_t i = 0; i < b.seeds.size(); ++i) {
-      SKIFF_RETURN_IF_ERROR(rows.Add(position[b.seeds[i]], ArgMax(logits.data() + i * c, c),
-                                     std::span<const float>(emb).subspan(i * h, h)));
-    }
-    progress.Add(b.seeds.size());
+    SKIFF_RETURN_IF_ERROR(AddPredictedRows(next, position, &rows, &logits, &emb));
+    progress.Add(next.batch.seeds.size());
     return Status::Ok();
   };
   // The ranks run their shares apart (as evaluation): the rows go to rank 0 at the end.
@@ -780,7 +789,6 @@ Status Trainer::PredictShared(const std::vector<int64_t>& nodes, std::vector<int
 
 Status Trainer::PredictOwned(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                              std::vector<float>* embeddings) {
-  const int64_t c = data_.num_classes;
   const int64_t h = model_->EmbeddingDim();
   SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> position,
                          PositionsOf(nodes, data_.labels.size()));
@@ -791,16 +799,8 @@ Status Trainer::PredictOwned(const std::vector<int64_t>& nodes, std::vector<int3
   // Every rank takes every plan batch (also one it has no seeds of): after each, the ranks'
   // rows go to rank 0, so no rank holds more than one batch's.
   auto consume = [&](PreparedBatch& next) -> Status {
-    const sampler::MiniBatch& b = next.batch;
-    if (!b.seeds.empty()) {
-      SKIFF_RETURN_IF_ERROR(model_->ForwardInParts(InputOf(next, options_.eval_fanouts),
-                                                   EvalParts(b.seeds.size()), &logits, &emb));
-    }
-    for (size_t i = 0; i < b.seeds.size(); ++i) {
-      SKIFF_RETURN_IF_ERROR(rows.Add(position[b.seeds[i]], ArgMax(logits.data() + i * c, c),
-                                     std::span<const float>(emb).subspan(i * h, h)));
-    }
-    progress.Add(b.seeds.size());
+    SKIFF_RETURN_IF_ERROR(AddPredictedRows(next, position, &rows, &logits, &emb));
+    progress.Add(next.batch.seeds.size());
     return rows.Send();
   };
   SKIFF_RETURN_IF_ERROR(RunOwnedPass(*eval_sampler_, *data_.features, *ranges_, comm_->rank(),

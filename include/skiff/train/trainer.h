@@ -66,6 +66,8 @@
 
 namespace skiff::train {
 
+class RowsToLead;  // train/gather_rows.h
+
 // Everything a run trains on. Sources must outlive the Trainer.
 struct TrainData {
   const sampler::GraphSource* graph = nullptr;
@@ -304,6 +306,10 @@ class Trainer {
     return eval_batch_limit_ > 0 ? std::min(options_.eval_batch_size, eval_batch_limit_)
                                  : options_.eval_batch_size;
   }
+  // A prediction batch's rows into `rows` (RowsToLead), each seed's at position[seed]; nothing to
+  // compute for a part without seeds. `logits` and `emb` are scratch.
+  Status AddPredictedRows(PreparedBatch& next, const std::vector<int64_t>& position,
+                          RowsToLead* rows, std::vector<float>* logits, std::vector<float>* emb);
   // Predict of replicated data-parallel ranks.
   Status PredictShared(const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
                        std::vector<float>* embeddings);
