@@ -2,8 +2,8 @@
 // of every node, computed on the CPU or (with --device cuda) on the GPU as skiff train computes.
 // With a link-prediction checkpoint (`--task link`, or read from the checkpoint): the encoder's
 // output for every node, the scores of --pairs, or the --top-k candidates of --nodes
-// (tools/skiff/link_predict.h). With --distributed, the ranks of an mpirun job share layer-wise
-// prediction (docs/distributed.md).
+// (tools/skiff/link_predict.h). With --distributed, the ranks of an mpirun job share the
+// prediction of node classes, layer by layer or in batches (docs/distributed.md).
 #include <algorithm>
 #include <cstdio>
 
@@ -156,7 +156,7 @@ Status CheckSameModel(dist::Communicator& comm, const train::Checkpoint& ckpt,
   return Status::Ok();
 }
 
-// One process, or (--distributed) one rank of an mpirun job whose ranks share each layer: rank 0
+// One process, or (--distributed) one rank of an mpirun job whose ranks share the work: rank 0
 // checks and writes --out; every rank reads the dataset and the checkpoint (the same ones:
 // checked).
 Status Predict(const PredictOptions& o, dist::Communicator& comm) {
@@ -272,8 +272,8 @@ RunFn Setup(CLI::App& app) {
   app.add_flag("--keep-known", o->link.keep_known,
                "--task link, with --top-k: keep candidates the node already links to in the graph");
   app.add_flag("--distributed", o->distributed,
-               "Share layer-wise prediction among the ranks of an mpirun job, each reading the "
-               "dataset and checkpoint: mpirun -np W skiff predict DS --distributed ... "
+               "Share the prediction among the ranks of an mpirun job, each reading the dataset "
+               "and checkpoint: mpirun -np W skiff predict DS --distributed ... "
                "(docs/distributed.md)");
   app.add_option("--dist-timeout", o->dist_timeout,
                  "--distributed: seconds a rank waits for the others in one exchange before the "
