@@ -203,7 +203,6 @@ Status BufferedGraph::Features(const ResidentSet& resident, std::span<const int6
 Status BufferedGraph::FeaturesTo(const ResidentSet& resident, std::span<const int64_t> nodes,
                                  std::span<float* const> dst) const {
   SKIFF_CHECK(dst.size() == nodes.size());
-  if (nodes.empty()) return Status::Ok();
   return FeaturesAt(resident, nodes, RowTargets{.base = nullptr, .rows = dst, .dim = feature_dim_});
 }
 

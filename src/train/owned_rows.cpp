@@ -55,12 +55,6 @@ Status InMemoryOwnedRows::Lists(std::span<const int64_t> nodes, std::vector<int6
   return Status::Ok();
 }
 
-Status OwnedRows::Rows(std::span<const int64_t> nodes, float* dst) const {
-  std::vector<float*> rows(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) rows[i] = dst + i * static_cast<size_t>(feature_dim());
-  return RowsTo(nodes, rows);
-}
-
 Status InMemoryOwnedRows::RowsTo(std::span<const int64_t> nodes,
                                  std::span<float* const> dst) const {
   SKIFF_CHECK(dst.size() == nodes.size());

@@ -67,6 +67,13 @@ train::TrainOptions Options() {
   return t;
 }
 
+// The rows of `nodes` into dst, nodes.size() x feature_dim() row-major.
+Status RowsOf(const train::OwnedRows& rows, std::span<const int64_t> nodes, float* dst) {
+  std::vector<float*> to(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) to[i] = dst + i * rows.feature_dim();
+  return rows.RowsTo(nodes, to);
+}
+
 // Every degree, the lists and rows of nodes in a random order (repeats included), and picks at
 // random positions of the lists held in memory: bitwise those of `want`.
 void CheckSame(const train::OwnedRows& got, const train::OwnedRows& want, uint64_t seed) {
@@ -85,8 +92,8 @@ void CheckSame(const train::OwnedRows& got, const train::OwnedRows& want, uint64
   CHECK(gn == wn);
   const auto dim = static_cast<size_t>(want.feature_dim());
   std::vector<float> gr(nodes.size() * dim), wr(nodes.size() * dim);
-  REQUIRE(got.Rows(nodes, gr.data()).ok());
-  REQUIRE(want.Rows(nodes, wr.data()).ok());
+  REQUIRE(RowsOf(got, nodes, gr.data()).ok());
+  REQUIRE(RowsOf(want, nodes, wr.data()).ok());
   CHECK(std::equal(gr.begin(), gr.end(), wr.begin(),
                    [](float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }));
   // Row i to its own place (here: the rows backwards, a gap between them).
@@ -203,12 +210,12 @@ TEST_CASE("disk owned rows: a corrupt block of the range is reported when read")
   REQUIRE_FALSE((*rows)->ListInMemory(node));
   std::vector<float> row(16);
   const int64_t nodes[1] = {node};
-  const Status read = (*rows)->Rows(nodes, row.data());
+  const Status read = RowsOf(**rows, nodes, row.data());
   CHECK(read.code() == StatusCode::kCorruption);
   CHECK(read.message().find("features.bin") != std::string::npos);
   // The rows before the block still read.
   const int64_t first[1] = {begin};
-  CHECK((*rows)->Rows(first, row.data()).ok());
+  CHECK(RowsOf(**rows, first, row.data()).ok());
 }
 
 TEST_CASE("disk owned rows: a gather reads the own rows and those asked for in one request") {
@@ -221,7 +228,7 @@ TEST_CASE("disk owned rows: a gather reads the own rows and those asked for in o
   std::vector<int64_t> every(static_cast<size_t>(n));
   for (int64_t v = 0; v < n; ++v) every[static_cast<size_t>(v)] = (v * 7) % n;  // 7 is coprime
   std::vector<float> want(every.size() * 16);
-  REQUIRE((*whole)->Rows(every, want.data()).ok());
+  REQUIRE(RowsOf(**whole, every, want.data()).ok());
   auto comms = dist::CreateThreadCommunicators(2, {.timeout_seconds = 60});
   std::vector<std::vector<float>> got(2, std::vector<float>(want.size()));
   std::vector<uint64_t> requests(2);

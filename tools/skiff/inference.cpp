@@ -37,25 +37,24 @@ Status ExportByLayer(const format::Dataset& dataset, const train::Checkpoint& ch
                          train::Trainer::Create(data->data, options));
   SKIFF_RETURN_IF_ERROR(trainer->Restore(checkpoint).WithContext(checkpoint_name));
   const train::TrainOptions& t = trainer->options();
+  std::unique_ptr<dist::Communicator> alone;
+  if (comm == nullptr) {
+    alone = dist::CreateLocalCommunicator();
+    comm = alone.get();
+  }
   const train::LayerwiseOptions layerwise{.fanouts = t.eval_fanouts,
                                           .chunk_nodes = t.eval_batch_size,
                                           .seed = t.seed,
                                           .show_progress = t.show_progress && lead,
                                           .comm = comm};
-  if (!lead) {  // computes its turns; rank 0 writes
-    std::vector<int32_t> classes;
-    std::vector<float> embeddings;
-    return train::PredictByLayer(trainer->model(), *data->graph, *data->features, layerwise, {},
-                                 &classes, &embeddings);
-  }
-  return train::ExportPredictions(
-      dataset,
-      [&](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
-          std::vector<float>* embeddings) {
-        return train::PredictByLayer(trainer->model(), *data->graph, *data->features, layerwise,
-                                     nodes, classes, embeddings);
-      },
-      out_dir);
+  // Every rank computes its turns of each layer; only rank 0 asks for the rows, which it writes.
+  auto predict = [&](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
+                     std::vector<float>* embeddings) {
+    return train::PredictByLayer(
+        trainer->model(), *data->graph, *data->features, layerwise,
+        lead ? std::span<const int64_t>(nodes) : std::span<const int64_t>(), classes, embeddings);
+  };
+  return ExportOnRanks(dataset, *comm, predict, out_dir);
 }
 
 Status ExportOnRanks(const format::Dataset& dataset, dist::Communicator& comm,

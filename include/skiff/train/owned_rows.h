@@ -44,8 +44,6 @@ class OwnedRows {
   // read together (ExchangeFeatures: this rank's batch and its replies in one read). IOError /
   // Corruption from disk.
   virtual Status RowsTo(std::span<const int64_t> nodes, std::span<float* const> dst) const = 0;
-  // The same into dst, nodes.size() x feature_dim() row-major.
-  Status Rows(std::span<const int64_t> nodes, float* dst) const;
   // From now on rows are scaled to sum 1 (`--feature-norm row`), as one process scales them. Call
   // before use.
   virtual void NormalizeRows() = 0;
