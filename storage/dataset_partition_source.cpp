@@ -28,6 +28,15 @@ Result<std::unique_ptr<DatasetPartitionSource>> DatasetPartitionSource::Open(
     return Status::InvalidArgument(dataset->dir() + ": checksum block size " +
                                    std::to_string(alignment) + " is not a power of two");
   }
+  for (int f = 0; f < 2; ++f) {
+    const uint64_t window = src->readers_[f]->window_offset();
+    if (window % alignment != 0) {
+      return Status::InvalidArgument(src->readers_[f]->path() + ": a shard's window at byte " +
+                                     std::to_string(window) + " is not aligned to " +
+                                     std::to_string(alignment) + " bytes, as direct reads need");
+    }
+    src->window_[f] = window;
+  }
   src->read_alignment_ = alignment;
   src->neighbor_bytes_ = format::DTypeBytes(m.neighbor_dtype);
   if (m.partitions && m.partitions->boundaries.size() >= 2) {
@@ -73,20 +82,22 @@ std::vector<Extent> DatasetPartitionSource::Extents(uint32_t p) const {
   const uint64_t row = manifest().feature_row_bytes();
   std::vector<Extent> out(2);
   if (last > first && !adjacency_only_) {
-    out[kFeatureExtent] = {kFeatureFile, dataset_->FeatureRowOffset(first),
+    out[kFeatureExtent] = {kFeatureFile, dataset_->FeatureRowOffset(first) - window_[kFeatureFile],
                            static_cast<uint64_t>(last - first) * row};
   } else {
     out[kFeatureExtent] = {kFeatureFile, 0, 0};
   }
   const uint64_t e0 = static_cast<uint64_t>(Offset(first)),
                  e1 = static_cast<uint64_t>(Offset(last));
-  out[kNeighborExtent] = {kNeighborFile, e0 * neighbor_bytes_, (e1 - e0) * neighbor_bytes_};
+  out[kNeighborExtent] = {kNeighborFile, e0 * neighbor_bytes_ - window_[kNeighborFile],
+                          (e1 - e0) * neighbor_bytes_};
   return out;
 }
 
 Status DatasetPartitionSource::Verify(uint32_t index, uint64_t offset, const std::byte* data,
                                       uint64_t bytes) const {
   SKIFF_CHECK(index < 2);
+  offset += window_[index];  // the whole file's coordinates
   SKIFF_RETURN_IF_ERROR(readers_[index]->VerifyBlocks(offset, data, bytes));
   return index == kNeighborFile ? CheckNeighborIds(offset, data, bytes)
                                 : CheckFeatureValues(offset, data, bytes);
@@ -224,12 +235,13 @@ void DatasetPartitionSource::NeighborsAtFromPin(const PartitionPin& pin, int64_t
 }
 
 FineRead DatasetPartitionSource::FeatureRowRead(int64_t node, void* dst) const {
-  return FineRead{kFeatureFile, dataset_->FeatureRowOffset(node), manifest().feature_row_bytes(),
-                  dst};
+  return FineRead{kFeatureFile, dataset_->FeatureRowOffset(node) - window_[kFeatureFile],
+                  manifest().feature_row_bytes(), dst};
 }
 
 FineRead DatasetPartitionSource::AdjacencyRead(int64_t node, void* dst) const {
-  return FineRead{kNeighborFile, static_cast<uint64_t>(Offset(node)) * neighbor_bytes_,
+  return FineRead{kNeighborFile,
+                  static_cast<uint64_t>(Offset(node)) * neighbor_bytes_ - window_[kNeighborFile],
                   static_cast<uint64_t>(degree(node)) * neighbor_bytes_, dst};
 }
 

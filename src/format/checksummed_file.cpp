@@ -209,11 +209,20 @@ Result<std::unique_ptr<ChecksummedFileReader>> ChecksummedFileReader::Open(const
 
 Status ChecksummedFileReader::VerifyBlocks(uint64_t offset, const void* data,
                                            uint64_t bytes) const {
+  if (offset < info_.window_offset) {
+    return Status::Corruption(path_ + ": read before the window's start (bytes from " +
+                              std::to_string(offset) + ", window from " +
+                              std::to_string(info_.window_offset) + ")");
+  }
+  return VerifyLocal(offset - info_.window_offset, data, bytes);
+}
+
+Status ChecksummedFileReader::VerifyLocal(uint64_t at, const void* data, uint64_t bytes) const {
   const uint32_t bb = info_.block_bytes;
-  SKIFF_CHECK(offset % bb == 0 && bytes % bb == 0);
+  SKIFF_CHECK(at % bb == 0 && bytes % bb == 0);
   const auto* p = static_cast<const char*>(data);
   for (uint64_t off = 0; off < bytes; off += bb) {
-    const uint64_t block = (offset + off) / bb;
+    const uint64_t block = (at + off) / bb;
     if (block >= sums_.size()) {
       return Status::Corruption(path_ + ": read past the end (block " + std::to_string(block) +
                                 ")");
@@ -227,13 +236,24 @@ Status ChecksummedFileReader::VerifyBlocks(uint64_t offset, const void* data,
   return Status::Ok();
 }
 
-Status ChecksummedFileReader::ReadAt(uint64_t offset, uint64_t bytes, void* dst) const {
-  if (bytes == 0) return Status::Ok();
-  if (offset + bytes > info_.data_bytes) {
+Status ChecksummedFileReader::CheckInWindow(uint64_t offset, uint64_t bytes) const {
+  const uint64_t first = info_.window_offset, end = first + info_.data_bytes;
+  if (offset >= first && offset + bytes <= end) return Status::Ok();
+  if (first == 0) {
     return Status::InvalidArgument(path_ + ": read of " + std::to_string(bytes) + " bytes at " +
                                    std::to_string(offset) + " is past the data end " +
-                                   std::to_string(info_.data_bytes));
+                                   std::to_string(end));
   }
+  return Status::InvalidArgument(path_ + ": read of bytes [" + std::to_string(offset) + ", " +
+                                 std::to_string(offset + bytes) +
+                                 ") of a file that holds only bytes [" + std::to_string(first) +
+                                 ", " + std::to_string(end) + ") of the dataset's (a shard)");
+}
+
+Status ChecksummedFileReader::ReadAt(uint64_t offset, uint64_t bytes, void* dst) const {
+  if (bytes == 0) return Status::Ok();
+  SKIFF_RETURN_IF_ERROR(CheckInWindow(offset, bytes));
+  offset -= info_.window_offset;
   const uint32_t bb = info_.block_bytes;
   constexpr uint64_t kChunk = 8 << 20;
   std::vector<char> buf;
@@ -244,7 +264,7 @@ Status ChecksummedFileReader::ReadAt(uint64_t offset, uint64_t bytes, void* dst)
     const uint64_t end = std::min(AlignUp(offset + bytes, bb), start + kChunk);
     buf.resize(end - start);
     SKIFF_RETURN_IF_ERROR(io::PreadAll(fd_, buf.data(), buf.size(), start, path_));
-    SKIFF_RETURN_IF_ERROR(VerifyBlocks(start, buf.data(), buf.size()));
+    SKIFF_RETURN_IF_ERROR(VerifyLocal(start, buf.data(), buf.size()));
     const uint64_t take = std::min(end, offset + bytes) - pos;
     std::memcpy(static_cast<char*>(dst) + done, buf.data() + (pos - start), take);
     done += take;
@@ -260,7 +280,7 @@ Status ChecksummedFileReader::VerifyAll() const {
     const uint64_t n = std::min(kChunk, total - off);
     buf.resize(n);
     SKIFF_RETURN_IF_ERROR(io::PreadAll(fd_, buf.data(), n, off, path_));
-    SKIFF_RETURN_IF_ERROR(VerifyBlocks(off, buf.data(), n));
+    SKIFF_RETURN_IF_ERROR(VerifyLocal(off, buf.data(), n));
   }
   return Status::Ok();
 }

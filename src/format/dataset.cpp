@@ -25,6 +25,7 @@
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 namespace skiff::format {
 namespace fs = std::filesystem;
@@ -147,17 +148,27 @@ std::string Manifest::ToJson() const {
                        {"test_fraction", l.test_fraction},
                        {"seed", l.seed}};
   }
+  if (shard) {
+    j["shard"] = {{"rank", shard->rank},
+                  {"rank_first", shard->rank_first},
+                  {"first_partition", shard->first_partition},
+                  {"end_partition", shard->end_partition},
+                  {"dataset_xxh3", shard->dataset_xxh3}};
+  }
   json files_j = json::object();
   for (const auto& [fname, info] : files) {
     files_j[fname] = {{"data_bytes", info.data_bytes},
                       {"checksum_block_bytes", info.block_bytes},
                       {"sum_xxh3", Hex64(info.sum_xxh3)}};
+    if (info.window_offset != 0) files_j[fname]["window_offset"] = info.window_offset;
   }
   j["checksum_algorithm"] = "xxh3-64";
   j["files"] = files_j;
   if (version >= 2) j[kManifestChecksumField] = Hex64(ManifestChecksum(j));
   return DumpUtf8(j, 2) + "\n";
 }
+
+std::string Manifest::Checksum() const { return Hex64(ManifestChecksum(json::parse(ToJson()))); }
 
 namespace {
 
@@ -173,6 +184,16 @@ PartitionInfo ReadPartitionInfo(const json& pj) {
   p.edge_buckets_file = pj.value("edge_buckets_file", "");
   p.edge_buckets_index_file = pj.value("edge_buckets_index_file", "");
   return p;
+}
+
+ShardInfo ReadShardInfo(const json& sj) {
+  ShardInfo s;
+  s.rank = sj.at("rank").get<int>();
+  s.rank_first = sj.at("rank_first").get<std::vector<int64_t>>();
+  s.first_partition = sj.at("first_partition").get<uint32_t>();
+  s.end_partition = sj.at("end_partition").get<uint32_t>();
+  s.dataset_xxh3 = sj.at("dataset_xxh3").get<std::string>();
+  return s;
 }
 
 LinkSplitInfo ReadLinkSplitInfo(const json& lj) {
@@ -249,11 +270,21 @@ Status ReadManifestFields(const json& j, const std::string& path, Manifest* m, s
                                 " manifest; ranking candidates came with version 4");
     }
   }
+  if (j.contains("shard")) {
+    *field = "shard";
+    if (m->version < 5) {
+      return Status::Corruption(path + ": field 'shard' appears in a version " +
+                                std::to_string(m->version) +
+                                " manifest; shards came with version 5");
+    }
+    m->shard = ReadShardInfo(j.at("shard"));
+  }
   *field = "files";
   for (const auto& [fname, fj] : j.at("files").items()) {
     FileInfo info;
     info.name = fname;
     info.data_bytes = fj.at("data_bytes").get<uint64_t>();
+    info.window_offset = fj.value("window_offset", uint64_t{0});
     info.block_bytes = fj.at("checksum_block_bytes").get<uint32_t>();
     info.sum_xxh3 = std::stoull(fj.at("sum_xxh3").get<std::string>(), nullptr, 16);
     m->files[fname] = info;
@@ -288,6 +319,35 @@ Status CheckPartitionLayout(const Manifest& m, const std::string& path) {
                  " rows: boundaries and feature_extent_offsets disagree");
     }
   }
+  return Status::Ok();
+}
+
+// A shard's fields: a valid rank of ranges of the partitions that end at N, its range at the
+// partitions it names, and no edge split (shards leave it out).
+Status CheckShardInfo(const Manifest& m, const std::string& path) {
+  auto bad = [&](const std::string& what) { return Status::Corruption(path + ": shard." + what); };
+  const ShardInfo& s = *m.shard;
+  if (!m.partitions) return bad("rank appears in a manifest without partitions");
+  if (s.rank_first.size() < 2 || s.rank_first.front() != 0 || s.rank_first.back() != m.num_nodes ||
+      !std::is_sorted(s.rank_first.begin(), s.rank_first.end())) {
+    return bad("rank_first is not a run of node ranges from 0 to num_nodes");
+  }
+  if (s.rank < 0 || s.rank >= s.ranks()) {
+    return bad("rank " + std::to_string(s.rank) + " is not one of the " +
+               std::to_string(s.ranks()) + " ranks");
+  }
+  const std::vector<int64_t>& b = m.partitions->boundaries;
+  if (s.first_partition >= s.end_partition || s.end_partition >= b.size() ||
+      b[s.first_partition] != s.begin_node() || b[s.end_partition] != s.end_node()) {
+    return bad("first_partition and end_partition (" + std::to_string(s.first_partition) + ", " +
+               std::to_string(s.end_partition) + ") are not the partitions of nodes [" +
+               std::to_string(s.begin_node()) + ", " + std::to_string(s.end_node()) + ")");
+  }
+  if (s.dataset_xxh3.size() != 16) return bad("dataset_xxh3 is not 16 hex digits");
+  if (!m.partitions->edge_buckets_file.empty()) {
+    return bad("rank appears with edge buckets (shards leave them out)");
+  }
+  if (m.link_split) return bad("rank appears with an edge split (shards leave it out)");
   return Status::Ok();
 }
 
@@ -328,6 +388,17 @@ Status CheckManifest(const Manifest& m, const std::string& path) {
   for (uint64_t off : m.feature_extent_offsets) {
     if (off % kFileAlignment != 0) return bad("feature extent offset not 4 KiB aligned");
   }
+  for (const auto& [name, info] : m.files) {
+    if (info.window_offset % kFileAlignment != 0 ||
+        (info.block_bytes != 0 && info.window_offset % info.block_bytes != 0)) {
+      return bad("files." + name + ".window_offset " + std::to_string(info.window_offset) +
+                 " is not a multiple of 4 KiB and of its checksum block");
+    }
+    if (info.window_offset != 0 && !m.shard) {
+      return bad("files." + name + " has a window_offset, but the manifest is not a shard's");
+    }
+  }
+  if (m.shard) SKIFF_RETURN_IF_ERROR(CheckShardInfo(m, path));
   if (m.partitions) return CheckPartitionLayout(m, path);
   if (m.feature_extent_offsets.size() != 1) {
     return bad("unpartitioned dataset must have exactly one feature extent");
@@ -457,12 +528,58 @@ Status CheckFileSize(const Manifest& m, const std::string& name, uint64_t expect
   return Status::Ok();
 }
 
+// A windowed file (a shard's) of a whole file of `whole` bytes: its window lies within the whole
+// file and covers `need` ([first, end) bytes; none: graph.neighbors, whose rows are known from
+// graph.offsets only, and which the reader keeps to its window).
+Status CheckWindow(const Manifest& m, const std::string& name,
+                   std::optional<std::pair<uint64_t, uint64_t>> need, uint64_t whole) {
+  auto it = m.files.find(name);
+  if (it == m.files.end()) return Status::Internal("dataset is missing required file " + name);
+  const uint64_t first = it->second.window_offset, end = first + it->second.data_bytes;
+  const auto [need_first, need_end] = need.value_or(std::pair<uint64_t, uint64_t>{first, first});
+  if (first > need_first || end < need_end || end > whole) {
+    return Status::Internal(name + " holds bytes [" + std::to_string(first) + ", " +
+                            std::to_string(end) + ") of the whole file's " + std::to_string(whole) +
+                            ", expected a window of them covering [" + std::to_string(need_first) +
+                            ", " + std::to_string(need_end) + ") (rank " +
+                            std::to_string(m.shard->rank) + "'s nodes)");
+  }
+  return Status::Ok();
+}
+
+// The bytes of the whole features.bin: the last extent ends the file.
+uint64_t WholeFeatureBytes(const Manifest& m) {
+  const int64_t last_first =
+      m.partitions ? m.partitions->boundaries[m.partitions->num_partitions - 1] : 0;
+  return m.feature_extent_offsets.back() +
+         static_cast<uint64_t>(m.num_nodes - last_first) * m.feature_row_bytes();
+}
+
+// A shard's three windowed files against the rank's nodes (CheckShardInfo checked the fields).
+Status ValidateShardWindows(const Manifest& m) {
+  const ShardInfo& s = *m.shard;
+  const auto n = static_cast<uint64_t>(m.num_nodes);
+  const auto b = static_cast<uint64_t>(s.begin_node()), e = static_cast<uint64_t>(s.end_node());
+  SKIFF_RETURN_IF_ERROR(CheckWindow(m, kOffsetsFile, {{b * 8, (e + 1) * 8}}, (n + 1) * 8));
+  const uint64_t edges = static_cast<uint64_t>(m.num_edges) * DTypeBytes(m.neighbor_dtype);
+  SKIFF_RETURN_IF_ERROR(CheckWindow(m, kNeighborsFile, std::nullopt, edges));
+  const uint64_t whole = WholeFeatureBytes(m);
+  const uint64_t end = s.end_partition < m.feature_extent_offsets.size()
+                           ? m.feature_extent_offsets[s.end_partition]
+                           : whole;
+  return CheckWindow(m, kFeaturesFile, {{m.feature_extent_offsets[s.first_partition], end}}, whole);
+}
+
 // Checks that the files a manifest lists have the sizes its counts imply.
 Status ValidateSizes(const Manifest& m) {
   const uint64_t n = static_cast<uint64_t>(m.num_nodes);
-  SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kOffsetsFile, (n + 1) * 8));
-  SKIFF_RETURN_IF_ERROR(CheckFileSize(
-      m, kNeighborsFile, static_cast<uint64_t>(m.num_edges) * DTypeBytes(m.neighbor_dtype)));
+  if (m.shard) {
+    SKIFF_RETURN_IF_ERROR(ValidateShardWindows(m));
+  } else {
+    SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kOffsetsFile, (n + 1) * 8));
+    SKIFF_RETURN_IF_ERROR(CheckFileSize(
+        m, kNeighborsFile, static_cast<uint64_t>(m.num_edges) * DTypeBytes(m.neighbor_dtype)));
+  }
   SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kLabelsFile, n * 4));
   SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kTrainFile, static_cast<uint64_t>(m.train_count) * 8));
   SKIFF_RETURN_IF_ERROR(CheckFileSize(m, kValidFile, static_cast<uint64_t>(m.valid_count) * 8));
@@ -488,18 +605,8 @@ Status ValidateSizes(const Manifest& m) {
           CheckFileSize(m, kLinkTestCandFile, static_cast<uint64_t>(l.test) * k * 8));
     }
   }
-  auto it = m.files.find(kFeaturesFile);
-  if (it == m.files.end()) return Status::Internal("dataset is missing required file features.bin");
-  // The last extent ends the file.
-  int64_t last_first =
-      m.partitions ? m.partitions->boundaries[m.partitions->num_partitions - 1] : 0;
-  const uint64_t expected = m.feature_extent_offsets.back() +
-                            (n - static_cast<uint64_t>(last_first)) * m.feature_row_bytes();
-  if (it->second.data_bytes != expected) {
-    return Status::Internal("features.bin holds " + std::to_string(it->second.data_bytes) +
-                            " bytes, expected " + std::to_string(expected));
-  }
-  return Status::Ok();
+  if (m.shard) return Status::Ok();
+  return CheckFileSize(m, kFeaturesFile, WholeFeatureBytes(m));
 }
 }  // namespace
 
@@ -554,6 +661,16 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
   return ds;
 }
 
+Status Dataset::RequireWhole(const std::string& what) const {
+  if (!is_shard()) return Status::Ok();
+  const ShardInfo& s = *manifest_.shard;
+  return Status::InvalidArgument(
+      dir_ + " is rank " + std::to_string(s.rank) + "'s shard of a " + std::to_string(s.ranks()) +
+      "-rank job (skiff shard): it holds the lists and feature rows of nodes [" +
+      std::to_string(s.begin_node()) + ", " + std::to_string(s.end_node()) + ") only, and " + what +
+      " needs the whole dataset");
+}
+
 Result<const ChecksummedFileReader*> Dataset::File(const std::string& name) const {
   auto it = readers_.find(name);
   if (it == readers_.end()) return Status::NotFound(dir_ + ": dataset has no file " + name);
@@ -575,6 +692,7 @@ Result<std::vector<T>> LoadArray(const Dataset& ds, const std::string& name,
 }  // namespace
 
 Result<std::vector<int64_t>> Dataset::LoadOffsets() const {
+  SKIFF_RETURN_IF_ERROR(RequireWhole("loading every node's offsets"));
   SKIFF_ASSIGN_OR_RETURN(auto v, LoadArray<int64_t>(*this, kOffsetsFile));
   SKIFF_RETURN_IF_ERROR(
       CheckOffsets(dir_ + "/" + kOffsetsFile, v, 0, 0, manifest_.num_nodes, manifest_.num_edges));
@@ -588,6 +706,7 @@ Status Dataset::NeighborIdError(int64_t entry, int64_t value) const {
 }
 
 Result<std::vector<int64_t>> Dataset::LoadNeighbors() const {
+  SKIFF_RETURN_IF_ERROR(RequireWhole("loading every adjacency list"));
   std::vector<int64_t> v;
   int64_t bad = -1;
   if (manifest_.neighbor_dtype == DType::kInt64) {
@@ -767,6 +886,7 @@ Status Dataset::ReadFeatureRows(int64_t first, int64_t count, float* dst) const 
 }
 
 Result<std::vector<float>> Dataset::LoadFeatures() const {
+  SKIFF_RETURN_IF_ERROR(RequireWhole("loading every feature row"));
   std::vector<float> v(static_cast<size_t>(manifest_.num_nodes * manifest_.feature_dim));
   SKIFF_RETURN_IF_ERROR(ReadFeatureRows(0, manifest_.num_nodes, v.data()));
   return v;
@@ -828,9 +948,11 @@ Status Dataset::VerifyGraph(uint64_t* edge_sum) const {
   uint64_t backward = 0;
   std::vector<int64_t> offsets;
   std::vector<int64_t> neighbors;
-  for (int64_t first = 0; first < n; first += kVerifyChunkNodes) {
-    const int64_t count = std::min(kVerifyChunkNodes, n - first);
-    const int64_t previous = first == 0 ? 0 : offsets.back();
+  const int64_t lo = begin_node(), hi = end_node();
+  for (int64_t first = lo; first < hi; first += kVerifyChunkNodes) {
+    const int64_t count = std::min(kVerifyChunkNodes, hi - first);
+    // A shard's first entry is only checked against 0 and num_edges (the one before is not held).
+    const int64_t previous = first == lo ? (first == 0 ? 0 : -1) : offsets.back();
     SKIFF_RETURN_IF_ERROR(ReadInts(*offsets_file, DType::kInt64, first, count + 1, &offsets));
     SKIFF_RETURN_IF_ERROR(
         CheckOffsets(offsets_file->path(), offsets, first, previous, n, manifest_.num_edges));
@@ -854,7 +976,7 @@ Status Dataset::VerifyGraph(uint64_t* edge_sum) const {
     }
   }
   *edge_sum = forward;
-  if (manifest_.undirected && forward != backward) {
+  if (manifest_.undirected && !is_shard() && forward != backward) {
     return Status::Corruption(where +
                               ": the manifest says undirected, but some edge (u, v) is "
                               "stored without (v, u)");
@@ -899,7 +1021,10 @@ Status Dataset::VerifyFeatureExtents() const {
   const auto& b = manifest_.partitions->boundaries;
   const auto& extents = manifest_.feature_extent_offsets;
   std::vector<char> padding;
-  for (size_t q = 0; q + 1 < extents.size(); ++q) {
+  // A shard holds its partitions' extents, each with its padding.
+  const size_t q0 = is_shard() ? manifest_.shard->first_partition : 0;
+  const size_t q1 = is_shard() ? manifest_.shard->end_partition : extents.size();
+  for (size_t q = q0; q + 1 < extents.size() && q < q1; ++q) {
     const uint64_t end =
         extents[q] + static_cast<uint64_t>(b[q + 1] - b[q]) * manifest_.feature_row_bytes();
     padding.assign(extents[q + 1] - end, 0);
@@ -918,13 +1043,14 @@ Status Dataset::VerifyFeatureExtents() const {
 Status Dataset::VerifySplits() const { return LoadSplits().status(); }
 
 Status Dataset::VerifyFeatureValues() const {
-  const int64_t n = manifest_.num_nodes, dim = manifest_.feature_dim;
+  const int64_t dim = manifest_.feature_dim;
   if (dim == 0) return Status::Ok();
   constexpr int64_t kChunkValues = int64_t{1} << 24;
   const int64_t rows = std::max<int64_t>(1, kChunkValues / dim);
   std::vector<float> chunk;
-  for (int64_t first = 0; first < n; first += rows) {
-    const int64_t count = std::min(rows, n - first);
+  const int64_t hi = end_node();
+  for (int64_t first = begin_node(); first < hi; first += rows) {
+    const int64_t count = std::min(rows, hi - first);
     chunk.resize(static_cast<size_t>(count * dim));
     SKIFF_RETURN_IF_ERROR(ReadFeatureRows(first, count, chunk.data()));
   }

@@ -11,6 +11,11 @@ Result<std::unique_ptr<OwnedData>> LoadOwned(const format::Dataset& dataset,
   SKIFF_ASSIGN_OR_RETURN(format::Dataset::NodeSplits splits, dataset.LoadSplits());
   SKIFF_ASSIGN_OR_RETURN(NodeRanges ranges,
                          NodeRanges::ForDataset(dataset, splits.train, comm->size()));
+  if (dataset.is_shard() && ranges.first() != dataset.manifest().shard->rank_first) {
+    return Status::InvalidArgument(
+        dataset.dir() + ": the shard's node ranges are not the ones this build cuts for " +
+        std::to_string(comm->size()) + " ranks: write the shards again (skiff shard)");
+  }
   out->ranges = std::make_unique<NodeRanges>(std::move(ranges));
   const NodeRanges& r = *out->ranges;
   const int rank = comm->rank();

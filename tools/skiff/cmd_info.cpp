@@ -99,6 +99,15 @@ int RunInfo(const InfoOptions& opt) {
     } else {
       std::printf("partitions   none\n");
     }
+    if (m.shard) {
+      const format::ShardInfo& sh = *m.shard;
+      std::printf(
+          "shard        rank %d of %d: nodes [%lld, %lld), partitions [%u, %u) (the "
+          "whole dataset's manifest %s)\n",
+          sh.rank, sh.ranks(), static_cast<long long>(sh.begin_node()),
+          static_cast<long long>(sh.end_node()), sh.first_partition, sh.end_partition,
+          sh.dataset_xxh3.c_str());
+    }
     uint64_t total = 0;
     for (const auto& [name, f] : m.files) total += f.data_bytes;
     std::printf("size         %s in %zu files\n", FormatBytes(total).c_str(), m.files.size());

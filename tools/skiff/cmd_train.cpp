@@ -718,10 +718,14 @@ Status Train(const TrainCliOptions& o, dist::Communicator& comm) {
   // The outputs are rank 0's, on its machine: the other ranks write nothing.
   if (comm.rank() == 0) SKIFF_RETURN_IF_ERROR(CheckOutputs(o, t));
   SKIFF_RETURN_IF_ERROR(CheckDeviceOptions(device, t));
-  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
+  // A directory of shards (skiff shard) gives each rank its own.
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds,
+                         OpenRankDataset(o.dataset, comm.rank()));
   if (t.ownership == train::Ownership::kPartitions) {
+    SKIFF_RETURN_IF_ERROR(CheckRankShard(*ds, comm.rank(), comm.size()));
     return TrainOwned(o, t, ds.get(), memory_bytes, resume, comm);
   }
+  SKIFF_RETURN_IF_ERROR(ds->RequireWhole("training without --ownership partitions"));
   if (!o.batch_digest.empty()) {
     return Status::InvalidArgument("--batch-digest applies to --ownership partitions");
   }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -17,13 +18,12 @@ namespace {
 
 using nlohmann::json;
 
-// The run as the ranks compare it: {"dataset": the manifest's checksum, "options": {...}}.
+// The run as the ranks compare it: {"dataset": the manifest's checksum (a shard's: the whole
+// dataset's, so that the ranks' shards of one dataset agree), "options": {...}}.
 std::string Fingerprint(const format::Dataset& dataset, const train::TrainOptions& t) {
-  const json manifest = json::parse(dataset.manifest().ToJson(), nullptr, false);
+  const format::Manifest& m = dataset.manifest();
   json f;
-  f["dataset"] = manifest.is_object() && manifest.contains("manifest_xxh3")
-                     ? manifest["manifest_xxh3"]
-                     : json(dataset.manifest().ToJson());
+  f["dataset"] = m.shard ? m.shard->dataset_xxh3 : m.Checksum();
   f["options"] = json::parse(t.ToJson());
   return f.dump();
 }
@@ -152,6 +152,37 @@ Status CheckResumeWorldSize(int saved_world_size, int ranks, const std::string& 
                                  std::to_string(ranks) +
                                  ": resume with the same number of ranks (mpirun -np " +
                                  std::to_string(saved_world_size) + ")");
+}
+
+std::string RankShardDir(const std::string& dir, int rank) {
+  return dir + "/rank-" + std::to_string(rank);
+}
+
+Result<std::unique_ptr<format::Dataset>> OpenRankDataset(const std::string& dir, int rank) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir + "/" + format::kManifestFile, ec)) return format::Dataset::Open(dir);
+  const std::string shard = RankShardDir(dir, rank);
+  if (fs::exists(shard, ec) || !fs::exists(RankShardDir(dir, 0), ec)) {
+    return format::Dataset::Open(fs::exists(shard, ec) ? shard : dir);
+  }
+  return Status::InvalidArgument(dir + " holds shards (skiff shard), but not rank " +
+                                 std::to_string(rank) + "'s (" + shard +
+                                 "): write it there (skiff shard --rank " + std::to_string(rank) +
+                                 "), or start as many ranks as the shards were written for");
+}
+
+Status CheckRankShard(const format::Dataset& dataset, int rank, int ranks) {
+  if (!dataset.is_shard()) return Status::Ok();
+  const format::ShardInfo& s = *dataset.manifest().shard;
+  if (s.rank == rank && s.ranks() == ranks) return Status::Ok();
+  return Status::InvalidArgument(
+      dataset.dir() + " is rank " + std::to_string(s.rank) + "'s shard of a " +
+      std::to_string(s.ranks()) + "-rank job, opened by rank " + std::to_string(rank) + " of " +
+      std::to_string(ranks) +
+      ": give every rank the directory skiff shard wrote (each rank opens " +
+      "its rank-<r> there), and start as many ranks as it was written for (mpirun -np " +
+      std::to_string(s.ranks()) + ")");
 }
 
 Status CheckSameRun(dist::Communicator& comm, const format::Dataset& dataset,

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "skiff/dist/communicator.h"
@@ -34,7 +36,18 @@ Result<int> LocalRank(dist::Communicator& comm);
 // InvalidArgument when --resume's checkpoint was written by a job of another size, naming both.
 Status CheckResumeWorldSize(int saved_world_size, int ranks, const std::string& checkpoint);
 
-// Every rank's dataset fingerprint (its manifest's checksum) and run options (those a checkpoint
+// Rank `rank`'s shard in a directory written by `skiff shard`: "<dir>/rank-<rank>".
+std::string RankShardDir(const std::string& dir, int rank);
+// The dataset rank `rank` opens for the path it was given: `dir` itself when it holds a dataset
+// (manifest.json), else RankShardDir(dir, rank). InvalidArgument naming the rank when `dir` holds
+// another rank's shards but not this one's; Dataset::Open's errors otherwise.
+Result<std::unique_ptr<format::Dataset>> OpenRankDataset(const std::string& dir, int rank);
+// A shard opened by rank `rank` of `ranks`: InvalidArgument unless it is that rank's shard of a job
+// of that size, saying which one it is and where the rank's own is. OK for a whole dataset.
+Status CheckRankShard(const format::Dataset& dataset, int rank, int ranks);
+
+// Every rank's dataset fingerprint (its manifest's checksum; a shard's, the whole dataset's) and
+// run options (those a checkpoint
 // saves), gathered on every rank; InvalidArgument naming the first field that differs from rank
 // 0's and the ranks that differ, on every rank alike. A failed collective's Status otherwise.
 Status CheckSameRun(dist::Communicator& comm, const format::Dataset& dataset,

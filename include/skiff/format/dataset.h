@@ -33,8 +33,9 @@
 namespace skiff::format {
 
 // Version 2 added the manifest's own checksum (manifest_xxh3); version 3 the optional "link_split"
-// object. Versions 1 and 2 are still read.
-inline constexpr int kFormatVersion = 4;
+// object; version 4 ranking candidates; version 5 the optional "shard" object and the files'
+// "window_offset". Every older version is still read.
+inline constexpr int kFormatVersion = 5;
 inline constexpr int kOldestReadableFormatVersion = 1;
 
 // Classes a dataset may have (labels are below it). A model has an output per class, so a class
@@ -75,6 +76,23 @@ struct LinkSplitInfo {
   uint64_t seed = 0;
 };
 
+// A rank's shard of a partitioned dataset (`skiff shard`, format/shard.h; docs/FORMAT.md,
+// "Shards"): what one rank of an owned-partition job reads. Every field of the manifest but the
+// files describes the whole dataset; graph.offsets, graph.neighbors and features.bin are windows
+// holding the rank's nodes [begin_node, end_node) (partitions [first_partition, end_partition)),
+// every other file is whole, and the edge buckets and any edge split are left out.
+struct ShardInfo {
+  int rank = 0;
+  std::vector<int64_t>
+      rank_first;  // the job's ranges: rank r owns [rank_first[r], rank_first[r+1])
+  uint32_t first_partition = 0, end_partition = 0;
+  std::string dataset_xxh3;  // the whole dataset's manifest checksum (16 hex digits)
+
+  int ranks() const { return static_cast<int>(rank_first.size()) - 1; }
+  int64_t begin_node() const { return rank_first[static_cast<size_t>(rank)]; }
+  int64_t end_node() const { return rank_first[static_cast<size_t>(rank) + 1]; }
+};
+
 struct Manifest {
   int version = kFormatVersion;  // as read; writers write kFormatVersion
   std::string name;
@@ -93,6 +111,7 @@ struct Manifest {
   std::vector<uint64_t> feature_extent_offsets{0};
   std::optional<PartitionInfo> partitions;
   std::optional<LinkSplitInfo> link_split;  // absent: no edge split
+  std::optional<ShardInfo> shard;           // absent: the whole dataset
   std::map<std::string, FileInfo> files;    // by file name
 
   uint64_t feature_row_bytes() const { return feature_dim * DTypeBytes(feature_dtype); }
@@ -100,6 +119,9 @@ struct Manifest {
   // without that field (docs/FORMAT.md). Bytes of `name`/`source` that are not UTF-8 are written
   // as U+FFFD.
   std::string ToJson() const;
+  // The XXH3-64 (16 hex digits) of ToJson() without manifest_xxh3: what a version 2 or later
+  // manifest records of itself; the identity of a dataset's contents, whatever its version.
+  std::string Checksum() const;
   // Corruption naming the field when one is missing, malformed or out of range, when the
   // checksum does not match (a version 2 manifest edited by hand), or for an unknown version.
   static Result<Manifest> FromJson(const std::string& text, const std::string& path_for_errors);
@@ -186,6 +208,15 @@ class Dataset {
 
   const std::string& dir() const { return dir_; }
   const Manifest& manifest() const { return manifest_; }
+  bool is_shard() const { return manifest_.shard.has_value(); }
+  // OK for a whole dataset; for a shard, InvalidArgument saying that `what` needs the whole
+  // dataset and which rank's nodes the shard holds.
+  Status RequireWhole(const std::string& what) const;
+  // The nodes whose adjacency lists and feature rows this dataset holds: [0, N), or a shard's.
+  int64_t begin_node() const { return is_shard() ? manifest_.shard->begin_node() : 0; }
+  int64_t end_node() const {
+    return is_shard() ? manifest_.shard->end_node() : manifest_.num_nodes;
+  }
   // Reader for a file recorded in the manifest; NotFound if absent.
   Result<const ChecksummedFileReader*> File(const std::string& name) const;
 
@@ -193,6 +224,8 @@ class Dataset {
   // (format/content_checks.h), each a Corruption naming the file, the node and the value. For
   // in-memory paths and tests; out-of-core code reads extents (storage::DatasetPartitionSource
   // makes the same checks per block).
+  // LoadOffsets, LoadNeighbors and LoadFeatures need the whole dataset (RequireWhole's error on a
+  // shard); the range reads take a shard's own nodes.
   // Offsets start at 0, never decrease and end at num_edges.
   Result<std::vector<int64_t>> LoadOffsets() const;
   // Entries first .. first + count of the offsets (the rows of nodes [first, first + count), as
@@ -240,7 +273,8 @@ class Dataset {
   uint64_t FeatureRowOffset(int64_t node) const;
 
   // Verifies every block of every file (reporting the first mismatch: file and block), then
-  // VerifyConsistency.
+  // VerifyConsistency. On a shard, the graph and feature checks cover its own nodes (and the
+  // undirected check, which needs every row, is skipped).
   Status VerifyAll() const;
   // What checksums cannot see, a manifest edited out of step with its data or data written
   // inconsistent (docs/FORMAT.md lists each check): labels within num_classes, splits ascending,
@@ -265,6 +299,7 @@ class Dataset {
   Status VerifyEdgeBuckets(uint64_t graph_edge_sum) const;
   Status VerifyLinkSplit() const;
   Status VerifyGraph(uint64_t* edge_sum) const;  // edge_sum: the sum of EdgeHash over the edges
+  Status VerifyShard() const;  // the shard's fields against the manifest and its windows
   Status VerifyFeatureExtents() const;
   Status VerifyRelabelling() const;
   Dataset(std::string dir, Manifest manifest)

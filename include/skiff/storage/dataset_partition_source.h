@@ -17,6 +17,11 @@
 // source over a range of partitions (DatasetPartitionSourceOptions::first_partition) loads the
 // offsets of their nodes alone; its node-indexed calls take nodes of that range only (global IDs).
 //
+// On a shard (format::ShardInfo) the files are windows of the whole dataset's: the extents and fine
+// reads this source hands the pool are positions in the files as stored (the whole file's offset
+// less the window's start), and Verify takes them back to the whole file's for the checksums and
+// the error messages. A shard's source takes a range within the shard's partitions.
+//
 // Thread safety: immutable after Open; const methods may be called from many threads. The dataset
 // must outlive the source.
 #pragma once
@@ -105,6 +110,7 @@ class DatasetPartitionSource final : public PartitionSource {
   const format::Dataset* dataset_ = nullptr;
   const format::ChecksummedFileReader* readers_[2] = {nullptr, nullptr};
   ReadFile files_[2];
+  uint64_t window_[2] = {0, 0};  // each file's window_offset (0 but on a shard)
   std::vector<int64_t> boundaries_;
   // partition_of's index: the partition of node begin_node() + (i << block_shift_), for each i
   // (a binary search over the boundaries per sampled neighbour was 4% of the sampler's time).
