@@ -13,11 +13,10 @@
 
 #include "skiff/format/dataset.h"
 #include "skiff/format/shard.h"
-#include "skiff/generate/generator.h"
-#include "skiff/partition/partition_dataset.h"
 #include "skiff/pipeline/disk_owned_rows.h"
 #include "skiff/train/node_ranges.h"
 #include "skiff/train/owned_rows.h"
+#include "tests/unit/partitioned_fixture.h"
 #include "tests/unit/test_util.h"
 
 using namespace skiff;
@@ -34,21 +33,8 @@ struct Sharded {
 
 // 3000 nodes in 8 GREM partitions, cut for 3 ranks; the shards in dir/shard-<r>.
 Sharded MakeSharded(const std::string& dir) {
-  generate::GenerateOptions g;
-  g.output = dir + "/plain";
-  g.num_nodes = 3000;
-  g.avg_degree = 8;
-  g.num_classes = 4;
-  g.feature_dim = 16;
-  g.threads = 1;
-  REQUIRE(generate::GenerateDataset(g).ok());
-  partition::PartitionOptions p;
-  p.dataset_dir = dir + "/plain";
-  p.output_dir = dir + "/parts";
-  p.partitioner.k = 8;
-  REQUIRE(partition::PartitionDataset(p).ok());
   Sharded s;
-  s.whole = std::move(format::Dataset::Open(dir + "/parts")).value();
+  s.whole = testing::MakePartitioned(dir);
   s.splits = std::move(s.whole->LoadSplits()).value();
   s.ranges = std::make_unique<train::NodeRanges>(
       std::move(train::NodeRanges::ForDataset(*s.whole, s.splits.train, kRanks)).value());

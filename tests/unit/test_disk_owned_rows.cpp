@@ -13,10 +13,9 @@
 
 #include "skiff/dist/communicator.h"
 #include "skiff/format/dataset.h"
-#include "skiff/generate/generator.h"
-#include "skiff/partition/partition_dataset.h"
 #include "skiff/pipeline/disk_owned_rows.h"
 #include "skiff/train/exchange_features.h"
+#include "tests/unit/partitioned_fixture.h"
 #include "tests/unit/test_util.h"
 
 using namespace skiff;
@@ -31,21 +30,8 @@ struct Owned {
 
 // 3000 nodes in 8 GREM partitions, owned by 2 ranks.
 Owned MakeOwned(const std::string& dir) {
-  generate::GenerateOptions g;
-  g.output = dir + "/plain";
-  g.num_nodes = 3000;
-  g.avg_degree = 8;
-  g.num_classes = 4;
-  g.feature_dim = 16;
-  g.threads = 1;
-  REQUIRE(generate::GenerateDataset(g).ok());
-  partition::PartitionOptions p;
-  p.dataset_dir = dir + "/plain";
-  p.output_dir = dir + "/parts";
-  p.partitioner.k = 8;
-  REQUIRE(partition::PartitionDataset(p).ok());
   Owned o;
-  o.dataset = std::move(format::Dataset::Open(dir + "/parts")).value();
+  o.dataset = testing::MakePartitioned(dir);
   o.splits = std::move(o.dataset->LoadSplits()).value();
   o.ranges = std::make_unique<train::NodeRanges>(
       std::move(train::NodeRanges::ForDataset(*o.dataset, o.splits.train, 2)).value());
