@@ -169,6 +169,7 @@ class DatasetGraphSource final : public GraphSource {
 }  // namespace
 
 Result<std::unique_ptr<GraphSource>> OpenDatasetGraphSource(const format::Dataset& dataset) {
+  SKIFF_RETURN_IF_ERROR(dataset.RequireWhole("reading the whole graph"));
   SKIFF_ASSIGN_OR_RETURN(const format::ChecksummedFileReader* offsets,
                          dataset.File(format::kOffsetsFile));
   SKIFF_ASSIGN_OR_RETURN(const format::ChecksummedFileReader* neighbors,

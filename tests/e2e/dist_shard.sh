@@ -6,10 +6,12 @@
 #   - A 2-rank job on the shards writes the same checkpoint and the same --export, byte for byte, as
 #     the same job on the whole dataset: in memory, and within 12 MiB per rank (every list and row
 #     of the shard read through the buffer pool); its checkpoint resumes on the shards.
+#   - `skiff predict --distributed --ownership partitions` on the shards (and on the whole dataset)
+#     writes what one process predicts, byte for byte: layer by layer, in batches, within 12 MiB.
 #   - A dataset with raw IDs keeps them: each shard's ID map holds every node's.
 #   - Refused, naming the problem: more ranks than shards (the missing rank named), every rank given
-#     one rank's shard, training on shards without --ownership partitions, an unpartitioned
-#     dataset, a shard sharded again.
+#     one rank's shard, training or predicting on shards without --ownership partitions, an
+#     unpartitioned dataset, a shard sharded again.
 #   bash dist_shard.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -euo pipefail
 SKIFF=$1
@@ -48,8 +50,9 @@ done
 echo "shards verify: OK"
 
 # The same job on the shards and on the whole dataset.
-RUN=(--hidden 16 --fanouts 5,5 --eval-fanouts 5,5 --batch-size 512 --seed 5 --threads 1 --epochs 2
-  --dropout 0 --distributed --ownership partitions)
+ONE=(--hidden 16 --fanouts 5,5 --eval-fanouts 5,5 --batch-size 512 --seed 5 --threads 1 --epochs 2
+  --dropout 0)
+RUN=("${ONE[@]}" --distributed --ownership partitions)
 for memory in "" 12MiB; do
   budget=()
   [ -n "$memory" ] && budget=(--memory "$memory")
@@ -71,6 +74,29 @@ done
   > resume.log 2>&1 || { echo "FAIL: resume"; cat resume.log; exit 1; }
 grep -q "resuming after epoch [12] from shards.ckpt" resume.log || { echo "FAIL: resume"; cat resume.log; exit 1; }
 echo "resume on shards: OK"
+
+# skiff predict on the shards: each rank predicts the nodes it owns, byte for byte what one process
+# predicts with the whole dataset -- layer by layer, in batches, and in batches within 12 MiB per
+# rank; and with --ownership partitions on the whole dataset too.
+"$SKIFF" train smallp "${ONE[@]}" --eval-batch-size 256 --checkpoint one.ckpt > one.log 2>&1 ||
+  { echo "FAIL: one process"; cat one.log; exit 1; }
+for mode in layers batches; do
+  "$SKIFF" predict smallp --checkpoint one.ckpt --out "want-$mode" --inference $mode --threads 1 \
+    > /dev/null 2>&1 || { echo "FAIL: predict $mode"; exit 1; }
+done
+for run in shards:layers: shards:batches: shards:batches:12MiB smallp:layers:; do
+  IFS=: read -r data mode memory <<< "$run"
+  budget=()
+  [ -n "$memory" ] && budget=(--memory "$memory")
+  rm -rf got
+  "${MPI[@]}" -np 2 "$SKIFF" predict "$data" --checkpoint one.ckpt --out got --distributed \
+    --ownership partitions --inference $mode "${budget[@]}" --threads 1 > predict.log 2>&1 ||
+    { echo "FAIL: predict $run"; cat predict.log; exit 1; }
+  for f in predictions.npy embeddings.npy; do
+    cmp "want-$mode/$f" "got/$f" || { echo "FAIL: predict $run: $f differs from one process's"; exit 1; }
+  done
+  echo "predict on 2 owned ranks ($run): as one process predicts: OK"
+done
 
 # Raw IDs: each shard maps every node.
 python3 - <<'PY'
@@ -102,6 +128,8 @@ refused "rank 0's shard of a 2-rank job, opened by rank 1" \
   "${MPI[@]}" -np 2 "$SKIFF" train shards/rank-0 "${RUN[@]}"
 refused "training without --ownership partitions needs the whole dataset" \
   "${MPI[@]}" -np 2 "$SKIFF" train shards --epochs 1 --distributed --threads 1
+refused "prediction without --ownership partitions needs the whole dataset" \
+  "${MPI[@]}" -np 2 "$SKIFF" predict shards --checkpoint one.ckpt --out nope --distributed
 refused "not partitioned" "$SKIFF" shard small --ranks 2 -o nope
 refused "it holds the lists and feature rows of nodes" "$SKIFF" shard shards/rank-0 --ranks 2 -o nope
 [ ! -e nope/rank-0 ] || { echo "FAIL: a refused shard was written"; exit 1; }

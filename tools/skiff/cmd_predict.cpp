@@ -23,6 +23,7 @@
 #include "tools/skiff/inference.h"
 #include "tools/skiff/link_predict.h"
 #include "tools/skiff/output_paths.h"
+#include "tools/skiff/owned_run.h"
 #include "tools/skiff/train_flags.h"
 
 namespace skiff::cli {
@@ -36,9 +37,10 @@ struct PredictOptions {
   std::string inference = "auto";
   std::string task;  // empty: the checkpoint's
   LinkPredictRequest link;
-  bool distributed = false;  // one rank of an mpirun job (docs/distributed.md)
-  double dist_timeout = 60;  // seconds a collective waits for the other ranks
-  TrainFlags flags;          // the device's session options (DeviceOptionNames)
+  bool distributed = false;              // one rank of an mpirun job (docs/distributed.md)
+  std::string ownership = "replicated";  // partitions: each rank predicts the nodes it owns
+  double dist_timeout = 60;              // seconds a collective waits for the other ranks
+  TrainFlags flags;                      // the device's session options (DeviceOptionNames)
   std::function<bool(const std::string&)> given;  // GivenIn(the command's app), once parsed
 };
 
@@ -136,6 +138,23 @@ Status CheckShared(const dist::Communicator& comm, train::Task task) {
       "checkpoint predicts in one process");
 }
 
+// --ownership partitions: each rank loads its range of the dataset's partitions (the dataset, or
+// its shard) and predicts the nodes it owns; rank 0 writes every node's row (docs/distributed.md,
+// "Prediction on several ranks"). On the CPU, node classification.
+Status PredictOwned(const PredictOptions& o, const format::Dataset& ds,
+                    const train::Checkpoint& ckpt, train::TrainOptions t, Device device,
+                    Inference inference, uint64_t memory_bytes, dist::Communicator& comm) {
+  if (device != Device::kCpu) {
+    return Status::InvalidArgument("--ownership partitions predicts on the CPU (--device cpu)");
+  }
+  SKIFF_RETURN_IF_ERROR(CheckRankShard(ds, comm.rank(), comm.size()));
+  t.world_size = comm.size();  // this job's, not the training job's
+  SKIFF_ASSIGN_OR_RETURN(OwnedRank rank, OpenOwnedRank(&ds, t, memory_bytes, comm));
+  SKIFF_RETURN_IF_ERROR(rank.trainer->Restore(ckpt).WithContext(o.checkpoint));
+  SKIFF_RETURN_IF_ERROR(PredictOwnedRanks(ds, rank, inference == Inference::kLayers, o.out, comm));
+  return LogRankPeaks(comm, memory_bytes);
+}
+
 // --distributed: InvalidArgument, on every rank alike, unless every rank read the same parameters
 // as rank 0 (CheckSameRun compares the options a checkpoint saves, not its parameters).
 Status CheckSameModel(dist::Communicator& comm, const train::Checkpoint& ckpt,
@@ -165,7 +184,9 @@ Status Predict(const PredictOptions& o, dist::Communicator& comm) {
     SKIFF_RETURN_IF_ERROR(CheckNotInside("--out", o.out, o.dataset));
     SKIFF_RETURN_IF_ERROR(CheckExportTarget("--out", o.out));
   }
-  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds, format::Dataset::Open(o.dataset));
+  // A directory of shards (skiff shard) gives each rank its own.
+  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<format::Dataset> ds,
+                         OpenRankDataset(o.dataset, comm.rank()));
   SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint ckpt, train::ReadCheckpoint(o.checkpoint));
   auto parsed = train::TrainOptions::FromJson(ckpt.config_json);
   if (!parsed.ok()) return parsed.status().WithContext(o.checkpoint);
@@ -177,6 +198,16 @@ Status Predict(const PredictOptions& o, dist::Communicator& comm) {
   t.sampler_threads = std::max(1, cpu::NumThreads());
   if (!lead) t.show_progress = false;
   SKIFF_ASSIGN_OR_RETURN(const train::Task task, TaskOf(o, t));
+  // Predict's own choice, whatever the training run's was.
+  SKIFF_ASSIGN_OR_RETURN(t.ownership,
+                         ParseName(train::kOwnershipNames, "--ownership", o.ownership));
+  const bool owned = t.ownership == train::Ownership::kPartitions;
+  if (owned && task != train::Task::kNode) {
+    return Status::InvalidArgument(
+        "--ownership partitions predicts node classes; a link-prediction checkpoint predicts "
+        "with the whole dataset");
+  }
+  if (!owned) SKIFF_RETURN_IF_ERROR(ds->RequireWhole("prediction without --ownership partitions"));
   SKIFF_ASSIGN_OR_RETURN(const uint64_t memory_bytes, ParseMemoryOption(o.memory));
   SKIFF_ASSIGN_OR_RETURN(const Inference asked,
                          ParseName(kInferenceNames, "inference mode", o.inference));
@@ -200,9 +231,13 @@ Status Predict(const PredictOptions& o, dist::Communicator& comm) {
                                    o.dataset);
   }
   SKIFF_RETURN_IF_ERROR(inference.status());
-  SKIFF_RETURN_IF_ERROR(*inference == Inference::kLayers
-                            ? ExportByLayer(*ds, ckpt, o.checkpoint, t, o.out, &comm)
-                            : PredictByBatch(o, *ds, ckpt, t, device, memory_bytes, comm));
+  if (owned) {
+    SKIFF_RETURN_IF_ERROR(PredictOwned(o, *ds, ckpt, t, device, *inference, memory_bytes, comm));
+  } else {
+    SKIFF_RETURN_IF_ERROR(*inference == Inference::kLayers
+                              ? ExportByLayer(*ds, ckpt, o.checkpoint, t, o.out, &comm)
+                              : PredictByBatch(o, *ds, ckpt, t, device, memory_bytes, comm));
+  }
   if (lead) {
     std::printf("wrote predictions.npy and embeddings.npy for %lld nodes to %s%s\n",
                 static_cast<long long>(ds->manifest().num_nodes), o.out.c_str(),
@@ -275,6 +310,16 @@ RunFn Setup(CLI::App& app) {
                "Share the prediction among the ranks of an mpirun job, each reading the dataset "
                "and checkpoint: mpirun -np W skiff predict DS --distributed ... "
                "(docs/distributed.md)");
+  app.add_option("--ownership", o->ownership,
+                 "replicated (each rank reads the whole dataset) or partitions (each rank loads "
+                 "its range of the dataset's partitions, or its shard, and predicts the nodes it "
+                 "owns; docs/distributed.md)")
+      ->capture_default_str()
+      ->check(StatusCheck(
+          [](const std::string& text) {
+            return ParseName(train::kOwnershipNames, "--ownership", text).status();
+          },
+          "NAME"));
   app.add_option("--dist-timeout", o->dist_timeout,
                  "--distributed: seconds a rank waits for the others in one exchange before the "
                  "job ends with an error naming the silent ranks")

@@ -38,6 +38,7 @@ Result<convert::EdgeSplitSummary> SplitEdgesInto(const std::string& input,
                                                  const convert::EdgeSplitSpec& spec,
                                                  const std::string& source_note) {
   SKIFF_ASSIGN_OR_RETURN(auto ds, format::Dataset::Open(input));
+  SKIFF_RETURN_IF_ERROR(ds->RequireWhole("splitting its edges"));
   SKIFF_ASSIGN_OR_RETURN(auto writer, format::DatasetWriter::Create(output, overwrite));
   SKIFF_ASSIGN_OR_RETURN(auto summary, convert::WriteEdgeSplit(*ds, *writer, spec));
   writer->manifest().source += source_note;

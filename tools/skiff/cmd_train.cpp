@@ -23,7 +23,6 @@
 #include "skiff/train/export.h"
 #include "skiff/train/link_trainer.h"
 #include "skiff/train/owned_data.h"
-#include "skiff/train/owned_layerwise.h"
 #include "skiff/train/trainer.h"
 #include "skiff/units.h"
 #include "tools/skiff/command.h"
@@ -34,6 +33,7 @@
 #include "tools/skiff/inference.h"
 #include "tools/skiff/link_predict.h"
 #include "tools/skiff/output_paths.h"
+#include "tools/skiff/owned_run.h"
 #include "tools/skiff/train_flags.h"
 
 namespace skiff::cli {
@@ -569,84 +569,20 @@ void LogOwnedRun(const TrainCliOptions& o, const train::TrainOptions& t,
           owners);
 }
 
-// Within --memory, a rank's own rows live on disk behind its buffer pool (pipeline::DiskOwnedRows);
-// an empty range has nothing to read.
-train::OpenOwnedRows OwnedRowsWithin(const format::Dataset* ds, const train::TrainOptions& t,
-                                     uint64_t memory_bytes, pipeline::DiskOwnedRows** disk) {
-  return
-      [=](const train::NodeRanges& ranges, int rank,
-          const format::Dataset::NodeSplits& splits) -> Result<std::unique_ptr<train::OwnedRows>> {
-        std::unique_ptr<train::OwnedRows> out;
-        if (ranges.begin(rank) == ranges.end(rank)) {
-          SKIFF_ASSIGN_OR_RETURN(
-              out, train::InMemoryOwnedRows::Load(*ds, ranges.begin(rank), ranges.end(rank)));
-          return out;
-        }
-        pipeline::DiskOwnedRowsOptions io;
-        io.memory_bytes = memory_bytes;
-        SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::DiskOwnedRows> rows,
-                               pipeline::DiskOwnedRows::Open(ds, ranges, rank, splits, t, io));
-        *disk = rows.get();
-        out = std::move(rows);
-        return out;
-      };
-}
-
-// Within --memory, every owned rank cuts its evaluation batches at the smallest limit of the
-// ranks' budgets (DiskOwnedRows::eval_batch_limit; `disk` null: an empty range, no limit), which
-// rank 0 logs when it is below --eval-batch-size.
-Status LimitOwnedEvalBatches(dist::Communicator& comm, const pipeline::DiskOwnedRows* disk,
-                             train::Trainer& trainer) {
-  std::vector<int64_t> limits(static_cast<size_t>(comm.size()), 0);
-  limits[static_cast<size_t>(comm.rank())] = disk != nullptr ? disk->eval_batch_limit() : 0;
-  SKIFF_RETURN_IF_ERROR(comm.AllReduceSum(std::span<int64_t>(limits), "evaluation batch limits"));
-  int64_t agreed = 0;
-  for (int64_t limit : limits) {
-    if (limit > 0) agreed = agreed == 0 ? limit : std::min(agreed, limit);
-  }
-  trainer.SetEvalBatchLimit(agreed);
-  const int64_t asked = trainer.options().eval_batch_size;
-  if (comm.rank() == 0 && agreed > 0 && agreed < asked) {
-    LogInfo("within --memory: evaluation batches of at most " + std::to_string(agreed) +
-            " seeds (the most every rank's budget allows; --eval-batch-size " +
-            std::to_string(asked) + ")");
-  }
-  return Status::Ok();
-}
-
-// --export of an owned-partition run: every rank predicts the nodes it owns with the model of
-// LeadsExportModel in the export's order (rank 0 sends it), and rank 0 writes every node's row
-// (train/export.h). In memory layer by layer (train/owned_layerwise.h), as one process's auto
-// choice; within --memory in the one-process plan's batches of that order (Trainer::Predict), which
-// keep to the budget.
+// --export of an owned-partition run: the ranks predict with the model of LeadsExportModel
+// (PredictOwnedRanks), and rank 0 writes every node's row (train/export.h).
 Status ExportOwned(const TrainCliOptions& o, const format::Dataset& ds,
                    const train::TrainOptions& t, int64_t last_epoch, uint64_t memory_bytes,
-                   const train::OwnedData& data, train::Trainer& trainer,
-                   dist::Communicator& comm) {
+                   OwnedRank& rank, dist::Communicator& comm) {
   if (o.export_dir.empty()) return Status::Ok();
   const auto start = std::chrono::steady_clock::now();
   SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint model,
-                         LeadsExportModel(t, last_epoch, trainer, comm));
-  SKIFF_RETURN_IF_ERROR(trainer.Restore(model).WithContext(t.checkpoint_path));
-  auto predict = [&](const std::vector<int64_t>& nodes, std::vector<int32_t>* classes,
-                     std::vector<float>* embeddings) -> Status {
-    if (memory_bytes > 0) return trainer.Predict(nodes, classes, embeddings);
-    const train::OwnedLayerwiseSources sources{.graph = data.graph.get(),
-                                               .features = data.features.get(),
-                                               .ranges = data.ranges.get(),
-                                               .comm = &comm};
-    // The trainer's options: the evaluation fanouts resolved (the default: every neighbour,
-    // capped).
-    const train::TrainOptions& run = trainer.options();
-    const train::LayerwiseOptions layerwise{.fanouts = run.eval_fanouts,
-                                            .chunk_nodes = run.eval_batch_size,
-                                            .seed = run.seed,
-                                            .show_progress = run.show_progress};
-    return train::PredictByLayerOwned(trainer.model(), sources, layerwise, nodes, classes,
-                                      embeddings);
-  };
-  SKIFF_RETURN_IF_ERROR(ExportOnRanks(ds, comm, predict, o.export_dir));
-  PrintRanksExport(o.export_dir, memory_bytes > 0 ? "in batches" : "layer by layer", comm, start);
+                         LeadsExportModel(t, last_epoch, *rank.trainer, comm));
+  SKIFF_RETURN_IF_ERROR(rank.trainer->Restore(model).WithContext(t.checkpoint_path));
+  // As one process's auto choice: layer by layer in memory, in batches within --memory.
+  const bool by_layer = memory_bytes == 0;
+  SKIFF_RETURN_IF_ERROR(PredictOwnedRanks(ds, rank, by_layer, o.export_dir, comm));
+  PrintRanksExport(o.export_dir, by_layer ? "layer by layer" : "in batches", comm, start);
   return Status::Ok();
 }
 
@@ -660,18 +596,9 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
   QuietUnlessLead(lead, &t);
   SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
   SKIFF_RETURN_IF_ERROR(CheckRankSampling(o, memory_bytes));
-  pipeline::DiskOwnedRows* disk = nullptr;
-  SKIFF_ASSIGN_OR_RETURN(
-      std::unique_ptr<train::OwnedData> data,
-      train::LoadOwned(*ds, &comm,
-                       memory_bytes > 0 ? OwnedRowsWithin(ds, t, memory_bytes, &disk) : nullptr));
-  if (t.feature_norm == train::FeatureNorm::kRow) data->own->NormalizeRows();
-  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer,
-                         train::Trainer::Create(data->data, t, ModelFactoryFor(Device::kCpu)));
-  SKIFF_RETURN_IF_ERROR(trainer->SetCommunicator(&comm));
-  SKIFF_RETURN_IF_ERROR(trainer->SetOwnership(data->ranges.get(), &data->graph->traffic(),
-                                              &data->features->traffic()));
-  if (memory_bytes > 0) SKIFF_RETURN_IF_ERROR(LimitOwnedEvalBatches(comm, disk, *trainer));
+  SKIFF_ASSIGN_OR_RETURN(OwnedRank rank, OpenOwnedRank(ds, t, memory_bytes, comm));
+  train::Trainer* trainer = rank.trainer.get();
+  const pipeline::DiskOwnedRows* disk = rank.disk;
   DigestFile digest("--batch-digest");  // PATH.RANK, each rank its own
   if (!o.batch_digest.empty()) {
     SKIFF_RETURN_IF_ERROR(digest.Open(o.batch_digest + "." + std::to_string(comm.rank())));
@@ -679,7 +606,7 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
   }
   SKIFF_RETURN_IF_ERROR(RestoreForRun(*trainer, resume, o.resume, lead));
   if (lead) {
-    LogOwnedRun(o, t, *data, *trainer, comm.size());
+    LogOwnedRun(o, t, *rank.data, *trainer, comm.size());
     if (disk != nullptr) {
       LogInfo("rank 0 within --memory: " + disk->Describe() + "\n" +
               disk->memory_plan().Describe());
@@ -688,11 +615,11 @@ Status TrainOwned(const TrainCliOptions& o, train::TrainOptions t, format::Datas
   const RssParts resident_when_loaded = CurrentRssParts();
   SKIFF_ASSIGN_OR_RETURN(const train::TrainSummary summary, trainer->Run());
   SKIFF_RETURN_IF_ERROR(digest.Close());
-  SKIFF_RETURN_IF_ERROR(ReportExchanges(comm, *data));
+  SKIFF_RETURN_IF_ERROR(ReportExchanges(comm, *rank.data));
   if (lead && disk != nullptr) LogInfo("rank 0 within --memory: " + disk->ReadReport());
   if (lead) PrintSummary(summary, t);
   SKIFF_RETURN_IF_ERROR(ExportOwned(o, *ds, t, static_cast<int64_t>(summary.epochs.size()) - 1,
-                                    memory_bytes, *data, *trainer, comm));
+                                    memory_bytes, rank, comm));
   // After the export, so that the peaks cover it.
   SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));
   if (!lead) return Status::Ok();

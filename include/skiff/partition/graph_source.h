@@ -76,7 +76,8 @@ class InMemoryGraphSource final : public GraphSource {
 };
 
 // The CSR of an opened dataset (graph.offsets / graph.neighbors), read on demand. `dataset` must
-// outlive the source. Returns NotFound if the dataset lacks the graph files.
+// outlive the source. Returns NotFound if the dataset lacks the graph files; InvalidArgument for a
+// shard (format/shard.h), which holds one rank's rows.
 Result<std::unique_ptr<GraphSource>> OpenDatasetGraphSource(const format::Dataset& dataset);
 
 // The CSR held in a pair of checksummed files (int64 offsets; int32 or int64 neighbours when
