@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "skiff/progress.h"
+
 namespace skiff::format {
 namespace {
 
@@ -43,23 +45,29 @@ Status RankPartitions(const Dataset& whole, std::span<const int64_t> rank_first,
   return Status::Ok();
 }
 
-// Copies bytes [first, end) of the whole dataset's file `name` into a new file of the shard, whose
+// Bytes [first, end) of the whole dataset's file `name`, copied into a file of the shard whose
 // window_offset is `first` (0 for a whole copy).
-Status CopyWindow(const Dataset& whole, DatasetWriter& out, const std::string& name, uint64_t first,
-                  uint64_t end) {
-  SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* in, whole.File(name));
-  SKIFF_CHECK(first % std::max<uint64_t>(kFileAlignment, in->info().block_bytes) == 0);
+struct Copy {
+  std::string name;
+  uint64_t first = 0, end = 0;
+};
+
+Status CopyWindow(const Dataset& whole, DatasetWriter& out, const Copy& c,
+                  OptionalProgress& progress) {
+  SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* in, whole.File(c.name));
+  SKIFF_CHECK(c.first % std::max<uint64_t>(kFileAlignment, in->info().block_bytes) == 0);
   SKIFF_ASSIGN_OR_RETURN(
       std::unique_ptr<ChecksummedFileWriter> file,
-      ChecksummedFileWriter::Create(out.temp_dir(), name, in->info().block_bytes));
+      ChecksummedFileWriter::Create(out.temp_dir(), c.name, in->info().block_bytes));
   std::vector<char> buf;
-  for (uint64_t at = first; at < end; at += kCopyChunk) {
-    buf.resize(std::min(kCopyChunk, end - at));
+  for (uint64_t at = c.first; at < c.end; at += kCopyChunk) {
+    buf.resize(std::min(kCopyChunk, c.end - at));
     SKIFF_RETURN_IF_ERROR(in->ReadAt(at, buf.size(), buf.data()));
     SKIFF_RETURN_IF_ERROR(file->Append(buf.data(), buf.size()));
+    progress.Add(buf.size());
   }
   SKIFF_RETURN_IF_ERROR(out.FinishFile(*file));
-  out.manifest().files[name].window_offset = first;
+  out.manifest().files[c.name].window_offset = c.first;
   return Status::Ok();
 }
 
@@ -76,40 +84,46 @@ Result<uint64_t> OffsetEntry(const ChecksummedFileReader& offsets, int64_t node)
   return static_cast<uint64_t>(v);
 }
 
-// The three windows of nodes [begin, end) (partitions [p0, p1)).
-Status CopyRangeFiles(const Dataset& whole, DatasetWriter& out, int64_t begin, int64_t end,
-                      uint32_t p0, uint32_t p1) {
+// The three windows of the shard's nodes (format/shard.h), then the files copied whole.
+Result<std::vector<Copy>> PlanCopies(const Dataset& whole, const ShardInfo& s) {
   const Manifest& m = whole.manifest();
   auto align = [&](const char* name) -> Result<uint64_t> {
     SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* r, whole.File(name));
     return std::max<uint64_t>(kFileAlignment, r->info().block_bytes);
   };
+  std::vector<Copy> copies;
   SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* offsets, whole.File(kOffsetsFile));
   SKIFF_ASSIGN_OR_RETURN(uint64_t a, align(kOffsetsFile));
-  const auto b = static_cast<uint64_t>(begin), e = static_cast<uint64_t>(end);
-  SKIFF_RETURN_IF_ERROR(CopyWindow(whole, out, kOffsetsFile, AlignDown(b * 8, a), (e + 1) * 8));
-  SKIFF_ASSIGN_OR_RETURN(const uint64_t e0, OffsetEntry(*offsets, begin));
-  SKIFF_ASSIGN_OR_RETURN(const uint64_t e1, OffsetEntry(*offsets, end));
+  const auto b = static_cast<uint64_t>(s.begin_node()), e = static_cast<uint64_t>(s.end_node());
+  copies.push_back({kOffsetsFile, AlignDown(b * 8, a), (e + 1) * 8});
+  SKIFF_ASSIGN_OR_RETURN(const uint64_t e0, OffsetEntry(*offsets, s.begin_node()));
+  SKIFF_ASSIGN_OR_RETURN(const uint64_t e1, OffsetEntry(*offsets, s.end_node()));
   if (e1 < e0 || e1 > static_cast<uint64_t>(m.num_edges)) {
-    return Status::Corruption(offsets->path() + ": entries " + std::to_string(begin) + " and " +
-                              std::to_string(end) + " (" + std::to_string(e0) + ", " +
+    return Status::Corruption(offsets->path() + ": entries " + std::to_string(b) + " and " +
+                              std::to_string(e) + " (" + std::to_string(e0) + ", " +
                               std::to_string(e1) + ") are not a range of the " +
                               std::to_string(m.num_edges) + " edges");
   }
   const uint64_t width = DTypeBytes(m.neighbor_dtype);
   SKIFF_ASSIGN_OR_RETURN(a, align(kNeighborsFile));
-  SKIFF_RETURN_IF_ERROR(
-      CopyWindow(whole, out, kNeighborsFile, AlignDown(e0 * width, a), e1 * width));
+  copies.push_back({kNeighborsFile, AlignDown(e0 * width, a), e1 * width});
   SKIFF_ASSIGN_OR_RETURN(const ChecksummedFileReader* features, whole.File(kFeaturesFile));
   const std::vector<uint64_t>& extents = m.feature_extent_offsets;
-  const uint64_t f1 = p1 < extents.size() ? extents[p1] : features->info().data_bytes;
-  return CopyWindow(whole, out, kFeaturesFile, extents[p0], f1);
+  const uint64_t f1 =
+      s.end_partition < extents.size() ? extents[s.end_partition] : features->info().data_bytes;
+  copies.push_back({kFeaturesFile, extents[s.first_partition], f1});
+  for (const char* name : {kLabelsFile, kTrainFile, kValidFile, kTestFile, kRelabelOldIdsFile}) {
+    const auto it = m.files.find(name);
+    if (it == m.files.end()) continue;  // relabel.old_ids: partitioned in place
+    copies.push_back({name, 0, it->second.data_bytes});
+  }
+  return copies;
 }
 
 }  // namespace
 
 Status WriteShard(const Dataset& whole, std::span<const int64_t> rank_first, int rank,
-                  const std::string& out_dir, bool overwrite) {
+                  const std::string& out_dir, bool overwrite, bool show_progress) {
   std::vector<uint32_t> parts;
   SKIFF_RETURN_IF_ERROR(RankPartitions(whole, rank_first, rank, &parts));
   SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<DatasetWriter> out,
@@ -127,13 +141,12 @@ Status WriteShard(const Dataset& whole, std::span<const int64_t> rank_first, int
   s.end_partition = parts[static_cast<size_t>(rank) + 1];
   s.dataset_xxh3 = whole.manifest().Checksum();
   m.shard = s;
-  SKIFF_RETURN_IF_ERROR(CopyRangeFiles(whole, *out, s.begin_node(), s.end_node(), s.first_partition,
-                                       s.end_partition));
-  for (const char* name : {kLabelsFile, kTrainFile, kValidFile, kTestFile, kRelabelOldIdsFile}) {
-    const auto it = whole.manifest().files.find(name);
-    if (it == whole.manifest().files.end()) continue;  // relabel.old_ids: partitioned in place
-    SKIFF_RETURN_IF_ERROR(CopyWindow(whole, *out, name, 0, it->second.data_bytes));
-  }
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<Copy> copies, PlanCopies(whole, s));
+  uint64_t total = 0;
+  for (const Copy& c : copies) total += c.end - c.first;
+  OptionalProgress progress(show_progress, "shard rank " + std::to_string(rank), total, "B");
+  for (const Copy& c : copies) SKIFF_RETURN_IF_ERROR(CopyWindow(whole, *out, c, progress));
+  progress.Finish();
   if (whole.manifest().has_id_map) {
     std::error_code ec;
     fs::copy(whole.dir() + "/" + kIdMapDir, out->temp_dir() + "/" + kIdMapDir,

@@ -58,7 +58,7 @@ Status WriteShards(const ShardOptions& o) {
   for (int r = 0; r < o.ranks; ++r) {
     if (!o.only.empty() && std::find(o.only.begin(), o.only.end(), r) == o.only.end()) continue;
     const std::string dir = RankShardDir(o.out, r);
-    SKIFF_RETURN_IF_ERROR(format::WriteShard(*ds, ranges.first(), r, dir, o.overwrite));
+    SKIFF_RETURN_IF_ERROR(format::WriteShard(*ds, ranges.first(), r, dir, o.overwrite, true));
     LogInfo("rank " + std::to_string(r) + ": nodes [" + std::to_string(ranges.begin(r)) + ", " +
             std::to_string(ranges.end(r)) + ") in " + dir + " (" + FormatBytes(ShardBytes(dir)) +
             " of the dataset's " + FormatBytes(whole) + ")");

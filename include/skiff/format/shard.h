@@ -27,8 +27,8 @@ namespace skiff::format {
 // when `whole` is a shard or unpartitioned, when rank_first is not a run of partition boundaries
 // from 0 to N with every rank at least one partition, or when `rank` is not one of its ranks;
 // `out_dir` as DatasetWriter::Create takes it (`overwrite`); read errors name the whole dataset's
-// file.
+// file. `show_progress`: a progress line of the bytes copied (skiff/progress.h).
 Status WriteShard(const Dataset& whole, std::span<const int64_t> rank_first, int rank,
-                  const std::string& out_dir, bool overwrite);
+                  const std::string& out_dir, bool overwrite, bool show_progress = false);
 
 }  // namespace skiff::format
