@@ -58,7 +58,25 @@ Result<std::unique_ptr<DatasetPartitionSource>> DatasetPartitionSource::Open(
         dataset->LoadOffsetsRange(src->begin_node(), src->end_node() - src->begin_node()));
   }
   src->IndexBoundaries();
+  SKIFF_RETURN_IF_ERROR(src->CheckWindows());
   return src;
+}
+
+// A shard's offsets could point outside its neighbours' window (a file edited with its checksums
+// recomputed): the extents and fine reads would then fall before the file's start.
+Status DatasetPartitionSource::CheckWindows() const {
+  const uint64_t first = static_cast<uint64_t>(Offset(begin_node())) * neighbor_bytes_;
+  const uint64_t end = static_cast<uint64_t>(Offset(end_node())) * neighbor_bytes_;
+  const format::FileInfo& info = readers_[kNeighborFile]->info();
+  if (first >= info.window_offset && end <= info.window_offset + info.data_bytes) {
+    return Status::Ok();
+  }
+  return Status::Corruption(readers_[kNeighborFile]->path() + ": the rows of nodes [" +
+                            std::to_string(begin_node()) + ", " + std::to_string(end_node()) +
+                            ") are bytes [" + std::to_string(first) + ", " + std::to_string(end) +
+                            ") by graph.offsets, outside this shard's window [" +
+                            std::to_string(info.window_offset) + ", " +
+                            std::to_string(info.window_offset + info.data_bytes) + ")");
 }
 
 Status DatasetPartitionSource::KeepPartitions(uint32_t first, uint32_t end) {

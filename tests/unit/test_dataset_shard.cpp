@@ -179,7 +179,9 @@ TEST_CASE("dataset shard: reads beyond the rank's nodes are refused, naming the 
         StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("dataset shard: a corrupt block is reported; an edited window is refused at open") {
+TEST_CASE(
+    "dataset shard: a corrupt block and offsets outside the window are reported; an edited window "
+    "is refused at open") {
   testing::TempDir dir;
   Sharded s = MakeSharded(dir.path());
   const std::string path = dir / "shard-2";
@@ -198,6 +200,42 @@ TEST_CASE("dataset shard: a corrupt block is reported; an edited window is refus
     CHECK((*ds)->VerifyAll().code() == StatusCode::kCorruption);
     FlipByte(path + "/features.bin", at);
     CHECK((*ds)->VerifyAll().ok());
+  }
+  // Rank 2's first row made to start at neighbour 0, before its window, with the checksums and the
+  // manifest rewritten as a writer writes them: refused, not read from before the file's start.
+  {
+    auto ds = format::Dataset::Open(path);
+    REQUIRE(ds.ok());
+    const format::ChecksummedFileReader* r = (*ds)->File(format::kOffsetsFile).value();
+    const format::FileInfo info = r->info();
+    std::vector<char> bytes(info.data_bytes);
+    REQUIRE(r->ReadAt(info.window_offset, bytes.size(), bytes.data()).ok());
+    const int64_t zero = 0;
+    std::memcpy(bytes.data() + ((*ds)->begin_node() * 8 - info.window_offset), &zero, 8);
+    auto w = format::ChecksummedFileWriter::Create(path, format::kOffsetsFile, info.block_bytes);
+    REQUIRE(w.ok());
+    REQUIRE((*w)->Append(bytes.data(), bytes.size()).ok());
+    auto written = (*w)->Finish();
+    REQUIRE(written.ok());
+    format::Manifest m = (*ds)->manifest();
+    m.files[format::kOffsetsFile] = *written;
+    m.files[format::kOffsetsFile].window_offset = info.window_offset;
+    std::ofstream(path + "/manifest.json") << m.ToJson();
+    auto edited = format::Dataset::Open(path);
+    REQUIRE_MESSAGE(edited.ok(), edited.status().ToString());
+    train::TrainOptions t;
+    t.model.hidden_dim = 16;
+    t.fanouts = {5, 5};
+    const Status disk = pipeline::DiskOwnedRows::Open(edited->get(), *s.ranges, 2, s.splits, t,
+                                                      {.memory_bytes = 64ull << 20})
+                            .status();
+    CHECK(disk.code() == StatusCode::kCorruption);
+    CHECK(disk.message().find("outside this shard's window") != std::string::npos);
+    const Status loaded =
+        train::InMemoryOwnedRows::Load(**edited, (*edited)->begin_node(), (*edited)->end_node())
+            .status();
+    CHECK(loaded.code() == StatusCode::kInvalidArgument);
+    CHECK(loaded.message().find("graph.neighbors") != std::string::npos);
   }
   // graph.offsets' window moved past the rank's first node (the manifest's checksum rewritten).
   const std::string manifest = path + "/manifest.json";

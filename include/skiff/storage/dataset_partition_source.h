@@ -103,6 +103,9 @@ class DatasetPartitionSource final : public PartitionSource {
   // Keeps the partitions [first, end) of boundaries_ (end 0: to the last); InvalidArgument for a
   // range the dataset does not have.
   Status KeepPartitions(uint32_t first, uint32_t end);
+  // Corruption unless the rows of the source's nodes lie within graph.neighbors' window (a shard's;
+  // a whole file's window is all of it).
+  Status CheckWindows() const;
   // Builds block_partition_ from boundaries_.
   void IndexBoundaries();
   // The offsets entry of `node` (in [begin_node(), end_node()]).
