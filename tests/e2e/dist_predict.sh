@@ -8,8 +8,10 @@
 #     in batches within --memory (W = 2);
 #   - `mpirun -np W skiff predict --distributed` writes what one process writes: layer by layer
 #     (W = 3), in batches (W = 3) and within --memory (W = 2);
-#   - ranks that read different checkpoints refuse and write nothing; so does a link-prediction
-#     checkpoint.
+#   - ranks that read different checkpoints refuse and write nothing;
+#   - link prediction: `predict --distributed` writes one process's embeddings, pair scores and
+#     top-k (W = 2 and 3, and within --memory on 2), and a run's --export on 2 ranks what
+#     `skiff predict` writes for its checkpoint.
 #   bash dist_predict.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -euo pipefail
 SKIFF=$1
@@ -77,15 +79,64 @@ if "${MPI[@]}" -np 2 bash other_ckpt.sh "$SKIFF" predict small --out mixed --dis
 fi
 grep -q "rank 1 read other parameters than rank 0" mixed.log || { echo "FAIL: message"; cat mixed.log; exit 1; }
 [ ! -e mixed ] || { echo "FAIL: mixed ranks wrote an output"; exit 1; }
-"$SKIFF" generate --nodes 2000 --avg-degree 6 --classes 4 --feature-dim 8 \
-  --split-edges 0.3,0.05,0.05 --seed 3 --out links > /dev/null 2>&1
-"$SKIFF" train links --task link --hidden 8 --fanouts 3,3 --epochs 1 --threads 1 \
-  --checkpoint link.ckpt > link.log 2>&1 || { echo "FAIL: link training"; cat link.log; exit 1; }
-if "${MPI[@]}" -np 2 "$SKIFF" predict links --checkpoint link.ckpt --out link.out --distributed \
-    > linkp.log 2>&1; then
-  echo "FAIL: ranks predicted links"; exit 1
-fi
-grep -q "a link-prediction checkpoint predicts in one process" linkp.log ||
-  { echo "FAIL: message"; cat linkp.log; exit 1; }
-[ ! -e link.out ] || { echo "FAIL: a refused job wrote an output"; exit 1; }
 echo "refusals: OK"
+
+# Link prediction: the ranks share the canonical encoding batches (and the top-k scoring), rank 0
+# writes -- byte for byte what one process writes: embeddings, the scores of given pairs and each
+# query's top-k, on 2 and 3 ranks, and within --memory on 2; a data-parallel run's --export, whose
+# best epoch is not its last, writes what skiff predict writes for its checkpoint.
+"$SKIFF" generate --nodes 3000 --avg-degree 6 --classes 4 --feature-dim 8 \
+  --split-edges 0.3,0.05,0.05 --seed 3 --out links > /dev/null 2>&1
+LINK=(--task link --hidden 8 --out-dim 8 --fanouts 3,3 --eval-edges 100 --eval-negatives 50
+  --threads 1 --seed 4)
+"$SKIFF" train links "${LINK[@]}" --epochs 1 --checkpoint link.ckpt > link.log 2>&1 ||
+  { echo "FAIL: link training"; cat link.log; exit 1; }
+python3 - <<'PY'
+import random
+random.seed(1)
+with open("pairs.txt", "w") as f:
+    for _ in range(300):
+        f.write(f"{random.randrange(3000)} {random.randrange(3000)}\n")
+with open("queries.txt", "w") as f:
+    for _ in range(25):
+        f.write(f"{random.randrange(3000)}\n")
+PY
+for kind in embeddings pairs top-k; do
+  request=()
+  [ $kind = pairs ] && request=(--pairs pairs.txt)
+  [ $kind = top-k ] && request=(--top-k 5 --nodes queries.txt)
+  "$SKIFF" predict links --checkpoint link.ckpt --out "link-one-$kind" "${request[@]}" --threads 1 \
+    > /dev/null 2>&1 || { echo "FAIL: link predict $kind"; exit 1; }
+  for run in 2: 3: 2:12MiB; do
+    IFS=: read -r w memory <<< "$run"
+    budget=()
+    [ -n "$memory" ] && budget=(--memory "$memory")
+    if [ -n "$memory" ]; then
+      rm -rf "link-mem-$kind"
+      "$SKIFF" predict links --checkpoint link.ckpt --out "link-mem-$kind" "${request[@]}" \
+        "${budget[@]}" --threads 1 > /dev/null 2>&1 || { echo "FAIL: link predict $kind $memory"; exit 1; }
+    fi
+    want="link-one-$kind"
+    [ -n "$memory" ] && want="link-mem-$kind"
+    rm -rf got
+    "${MPI[@]}" -np "$w" "$SKIFF" predict links --checkpoint link.ckpt --out got "${request[@]}" \
+      "${budget[@]}" --threads 1 --distributed > linkp.log 2>&1 ||
+      { echo "FAIL: link predict $kind on $w ranks"; cat linkp.log; exit 1; }
+    for f in "$want"/*; do
+      cmp "$f" "got/$(basename "$f")" || { echo "FAIL: link $kind on $run: $(basename "$f") differs"; exit 1; }
+    done
+    echo "link $kind on $w ranks ${memory:-in memory}: as one process: OK"
+  done
+done
+cmp link-one-embeddings/embeddings.npy link-mem-embeddings/embeddings.npy ||
+  { echo "FAIL: link embeddings within --memory differ from in memory"; exit 1; }
+"${MPI[@]}" -np 2 "$SKIFF" train links "${LINK[@]}" --lr 0.05 --epochs 3 --distributed \
+  --checkpoint linkw.ckpt --export linkw.exp > linkw.log 2>&1 ||
+  { echo "FAIL: link --export on 2 ranks"; cat linkw.log; exit 1; }
+grep -q "best epoch [01]$" linkw.log || { echo "FAIL: the best epoch is the last"; cat linkw.log; exit 1; }
+grep -q "embeddings: linkw.exp (every node, on 2 ranks" linkw.log || { echo "FAIL: not shared"; cat linkw.log; exit 1; }
+"$SKIFF" predict links --checkpoint linkw.ckpt --out linkw.pred --threads 1 > /dev/null 2>&1 ||
+  { echo "FAIL: predict linkw"; exit 1; }
+cmp linkw.exp/embeddings.npy linkw.pred/embeddings.npy ||
+  { echo "FAIL: the link --export differs from skiff predict of its checkpoint"; exit 1; }
+echo "link --export on 2 ranks: as skiff predict of its checkpoint: OK"

@@ -80,9 +80,25 @@ Status PredictByBatch(const PredictOptions& o, const format::Dataset& ds,
 }
 
 // Link prediction: in batches through the pipeline (every partition resident, or within --memory).
+// --distributed, link prediction: InvalidArgument, on every rank alike, unless every rank planned
+// encoding batches of the same size (their memory plans agree), since the ranks share one
+// process's canonical batches.
+Status CheckSameEncodingBatches(dist::Communicator& comm, int64_t batch_nodes) {
+  if (comm.size() == 1) return Status::Ok();
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<std::string> all,
+                         comm.AllGather(std::to_string(batch_nodes), "encoding batch sizes"));
+  for (size_t r = 1; r < all.size(); ++r) {
+    if (all[r] == all[0]) continue;
+    return Status::InvalidArgument("rank " + std::to_string(r) + " encodes batches of " + all[r] +
+                                   " nodes but rank 0 of " + all[0] +
+                                   ": give every rank the same --memory");
+  }
+  return Status::Ok();
+}
+
 Status PredictLink(const PredictOptions& o, const format::Dataset& ds,
                    const train::Checkpoint& ckpt, const train::TrainOptions& t, Device device,
-                   uint64_t memory_bytes) {
+                   uint64_t memory_bytes, dist::Communicator& comm) {
   if (o.given("--inference") && o.inference == "layers") {
     return Status::InvalidArgument(
         "--inference layers: a link-prediction model predicts in batches (--inference batches)");
@@ -101,19 +117,28 @@ Status PredictLink(const PredictOptions& o, const format::Dataset& ds,
       std::unique_ptr<pipeline::OutOfCoreLink> engine,
       pipeline::OpenOutOfCoreLink(&ds, t, memory_bytes, pipeline::SamplingMode::kExact,
                                   t.sampler_threads, device == Device::kCpu));
-  SKIFF_ASSIGN_OR_RETURN(std::unique_ptr<train::LinkTrainer> trainer,
-                         train::LinkTrainer::Create(engine->data, t, ModelFactoryFor(device)));
+  int slot = 0;  // a CUDA rank takes the GPU of its rank on its machine, as in training
+  if (device == Device::kCuda && comm.size() > 1) {
+    SKIFF_ASSIGN_OR_RETURN(slot, LocalRank(comm));
+  }
+  SKIFF_ASSIGN_OR_RETURN(
+      std::unique_ptr<train::LinkTrainer> trainer,
+      train::LinkTrainer::Create(engine->data, t, ModelFactoryFor(device, slot)));
   trainer->SetPassRunner(pipeline::MakeOutOfCoreLinkRunner(engine.get(), t, false));
   SKIFF_RETURN_IF_ERROR(
       OfferLinkFeaturesToDevice(device, memory_bytes, t.device_memory_bytes, trainer.get()));
   SKIFF_RETURN_IF_ERROR(trainer->Restore(ckpt).WithContext(o.checkpoint));
-  SKIFF_RETURN_IF_ERROR(PredictLinks(ds, *trainer, *engine->data.graph,
-                                     engine->ooc->eval_batch_size(), o.link, o.out));
-  std::printf("wrote %s to %s\n",
+  const int64_t batch_nodes = engine->ooc->eval_batch_size();
+  SKIFF_RETURN_IF_ERROR(CheckSameEncodingBatches(comm, batch_nodes));
+  SKIFF_RETURN_IF_ERROR(
+      PredictLinks(ds, *trainer, *engine->data.graph, batch_nodes, o.link, o.out, &comm));
+  if (comm.rank() != 0) return Status::Ok();
+  std::printf("wrote %s to %s%s\n",
               !o.link.pairs_path.empty() ? "scores.npy"
               : o.link.top_k > 0         ? "top_k_ids and top_k_scores.npy"
                                          : "embeddings.npy",
-              o.out.c_str());
+              o.out.c_str(),
+              comm.size() > 1 ? (" (" + std::to_string(comm.size()) + " ranks)").c_str() : "");
   return Status::Ok();
 }
 
@@ -127,15 +152,6 @@ Result<train::Task> TaskOf(const PredictOptions& o, const train::TrainOptions& t
                                    std::string(NameOf(train::kTaskNames, t.task)));
   }
   return asked;
-}
-
-// --distributed: the ranks share node classification's prediction; a link-prediction checkpoint
-// predicts in one process.
-Status CheckShared(const dist::Communicator& comm, train::Task task) {
-  if (comm.size() == 1 || task == train::Task::kNode) return Status::Ok();
-  return Status::InvalidArgument(
-      "--distributed: the ranks share the prediction of node classes; a link-prediction "
-      "checkpoint predicts in one process");
 }
 
 // --ownership partitions: each rank loads its range of the dataset's partitions (the dataset, or
@@ -212,12 +228,11 @@ Status Predict(const PredictOptions& o, dist::Communicator& comm) {
   SKIFF_ASSIGN_OR_RETURN(const Inference asked,
                          ParseName(kInferenceNames, "inference mode", o.inference));
   const Result<Inference> inference = ResolveInference(asked, device, memory_bytes);
-  SKIFF_RETURN_IF_ERROR(CheckShared(comm, task));
   if (comm.size() > 1) {
     SKIFF_RETURN_IF_ERROR(CheckSameRun(comm, *ds, t));
     SKIFF_RETURN_IF_ERROR(CheckSameModel(comm, ckpt, o.checkpoint));
   }
-  if (task == train::Task::kLink) return PredictLink(o, *ds, ckpt, t, device, memory_bytes);
+  if (task == train::Task::kLink) return PredictLink(o, *ds, ckpt, t, device, memory_bytes, comm);
   if (!o.link.pairs_path.empty() || o.link.top_k > 0 || !o.link.nodes_path.empty()) {
     return Status::InvalidArgument(
         "--pairs, --top-k and --nodes take a link-prediction checkpoint (skiff train --task "

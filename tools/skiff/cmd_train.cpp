@@ -307,17 +307,61 @@ void QuietUnlessLead(bool lead, train::TrainOptions* t) {
   if (!lead && GetLogLevel() < LogLevel::kWarning) SetLogLevel(LogLevel::kWarning);
 }
 
+// The model an --export on several ranks predicts with, on every rank: the best one when rank 0's
+// --checkpoint kept it (rank 0 sends its parameters, since only rank 0 writes checkpoints), else
+// the last epoch's, which every rank already holds.
+// `model` is this rank's last epoch's (MakeCheckpoint).
+Result<train::Checkpoint> LeadsExportModel(const train::TrainOptions& t, train::Checkpoint model,
+                                           dist::Communicator& comm) {
+  std::string values;  // the best model's parameters, back to back; empty: the last epoch's
+  if (comm.rank() == 0) {
+    SKIFF_ASSIGN_OR_RETURN(std::optional<train::Checkpoint> best, BestCheckpoint(t));
+    if (best.has_value()) {
+      model = std::move(*best);
+      for (const train::CheckpointTensor& p : model.parameters) {
+        values.append(reinterpret_cast<const char*>(p.values.data()),
+                      p.values.size() * sizeof(float));
+      }
+    }
+  }
+  SKIFF_RETURN_IF_ERROR(comm.Broadcast(&values, 0, "the exported model"));
+  if (values.empty()) return model;
+  size_t count = 0;
+  for (const train::CheckpointTensor& p : model.parameters) count += p.values.size();
+  if (values.size() != count * sizeof(float)) {
+    return Status::InvalidArgument(t.checkpoint_path + ": rank 0's best model has " +
+                                   std::to_string(values.size() / sizeof(float)) +
+                                   " parameters, this rank's model " + std::to_string(count));
+  }
+  size_t at = 0;
+  for (train::CheckpointTensor& p : model.parameters) {
+    std::memcpy(p.values.data(), values.data() + at, p.values.size() * sizeof(float));
+    at += p.values.size() * sizeof(float);
+  }
+  return model;
+}
+
 // With --export, the encoder's output for every node (tools/skiff/link_predict.h) from the best
-// model when --checkpoint kept it, else from the last epoch's.
+// model when --checkpoint kept it, else from the last epoch's (LeadsExportModel); the ranks of a
+// data-parallel run share the encoding batches and rank 0 writes.
 Status ExportLink(const TrainCliOptions& o, const format::Dataset& ds, const train::TrainOptions& t,
-                  const pipeline::OutOfCoreLink& engine, train::LinkTrainer* trainer) {
+                  int64_t last_epoch, const pipeline::OutOfCoreLink& engine,
+                  train::LinkTrainer& trainer, dist::Communicator& comm) {
   if (o.export_dir.empty()) return Status::Ok();
-  SKIFF_ASSIGN_OR_RETURN(std::optional<train::Checkpoint> best, BestCheckpoint(t));
-  if (best.has_value())
-    SKIFF_RETURN_IF_ERROR(trainer->Restore(*best).WithContext(t.checkpoint_path));
+  const auto start = std::chrono::steady_clock::now();
+  SKIFF_ASSIGN_OR_RETURN(train::Checkpoint last, trainer.MakeCheckpoint(last_epoch));
+  SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint model, LeadsExportModel(t, std::move(last), comm));
+  SKIFF_RETURN_IF_ERROR(trainer.Restore(model).WithContext(t.checkpoint_path));
   SKIFF_RETURN_IF_ERROR(
-      ExportLinkEmbeddings(ds, *trainer, engine.ooc->eval_batch_size(), o.export_dir));
-  std::printf("embeddings: %s\n", o.export_dir.c_str());
+      ExportLinkEmbeddings(ds, trainer, engine.ooc->eval_batch_size(), o.export_dir, &comm));
+  if (comm.rank() != 0) return Status::Ok();
+  if (comm.size() == 1) {
+    std::printf("embeddings: %s\n", o.export_dir.c_str());
+  } else {
+    std::printf("embeddings: %s (every node, on %d ranks, in %.2f s)\n", o.export_dir.c_str(),
+                comm.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
   return Status::Ok();
 }
 
@@ -379,10 +423,11 @@ Status TrainLink(const TrainCliOptions& o, train::TrainOptions t, Device device,
       std::to_string(trainer->model().NumParameters()) + " encoder parameters, " +
       (device == Device::kCuda ? trainer->model().DeviceDescription() : cpu::BlasDescription()));
   SKIFF_ASSIGN_OR_RETURN(const train::LinkSummary summary, trainer->Run());
-  SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));
+  if (lead) PrintLinkSummary(summary, t);
+  SKIFF_RETURN_IF_ERROR(ExportLink(o, *ds, t, static_cast<int64_t>(summary.epochs.size()) - 1,
+                                   *engine, *trainer, comm));
+  SKIFF_RETURN_IF_ERROR(LogRankPeaks(comm, memory_bytes));  // after the export: covering it
   if (!lead) return Status::Ok();
-  PrintLinkSummary(summary, t);
-  SKIFF_RETURN_IF_ERROR(ExportLink(o, *ds, t, *engine, trainer.get()));
   PrintPeakRss(memory_bytes, CudaRuntimeShare{.used = device == Device::kCuda},
                resident_when_loaded);
   return Status::Ok();
@@ -404,40 +449,6 @@ Status RestoreForRun(train::Trainer& trainer, const std::optional<train::Checkpo
   SKIFF_RETURN_IF_ERROR(trainer.Restore(*resume).WithContext(path));
   if (lead) LogInfo("resuming after epoch " + std::to_string(resume->epoch) + " from " + path);
   return Status::Ok();
-}
-
-// The model an --export on several ranks predicts with, on every rank: the best one when rank 0's
-// --checkpoint kept it (rank 0 sends its parameters, since only rank 0 writes checkpoints), else
-// the last epoch's, which every rank already holds.
-Result<train::Checkpoint> LeadsExportModel(const train::TrainOptions& t, int64_t last_epoch,
-                                           train::Trainer& trainer, dist::Communicator& comm) {
-  SKIFF_ASSIGN_OR_RETURN(train::Checkpoint model, trainer.MakeCheckpoint(last_epoch));
-  std::string values;  // the best model's parameters, back to back; empty: the last epoch's
-  if (comm.rank() == 0) {
-    SKIFF_ASSIGN_OR_RETURN(std::optional<train::Checkpoint> best, BestCheckpoint(t));
-    if (best.has_value()) {
-      model = std::move(*best);
-      for (const train::CheckpointTensor& p : model.parameters) {
-        values.append(reinterpret_cast<const char*>(p.values.data()),
-                      p.values.size() * sizeof(float));
-      }
-    }
-  }
-  SKIFF_RETURN_IF_ERROR(comm.Broadcast(&values, 0, "the exported model"));
-  if (values.empty()) return model;
-  size_t count = 0;
-  for (const train::CheckpointTensor& p : model.parameters) count += p.values.size();
-  if (values.size() != count * sizeof(float)) {
-    return Status::InvalidArgument(t.checkpoint_path + ": rank 0's best model has " +
-                                   std::to_string(values.size() / sizeof(float)) +
-                                   " parameters, this rank's model " + std::to_string(count));
-  }
-  size_t at = 0;
-  for (train::CheckpointTensor& p : model.parameters) {
-    std::memcpy(p.values.data(), values.data() + at, p.values.size() * sizeof(float));
-    at += p.values.size() * sizeof(float);
-  }
-  return model;
 }
 
 // Rank 0's line after an export on ranks.
@@ -462,8 +473,8 @@ Status ExportReplicated(const TrainCliOptions& o, const format::Dataset& ds,
                         dist::Communicator& comm) {
   if (o.export_dir.empty()) return Status::Ok();
   const auto start = std::chrono::steady_clock::now();
-  SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint model,
-                         LeadsExportModel(t, last_epoch, *trainer, comm));
+  SKIFF_ASSIGN_OR_RETURN(train::Checkpoint last, trainer->MakeCheckpoint(last_epoch));
+  SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint model, LeadsExportModel(t, std::move(last), comm));
   if (inference == Inference::kLayers) {
     trainer.reset();
     engine.reset();
@@ -576,8 +587,8 @@ Status ExportOwned(const TrainCliOptions& o, const format::Dataset& ds,
                    OwnedRank& rank, dist::Communicator& comm) {
   if (o.export_dir.empty()) return Status::Ok();
   const auto start = std::chrono::steady_clock::now();
-  SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint model,
-                         LeadsExportModel(t, last_epoch, *rank.trainer, comm));
+  SKIFF_ASSIGN_OR_RETURN(train::Checkpoint last, rank.trainer->MakeCheckpoint(last_epoch));
+  SKIFF_ASSIGN_OR_RETURN(const train::Checkpoint model, LeadsExportModel(t, std::move(last), comm));
   SKIFF_RETURN_IF_ERROR(rank.trainer->Restore(model).WithContext(t.checkpoint_path));
   // As one process's auto choice: layer by layer in memory, in batches within --memory.
   const bool by_layer = memory_bytes == 0;

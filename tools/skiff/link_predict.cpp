@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <sstream>
 
 #include "skiff/io/atomic_file.h"
@@ -13,6 +15,7 @@
 #include "skiff/io/staged_dir.h"
 #include "skiff/progress.h"
 #include "skiff/train/export.h"
+#include "skiff/train/gather_rows.h"
 
 namespace skiff::cli {
 namespace {
@@ -63,10 +66,29 @@ int64_t BatchCount(const format::Dataset& dataset, int64_t batch_nodes) {
   return (dataset.manifest().num_nodes + batch_nodes - 1) / batch_nodes;
 }
 
+// This rank's share of `items` (ranks of `comm` take every W-th, from their rank; all of them
+// without one).
+template <typename T>
+std::vector<T> ShareOf(const std::vector<T>& items, const dist::Communicator* comm) {
+  if (comm == nullptr || comm->size() == 1) return items;
+  std::vector<T> mine;
+  for (size_t i = static_cast<size_t>(comm->rank()); i < items.size();
+       i += static_cast<size_t>(comm->size())) {
+    mine.push_back(items[i]);
+  }
+  return mine;
+}
+
+bool Lead(const dist::Communicator* comm) { return comm == nullptr || comm->rank() == 0; }
+
 // The encoder's output for `nodes` (any order, repeats allowed) into *rows, one row per entry,
-// from the canonical batches that hold them.
+// from the canonical batches that hold them. With `comm` of several ranks (every rank passing the
+// same nodes), each rank encodes every W-th of those batches and the rows reach rank 0
+// (RowsToLead): *rows is complete on rank 0 and empty on the others. `show_progress`: a progress
+// line.
 Status EncodeNodes(train::LinkTrainer& trainer, std::span<const int64_t> nodes, int64_t batch_nodes,
-                   const std::string& label, std::vector<float>* rows) {
+                   const std::string& label, std::vector<float>* rows, dist::Communicator* comm,
+                   bool show_progress) {
   const auto dim = static_cast<size_t>(trainer.options().link.out_dim);
   std::vector<std::pair<int64_t, size_t>> wanted(nodes.size());  // (node, entry)
   for (size_t i = 0; i < nodes.size(); ++i) wanted[i] = {nodes[i], i};
@@ -75,24 +97,39 @@ Status EncodeNodes(train::LinkTrainer& trainer, std::span<const int64_t> nodes, 
   for (const auto& [v, i] : wanted) {
     if (batches.empty() || batches.back() != v / batch_nodes) batches.push_back(v / batch_nodes);
   }
-  rows->assign(nodes.size() * dim, 0.0f);
-  Progress progress(label, nodes.size(), "nodes");
+  const bool shared = comm != nullptr && comm->size() > 1;
+  std::vector<int32_t> unused;
+  std::optional<train::RowsToLead> to_lead;
+  if (shared) {
+    to_lead.emplace(*comm, static_cast<int64_t>(nodes.size()), static_cast<int64_t>(dim), &unused,
+                    rows);
+  } else {
+    rows->assign(nodes.size() * dim, 0.0f);
+  }
+  OptionalProgress progress(show_progress, label + (shared ? " (rank 0's share)" : ""),
+                            nodes.size(), "nodes");
   auto it = wanted.begin();
   SKIFF_RETURN_IF_ERROR(trainer.EncodeBatches(
-      batches, batch_nodes, [&](std::span<const int64_t> batch, const float* out) -> Status {
+      ShareOf(batches, comm), batch_nodes,
+      [&](std::span<const int64_t> batch, const float* out) -> Status {
         const int64_t first = batch.front(), end = batch.back() + 1;
+        while (it != wanted.end() && it->first < first) ++it;  // another rank's batch
         uint64_t copied = 0;
         for (; it != wanted.end() && it->first < end; ++it, ++copied) {
-          SKIFF_CHECK(it->first >= first);
           const float* row = out + static_cast<size_t>(it->first - first) * dim;
-          std::copy(row, row + dim, rows->begin() + it->second * dim);
+          if (shared) {
+            SKIFF_RETURN_IF_ERROR(to_lead->Add(static_cast<int64_t>(it->second), 0, {row, dim}));
+          } else {
+            std::copy(row, row + dim, rows->begin() + it->second * dim);
+          }
         }
         progress.Add(copied);
         return Status::Ok();
       }));
-  SKIFF_CHECK(it == wanted.end());
   progress.Finish();
-  return Status::Ok();
+  if (!shared) return Status::Ok();
+  SKIFF_RETURN_IF_ERROR(to_lead->SendAll());
+  return to_lead->Finish();
 }
 
 std::vector<int64_t> SortedDistinct(std::vector<int64_t> nodes) {
@@ -118,12 +155,15 @@ Status PublishInto(const std::string& out_dir,
 }
 
 Status ScorePairsOf(const format::Dataset& dataset, train::LinkTrainer& trainer,
-                    int64_t batch_nodes, const std::string& pairs_path,
-                    const std::string& out_dir) {
+                    int64_t batch_nodes, const std::string& pairs_path, const std::string& out_dir,
+                    dist::Communicator* comm) {
+  // Every rank reads the pairs (the nodes to encode); rank 0 scores and writes them.
   SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> pairs, DenseIdsIn(dataset, pairs_path, 2));
   const std::vector<int64_t> nodes = SortedDistinct(pairs);
   std::vector<float> rows;
-  SKIFF_RETURN_IF_ERROR(EncodeNodes(trainer, nodes, batch_nodes, "encode", &rows));
+  SKIFF_RETURN_IF_ERROR(
+      EncodeNodes(trainer, nodes, batch_nodes, "encode", &rows, comm, Lead(comm)));
+  if (!Lead(comm)) return Status::Ok();
   std::vector<int32_t> src(pairs.size() / 2), dst(pairs.size() / 2);
   for (size_t i = 0; i < src.size(); ++i) {
     src[i] = PositionIn(nodes, pairs[2 * i]);
@@ -160,6 +200,8 @@ class TopK {
       std::push_heap(heap_.begin(), heap_.end(), Better);
     }
   }
+  // The candidates kept, in no order.
+  const std::vector<Candidate>& kept() const { return heap_; }
   std::vector<Candidate> Sorted() const {
     std::vector<Candidate> out = heap_;
     std::sort(out.begin(), out.end(), Better);
@@ -171,12 +213,47 @@ class TopK {
   std::vector<Candidate> heap_;
 };
 
+// Every rank's candidates of each query offered to rank 0's (`comm` of several ranks): the best k
+// of the union are the best k of the whole, whatever the order they are offered in, since Better
+// orders every pair of candidates.
+Status MergeOnLead(dist::Communicator& comm, std::vector<TopK>* best) {
+  std::string mine;
+  for (const TopK& t : *best) {
+    const auto count = static_cast<uint64_t>(t.kept().size());
+    mine.append(reinterpret_cast<const char*>(&count), sizeof(count));
+    mine.append(reinterpret_cast<const char*>(t.kept().data()),
+                t.kept().size() * sizeof(Candidate));
+  }
+  SKIFF_ASSIGN_OR_RETURN(const std::vector<std::string> all,
+                         comm.AllGather(mine, "top-k candidates"));
+  if (comm.rank() != 0) return Status::Ok();
+  for (size_t r = 1; r < all.size(); ++r) {
+    const std::string& from = all[r];
+    size_t at = 0;
+    for (TopK& t : *best) {
+      uint64_t count = 0;
+      SKIFF_CHECK(at + sizeof(count) <= from.size());
+      std::memcpy(&count, from.data() + at, sizeof(count));
+      at += sizeof(count);
+      SKIFF_CHECK(at + count * sizeof(Candidate) <= from.size());
+      for (uint64_t j = 0; j < count; ++j) {
+        Candidate c;
+        std::memcpy(&c, from.data() + at, sizeof(c));
+        at += sizeof(c);
+        t.Offer(c);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
 // Scores every node against the queries (`query_rows`, one per node of `queries`) batch by
-// batch, offering each query its candidates.
+// batch, offering each query its candidates. With `comm` of several ranks each rank scores every
+// W-th batch, and rank 0's *best ends with every rank's (MergeOnLead).
 Status OfferAllNodes(const format::Dataset& dataset, train::LinkTrainer& trainer,
                      const sampler::GraphSource& graph, int64_t batch_nodes, bool keep_known,
                      const std::vector<int64_t>& queries, const std::vector<float>& query_rows,
-                     std::vector<TopK>* best) {
+                     std::vector<TopK>* best, dist::Communicator* comm) {
   const auto dim = static_cast<size_t>(trainer.options().link.out_dim);
   const auto q = static_cast<int32_t>(queries.size());
   std::vector<std::vector<int64_t>> known(queries.size());
@@ -187,10 +264,14 @@ Status OfferAllNodes(const format::Dataset& dataset, train::LinkTrainer& trainer
   }
   std::vector<int64_t> all(static_cast<size_t>(BatchCount(dataset, batch_nodes)));
   for (size_t c = 0; c < all.size(); ++c) all[c] = static_cast<int64_t>(c);
+  const std::vector<int64_t> mine = ShareOf(all, comm);
   std::vector<float> rows(query_rows), scores;
   std::vector<int32_t> src(queries.size()), cand;
   for (int32_t i = 0; i < q; ++i) src[i] = i;
-  Progress progress("rank", static_cast<uint64_t>(dataset.manifest().num_nodes), "candidates");
+  const bool shared = comm != nullptr && comm->size() > 1;
+  OptionalProgress progress(Lead(comm), shared ? "rank (rank 0's share)" : "rank",
+                            shared ? 0 : static_cast<uint64_t>(dataset.manifest().num_nodes),
+                            "candidates");
   auto score_batch = [&](std::span<const int64_t> nodes, const float* out) -> Status {
     rows.resize(query_rows.size());
     rows.insert(rows.end(), out, out + nodes.size() * dim);
@@ -207,9 +288,9 @@ Status OfferAllNodes(const format::Dataset& dataset, train::LinkTrainer& trainer
     progress.Add(nodes.size());
     return Status::Ok();
   };
-  SKIFF_RETURN_IF_ERROR(trainer.EncodeBatches(all, batch_nodes, score_batch));
+  SKIFF_RETURN_IF_ERROR(trainer.EncodeBatches(mine, batch_nodes, score_batch));
   progress.Finish();
-  return Status::Ok();
+  return shared ? MergeOnLead(*comm, best) : Status::Ok();
 }
 
 // top_k_ids (.npy or .txt) and top_k_scores.npy of the given queries' rows.
@@ -251,15 +332,19 @@ Status WriteTopK(const format::Dataset& dataset, const std::vector<int64_t>& giv
 
 Status TopKOf(const format::Dataset& dataset, train::LinkTrainer& trainer,
               const sampler::GraphSource& graph, int64_t batch_nodes,
-              const LinkPredictRequest& request, const std::string& out_dir) {
+              const LinkPredictRequest& request, const std::string& out_dir,
+              dist::Communicator* comm) {
   SKIFF_ASSIGN_OR_RETURN(const std::vector<int64_t> given,
                          DenseIdsIn(dataset, request.nodes_path, 1));
   const std::vector<int64_t> queries = SortedDistinct(given);
+  // Every rank scores against every query: each encodes them all.
   std::vector<float> query_rows;
-  SKIFF_RETURN_IF_ERROR(EncodeNodes(trainer, queries, batch_nodes, "encode queries", &query_rows));
+  SKIFF_RETURN_IF_ERROR(EncodeNodes(trainer, queries, batch_nodes, "encode queries", &query_rows,
+                                    nullptr, Lead(comm)));
   std::vector<TopK> best(queries.size(), TopK(static_cast<size_t>(request.top_k)));
   SKIFF_RETURN_IF_ERROR(OfferAllNodes(dataset, trainer, graph, batch_nodes, request.keep_known,
-                                      queries, query_rows, &best));
+                                      queries, query_rows, &best, comm));
+  if (!Lead(comm)) return Status::Ok();
   return PublishInto(out_dir, [&](const std::string& dir) {
     return WriteTopK(dataset, given, queries, best, request.top_k, dir);
   });
@@ -268,23 +353,42 @@ Status TopKOf(const format::Dataset& dataset, train::LinkTrainer& trainer,
 }  // namespace
 
 Status ExportLinkEmbeddings(const format::Dataset& dataset, train::LinkTrainer& trainer,
-                            int64_t batch_nodes, const std::string& out_dir) {
+                            int64_t batch_nodes, const std::string& out_dir,
+                            dist::Communicator* comm) {
+  // Rank 0 orders the export's nodes and sends the order; every rank encodes its share of them.
+  auto embed = [&](std::vector<int64_t> nodes, std::vector<float>* embeddings) -> Status {
+    if (comm != nullptr && comm->size() > 1) {
+      std::string order(reinterpret_cast<const char*>(nodes.data()),
+                        nodes.size() * sizeof(int64_t));
+      SKIFF_RETURN_IF_ERROR(comm->Broadcast(&order, 0, "the export's node order"));
+      nodes.resize(order.size() / sizeof(int64_t));
+      std::memcpy(nodes.data(), order.data(), order.size());
+    }
+    return EncodeNodes(trainer, nodes, batch_nodes, "encode", embeddings, comm, Lead(comm));
+  };
+  if (!Lead(comm)) {
+    std::vector<float> unused;
+    return embed({}, &unused);
+  }
   return train::ExportEmbeddings(
       dataset,
       [&](const std::vector<int64_t>& nodes, std::vector<float>* embeddings) {
-        return EncodeNodes(trainer, nodes, batch_nodes, "encode", embeddings);
+        return embed(nodes, embeddings);
       },
       out_dir);
 }
 
 Status PredictLinks(const format::Dataset& dataset, train::LinkTrainer& trainer,
                     const sampler::GraphSource& graph, int64_t batch_nodes,
-                    const LinkPredictRequest& request, const std::string& out_dir) {
+                    const LinkPredictRequest& request, const std::string& out_dir,
+                    dist::Communicator* comm) {
   if (!request.pairs_path.empty()) {
-    return ScorePairsOf(dataset, trainer, batch_nodes, request.pairs_path, out_dir);
+    return ScorePairsOf(dataset, trainer, batch_nodes, request.pairs_path, out_dir, comm);
   }
-  if (request.top_k > 0) return TopKOf(dataset, trainer, graph, batch_nodes, request, out_dir);
-  return ExportLinkEmbeddings(dataset, trainer, batch_nodes, out_dir);
+  if (request.top_k > 0) {
+    return TopKOf(dataset, trainer, graph, batch_nodes, request, out_dir, comm);
+  }
+  return ExportLinkEmbeddings(dataset, trainer, batch_nodes, out_dir, comm);
 }
 
 }  // namespace skiff::cli

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "skiff/dist/communicator.h"
 #include "skiff/format/dataset.h"
 #include "skiff/status.h"
 #include "skiff/train/link_trainer.h"
@@ -33,15 +34,24 @@ struct LinkPredictRequest {
   bool keep_known = false;
 };
 
+// With `comm` of several ranks (each holding the same dataset and model, and passing the same
+// batch_nodes), the functions below are collectives: the ranks share the canonical encoding
+// batches (LinkTrainer::EncodeBatches), each taking every W-th from its rank, the rows and the
+// top-k candidates reach rank 0, and rank 0 alone writes `out_dir`. The output is one process's
+// byte for byte.
+
 // embeddings.npy: the encoder's output (float32 [N, out_dim]) of every node in raw-ID order, and
 // the raw IDs as train::ExportPredictions writes them. `batch_nodes` seeds per encoding batch.
 Status ExportLinkEmbeddings(const format::Dataset& dataset, train::LinkTrainer& trainer,
-                            int64_t batch_nodes, const std::string& out_dir);
+                            int64_t batch_nodes, const std::string& out_dir,
+                            dist::Communicator* comm = nullptr);
 
-// The request's output into `out_dir`: scores of its pairs, or the top-k candidates of its nodes.
+// The request's output into `out_dir`: scores of its pairs, or the top-k candidates of its nodes
+// (every rank encodes the queries; each scores its share of the nodes against them).
 // `graph` is the message-passing graph (known edges).
 Status PredictLinks(const format::Dataset& dataset, train::LinkTrainer& trainer,
                     const sampler::GraphSource& graph, int64_t batch_nodes,
-                    const LinkPredictRequest& request, const std::string& out_dir);
+                    const LinkPredictRequest& request, const std::string& out_dir,
+                    dist::Communicator* comm = nullptr);
 
 }  // namespace skiff::cli
