@@ -25,21 +25,14 @@ namespace {
 
 constexpr int kRanks = 3;
 
-struct Sharded {
-  std::unique_ptr<format::Dataset> whole;
-  format::Dataset::NodeSplits splits;
-  std::unique_ptr<train::NodeRanges> ranges;
-};
+// The whole dataset is `dataset`.
+using Sharded = testing::OwnedFixture;
 
 // 3000 nodes in 8 GREM partitions, cut for 3 ranks; the shards in dir/shard-<r>.
 Sharded MakeSharded(const std::string& dir) {
-  Sharded s;
-  s.whole = testing::MakePartitioned(dir);
-  s.splits = std::move(s.whole->LoadSplits()).value();
-  s.ranges = std::make_unique<train::NodeRanges>(
-      std::move(train::NodeRanges::ForDataset(*s.whole, s.splits.train, kRanks)).value());
+  Sharded s = testing::MakeOwnedFixture(dir, kRanks);
   for (int r = 0; r < kRanks; ++r) {
-    const Status st = format::WriteShard(*s.whole, s.ranges->first(), r,
+    const Status st = format::WriteShard(*s.dataset, s.ranges->first(), r,
                                          dir + "/shard-" + std::to_string(r), false);
     REQUIRE_MESSAGE(st.ok(), st.ToString());
   }
@@ -90,7 +83,7 @@ void FlipByte(const std::string& path, uint64_t at) {
 TEST_CASE("dataset shard: each rank's range reads bitwise as the whole dataset's") {
   testing::TempDir dir;
   Sharded s = MakeSharded(dir.path());
-  const std::string whole_sum = s.whole->manifest().Checksum();
+  const std::string whole_sum = s.dataset->manifest().Checksum();
   for (int r = 0; r < kRanks; ++r) {
     CAPTURE(r);
     auto shard = format::Dataset::Open(dir / ("shard-" + std::to_string(r)));
@@ -103,16 +96,16 @@ TEST_CASE("dataset shard: each rank's range reads bitwise as the whole dataset's
     CHECK(info.dataset_xxh3 == whole_sum);
     CHECK(ds.begin_node() == s.ranges->begin(r));
     CHECK(ds.end_node() == s.ranges->end(r));
-    CHECK(ds.manifest().num_nodes == s.whole->manifest().num_nodes);
+    CHECK(ds.manifest().num_nodes == s.dataset->manifest().num_nodes);
     const Status verified = ds.VerifyAll();
     CHECK_MESSAGE(verified.ok(), verified.ToString());
     // The whole dataset's labels and splits.
-    CHECK(ds.LoadLabels().value() == s.whole->LoadLabels().value());
+    CHECK(ds.LoadLabels().value() == s.dataset->LoadLabels().value());
     CHECK(ds.LoadSplit(format::kTrainFile).value() == s.splits.train);
-    CHECK(ds.LoadOldIds().value() == s.whole->LoadOldIds().value());
+    CHECK(ds.LoadOldIds().value() == s.dataset->LoadOldIds().value());
     // The range, loaded whole, and read through the buffer pool.
     const int64_t b = ds.begin_node(), e = ds.end_node();
-    auto want = train::InMemoryOwnedRows::Load(*s.whole, b, e);
+    auto want = train::InMemoryOwnedRows::Load(*s.dataset, b, e);
     auto got = train::InMemoryOwnedRows::Load(ds, b, e);
     REQUIRE(want.ok());
     REQUIRE_MESSAGE(got.ok(), got.status().ToString());
@@ -163,7 +156,7 @@ TEST_CASE("dataset shard: reads beyond the rank's nodes are refused, naming the 
     CHECK(st.message().find("needs the whole dataset") != std::string::npos);
   }
   CHECK(ds.RequireWhole("x").code() == StatusCode::kInvalidArgument);
-  CHECK(s.whole->RequireWhole("x").ok());
+  CHECK(s.dataset->RequireWhole("x").ok());
   // Rank 0's nodes and rank 2's.
   std::vector<int64_t> offsets, neighbors;
   const Status before = ds.LoadGraphRange(0, 4, &offsets, &neighbors);
@@ -280,9 +273,9 @@ TEST_CASE("dataset shard: what cannot be sharded is refused, and nothing is writ
   };
   for (const Case& c : {Case{plain->get(), first, 0, "not partitioned"},
                         Case{shard->get(), first, 0, "itself a shard"},
-                        Case{s.whole.get(), off_boundary, 0, "starts no partition"},
-                        Case{s.whole.get(), empty_rank, 0, "holds no partition"},
-                        Case{s.whole.get(), first, kRanks, "not one of"}}) {
+                        Case{s.dataset.get(), off_boundary, 0, "starts no partition"},
+                        Case{s.dataset.get(), empty_rank, 0, "holds no partition"},
+                        Case{s.dataset.get(), first, kRanks, "not one of"}}) {
     CAPTURE(c.says);
     const Status st = format::WriteShard(*c.ds, c.first, c.rank, dir / "out", false);
     CHECK(st.code() == StatusCode::kInvalidArgument);
@@ -290,7 +283,7 @@ TEST_CASE("dataset shard: what cannot be sharded is refused, and nothing is writ
     CHECK_FALSE(std::filesystem::exists(dir / "out"));
   }
   // An existing shard is replaced only with overwrite.
-  const Status again = format::WriteShard(*s.whole, first, 0, dir / "shard-0", false);
+  const Status again = format::WriteShard(*s.dataset, first, 0, dir / "shard-0", false);
   CHECK(again.code() == StatusCode::kInvalidArgument);
-  CHECK(format::WriteShard(*s.whole, first, 0, dir / "shard-0", true).ok());
+  CHECK(format::WriteShard(*s.dataset, first, 0, dir / "shard-0", true).ok());
 }

@@ -22,21 +22,10 @@ using namespace skiff;
 
 namespace {
 
-struct Owned {
-  std::unique_ptr<format::Dataset> dataset;
-  format::Dataset::NodeSplits splits;
-  std::unique_ptr<train::NodeRanges> ranges;
-};
+using Owned = testing::OwnedFixture;
 
 // 3000 nodes in 8 GREM partitions, owned by 2 ranks.
-Owned MakeOwned(const std::string& dir) {
-  Owned o;
-  o.dataset = testing::MakePartitioned(dir);
-  o.splits = std::move(o.dataset->LoadSplits()).value();
-  o.ranges = std::make_unique<train::NodeRanges>(
-      std::move(train::NodeRanges::ForDataset(*o.dataset, o.splits.train, 2)).value());
-  return o;
-}
+Owned MakeOwned(const std::string& dir) { return testing::MakeOwnedFixture(dir, 2); }
 
 pipeline::DiskOwnedRowsOptions Within(uint64_t budget) {
   pipeline::DiskOwnedRowsOptions io;
