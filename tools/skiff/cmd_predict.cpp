@@ -79,7 +79,6 @@ Status PredictByBatch(const PredictOptions& o, const format::Dataset& ds,
   return ExportOnRanks(ds, comm, predict, o.out);
 }
 
-// Link prediction: in batches through the pipeline (every partition resident, or within --memory).
 // --distributed, link prediction: InvalidArgument, on every rank alike, unless every rank planned
 // encoding batches of the same size (their memory plans agree), since the ranks share one
 // process's canonical batches.
@@ -96,6 +95,8 @@ Status CheckSameEncodingBatches(dist::Communicator& comm, int64_t batch_nodes) {
   return Status::Ok();
 }
 
+// Link prediction: in batches through the pipeline (every partition resident, or within --memory);
+// ranks of `comm` share the encoding batches (tools/skiff/link_predict.h) and rank 0 writes.
 Status PredictLink(const PredictOptions& o, const format::Dataset& ds,
                    const train::Checkpoint& ckpt, const train::TrainOptions& t, Device device,
                    uint64_t memory_bytes, dist::Communicator& comm) {
