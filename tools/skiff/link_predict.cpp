@@ -107,7 +107,7 @@ Status EncodeNodes(train::LinkTrainer& trainer, std::span<const int64_t> nodes, 
     rows->assign(nodes.size() * dim, 0.0f);
   }
   OptionalProgress progress(show_progress, label + (shared ? " (rank 0's share)" : ""),
-                            nodes.size(), "nodes");
+                            shared ? 0 : nodes.size(), "nodes");
   auto it = wanted.begin();
   SKIFF_RETURN_IF_ERROR(trainer.EncodeBatches(
       ShareOf(batches, comm), batch_nodes,
