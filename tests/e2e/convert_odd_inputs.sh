@@ -61,6 +61,6 @@ printf '0 1\n1 2\n' > "$odd"
 "$SKIFF" info odd --verify > odd.info
 grep -q "source       skiff convert odd"$'\xef\xbf\xbd'".tsv" odd.info ||
   { echo "FAIL: source not recorded"; cat odd.info; exit 1; }
-grep -q "format       version 4$" odd.info
+grep -q "format       version 5$" odd.info
 grep -q "verify       OK" odd.info
 echo "convert non-UTF-8 name: OK"

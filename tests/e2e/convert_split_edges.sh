@@ -21,7 +21,7 @@ fail() { echo "convert_split_edges: FAIL: $*" >&2; exit 1; }
 grep -q "^edge split   train" cora.out || { cat cora.out; fail "no summary line"; }
 "$SKIFF" info cora --verify >cora.info || { cat cora.info; fail "info --verify"; }
 grep -q "verify       OK" cora.info
-grep -q "format       version 4" cora.info
+grep -q "format       version 5" cora.info
 read -r train valid test valid_neg test_neg < <(sed -n \
   's/^edge split   train \([0-9]*\) \/ valid \([0-9]*\) \/ test \([0-9]*\) pairs, non-edges \([0-9]*\) \/ \([0-9]*\).*/\1 \2 \3 \4 \5/p' \
   cora.info)
