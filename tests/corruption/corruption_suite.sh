@@ -2,9 +2,10 @@
 # The corruption suite: every file of a small partitioned dataset, edited with its checksums
 # recomputed as a writer computes them (the adversarial case: a file written by another tool, by a
 # bug or by hand) and without (bit rot), run through every reading command: `info --verify`,
-# `train` in memory, `train --memory` (out of core), `predict` and `train --export`. Every run must
-# end below exit status 128 (no crash); a command that relies on what an edit breaks must fail
-# naming it, and `info --verify` must fail on every edit.
+# `train` in memory, `train --memory` (out of core), `predict`, `train --export` and `shard`. Every
+# run must end below exit status 128 (no crash); a command that relies on what an edit breaks must
+# fail naming it, and `info --verify` must fail on every edit (`shard` must refuse bit rot, and
+# never leave a half-written shard).
 #   bash corruption_suite.sh SKIFF_EXE DATASETS_DIR WORK_DIR EDIT_EXE
 # EDIT_EXE is skiff_edit_dataset (tests/tools/edit_dataset.cpp).
 set -euo pipefail
@@ -75,6 +76,34 @@ run_case() {
       if [ -e "$dir" ]; then fail "$name / $c: failed, yet left $dir behind"; fi
     fi
   done
+  check_shard "$name" "$pattern"
+}
+
+# check_shard NAME PATTERN: `skiff shard` of the edited dataset never crashes and never leaves a
+# half-written shard; bit rot in a file it copies it must refuse, naming the file (every byte it
+# copies is read through its checksum). Other edits it copies into the shards, whose readers check them as the whole
+# dataset's do.
+check_shard() {
+  local name=$1 pattern=$2 rc=0
+  rm -rf shards
+  "$SKIFF" shard ds --ranks 2 -o shards > run.out 2> run.err || rc=$?
+  if [ "$rc" -ge 128 ]; then
+    fail "$name / shard: exit status $rc (a crash): $(tail -c 400 run.err)"
+    return
+  fi
+  if compgen -G "shards/rank-*.tmp-*" > /dev/null; then fail "$name / shard: left a staging directory"; fi
+  case $name in
+    "bit rot in edge_buckets"*) ;;  # a shard leaves the edge buckets out, unread
+    "bit rot"*)
+      if [ "$rc" -eq 0 ]; then
+        fail "$name / shard: accepted (exit 0)"
+      elif ! grep -Eq "$pattern" run.err; then
+        fail "$name / shard: exit $rc without a message matching /$pattern/: $(tail -c 400 run.err)"
+      elif [ -e shards/rank-0 ]; then  # rank 0's shard holds block 0 of every file
+        fail "$name / shard: refused, yet wrote rank 0's shard"
+      fi
+      ;;
+  esac
 }
 
 N=$(python3 -c "import json; print(json.load(open('clean/manifest.json'))['num_nodes'])")
