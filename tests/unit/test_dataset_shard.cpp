@@ -68,16 +68,6 @@ std::string ReadText(const std::string& path) {
   return ss.str();
 }
 
-void FlipByte(const std::string& path, uint64_t at) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(at));
-  char c = 0;
-  f.read(&c, 1);
-  c ^= 0x20;
-  f.seekp(static_cast<std::streamoff>(at));
-  f.write(&c, 1);
-}
-
 }  // namespace
 
 TEST_CASE("dataset shard: each rank's range reads bitwise as the whole dataset's") {
@@ -185,13 +175,13 @@ TEST_CASE(
     const int64_t node = (*ds)->end_node() - 1;
     const uint64_t at =
         (*ds)->FeatureRowOffset(node) - (*ds)->File(format::kFeaturesFile).value()->window_offset();
-    FlipByte(path + "/features.bin", at);
+    testing::FlipByte(path + "/features.bin", at, 0x20);
     std::vector<float> row(16);
     const Status read = (*ds)->ReadFeatureRows(node, 1, row.data());
     CHECK(read.code() == StatusCode::kCorruption);
     CHECK(read.message().find(path + "/features.bin") != std::string::npos);
     CHECK((*ds)->VerifyAll().code() == StatusCode::kCorruption);
-    FlipByte(path + "/features.bin", at);
+    testing::FlipByte(path + "/features.bin", at, 0x20);
     CHECK((*ds)->VerifyAll().ok());
   }
   // Rank 2's first row made to start at neighbour 0, before its window, with the checksums and the

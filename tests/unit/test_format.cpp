@@ -26,17 +26,7 @@ using namespace skiff::format;
 using skiff::testing::FillTinyDataset;
 using skiff::testing::WriteTinyDataset;
 
-namespace {
-void FlipByte(const std::string& path, uint64_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(offset));
-  char c;
-  f.read(&c, 1);
-  c ^= 0x5a;
-  f.seekp(static_cast<std::streamoff>(offset));
-  f.write(&c, 1);
-}
-}  // namespace
+using skiff::testing::FlipByte;
 
 TEST_CASE("format: dataset round-trips through writer and reader") {
   testing::TempDir tmp;

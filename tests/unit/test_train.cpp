@@ -23,6 +23,7 @@
 
 using namespace skiff;
 using namespace skiff::train;
+using skiff::testing::FlipByte;
 
 namespace {
 
@@ -124,16 +125,6 @@ TrainOptions SmallOptions() {
   o.sampler_threads = 2;
   o.show_progress = false;
   return o;
-}
-
-void FlipByte(const std::string& path, uint64_t offset) {
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  f.seekg(static_cast<std::streamoff>(offset));
-  char c = 0;
-  f.read(&c, 1);
-  c ^= 0x5a;
-  f.seekp(static_cast<std::streamoff>(offset));
-  f.write(&c, 1);
 }
 
 }  // namespace

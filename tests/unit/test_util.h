@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -53,6 +55,17 @@ inline std::vector<std::string> UnnamedFilesIn(const std::string& dir) {
     }
   }
   return out;
+}
+
+// XORs byte `offset` of the file at `path` with `mask`: damage under a checksum (twice: undone).
+inline void FlipByte(const std::string& path, uint64_t offset, char mask = 0x5a) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  f.read(&c, 1);
+  c ^= mask;
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(&c, 1);
 }
 
 // Directory of the shared real datasets, or "" if absent (tests then skip).
