@@ -9,9 +9,9 @@
 #   - `skiff predict --distributed --ownership partitions` on the shards (and on the whole dataset)
 #     writes what one process predicts, byte for byte: layer by layer, in batches, within 12 MiB.
 #   - A dataset with raw IDs keeps them: each shard's ID map holds every node's.
-#   - Refused, naming the problem: more ranks than shards (the missing rank named), every rank given
-#     one rank's shard, training or predicting on shards without --ownership partitions, an
-#     unpartitioned dataset, a shard sharded again.
+#   - Refused, naming the problem: more ranks than shards, a missing shard (naming the rank),
+#     every rank given one rank's shard, training or predicting on shards without --ownership
+#     partitions, an unpartitioned dataset, a shard sharded again.
 #   bash dist_shard.sh SKIFF_EXE DATASETS_DIR WORK_DIR
 set -euo pipefail
 SKIFF=$1
@@ -118,12 +118,19 @@ for r in 0 1; do
 done
 echo "raw IDs: each shard maps all $nodes nodes: OK"
 
-refused() {  # refused TEXT CMD...: CMD fails and says TEXT
+refused() {  # refused PATTERN CMD...: CMD fails and says what the extended regex PATTERN matches
   local text=$1; shift
   if "$@" > refused.log 2>&1; then echo "FAIL: accepted: $*"; exit 1; fi
-  grep -q -- "$text" refused.log || { echo "FAIL: no '$text'"; cat refused.log; exit 1; }
+  grep -Eq -- "$text" refused.log || { echo "FAIL: no /$text/"; cat refused.log; exit 1; }
 }
-refused "but not rank 2's" "${MPI[@]}" -np 3 "$SKIFF" train shards "${RUN[@]}"
+# Three ranks on two shards: every rank refuses (ranks 0 and 1 their shard's job size, rank 2 its
+# missing shard), and the first to end the job is the one whose message is sure to be printed.
+refused "of a 2-rank job, opened by rank [01] of 3|but not rank 2's" \
+  "${MPI[@]}" -np 3 "$SKIFF" train shards "${RUN[@]}"
+# A missing shard on its own: rank 1 alone refuses.
+"$SKIFF" shard smallp --ranks 2 --rank 0 -o half > /dev/null 2>&1 || { echo "FAIL: shard --rank 0"; exit 1; }
+refused "half holds shards \(skiff shard\), but not rank 1's" \
+  "${MPI[@]}" -np 2 "$SKIFF" train half "${RUN[@]}"
 refused "rank 0's shard of a 2-rank job, opened by rank 1" \
   "${MPI[@]}" -np 2 "$SKIFF" train shards/rank-0 "${RUN[@]}"
 refused "training without --ownership partitions needs the whole dataset" \
